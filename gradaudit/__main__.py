@@ -1,0 +1,6 @@
+"""`python -m gradaudit`."""
+
+from gradaudit.cli import main
+
+if __name__ == "__main__":
+    main()

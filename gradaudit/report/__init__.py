@@ -1,0 +1,35 @@
+"""Renderers: each turns an AuditReport into one output format and only reads the report.
+
+File formats share one small interface, `FileFormat.render(report) -> str`, chosen by the
+`ReportFormat` enum; `formatter_for` fails loudly if a format is added without a renderer.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+
+from gradaudit.results import AuditReport
+
+
+class ReportFormat(str, enum.Enum):
+    """The machine-readable formats `run` can write to a file or to stdout."""
+
+    JSON = "json"
+
+
+class FileFormat(ABC):
+    """A report format written to a file (or stdout) as text."""
+
+    @abstractmethod
+    def render(self, report: AuditReport) -> str:
+        """The whole report in this format."""
+
+
+def formatter_for(fmt: ReportFormat) -> FileFormat:
+    from gradaudit.report.json_report import JsonFormat
+
+    formatters: dict[ReportFormat, FileFormat] = {ReportFormat.JSON: JsonFormat()}
+    missing = set(ReportFormat) - set(formatters)
+    assert not missing, f"no renderer for {missing}"
+    return formatters[fmt]

@@ -1,0 +1,68 @@
+"""The JSON report (`gradaudit.report/1`): complete enough to re-judge a run without re-running it."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from gradaudit.paths import VALUE, PathResult
+from gradaudit.report import FileFormat
+from gradaudit.results import REPORT_SCHEMA, AuditReport, ScenarioResult
+
+
+def _plain(value: object) -> object:
+    """Numbers and nested lists as JSON allows them: non-finite floats become 'nan', 'inf', '-inf'."""
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def array_to_json(array: np.ndarray) -> object:
+    array = np.asarray(array)
+    if array.dtype.kind in "biu":
+        return array.tolist()
+    return _plain(np.asarray(array, dtype=np.float64).tolist())
+
+
+def path_to_json(result: PathResult, arg_names: tuple[str, ...]) -> dict:
+    if not result.ok:
+        error = result.error
+        return {"status": "error", "error": {"type": error.type, "message": error.message, "where": error.where}}
+    if result.name == VALUE:
+        return {"status": "ok", "value": array_to_json(result.arrays[0])}
+    return {"status": "ok", "jacobians": {name: array_to_json(a) for name, a in zip(arg_names, result.arrays)}}
+
+
+def result_to_json(result: ScenarioResult) -> dict:
+    scenario = result.scenario
+    return {
+        "name": scenario.name,
+        "source": f"{scenario.source.file}:{scenario.source.line}",
+        "scenario": scenario.to_dict(),
+        "status": result.status,
+        "seconds": round(result.seconds, 6),
+        "inputs": {name: array_to_json(a) for name, a in zip(result.arg_names, result.inputs)},
+        "paths": {name: path_to_json(path, result.arg_names) for name, path in result.paths.items()},
+        "provenance": None if result.provenance is None else result.provenance.to_list(result.arg_names),
+        "findings": [finding.to_dict() for finding in result.findings],
+    }
+
+
+def report_to_json(report: AuditReport) -> dict:
+    return {
+        "schema": REPORT_SCHEMA,
+        "environment": report.environment,
+        "summary": report.summary,
+        "files": list(report.files),
+        "results": [result_to_json(result) for result in report.results],
+        "errors": [error.to_dict() for error in report.errors],
+    }
+
+
+class JsonFormat(FileFormat):
+    def render(self, report: AuditReport) -> str:
+        return json.dumps(report_to_json(report), indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,152 @@
+"""The rich terminal report: a table of scenarios, their findings as file:line lines, one summary line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gradaudit.judge import CONSISTENT, ERROR, MISMATCH, PATH_LABELS, RAISED, ROUTING, Sources
+from gradaudit.paths import AD_PATHS, FINITE_DIFFERENCE, PathResult
+from gradaudit.results import AuditReport, ScenarioResult
+from gradaudit.yaml_nodes import InputError
+
+STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta"}
+NOWHERE = "·"
+MAX_TUPLE_CASES = 3
+"""Scalar scenarios with up to this many cases show the gradient tuple, as the seed's table does."""
+
+
+def _grid(shape: tuple[int, ...], cells: Sequence[str]) -> str:
+    """Cells laid out like numpy prints arrays: `[a b c]`, `[[a b] [c d]]`."""
+    if not shape:
+        return cells[0]
+    step = int(np.prod(shape[1:], dtype=np.int64))
+    parts = [_grid(shape[1:], cells[i * step : (i + 1) * step]) for i in range(shape[0])]
+    return "[" + " ".join(parts) + "]"
+
+
+def _routes_cell(shape: tuple[int, ...], routes: Sequence[Sources]) -> str:
+    """Per output element, the case(s) it is routed to; a scalar reads 'case 1' or 'nowhere'."""
+    if not shape:
+        return "case " + "|".join(str(i) for i in routes[0]) if routes[0] else "nowhere"
+    return _grid(shape, ["|".join(str(i) for i in r) if r else NOWHERE for r in routes])
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _selector_cell(result: ScenarioResult) -> str:
+    selector = result.scenario.selector
+    value = selector.array()
+    if selector.dtype == "bool":
+        # Arrays of booleans stay readable as T/F; a scalar is spelt out as in YAML.
+        words = ("T", "F") if value.ndim else ("true", "false")
+        cells = [words[0] if v else words[1] for v in value.reshape(-1)]
+    else:
+        cells = [str(v) for v in value.reshape(-1)]
+    return f"{selector.dtype} {_grid(value.shape, cells)}"
+
+
+def _path_cell(result: ScenarioResult, name: str) -> Text:
+    path: PathResult = result.paths[name]
+    involved = any(name in finding.paths for finding in result.findings)
+    style = "red" if involved else ""
+    if not path.ok:
+        return Text(path.error.type, style="magenta")
+    prov = result.provenance
+    if prov is not None and (prov.output_shape or len(path.arrays) > MAX_TUPLE_CASES):
+        routes = prov.value_from if name == FINITE_DIFFERENCE else prov.routes[name]
+        return Text(_routes_cell(prov.output_shape, routes), style=style)
+    if len(path.arrays) <= MAX_TUPLE_CASES and all(np.size(jac) == 1 for jac in path.arrays):
+        numbers = [_number(float(np.asarray(jac).reshape(-1)[0])) for jac in path.arrays]
+        text = "(" + ", ".join(numbers) + ("," if len(numbers) == 1 else "") + ")"
+        return Text(text, style=style)
+    return Text("ok", style=style)
+
+
+def _value_cell(result: ScenarioResult) -> str:
+    prov = result.provenance
+    if prov is None:
+        return "?"
+    return _routes_cell(prov.output_shape, prov.value_from)
+
+
+def _shape_cell(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def results_table(results: Sequence[ScenarioResult]) -> Table:
+    table = Table(title=None, show_lines=False, header_style="bold")
+    longest = max((len(r.scenario.name) for r in results), default=8)
+    table.add_column("scenario", overflow="fold", min_width=min(longest, 40))
+    table.add_column("selector", overflow="fold")
+    table.add_column("cases", justify="right", no_wrap=True)
+    table.add_column("shape", no_wrap=True)
+    table.add_column("value from", overflow="fold")
+    for name in (*AD_PATHS, FINITE_DIFFERENCE):
+        table.add_column(PATH_LABELS[name].replace(" ", "\n"), overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    for result in results:
+        scenario = result.scenario
+        table.add_row(
+            scenario.name,
+            _selector_cell(result),
+            str(scenario.cases),
+            _shape_cell(scenario.shape),
+            _value_cell(result),
+            *(_path_cell(result, name) for name in (*AD_PATHS, FINITE_DIFFERENCE)),
+            Text(result.status, style=STATUS_STYLES[result.status]),
+        )
+    return table
+
+
+def _headline_findings(result: ScenarioResult, verbose: bool):
+    """The findings worth a line: routing and exceptions first; every finding with -v."""
+    if verbose:
+        return result.findings
+    headline = [f for f in result.findings if f.kind in (ROUTING, RAISED)]
+    return headline or result.findings[:1]
+
+
+def summary_line(report: AuditReport, seconds: float | None = None) -> Text:
+    summary = report.summary
+    noun = "scenario" if summary["total"] == 1 else "scenarios"
+    text = Text(f"{summary['total']} {noun}: ")
+    for i, status in enumerate((CONSISTENT, MISMATCH, ERROR)):
+        if i:
+            text.append(", ")
+        text.append(f"{summary[status]} {status}", style=STATUS_STYLES[status] if summary[status] else "")
+    if seconds is not None:
+        text.append(f" in {seconds:.1f}s")
+    return text
+
+
+def print_report(console: Console, report: AuditReport, verbose: bool, seconds: float | None = None) -> None:
+    """The table (non-consistent scenarios only unless verbose), their findings, then the summary."""
+    shown = [r for r in report.results if verbose or r.status != CONSISTENT]
+    if shown:
+        console.print(results_table(shown))
+        console.print()
+        for result in shown:
+            source = result.scenario.source
+            for finding in _headline_findings(result, verbose):
+                line = Text(f"{source}: ", style="bold")
+                line.append(f"{result.scenario.name}: ")
+                line.append(finding.message, style=STATUS_STYLES[result.status])
+                console.print(line, highlight=False, soft_wrap=True)
+        console.print()
+    console.print(summary_line(report, seconds), highlight=False)
+
+
+def print_input_errors(console: Console, errors: Sequence[InputError]) -> None:
+    """Every input error as `file:line:col: message`, then a count."""
+    for error in errors:
+        console.print(Text(str(error.location) + ": ", style="bold").append(error.message, style="red"), highlight=False, soft_wrap=True)
+    files = len({error.location.file for error in errors})
+    noun = "error" if len(errors) == 1 else "errors"
+    console.print(f"{len(errors)} input {noun} in {files} file{'s' if files != 1 else ''}; nothing was audited", highlight=False)

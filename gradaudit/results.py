@@ -1,0 +1,45 @@
+"""The audit's results as data: what renderers read and nothing else writes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gradaudit.judge import STATUSES, Finding, Provenance
+from gradaudit.paths import PathResult
+from gradaudit.scenario import Scenario
+from gradaudit.yaml_nodes import InputError
+
+REPORT_SCHEMA = "gradaudit.report/1"
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioResult:
+    """One scenario's paths, provenance, findings and status."""
+
+    scenario: Scenario
+    arg_names: tuple[str, ...]
+    inputs: tuple[np.ndarray, ...]
+    """The values the paths were evaluated at, one per argument."""
+    status: str
+    paths: dict[str, PathResult]
+    findings: tuple[Finding, ...]
+    provenance: Provenance | None
+    seconds: float
+
+
+@dataclass(frozen=True, eq=False)
+class AuditReport:
+    """A whole run: where it ran, what it found, and any input errors."""
+
+    environment: dict
+    results: tuple[ScenarioResult, ...] = ()
+    errors: tuple[InputError, ...] = ()
+    files: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = Counter(result.status for result in self.results)
+        return {"total": len(self.results), **{status: counts.get(status, 0) for status in STATUSES}}

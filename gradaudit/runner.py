@@ -1,0 +1,80 @@
+"""Orchestration: scenario by scenario, build the target, run every path, judge, collect."""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable, Sequence
+
+import jax
+
+from gradaudit import dtypes
+from gradaudit.judge import Tolerances, judge
+from gradaudit.paths import run_paths
+from gradaudit.results import AuditReport, ScenarioResult
+from gradaudit.scenario import Scenario
+from gradaudit.targets import build_target
+
+
+def needs_x64(scenarios: Sequence[Scenario]) -> bool:
+    """Whether any scenario names a 64-bit dtype, which JAX only keeps with x64 enabled."""
+    return any(s.dtype in dtypes.WIDE_DTYPES or s.selector.dtype in dtypes.WIDE_DTYPES for s in scenarios)
+
+
+def environment(rule: str) -> dict:
+    """Where the audit ran: the facts a finding belongs to."""
+    import jaxlib
+
+    return {
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "python": platform.python_version(),
+        "backend": jax.default_backend(),
+        "devices": [{"platform": d.platform, "kind": d.device_kind, "id": d.id} for d in jax.devices()],
+        "rule": rule,
+        "x64": bool(jax.config.jax_enable_x64),
+    }
+
+
+def tolerances_for(scenario: Scenario) -> Tolerances:
+    fd_rtol, fd_atol = dtypes.default_tolerance(scenario.dtype)
+    if scenario.tolerance is not None:
+        fd_rtol, fd_atol = scenario.tolerance.rtol, scenario.tolerance.atol
+    ad_rtol, ad_atol = dtypes.ad_tolerance(scenario.dtype)
+    return Tolerances(fd_rtol=fd_rtol, fd_atol=fd_atol, ad_rtol=ad_rtol, ad_atol=ad_atol)
+
+
+def audit_scenario(scenario: Scenario) -> ScenarioResult:
+    """Every path of one scenario, judged."""
+    start = time.perf_counter()
+    target = build_target(scenario)
+    eps = scenario.eps if scenario.eps is not None else dtypes.default_eps(scenario.dtype)
+    results = run_paths(target, eps)
+    verdict = judge(results, target.arg_names, tolerances_for(scenario))
+    return ScenarioResult(
+        scenario=scenario,
+        arg_names=target.arg_names,
+        inputs=target.args,
+        status=verdict.status,
+        paths=results,
+        findings=verdict.findings,
+        provenance=verdict.provenance,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def run_audit(
+    scenarios: Sequence[Scenario],
+    rule: str = "installed",
+    on_result: Callable[[ScenarioResult], None] | None = None,
+) -> AuditReport:
+    """Audit every scenario in order; `on_result` hears of each as it finishes."""
+    if needs_x64(scenarios):
+        jax.config.update("jax_enable_x64", True)
+    results = []
+    for scenario in scenarios:
+        result = audit_scenario(scenario)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return AuditReport(environment=environment(rule), results=tuple(results))

@@ -1,0 +1,39 @@
+"""`lax.select_n` with a constant selector: the family in which the seed's defect lives."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from gradaudit import dtypes
+from gradaudit.scenario import Scenario
+from gradaudit.targets.base import Target
+
+
+def case_values(scenario: Scenario) -> tuple[np.ndarray, ...]:
+    """The cases' values: the scenario's own, or 1, 2, 3, ... shuffled by the seed.
+
+    Generated values are pairwise distinct across cases and elements (exactly so up to 2048
+    elements in float16 and 256 in bfloat16), so an output value names the case that supplied it.
+    """
+    dtype = dtypes.numpy_dtype(scenario.dtype)
+    if scenario.values is not None:
+        return tuple(np.asarray(value, dtype=np.float64).astype(dtype) for value in scenario.values)
+    size = int(np.prod(scenario.shape, dtype=np.int64))
+    order = np.random.default_rng(scenario.seed).permutation(scenario.cases * size)
+    values = (1.0 + order).reshape((scenario.cases, *scenario.shape)).astype(dtype)
+    return tuple(values[i] for i in range(scenario.cases))
+
+
+def build(scenario: Scenario) -> Target:
+    which = jnp.asarray(scenario.selector.array())
+
+    def select(*cases):
+        return lax.select_n(which, *cases)
+
+    return Target(
+        fn=select,
+        args=case_values(scenario),
+        arg_names=tuple(f"case {i}" for i in range(scenario.cases)),
+    )

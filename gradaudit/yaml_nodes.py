@@ -1,0 +1,178 @@
+"""Safe YAML parsing that keeps every node's position, so each input error can say file:line:col.
+
+PyYAML's `compose()` gives nodes with marks; plain `safe_load` would lose them and silently keep
+the last of two duplicate keys. Only the tags `safe_load` understands for scalars are accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+try:  # The C loader is several times faster and gives the same nodes and marks.
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on how PyYAML was built
+    _Loader = yaml.SafeLoader
+
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:null": "null",
+    "tag:yaml.org,2002:bool": "bool",
+    "tag:yaml.org,2002:int": "int",
+    "tag:yaml.org,2002:float": "float",
+    "tag:yaml.org,2002:str": "str",
+}
+_MAPPING_TAG = "tag:yaml.org,2002:map"
+_SEQUENCE_TAG = "tag:yaml.org,2002:seq"
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A place in an input file, 1-based as editors count."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class InputError:
+    """One problem with the user's input: where it is and what is wrong (and what is allowed)."""
+
+    location: Location
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}"
+
+    def to_dict(self) -> dict:
+        return {
+            "file": self.location.file,
+            "line": self.location.line,
+            "col": self.location.col,
+            "message": self.message,
+        }
+
+
+class InvalidInput(Exception):
+    """Raised by a check that cannot go on; carries the error to record."""
+
+    def __init__(self, error: InputError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def node_location(file: str, node: yaml.Node) -> Location:
+    mark = node.start_mark
+    return Location(file, mark.line + 1, mark.column + 1)
+
+
+def _offset_location(file: str, text: str, offset: int) -> Location:
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return Location(file, line, col)
+
+
+def parse_file(path: Path, display: str) -> yaml.Node | None:
+    """Read and compose one YAML document; None for an empty file.
+
+    Raises InvalidInput for unreadable files, bad encodings, syntax errors and extra documents.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(InputError(Location(display, 1, 1), f"cannot read file: {exc.strerror}"))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = _offset_location(display, data[: exc.start].decode("utf-8", "replace"), exc.start)
+        raise InvalidInput(
+            InputError(where, f"not UTF-8 text (byte 0x{data[exc.start]:02x}); scenario files must be UTF-8")
+        )
+    try:
+        documents = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display, 1, 1)
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InvalidInput(InputError(where, f"YAML syntax error: {problem}"))
+    except yaml.reader.ReaderError as exc:
+        where = _offset_location(display, text, exc.position)
+        raise InvalidInput(InputError(where, f"invalid character {exc.character!r} in YAML: {exc.reason}"))
+    except yaml.YAMLError as exc:
+        raise InvalidInput(InputError(Location(display, 1, 1), f"YAML error: {exc}"))
+    except RecursionError:
+        raise InvalidInput(InputError(Location(display, 1, 1), "YAML nested too deeply"))
+    documents = [d for d in documents if d is not None]
+    if len(documents) > 1:
+        raise InvalidInput(
+            InputError(
+                node_location(display, documents[1]),
+                "a scenario file holds one YAML document; found a second one after '---'",
+            )
+        )
+    return documents[0] if documents else None
+
+
+def scalar_value(file: str, node: yaml.Node):
+    """The Python value of a scalar node, as `safe_load` would give it."""
+    if not isinstance(node, yaml.ScalarNode):
+        kind = "a mapping" if isinstance(node, yaml.MappingNode) else "a list"
+        raise InvalidInput(InputError(node_location(file, node), f"expected a single value, got {kind}"))
+    if node.tag not in _SCALAR_TAGS:
+        raise InvalidInput(
+            InputError(node_location(file, node), f"unsupported YAML tag {node.tag!r}; only plain values are allowed")
+        )
+    constructor = yaml.SafeLoader("")
+    try:
+        return constructor.construct_object(node, deep=True)
+    except (yaml.YAMLError, ValueError, OverflowError) as exc:
+        raise InvalidInput(InputError(node_location(file, node), f"cannot read value {node.value!r}: {exc}"))
+
+
+def kind_name(node: yaml.Node) -> str:
+    """How a node reads to a user: 'a mapping', 'a list' or the scalar's own kind."""
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    kind = _SCALAR_TAGS.get(node.tag)
+    if kind == "str":
+        return f"'{node.value}'"
+    if kind is None:
+        return f"{node.tag} {node.value!r}"
+    return "null" if kind == "null" else node.value
+
+
+def mapping_items(file: str, node: yaml.Node, what: str) -> tuple[dict[str, tuple[yaml.Node, yaml.Node]], list[InputError]]:
+    """Keys of a mapping node with their key and value nodes; duplicate and non-string keys are errors.
+
+    The first occurrence of a duplicated key is kept so later checks still run on it.
+    """
+    if not isinstance(node, yaml.MappingNode) or node.tag != _MAPPING_TAG:
+        raise InvalidInput(InputError(node_location(file, node), f"{what} must be a mapping, got {kind_name(node)}"))
+    items: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+    errors: list[InputError] = []
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
+            errors.append(InputError(node_location(file, key_node), f"keys of {what} must be names, got {kind_name(key_node)}"))
+            continue
+        key = key_node.value
+        if key in items:
+            first = node_location(file, items[key][0])
+            errors.append(
+                InputError(node_location(file, key_node), f"duplicate key '{key}' in {what} (first given at line {first.line})")
+            )
+            continue
+        items[key] = (key_node, value_node)
+    return items, errors
+
+
+def sequence_items(file: str, node: yaml.Node, what: str) -> list[yaml.Node]:
+    if not isinstance(node, yaml.SequenceNode) or node.tag != _SEQUENCE_TAG:
+        raise InvalidInput(InputError(node_location(file, node), f"{what} must be a list, got {kind_name(node)}"))
+    return list(node.value)
