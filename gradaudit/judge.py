@@ -89,7 +89,7 @@ class Provenance:
         entries = []
         for flat, sources in enumerate(self.value_from):
             entry = {
-                "element": list(np.unravel_index(flat, self.output_shape)) if self.output_shape else [],
+                "element": [int(i) for i in np.unravel_index(flat, self.output_shape)] if self.output_shape else [],
                 "value_from": [arg_names[i] for i in sources],
             }
             for path, routes in self.routes.items():

@@ -1,0 +1,152 @@
+"""The real command line: exit codes, the seed suite's counts, the JSON report, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gradaudit.runner
+from tests.helpers import LEGACY_ONLY, run_cli, write_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED_SUITE = str(ROOT / "scenarios" / "select_n")
+
+CONSISTENT_FILE = """
+scenarios:
+  - name: in-range
+    selector: {dtype: int32, value: 1}
+    cases: 2
+    shape: []
+    dtype: float32
+  - name: bool-vector
+    selector: {dtype: bool, value: [true, false, true]}
+    cases: 2
+    shape: [3]
+    dtype: float64
+"""
+
+
+def test_consistent_scenarios_exit_0_with_summary(tmp_path):
+    path = write_yaml(tmp_path, "ok.yaml", CONSISTENT_FILE)
+    result = run_cli("run", str(path))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.stdout.strip().splitlines()[-1].startswith("2 scenarios: 2 consistent, 0 mismatch, 0 error")
+    assert "in-range" not in result.stdout  # only non-consistent rows without -v
+    verbose = run_cli("run", "-v", str(path))
+    assert "in-range" in verbose.stdout and "bool-vector" in verbose.stdout
+
+
+@pytest.mark.skipif(**LEGACY_ONLY)
+def test_seed_suite_has_nine_mismatches_and_two_index_errors(tmp_path):
+    out = tmp_path / "report.json"
+    result = run_cli("run", SEED_SUITE, "--json", str(out))
+    assert result.exit_code == 1
+    assert "17 scenarios: 6 consistent, 9 mismatch, 2 error" in result.stdout
+    assert result.stdout.count("raised IndexError") == 2
+    assert "int32-above-two-cases: value from case 1 · jacrev and jit(jacrev) send it nowhere" in result.stdout
+    report = json.loads(out.read_text())
+    assert report["summary"] == {"total": 17, "consistent": 6, "mismatch": 9, "error": 2}
+    errors = [r for r in report["results"] if r["status"] == "error"]
+    assert {r["paths"]["jacrev"]["error"]["type"] for r in errors} == {"IndexError"}
+
+
+@pytest.mark.skipif(**LEGACY_ONLY)
+def test_json_report_fields_for_the_seed_example(tmp_path):
+    path = write_yaml(
+        tmp_path,
+        "seed.yaml",
+        """
+        scenarios:
+          - name: seed
+            selector: {dtype: int32, value: 2}
+            cases: 2
+            shape: []
+            dtype: float32
+            values: [2.0, 5.0]
+        """,
+    )
+    result = run_cli("run", str(path), "--json", "-")
+    assert result.exit_code == 1
+    report = result.json()
+    assert report["schema"] == "gradaudit.report/1"
+    env = report["environment"]
+    assert set(env) >= {"jax", "jaxlib", "python", "backend", "rule"} and env["rule"] == "installed"
+    assert report["summary"] == {"total": 1, "consistent": 0, "mismatch": 1, "error": 0}
+    assert report["errors"] == []
+    (entry,) = report["results"]
+    assert entry["name"] == "seed" and entry["source"] == f"{path}:2" and entry["status"] == "mismatch"
+    assert entry["scenario"]["selector"] == {"dtype": "int32", "value": 2}
+    assert entry["scenario"]["values"] == [2.0, 5.0]
+    assert entry["inputs"] == {"case 0": 2.0, "case 1": 5.0}
+    paths = entry["paths"]
+    assert paths["value"] == {"status": "ok", "value": 5.0}
+    assert paths["jacfwd"]["jacobians"] == {"case 0": 0.0, "case 1": 1.0}
+    assert paths["jacrev"]["jacobians"] == {"case 0": 0.0, "case 1": 0.0}
+    assert paths["jit_jacrev"]["jacobians"] == {"case 0": 0.0, "case 1": 0.0}
+    assert paths["finite_difference"]["jacobians"] == {"case 0": 0.0, "case 1": 1.0}
+    assert entry["provenance"] == [
+        {"element": [], "value_from": ["case 1"], "jacfwd": ["case 1"], "jacrev": [], "jit_jacrev": []}
+    ]
+    kinds = {(f["kind"], tuple(f["paths"])) for f in entry["findings"]}
+    assert ("routing", ("jacrev", "jit_jacrev")) in kinds
+    assert ("disagreement", ("jacrev", "finite_difference")) in kinds
+    fd = next(f for f in entry["findings"] if f["paths"] == ["jacrev", "finite_difference"])
+    assert fd["values"] == {"finite_difference": 1.0, "jacrev": 0.0} and fd["location"] == "d out/d case 1"
+    # With the JSON on stdout, the human report goes to stderr.
+    assert "1 scenario: 0 consistent, 1 mismatch, 0 error" in result.stderr
+
+
+def test_json_file_is_complete_and_no_temporary_file_is_left(tmp_path):
+    path = write_yaml(tmp_path, "ok.yaml", CONSISTENT_FILE)
+    out = tmp_path / "out" / "report.json"
+    out.parent.mkdir()
+    assert run_cli("run", str(path), "--json", str(out)).exit_code == 0
+    assert json.loads(out.read_text())["summary"]["consistent"] == 2
+    assert os.listdir(out.parent) == ["report.json"]
+
+
+def test_unwritable_report_location_is_exit_2_before_any_work(tmp_path, monkeypatch):
+    path = write_yaml(tmp_path, "ok.yaml", CONSISTENT_FILE)
+    monkeypatch.setattr(gradaudit.runner, "run_audit", lambda *a, **k: pytest.fail("audit ran"))
+    result = run_cli("run", str(path), "--json", str(tmp_path / "missing" / "r.json"))
+    assert result.exit_code == 2
+    assert "folder" in result.stderr and "does not exist" in result.stderr
+
+
+def test_internal_error_is_exit_3_with_a_short_message(tmp_path, monkeypatch):
+    path = write_yaml(tmp_path, "ok.yaml", CONSISTENT_FILE)
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(gradaudit.runner, "run_audit", explode)
+    result = run_cli("run", str(path))
+    assert result.exit_code == 3
+    assert "internal error: RuntimeError: boom" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_usage_errors_are_exit_2():
+    assert run_cli("run").exit_code == 2
+    assert run_cli("run", "--no-such-flag", "x.yaml").exit_code == 2
+    assert run_cli("frobnicate").exit_code == 2
+
+
+def test_module_entry_point_runs_as_a_process(tmp_path):
+    path = write_yaml(tmp_path, "bad.yaml", "scenarios: [1]\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradaudit", "run", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert f"{path}:1:13: a scenario must be a mapping, got 1" in proc.stderr
+    assert "Traceback" not in proc.stderr

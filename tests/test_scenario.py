@@ -1,0 +1,127 @@
+"""Loading and validation: valid files become Scenarios; every bad input is exit 2 with file:line:col."""
+
+from __future__ import annotations
+
+import pytest
+
+from gradaudit.scenario import Selector, Tolerance, load_paths
+from tests.helpers import run_cli, write_yaml
+
+VALID = """
+defaults: {dtype: float32, shape: [3]}
+scenarios:
+  - name: first
+    selector: {dtype: int8, value: [-1, 0, 1]}
+    cases: 2
+  - name: second
+    selector: {dtype: bool, value: true}
+    cases: 2
+    shape: []
+    dtype: float64
+    seed: 7
+    tolerance: {rtol: 0.01, atol: 0.001}
+    eps: 0.5
+    values: [1.5, -2]
+"""
+
+
+def test_valid_file_loads_with_defaults_merged(tmp_path):
+    path = write_yaml(tmp_path, "ok.yaml", VALID)
+    loaded = load_paths([str(path)])
+    assert loaded.errors == []
+    first, second = loaded.scenarios
+    assert first.name == "first"
+    assert first.selector == Selector(dtype="int8", value=[-1, 0, 1])
+    assert (first.cases, first.shape, first.dtype, first.seed) == (2, (3,), "float32", 0)
+    assert (first.source.line, first.source.col) == (3, 5)
+    assert second.shape == () and second.dtype == "float64"
+    assert second.tolerance == Tolerance(rtol=0.01, atol=0.001)
+    assert second.eps == 0.5 and second.values == (1.5, -2.0) and second.seed == 7
+
+
+def test_folders_are_searched_recursively_and_sorted(tmp_path):
+    scenario = "scenarios:\n  - {{name: {name}, selector: {{dtype: int32, value: 0}}, cases: 1, shape: [], dtype: float32}}\n"
+    write_yaml(tmp_path, "b/z.yml", scenario.format(name="z"))
+    write_yaml(tmp_path, "a.yaml", scenario.format(name="a"))
+    write_yaml(tmp_path, "b/c/m.yaml", scenario.format(name="m"))
+    write_yaml(tmp_path, "notes.txt", "not a scenario")
+    loaded = load_paths([str(tmp_path)])
+    assert loaded.errors == []
+    assert [s.name for s in loaded.scenarios] == ["a", "m", "z"]
+
+
+BASE = "  - name: s\n    selector: {dtype: int32, value: 0}\n    cases: 2\n    shape: []\n    dtype: float32\n"
+
+BAD_INPUTS = {
+    "yaml-syntax": ("scenarios:\n  - name: [unclosed\n", "3:1", "YAML syntax error"),
+    "unknown-key": ("scenarios:\n" + BASE + "    selctor: 1\n", "7:5", "unknown key 'selctor' in a scenario; did you mean 'selector'?"),
+    "unknown-top-key": ("scenario:\n" + BASE, "1:1", "did you mean 'scenarios'?"),
+    "duplicate-key": ("scenarios:\n" + BASE + "    cases: 3\n", "7:5", "duplicate key 'cases'"),
+    "missing-field": ("scenarios:\n  - name: s\n    selector: {dtype: int32, value: 0}\n    shape: []\n    dtype: float32\n", "2:5", "missing 'cases'"),
+    "empty-file": ("", "1:1", "empty file"),
+    "no-scenarios": ("scenarios: []\n", "1:12", "nothing to audit"),
+    "uint32-negative": ("scenarios:\n" + BASE.replace("int32, value: 0", "uint32, value: -1"), "3:38", "-1 is not representable in uint32 (0..4294967295)"),
+    "int8-overflow": ("scenarios:\n" + BASE.replace("int32, value: 0", "int8, value: 300"), "3:36", "300 is not representable in int8 (-128..127)"),
+    "float-selector": ("scenarios:\n" + BASE.replace("int32", "float32", 1), "3:23", "selector dtype must be bool or an integer dtype"),
+    "bool-three-cases": ("scenarios:\n" + BASE.replace("int32, value: 0", "bool, value: true").replace("cases: 2", "cases: 3"), "3:23", "at most 2 cases"),
+    "zero-cases": ("scenarios:\n" + BASE.replace("cases: 2", "cases: 0"), "4:12", "cases must be >= 1"),
+    "negative-dimension": ("scenarios:\n" + BASE.replace("shape: []", "shape: [2, -3]"), "5:16", "shape dimensions must be integers >= 0"),
+    "selector-shape": ("scenarios:\n" + BASE.replace("value: 0", "value: [0, 1]").replace("shape: []", "shape: [3]"), "3:37", "must be a scalar or the case shape [3]"),
+    "float-cases": ("scenarios:\n" + BASE.replace("dtype: float32", "dtype: int32"), "6:12", "dtype must be one of bfloat16, float16, float32, float64"),
+    "python-tag": ("scenarios:\n" + BASE.replace("cases: 2", "cases: !!python/object:os.system 2"), "4:12", "unsupported YAML tag"),
+    "not-utf8": (b"scenarios:\n  - name: \xff\xfe\n", "2:11", "not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_input_is_exit_2_with_location_and_no_traceback(tmp_path, name):
+    text, where, message = BAD_INPUTS[name]
+    path = tmp_path / "bad.yaml"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    result = run_cli("run", str(path))
+    assert result.exit_code == 2, result.stderr
+    assert result.exception is None
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.startswith(f"{path}:")]
+    assert any(f"{path}:{where}" in line and message in line for line in lines), result.stderr
+
+
+def test_duplicate_names_across_files_point_at_both(tmp_path):
+    write_yaml(tmp_path, "a.yaml", "scenarios:\n" + BASE)
+    write_yaml(tmp_path, "b.yaml", "scenarios:\n" + BASE)
+    result = run_cli("run", str(tmp_path))
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'b.yaml'}:2:5: duplicate scenario name 's' (first defined at {tmp_path / 'a.yaml'}:2:5)" in result.stderr
+
+
+def test_every_error_in_every_file_is_reported_in_one_run(tmp_path):
+    write_yaml(tmp_path, "one.yaml", "scenarios:\n" + BASE.replace("cases: 2", "cases: 0") + BASE.replace("name: s", "name: t").replace("float32", "float33"))
+    write_yaml(tmp_path, "two.yaml", "scenarios:\n  - name: [\n")
+    result = run_cli("run", str(tmp_path))
+    assert result.exit_code == 2
+    located = [line for line in result.stderr.splitlines() if line.startswith(str(tmp_path))]
+    assert len(located) == 3, result.stderr
+    assert "3 input errors in 2 files; nothing was audited" in result.stderr
+
+
+def test_missing_path_and_empty_folder_are_input_errors(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = run_cli("run", str(tmp_path / "nope.yaml"), str(tmp_path / "empty"))
+    assert result.exit_code == 2
+    assert "nope.yaml:1:1: no such file or folder" in result.stderr
+    assert "no *.yaml or *.yml files in this folder" in result.stderr
+
+
+def test_input_errors_go_into_the_json_report(tmp_path):
+    path = write_yaml(tmp_path, "bad.yaml", "scenarios:\n" + BASE.replace("cases: 2", "cases: 0"))
+    out = tmp_path / "report.json"
+    result = run_cli("run", str(path), "--json", str(out))
+    assert result.exit_code == 2
+    import json
+
+    report = json.loads(out.read_text())
+    assert report["summary"]["total"] == 0
+    assert report["errors"] == [{"file": str(path), "line": 4, "col": 12, "message": "cases must be >= 1, got 0"}]
