@@ -108,6 +108,9 @@ def test_json_file_is_complete_and_no_temporary_file_is_left(tmp_path):
     assert run_cli("run", str(path), "--json", str(out)).exit_code == 0
     assert json.loads(out.read_text())["summary"]["consistent"] == 2
     assert os.listdir(out.parent) == ["report.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_unwritable_report_location_is_exit_2_before_any_work(tmp_path, monkeypatch):
