@@ -68,13 +68,20 @@ def run_audit(
     rule: str = "installed",
     on_result: Callable[[ScenarioResult], None] | None = None,
 ) -> AuditReport:
-    """Audit every scenario in order; `on_result` hears of each as it finishes."""
-    if needs_x64(scenarios):
-        jax.config.update("jax_enable_x64", True)
-    results = []
-    for scenario in scenarios:
-        result = audit_scenario(scenario)
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-    return AuditReport(environment=environment(rule), results=tuple(results))
+    """Audit every scenario in order; `on_result` hears of each as it finishes.
+
+    x64 is switched on only for a run that needs it and restored afterwards, so one run never
+    changes the dtypes of the next in the same process.
+    """
+    previous_x64 = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", previous_x64 or needs_x64(scenarios))
+    try:
+        results = []
+        for scenario in scenarios:
+            result = audit_scenario(scenario)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+        return AuditReport(environment=environment(rule), results=tuple(results))
+    finally:
+        jax.config.update("jax_enable_x64", previous_x64)

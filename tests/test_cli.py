@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jax
 import pytest
 
 import gradaudit.runner
@@ -33,7 +34,11 @@ scenarios:
 
 def test_consistent_scenarios_exit_0_with_summary(tmp_path):
     path = write_yaml(tmp_path, "ok.yaml", CONSISTENT_FILE)
-    result = run_cli("run", str(path))
+    result = run_cli("run", str(path), "--json", str(tmp_path / "r.json"))
+    report = json.loads((tmp_path / "r.json").read_text())
+    # float64 cases switch x64 on for that run only.
+    assert report["environment"]["x64"] is True and not jax.config.jax_enable_x64
+    assert report["results"][1]["inputs"]["case 0"] != report["results"][1]["inputs"]["case 1"]
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.stdout.strip().splitlines()[-1].startswith("2 scenarios: 2 consistent, 0 mismatch, 0 error")
     assert "in-range" not in result.stdout  # only non-consistent rows without -v
