@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from jax import lax
 
 from gradaudit.cli import main
+from gradaudit.scenario import Scenario, Selector
+from gradaudit.yaml_nodes import Location
 
 
 @dataclass
@@ -50,3 +52,26 @@ LEGACY_ONLY = dict(
     condition=not installed_rule_is_legacy(),
     reason="the installed JAX already has PR #40814's select_n rule",
 )
+
+
+def make_scenario(
+    selector_dtype: str = "int32",
+    value=0,
+    cases: int = 2,
+    shape: tuple[int, ...] = (),
+    dtype: str = "float32",
+    seed: int = 0,
+    values=None,
+    name: str = "s",
+) -> Scenario:
+    """A select_n Scenario built in code, as if loaded from `test.yaml:1:1`."""
+    return Scenario(
+        name=name,
+        source=Location("test.yaml", 1, 1),
+        selector=Selector(dtype=selector_dtype, value=value),
+        cases=cases,
+        shape=shape,
+        dtype=dtype,
+        seed=seed,
+        values=values,
+    )

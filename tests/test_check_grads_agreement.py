@@ -15,9 +15,9 @@ from jax.test_util import check_grads
 from gradaudit import dtypes
 from gradaudit.judge import CONSISTENT
 from gradaudit.runner import audit_scenario
-from gradaudit.scenario import Scenario, Selector
+from gradaudit.scenario import Scenario
 from gradaudit.targets import build_target
-from gradaudit.yaml_nodes import Location
+from tests.helpers import make_scenario
 
 SHAPES = [(), (3,), (2, 3)]
 
@@ -40,10 +40,9 @@ def select_n_scenarios(draw) -> Scenario:
     else:
         flat = draw(st.lists(element(), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
         value = np.asarray(flat, dtype=object).reshape(shape).tolist()
-    return Scenario(
-        name="generated",
-        source=Location("generated.yaml", 1, 1),
-        selector=Selector(dtype=selector_dtype, value=value),
+    return make_scenario(
+        selector_dtype=selector_dtype,
+        value=value,
         cases=cases,
         shape=shape,
         dtype=draw(st.sampled_from(["float32", "float16"])),

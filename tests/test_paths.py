@@ -9,24 +9,14 @@ import pytest
 from gradaudit.judge import CONSISTENT, ERROR, MISMATCH
 from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACREV, VALUE, finite_difference_jacobians, run_paths
 from gradaudit.runner import audit_scenario
-from gradaudit.scenario import Scenario, Selector
+from gradaudit.scenario import Scenario
 from gradaudit.targets.base import Target
 from gradaudit.targets.select_n import case_values
-from gradaudit.yaml_nodes import Location
-from tests.helpers import LEGACY_ONLY
+from tests.helpers import LEGACY_ONLY, make_scenario
 
 
-def scenario(dtype="int32", value=0, cases=2, shape=(), values=None, case_dtype="float32", seed=0) -> Scenario:
-    return Scenario(
-        name="s",
-        source=Location("test.yaml", 1, 1),
-        selector=Selector(dtype=dtype, value=value),
-        cases=cases,
-        shape=shape,
-        dtype=case_dtype,
-        seed=seed,
-        values=values,
-    )
+def scenario(dtype="int32", value=0, cases=2, shape=(), values=None, seed=0) -> Scenario:
+    return make_scenario(selector_dtype=dtype, value=value, cases=cases, shape=shape, values=values, seed=seed)
 
 
 def scalars(result, path):
