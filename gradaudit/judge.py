@@ -161,7 +161,7 @@ def _routing_findings(prov: Provenance, arg_names: tuple[str, ...]) -> list[Find
     findings = []
     total = len(prov.value_from)
     for routes, paths in _grouped(prov.routes.items()).items():
-        wrong = [j for j, (want, got) in enumerate(zip(prov.value_from, routes)) if want != got]
+        wrong = [j for j, (want, got) in enumerate(zip(prov.value_from, routes, strict=True)) if want != got]
         if not wrong:
             continue
         j = wrong[0]
@@ -196,7 +196,7 @@ def _compare(
     differing = 0
     total = 0
     first_entry = None
-    for arg, (a, b) in enumerate(zip(first.arrays, second.arrays)):
+    for arg, (a, b) in enumerate(zip(first.arrays, second.arrays, strict=True)):
         a64 = np.asarray(a, dtype=np.float64)
         b64 = np.asarray(b, dtype=np.float64)
         total += a64.size

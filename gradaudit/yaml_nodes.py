@@ -85,28 +85,28 @@ def parse_file(path: Path, display: str) -> yaml.Node | None:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise InvalidInput(InputError(Location(display, 1, 1), f"cannot read file: {exc.strerror}"))
+        raise InvalidInput(InputError(Location(display, 1, 1), f"cannot read file: {exc.strerror}")) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         where = _offset_location(display, data[: exc.start].decode("utf-8", "replace"), exc.start)
         raise InvalidInput(
             InputError(where, f"not UTF-8 text (byte 0x{data[exc.start]:02x}); scenario files must be UTF-8")
-        )
+        ) from None
     try:
         documents = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display, 1, 1)
         problem = exc.problem or exc.context or "invalid YAML"
-        raise InvalidInput(InputError(where, f"YAML syntax error: {problem}"))
+        raise InvalidInput(InputError(where, f"YAML syntax error: {problem}")) from None
     except yaml.reader.ReaderError as exc:
         where = _offset_location(display, text, exc.position)
-        raise InvalidInput(InputError(where, f"invalid character {exc.character!r} in YAML: {exc.reason}"))
+        raise InvalidInput(InputError(where, f"invalid character {exc.character!r} in YAML: {exc.reason}")) from None
     except yaml.YAMLError as exc:
-        raise InvalidInput(InputError(Location(display, 1, 1), f"YAML error: {exc}"))
+        raise InvalidInput(InputError(Location(display, 1, 1), f"YAML error: {exc}")) from None
     except RecursionError:
-        raise InvalidInput(InputError(Location(display, 1, 1), "YAML nested too deeply"))
+        raise InvalidInput(InputError(Location(display, 1, 1), "YAML nested too deeply")) from None
     documents = [d for d in documents if d is not None]
     if len(documents) > 1:
         raise InvalidInput(
@@ -131,7 +131,7 @@ def scalar_value(file: str, node: yaml.Node):
     try:
         return constructor.construct_object(node, deep=True)
     except (yaml.YAMLError, ValueError, OverflowError) as exc:
-        raise InvalidInput(InputError(node_location(file, node), f"cannot read value {node.value!r}: {exc}"))
+        raise InvalidInput(InputError(node_location(file, node), f"cannot read value {node.value!r}: {exc}")) from None
 
 
 def kind_name(node: yaml.Node) -> str:

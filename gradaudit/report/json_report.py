@@ -34,7 +34,7 @@ def path_to_json(result: PathResult, arg_names: tuple[str, ...]) -> dict:
         return {"status": "error", "error": {"type": error.type, "message": error.message, "where": error.where}}
     if result.name == VALUE:
         return {"status": "ok", "value": array_to_json(result.arrays[0])}
-    return {"status": "ok", "jacobians": {name: array_to_json(a) for name, a in zip(arg_names, result.arrays)}}
+    return {"status": "ok", "jacobians": {name: array_to_json(a) for name, a in zip(arg_names, result.arrays, strict=True)}}
 
 
 def result_to_json(result: ScenarioResult) -> dict:
@@ -45,7 +45,7 @@ def result_to_json(result: ScenarioResult) -> dict:
         "scenario": scenario.to_dict(),
         "status": result.status,
         "seconds": round(result.seconds, 6),
-        "inputs": {name: array_to_json(a) for name, a in zip(result.arg_names, result.inputs)},
+        "inputs": {name: array_to_json(a) for name, a in zip(result.arg_names, result.inputs, strict=True)},
         "paths": {name: path_to_json(path, result.arg_names) for name, path in result.paths.items()},
         "provenance": None if result.provenance is None else result.provenance.to_list(result.arg_names),
         "findings": [finding.to_dict() for finding in result.findings],
