@@ -181,7 +181,8 @@ class _FileChecker:
         parts = [self.nested(item, what, element) for item in items]
         shapes = {shape for _, shape in parts}
         if len(shapes) > 1:
-            raise self.fail(node, f"{what} is not rectangular: its rows have shapes {sorted(shapes)}")
+            shown = " and ".join(str(list(shape)) for shape in sorted(shapes))
+            raise self.fail(node, f"{what} is not rectangular: its rows have shapes {shown}")
         inner = shapes.pop() if shapes else ()
         return [value for value, _ in parts], (len(parts), *inner)
 
@@ -382,12 +383,12 @@ def load_paths(paths: Iterable[str]) -> LoadResult:
         result.files.append(display)
         loader = _ScenarioFile(display)
         try:
-            root = parse_file(path, display)
+            root, errors = parse_file(path, display)
         except InvalidInput as exc:
             result.errors.append(exc.error)
             continue
         scenarios = loader.load(root)
-        errors = loader.check.errors
+        errors += loader.check.errors
         for name, location in loader.names:
             if name in seen:
                 errors.append(InputError(location, f"duplicate scenario name '{name}' (first defined at {seen[name]})"))

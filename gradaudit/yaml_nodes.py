@@ -77,10 +77,15 @@ def _offset_location(file: str, text: str, offset: int) -> Location:
     return Location(file, line, col)
 
 
-def parse_file(path: Path, display: str) -> yaml.Node | None:
-    """Read and compose one YAML document; None for an empty file.
+def _char_at(text: str, line: int, column: int) -> str:
+    lines = text.splitlines()
+    return lines[line][column : column + 1] if line < len(lines) else ""
 
-    Raises InvalidInput for unreadable files, bad encodings, syntax errors and extra documents.
+
+def parse_file(path: Path, display: str) -> tuple[yaml.Node | None, list[InputError]]:
+    """Read and compose the file's YAML document (None for an empty file), with any extra documents as errors.
+
+    Raises InvalidInput for unreadable files, bad encodings and syntax errors, where nothing can be checked.
     """
     try:
         data = path.read_bytes()
@@ -99,23 +104,23 @@ def parse_file(path: Path, display: str) -> yaml.Node | None:
         mark = exc.problem_mark or exc.context_mark
         where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display, 1, 1)
         problem = exc.problem or exc.context or "invalid YAML"
+        if mark is not None and _char_at(text, mark.line, mark.column) == "\t":
+            problem += " (a tab: YAML indents with spaces only)"
         raise InvalidInput(InputError(where, f"YAML syntax error: {problem}")) from None
     except yaml.reader.ReaderError as exc:
         where = _offset_location(display, text, exc.position)
-        raise InvalidInput(InputError(where, f"invalid character {exc.character!r} in YAML: {exc.reason}")) from None
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise InvalidInput(InputError(where, f"invalid character U+{code:04X} in YAML: {exc.reason}")) from None
     except yaml.YAMLError as exc:
         raise InvalidInput(InputError(Location(display, 1, 1), f"YAML error: {exc}")) from None
     except RecursionError:
         raise InvalidInput(InputError(Location(display, 1, 1), "YAML nested too deeply")) from None
     documents = [d for d in documents if d is not None]
-    if len(documents) > 1:
-        raise InvalidInput(
-            InputError(
-                node_location(display, documents[1]),
-                "a scenario file holds one YAML document; found a second one after '---'",
-            )
-        )
-    return documents[0] if documents else None
+    extra = [
+        InputError(node_location(display, d), "a scenario file holds one YAML document; found another one after '---'")
+        for d in documents[1:]
+    ]
+    return (documents[0] if documents else None), extra
 
 
 def scalar_value(file: str, node: yaml.Node):
@@ -158,6 +163,9 @@ def mapping_items(file: str, node: yaml.Node, what: str) -> tuple[dict[str, tupl
     items: dict[str, tuple[yaml.Node, yaml.Node]] = {}
     errors: list[InputError] = []
     for key_node, value_node in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            errors.append(InputError(node_location(file, key_node), "YAML merge keys ('<<') are not supported; use 'defaults'"))
+            continue
         if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
             errors.append(InputError(node_location(file, key_node), f"keys of {what} must be names, got {kind_name(key_node)}"))
             continue

@@ -125,3 +125,31 @@ def test_input_errors_go_into_the_json_report(tmp_path):
     report = json.loads(out.read_text())
     assert report["summary"]["total"] == 0
     assert report["errors"] == [{"file": str(path), "line": 4, "col": 12, "message": "cases must be >= 1, got 0"}]
+
+
+HOSTILE = {
+    "top-level-list": ("- 1\n- 2\n", "1:1", "the file must be a mapping, got a list"),
+    "scenarios-mapping": ("scenarios: {a: 1}\n", "1:12", "'scenarios' must be a list, got a mapping"),
+    "ragged-selector": (
+        "scenarios:\n" + BASE.replace("value: 0", "value: [[1, 2], [3]]").replace("shape: []", "shape: [2, 2]"),
+        "3:37",
+        "not rectangular",
+    ),
+    "merge-key": ("scenarios:\n" + BASE + "    <<: {seed: 1}\n", "7:5", "merge keys ('<<') are not supported"),
+    "huge-integer": ("scenarios:\n" + BASE.replace("value: 0", "value: 100000000000000000000000000000"), "3:37", "not representable in int32"),
+    "string-seed": ("scenarios:\n" + BASE + '    seed: "1"\n', "7:11", "seed must be an integer, got '1'"),
+    "nul-byte": ("scen\x00arios: 1\n", "1:5", "invalid character U+0000"),
+    "tab-indent": ("scenarios:\n\t- name: tab\n", "2:1", "YAML indents with spaces only"),
+    "deep-nesting": ("a: " + "[" * 5000 + "]" * 5000 + "\n", "1:", "YAML syntax error"),
+    "second-document": ("scenarios:\n" + BASE + "---\nscenarios: []\n", "8:1", "found another one after '---'"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_files_are_exit_2_with_location(tmp_path, name):
+    text, where, message = HOSTILE[name]
+    path = tmp_path / "hostile.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = run_cli("run", str(path))
+    assert result.exit_code == 2 and result.exception is None
+    assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), result.stderr
