@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gradaudit.paths import AD_PATHS, FINITE_DIFFERENCE, VALUE, PathResult
+from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, PATH_LABELS, VALUE, PathResult, block_names
 
 CONSISTENT = "consistent"
 MISMATCH = "mismatch"
@@ -25,14 +25,6 @@ STATUSES: tuple[str, ...] = (CONSISTENT, MISMATCH, ERROR)
 ROUTING = "routing"
 DISAGREEMENT = "disagreement"
 RAISED = "raised"
-
-PATH_LABELS = {
-    VALUE: "value",
-    "jacfwd": "jacfwd",
-    "jacrev": "jacrev",
-    "jit_jacrev": "jit(jacrev)",
-    FINITE_DIFFERENCE: "finite differences",
-}
 
 Sources = tuple[int, ...]
 """The arguments an output element depends on, by index (empty: none)."""
@@ -190,40 +182,42 @@ def _compare(
     rtol: float,
     atol: float,
     output_shape: tuple[int, ...],
-    arg_names: tuple[str, ...],
+    names: tuple[str, ...],
+    order: int,
 ) -> Finding | None:
-    """Entry-by-entry comparison of two paths' Jacobians; `second` is the reference for rtol."""
+    """Entry-by-entry comparison of two paths' derivative blocks (named `names`); `second` is the reference for rtol."""
     differing = 0
     total = 0
     first_entry = None
-    for arg, (a, b) in enumerate(zip(first.arrays, second.arrays, strict=True)):
+    for block, (a, b) in enumerate(zip(first.arrays, second.arrays, strict=True)):
         a64 = np.asarray(a, dtype=np.float64)
         b64 = np.asarray(b, dtype=np.float64)
         total += a64.size
         if a64.shape != b64.shape:
             differing += a64.size
-            first_entry = first_entry or (arg, None, None, None)
+            first_entry = first_entry or (block, None, None, None)
             continue
         close = np.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True)
         bad = np.flatnonzero(~close)
         differing += bad.size
         if bad.size and first_entry is None:
-            first_entry = (arg, int(bad[0]), float(a64.reshape(-1)[bad[0]]), float(b64.reshape(-1)[bad[0]]))
+            first_entry = (block, int(bad[0]), float(a64.reshape(-1)[bad[0]]), float(b64.reshape(-1)[bad[0]]))
     if not differing:
         return None
-    arg, flat, got, want = first_entry
+    block, flat, got, want = first_entry
     one, two = PATH_LABELS[first.name], PATH_LABELS[second.name]
     if flat is None:
         return Finding(
             kind=DISAGREEMENT,
             paths=(first.name, second.name),
-            message=f"{one} and {two} give Jacobians of different shapes for {arg_names[arg]}",
+            message=f"{one} and {two} give derivatives of different shapes for {names[block]}",
             count=differing,
             of=total,
         )
-    arg_shape = np.shape(first.arrays[arg])[len(output_shape):]
-    out_flat, in_flat = divmod(flat, max(1, int(np.prod(arg_shape, dtype=np.int64))))
-    location = f"d out{_index(output_shape, out_flat)}/d {arg_names[arg]}{_index(arg_shape, in_flat)}"
+    in_shape = np.shape(first.arrays[block])[len(output_shape):]
+    out_flat, in_flat = divmod(flat, max(1, int(np.prod(in_shape, dtype=np.int64))))
+    symbol = "d" if order == 1 else f"d{order}"
+    location = f"{symbol} out{_index(output_shape, out_flat)}/d {names[block]}{_index(in_shape, in_flat)}"
     return Finding(
         kind=DISAGREEMENT,
         paths=(first.name, second.name),
@@ -255,15 +249,17 @@ def judge(results: dict[str, PathResult], arg_names: tuple[str, ...], tolerances
     if prov is not None:
         findings.extend(_routing_findings(prov, arg_names))
     output_shape = tuple(np.shape(value.arrays[0]))
-    ad_ok = [results[name] for name in AD_PATHS if name in results and results[name].ok]
-    for first, second in itertools.combinations(ad_ok, 2):
-        found = _compare(second, first, tolerances.ad_rtol, tolerances.ad_atol, output_shape, arg_names)
-        if found:
-            findings.append(found)
-    fd = results[FINITE_DIFFERENCE]
-    if fd.ok:
-        for ad in ad_ok:
-            found = _compare(ad, fd, tolerances.fd_rtol, tolerances.fd_atol, output_shape, arg_names)
+    for family in FAMILIES:
+        if family.reference not in results:
+            continue
+        names = block_names(arg_names, family.order)
+        ad_ok = [results[name] for name in family.ad_paths if results[name].ok]
+        pairs = [(second, first, tolerances.ad_rtol, tolerances.ad_atol) for first, second in itertools.combinations(ad_ok, 2)]
+        reference = results[family.reference]
+        if reference.ok:
+            pairs += [(ad, reference, tolerances.fd_rtol, tolerances.fd_atol) for ad in ad_ok]
+        for first, second, rtol, atol in pairs:
+            found = _compare(first, second, rtol, atol, output_shape, names, family.order)
             if found:
                 findings.append(found)
     if any(f.kind == RAISED for f in findings):

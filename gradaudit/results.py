@@ -13,6 +13,7 @@ from gradaudit.scenario import Scenario
 from gradaudit.yaml_nodes import InputError
 
 REPORT_SCHEMA = "gradaudit.report/1"
+COMPARE_SCHEMA = "gradaudit.compare/1"
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,3 +44,19 @@ class AuditReport:
     def summary(self) -> dict[str, int]:
         counts = Counter(result.status for result in self.results)
         return {"total": len(self.results), **{status: counts.get(status, 0) for status in STATUSES}}
+
+
+@dataclass(frozen=True, eq=False)
+class RuleComparison:
+    """The same scenarios audited under several select_n transpose rules, in the order given."""
+
+    rules: tuple[str, ...]
+    reports: tuple[AuditReport, ...]
+
+    def rows(self) -> list[tuple[ScenarioResult, ...]]:
+        """Per scenario, its result under each rule."""
+        return list(zip(*(report.results for report in self.reports), strict=True))
+
+    def transitions(self, before: int, after: int) -> Counter[tuple[str, str]]:
+        """How many scenarios went from each status under rule `before` to each under rule `after`."""
+        return Counter((row[before].status, row[after].status) for row in self.rows())

@@ -12,6 +12,7 @@ from gradaudit import dtypes
 from gradaudit.judge import Tolerances, judge
 from gradaudit.paths import run_paths
 from gradaudit.results import AuditReport, ScenarioResult
+from gradaudit.rules import INSTALLED, select_n_rule
 from gradaudit.scenario import Scenario
 from gradaudit.targets import build_target
 
@@ -49,7 +50,7 @@ def audit_scenario(scenario: Scenario) -> ScenarioResult:
     start = time.perf_counter()
     target = build_target(scenario)
     eps = scenario.eps if scenario.eps is not None else dtypes.default_eps(scenario.dtype)
-    results = run_paths(target, eps)
+    results = run_paths(target, eps, scenario.order)
     verdict = judge(results, target.arg_names, tolerances_for(scenario))
     return ScenarioResult(
         scenario=scenario,
@@ -65,23 +66,25 @@ def audit_scenario(scenario: Scenario) -> ScenarioResult:
 
 def run_audit(
     scenarios: Sequence[Scenario],
-    rule: str = "installed",
+    rule: str = INSTALLED,
     on_result: Callable[[ScenarioResult], None] | None = None,
+    files: tuple[str, ...] = (),
 ) -> AuditReport:
     """Audit every scenario in order; `on_result` hears of each as it finishes.
 
-    x64 is switched on only for a run that needs it and restored afterwards, so one run never
-    changes the dtypes of the next in the same process.
+    The whole run happens under `rule` (see rules.py). x64 is switched on only for a run that
+    needs it and restored afterwards, so one run never changes the dtypes of the next.
     """
     previous_x64 = bool(jax.config.jax_enable_x64)
     jax.config.update("jax_enable_x64", previous_x64 or needs_x64(scenarios))
     try:
-        results = []
-        for scenario in scenarios:
-            result = audit_scenario(scenario)
-            results.append(result)
-            if on_result is not None:
-                on_result(result)
-        return AuditReport(environment=environment(rule), results=tuple(results))
+        with select_n_rule(rule):
+            results = []
+            for scenario in scenarios:
+                result = audit_scenario(scenario)
+                results.append(result)
+                if on_result is not None:
+                    on_result(result)
+            return AuditReport(environment=environment(rule), results=tuple(results), files=files)
     finally:
         jax.config.update("jax_enable_x64", previous_x64)

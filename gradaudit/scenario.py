@@ -68,6 +68,10 @@ class Scenario:
     """Finite-difference step relative to max(1, |x|); None: the dtype's default."""
     values: tuple[NestedValue, ...] | None = None
     """Explicit case values, one per case; None: deterministic, pairwise distinct values from `seed`."""
+    order: int = 1
+    """Highest derivative order checked: 2 adds the Hessian paths."""
+    output: str = "identity"
+    """What is applied to the selected value before differentiation (see OUTPUTS)."""
 
     def to_dict(self) -> dict:
         """The normalized scenario, as loaded, for reports."""
@@ -81,6 +85,8 @@ class Scenario:
             "tolerance": None if self.tolerance is None else {"rtol": self.tolerance.rtol, "atol": self.tolerance.atol},
             "eps": self.eps,
             "values": None if self.values is None else list(self.values),
+            "order": self.order,
+            "output": self.output,
         }
 
 
@@ -94,12 +100,15 @@ class LoadResult:
 
 
 TOP_LEVEL_KEYS = ("defaults", "scenarios")
-SCENARIO_KEYS = ("name", "selector", "cases", "shape", "dtype", "seed", "tolerance", "eps", "values")
+SCENARIO_KEYS = ("name", "selector", "cases", "shape", "dtype", "seed", "tolerance", "eps", "values", "order", "output")
 REQUIRED_KEYS = ("name", "selector", "cases", "shape", "dtype")
 DEFAULT_KEYS = tuple(k for k in SCENARIO_KEYS if k != "name")
 SELECTOR_KEYS = ("dtype", "value")
 TOLERANCE_KEYS = ("rtol", "atol")
 YAML_SUFFIXES = (".yaml", ".yml")
+ORDERS = (1, 2)
+OUTPUTS = ("identity", "square", "sum_of_squares")
+"""identity: the selected value; square: its elementwise square; sum_of_squares: the sum of those squares."""
 
 
 def _did_you_mean(word: str, allowed: Sequence[str]) -> str:
@@ -255,6 +264,8 @@ class _ScenarioFile:
         tolerance = get("tolerance", self.tolerance)
         eps = get("eps", lambda n: check.number(n, "eps", positive=True))
         values = get("values", lambda n: self.values(n, cases, shape))
+        order = get("order", self.order)
+        output = get("output", lambda n: check.choice(n, "output", OUTPUTS))
         if len(check.errors) > errors_before:
             return None
         return Scenario(
@@ -268,7 +279,15 @@ class _ScenarioFile:
             tolerance=tolerance,
             eps=eps,
             values=values,
+            order=1 if order is None else order,
+            output="identity" if output is None else output,
         )
+
+    def order(self, node: yaml.Node) -> int:
+        value = scalar_value(self.file, node)
+        if value not in ORDERS or isinstance(value, bool):
+            raise self.check.fail(node, f"order must be 1 or 2, got {kind_name(node)}")
+        return value
 
     def name(self, node: yaml.Node) -> str:
         value = scalar_value(self.file, node)

@@ -1,4 +1,4 @@
-"""Shared test helpers: run the real CLI, write scenario files, probe the installed JAX rule."""
+"""Shared test helpers: run the real CLI, write scenario files, build scenarios in code."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 from click.testing import CliRunner
-from jax import lax
 
 from gradaudit.cli import main
 from gradaudit.scenario import Scenario, Selector
@@ -40,18 +37,6 @@ def write_yaml(folder: Path, name: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return path
-
-
-def installed_rule_is_legacy() -> bool:
-    """Whether the installed JAX still has the pre-#40814 select_n transpose rule (zero gradient above range)."""
-    grads = jax.grad(lambda a, b: lax.select_n(jnp.int32(2), a, b), argnums=(0, 1))(1.0, 2.0)
-    return float(grads[1]) == 0.0
-
-
-LEGACY_ONLY = dict(
-    condition=not installed_rule_is_legacy(),
-    reason="the installed JAX already has PR #40814's select_n rule",
-)
 
 
 def make_scenario(

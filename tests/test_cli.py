@@ -12,7 +12,7 @@ import jax
 import pytest
 
 import gradaudit.runner
-from tests.helpers import LEGACY_ONLY, run_cli, write_yaml
+from tests.helpers import run_cli, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED_SUITE = str(ROOT / "scenarios" / "select_n")
@@ -46,10 +46,9 @@ def test_consistent_scenarios_exit_0_with_summary(tmp_path):
     assert "in-range" in verbose.stdout and "bool-vector" in verbose.stdout
 
 
-@pytest.mark.skipif(**LEGACY_ONLY)
 def test_seed_suite_has_nine_mismatches_and_two_index_errors(tmp_path):
     out = tmp_path / "report.json"
-    result = run_cli("run", SEED_SUITE, "--json", str(out))
+    result = run_cli("run", SEED_SUITE, "--rule", "legacy", "--json", str(out))
     assert result.exit_code == 1
     assert "17 scenarios: 6 consistent, 9 mismatch, 2 error" in result.stdout
     assert result.stdout.count("raised IndexError") == 2
@@ -60,7 +59,6 @@ def test_seed_suite_has_nine_mismatches_and_two_index_errors(tmp_path):
     assert {r["paths"]["jacrev"]["error"]["type"] for r in errors} == {"IndexError"}
 
 
-@pytest.mark.skipif(**LEGACY_ONLY)
 def test_json_report_fields_for_the_seed_example(tmp_path):
     path = write_yaml(
         tmp_path,
@@ -75,12 +73,12 @@ def test_json_report_fields_for_the_seed_example(tmp_path):
             values: [2.0, 5.0]
         """,
     )
-    result = run_cli("run", str(path), "--json", "-")
+    result = run_cli("run", str(path), "--rule", "legacy", "--json", "-")
     assert result.exit_code == 1
     report = result.json()
     assert report["schema"] == "gradaudit.report/1"
     env = report["environment"]
-    assert set(env) >= {"jax", "jaxlib", "python", "backend", "rule"} and env["rule"] == "installed"
+    assert set(env) >= {"jax", "jaxlib", "python", "backend", "rule"} and env["rule"] == "legacy"
     assert report["summary"] == {"total": 1, "consistent": 0, "mismatch": 1, "error": 0}
     assert report["errors"] == []
     (entry,) = report["results"]
@@ -95,7 +93,14 @@ def test_json_report_fields_for_the_seed_example(tmp_path):
     assert paths["jit_jacrev"]["jacobians"] == {"case 0": 0.0, "case 1": 0.0}
     assert paths["finite_difference"]["jacobians"] == {"case 0": 0.0, "case 1": 1.0}
     assert entry["provenance"] == [
-        {"element": [], "value_from": ["case 1"], "jacfwd": ["case 1"], "jacrev": [], "jit_jacrev": []}
+        {
+            "element": [],
+            "value_from": ["case 1"],
+            "jacfwd": ["case 1"],
+            "jit_jacfwd": ["case 1"],
+            "jacrev": [],
+            "jit_jacrev": [],
+        }
     ]
     kinds = {(f["kind"], tuple(f["paths"])) for f in entry["findings"]}
     assert ("routing", ("jacrev", "jit_jacrev")) in kinds

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradaudit.judge import CONSISTENT, DISAGREEMENT, ERROR, MISMATCH, RAISED, ROUTING, Tolerances, judge
-from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACREV, VALUE, PathError, PathResult
+from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, PathError, PathResult
 
 TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)
 NAMES = ("case 0", "case 1")
@@ -20,6 +20,7 @@ def _results(value, fwd, rev, jit_rev, fd):
     return {
         VALUE: path(VALUE, value),
         JACFWD: path(JACFWD, fwd),
+        JIT_JACFWD: path(JIT_JACFWD, fwd),
         JACREV: path(JACREV, rev),
         JIT_JACREV: path(JIT_JACREV, jit_rev),
         FINITE_DIFFERENCE: path(FINITE_DIFFERENCE, fd),
@@ -32,7 +33,7 @@ def test_agreeing_paths_are_consistent_with_provenance():
     assert verdict.status == CONSISTENT
     assert verdict.findings == ()
     assert verdict.provenance.value_from == ((1,),)
-    assert verdict.provenance.routes == {JACFWD: ((1,),), JACREV: ((1,),), JIT_JACREV: ((1,),)}
+    assert verdict.provenance.routes == {JACFWD: ((1,),), JIT_JACFWD: ((1,),), JACREV: ((1,),), JIT_JACREV: ((1,),)}
 
 
 def test_derivative_sent_nowhere_is_a_routing_mismatch():
@@ -45,6 +46,8 @@ def test_derivative_sent_nowhere_is_a_routing_mismatch():
     assert {f.paths for f in disagreements} == {
         (JACREV, JACFWD),
         (JIT_JACREV, JACFWD),
+        (JACREV, JIT_JACFWD),
+        (JIT_JACREV, JIT_JACFWD),
         (JACREV, FINITE_DIFFERENCE),
         (JIT_JACREV, FINITE_DIFFERENCE),
     }
@@ -74,6 +77,7 @@ def test_all_ad_paths_agreeing_against_finite_differences_is_still_a_mismatch():
     assert verdict.status == MISMATCH
     assert {f.paths for f in verdict.findings if f.kind == DISAGREEMENT} == {
         (JACFWD, FINITE_DIFFERENCE),
+        (JIT_JACFWD, FINITE_DIFFERENCE),
         (JACREV, FINITE_DIFFERENCE),
         (JIT_JACREV, FINITE_DIFFERENCE),
     }

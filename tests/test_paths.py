@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 from gradaudit.judge import CONSISTENT, ERROR, MISMATCH
-from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACREV, VALUE, finite_difference_jacobians, run_paths
+from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, finite_difference_jacobians, run_paths
 from gradaudit.runner import audit_scenario
 from gradaudit.scenario import Scenario
 from gradaudit.targets.base import Target
 from gradaudit.targets.select_n import case_values
-from tests.helpers import LEGACY_ONLY, make_scenario
+from gradaudit.rules import LEGACY, select_n_rule
+from tests.helpers import make_scenario
 
 
 def scenario(dtype="int32", value=0, cases=2, shape=(), values=None, seed=0) -> Scenario:
@@ -23,11 +24,12 @@ def scalars(result, path):
     return tuple(float(a) for a in result.paths[path].arrays)
 
 
-@pytest.mark.skipif(**LEGACY_ONLY)
 def test_seed_example_value_five_forward_routes_reverse_loses_it():
-    result = audit_scenario(scenario(value=2, values=(2.0, 5.0)))
+    with select_n_rule(LEGACY):
+        result = audit_scenario(scenario(value=2, values=(2.0, 5.0)))
     assert float(result.paths[VALUE].arrays[0]) == 5.0
     assert scalars(result, JACFWD) == (0.0, 1.0)
+    assert scalars(result, JIT_JACFWD) == (0.0, 1.0)
     assert scalars(result, JACREV) == (0.0, 0.0)
     assert scalars(result, JIT_JACREV) == (0.0, 0.0)
     assert scalars(result, FINITE_DIFFERENCE) == (0.0, 1.0)
@@ -36,9 +38,9 @@ def test_seed_example_value_five_forward_routes_reverse_loses_it():
     assert result.provenance.routes[JACREV] == ((),)
 
 
-@pytest.mark.skipif(**LEGACY_ONLY)
 def test_single_case_boolean_selector_raises_index_error_in_reverse_only():
-    result = audit_scenario(scenario(dtype="bool", value=False, cases=1))
+    with select_n_rule(LEGACY):
+        result = audit_scenario(scenario(dtype="bool", value=False, cases=1))
     assert result.status == ERROR
     assert result.paths[JACREV].error.type == "IndexError"
     assert result.paths[JIT_JACREV].error.type == "IndexError"
@@ -46,9 +48,9 @@ def test_single_case_boolean_selector_raises_index_error_in_reverse_only():
     assert scalars(result, FINITE_DIFFERENCE) == (1.0,)
 
 
-@pytest.mark.skipif(**LEGACY_ONLY)
 def test_per_element_selector_provenance_names_each_element():
-    result = audit_scenario(scenario(value=[-1, 0, 2], shape=(3,)))
+    with select_n_rule(LEGACY):
+        result = audit_scenario(scenario(value=[-1, 0, 2], shape=(3,)))
     assert result.provenance.value_from == ((0,), (0,), (1,))
     assert result.provenance.routes[JACFWD] == ((0,), (0,), (1,))
     assert result.provenance.routes[JACREV] == ((), (0,), ())
@@ -63,7 +65,7 @@ def test_in_range_selectors_are_consistent(selector):
     shape = (2, 3) if isinstance(value, list) else ()
     result = audit_scenario(scenario(dtype=dtype, value=value, cases=cases, shape=shape))
     assert result.status == CONSISTENT, [f.message for f in result.findings]
-    for path in (JACFWD, JACREV, JIT_JACREV, FINITE_DIFFERENCE):
+    for path in (JACFWD, JIT_JACFWD, JACREV, JIT_JACREV, FINITE_DIFFERENCE):
         total = sum(np.asarray(j, dtype=np.float64) for j in result.paths[path].arrays)
         # Exactly one case receives each output's derivative, with weight one.
         assert np.allclose(total.reshape(int(np.prod(shape)), -1), np.eye(int(np.prod(shape))))

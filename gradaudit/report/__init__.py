@@ -1,6 +1,7 @@
 """Renderers: each turns an AuditReport into one output format and only reads the report.
 
-File formats share one small interface, `FileFormat.render(report) -> str`, chosen by the
+File formats share one small interface, `FileFormat.render(report) -> str` (and
+`render_comparison` for `compare`), chosen by the
 `ReportFormat` enum; `formatter_for` fails loudly if a format is added without a renderer.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 
-from gradaudit.results import AuditReport
+from gradaudit.results import AuditReport, RuleComparison
 
 
 class ReportFormat(str, enum.Enum):
@@ -24,6 +25,10 @@ class FileFormat(ABC):
     @abstractmethod
     def render(self, report: AuditReport) -> str:
         """The whole report in this format."""
+
+    @abstractmethod
+    def render_comparison(self, comparison: RuleComparison) -> str:
+        """A `compare` run (one audit per rule) in this format."""
 
 
 def formatter_for(fmt: ReportFormat) -> FileFormat:

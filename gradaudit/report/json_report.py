@@ -7,9 +7,11 @@ import math
 
 import numpy as np
 
-from gradaudit.paths import VALUE, PathResult
+from gradaudit.paths import FAMILIES, VALUE, PathResult, block_names
 from gradaudit.report import FileFormat
-from gradaudit.results import REPORT_SCHEMA, AuditReport, ScenarioResult
+from gradaudit.results import COMPARE_SCHEMA, REPORT_SCHEMA, AuditReport, RuleComparison, ScenarioResult
+
+SECOND_ORDER_PATHS = frozenset((*FAMILIES[1].ad_paths, FAMILIES[1].reference))
 
 
 def _plain(value: object) -> object:
@@ -34,6 +36,9 @@ def path_to_json(result: PathResult, arg_names: tuple[str, ...]) -> dict:
         return {"status": "error", "error": {"type": error.type, "message": error.message, "where": error.where}}
     if result.name == VALUE:
         return {"status": "ok", "value": array_to_json(result.arrays[0])}
+    if result.name in SECOND_ORDER_PATHS:
+        names = block_names(arg_names, 2)
+        return {"status": "ok", "hessian": {name: array_to_json(a) for name, a in zip(names, result.arrays, strict=True)}}
     return {"status": "ok", "jacobians": {name: array_to_json(a) for name, a in zip(arg_names, result.arrays, strict=True)}}
 
 
@@ -63,6 +68,30 @@ def report_to_json(report: AuditReport) -> dict:
     }
 
 
+def comparison_to_json(comparison: RuleComparison) -> dict:
+    return {
+        "schema": COMPARE_SCHEMA,
+        "rules": list(comparison.rules),
+        "summary": {rule: report.summary for rule, report in zip(comparison.rules, comparison.reports, strict=True)},
+        "changes": [
+            {
+                "name": row[0].scenario.name,
+                "source": f"{row[0].scenario.source.file}:{row[0].scenario.source.line}",
+                "status": {rule: result.status for rule, result in zip(comparison.rules, row, strict=True)},
+            }
+            for row in comparison.rows()
+        ],
+        "reports": {rule: report_to_json(report) for rule, report in zip(comparison.rules, comparison.reports, strict=True)},
+    }
+
+
+def _dump(document: dict) -> str:
+    return json.dumps(document, indent=2, allow_nan=False) + "\n"
+
+
 class JsonFormat(FileFormat):
     def render(self, report: AuditReport) -> str:
-        return json.dumps(report_to_json(report), indent=2, allow_nan=False) + "\n"
+        return _dump(report_to_json(report))
+
+    def render_comparison(self, comparison: RuleComparison) -> str:
+        return _dump(comparison_to_json(comparison))

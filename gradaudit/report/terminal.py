@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gradaudit.judge import CONSISTENT, ERROR, MISMATCH, PATH_LABELS, RAISED, ROUTING, Sources
-from gradaudit.paths import AD_PATHS, FINITE_DIFFERENCE, PathResult
-from gradaudit.results import AuditReport, ScenarioResult
+from gradaudit.judge import CONSISTENT, ERROR, MISMATCH, RAISED, ROUTING, Sources
+from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JACREV, PATH_LABELS, PathResult
+from gradaudit.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.yaml_nodes import InputError
 
 STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta"}
@@ -69,6 +69,25 @@ def _path_cell(result: ScenarioResult, name: str) -> Text:
     return Text("ok", style=style)
 
 
+def _second_order_cell(result: ScenarioResult) -> Text:
+    """For order 2: the reference Hessian's diagonal (small scalar cases) and the paths that disagree."""
+    if result.scenario.order < 2:
+        return Text("")
+    family = FAMILIES[1]
+    reference = result.paths[family.reference]
+    text = Text()
+    n = result.scenario.cases
+    if reference.ok and n <= MAX_TUPLE_CASES and all(np.size(block) == 1 for block in reference.arrays):
+        diagonal = [_number(float(np.asarray(reference.arrays[i * n + i]).reshape(-1)[0])) for i in range(n)]
+        text.append("(" + ", ".join(diagonal) + ("," if n == 1 else "") + ") ")
+    wrong = [p for p in family.ad_paths if any(p in f.paths for f in result.findings) or not result.paths[p].ok]
+    if wrong:
+        text.append("≠ " + ", ".join(PATH_LABELS[p] for p in wrong), style="red")
+    else:
+        text.append("agree", style="green")
+    return text
+
+
 def _value_cell(result: ScenarioResult) -> str:
     prov = result.provenance
     if prov is None:
@@ -81,28 +100,36 @@ def _shape_cell(shape: tuple[int, ...]) -> str:
 
 
 def results_table(results: Sequence[ScenarioResult]) -> Table:
-    table = Table(title=None, show_lines=False, header_style="bold")
+    table = Table(header_style="bold")
+    _scenario_columns(table, results)
+    for name in (*AD_PATHS, FINITE_DIFFERENCE):
+        table.add_column(PATH_LABELS[name].replace(" ", "\n"), overflow="fold")
+    second_order = any(r.scenario.order >= 2 for r in results)
+    if second_order:
+        table.add_column("order 2\n(fd diagonal)", overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    for result in results:
+        table.add_row(
+            *_scenario_cells(result),
+            *(_path_cell(result, name) for name in (*AD_PATHS, FINITE_DIFFERENCE)),
+            *([_second_order_cell(result)] if second_order else []),
+            Text(result.status, style=STATUS_STYLES[result.status]),
+        )
+    return table
+
+
+def _scenario_cells(result: ScenarioResult) -> tuple[str, ...]:
+    scenario = result.scenario
+    return (scenario.name, _selector_cell(result), str(scenario.cases), _shape_cell(scenario.shape), _value_cell(result))
+
+
+def _scenario_columns(table: Table, results: Sequence[ScenarioResult]) -> None:
     longest = max((len(r.scenario.name) for r in results), default=8)
-    table.add_column("scenario", overflow="fold", min_width=min(longest, 40))
+    table.add_column("scenario", overflow="fold", min_width=min(longest, 24))
     table.add_column("selector", overflow="fold")
     table.add_column("cases", justify="right", no_wrap=True)
     table.add_column("shape", no_wrap=True)
     table.add_column("value from", overflow="fold")
-    for name in (*AD_PATHS, FINITE_DIFFERENCE):
-        table.add_column(PATH_LABELS[name].replace(" ", "\n"), overflow="fold")
-    table.add_column("verdict", no_wrap=True)
-    for result in results:
-        scenario = result.scenario
-        table.add_row(
-            scenario.name,
-            _selector_cell(result),
-            str(scenario.cases),
-            _shape_cell(scenario.shape),
-            _value_cell(result),
-            *(_path_cell(result, name) for name in (*AD_PATHS, FINITE_DIFFERENCE)),
-            Text(result.status, style=STATUS_STYLES[result.status]),
-        )
-    return table
 
 
 def _headline_findings(result: ScenarioResult, verbose: bool):
@@ -113,10 +140,10 @@ def _headline_findings(result: ScenarioResult, verbose: bool):
     return headline or result.findings[:1]
 
 
-def summary_line(report: AuditReport, seconds: float | None = None) -> Text:
+def summary_line(report: AuditReport, seconds: float | None = None, prefix: str = "") -> Text:
     summary = report.summary
     noun = "scenario" if summary["total"] == 1 else "scenarios"
-    text = Text(f"{summary['total']} {noun}: ")
+    text = Text(f"{prefix}{summary['total']} {noun}: ")
     for i, status in enumerate((CONSISTENT, MISMATCH, ERROR)):
         if i:
             text.append(", ")
@@ -150,3 +177,43 @@ def print_input_errors(console: Console, errors: Sequence[InputError]) -> None:
     files = len({error.location.file for error in errors})
     noun = "error" if len(errors) == 1 else "errors"
     console.print(f"{len(errors)} input {noun} in {files} file{'s' if files != 1 else ''}; nothing was audited", highlight=False)
+
+
+def comparison_table(comparison: RuleComparison) -> Table:
+    """A row per scenario; per rule, the reverse-mode result (or exception) and the verdict."""
+    rows = comparison.rows()
+    table = Table(header_style="bold")
+    _scenario_columns(table, [row[0] for row in rows])
+    for rule in comparison.rules:
+        table.add_column(f"jacrev\n{rule}", overflow="fold")
+        table.add_column(f"verdict\n{rule}", no_wrap=True)
+    for row in rows:
+        cells: list[str | Text] = list(_scenario_cells(row[0]))
+        for result in row:
+            cells.append(_path_cell(result, JACREV))
+            cells.append(Text(result.status, style=STATUS_STYLES[result.status]))
+        table.add_row(*cells)
+    return table
+
+
+def change_line(comparison: RuleComparison, before: int, after: int) -> Text:
+    """What changed between two rules: 'legacy → fixed: 11 changed (9 mismatch → consistent, …), 6 unchanged'."""
+    transitions = comparison.transitions(before, after)
+    changed = {pair: n for pair, n in sorted(transitions.items()) if pair[0] != pair[1]}
+    unchanged = sum(n for pair, n in transitions.items() if pair[0] == pair[1])
+    text = Text(f"{comparison.rules[before]} → {comparison.rules[after]}: ")
+    if not changed:
+        return text.append(f"no verdict changed ({unchanged} unchanged)")
+    detail = ", ".join(f"{n} {before} → {after}" for (before, after), n in changed.items())
+    return text.append(f"{sum(changed.values())} changed ({detail}), {unchanged} unchanged")
+
+
+def print_comparison(console: Console, comparison: RuleComparison, seconds: float | None = None) -> None:
+    console.print(comparison_table(comparison))
+    console.print()
+    for rule, report in zip(comparison.rules, comparison.reports, strict=True):
+        console.print(summary_line(report, prefix=f"{rule}: "), highlight=False)
+    for before in range(len(comparison.rules) - 1):
+        console.print(change_line(comparison, before, before + 1), highlight=False)
+    if seconds is not None:
+        console.print(f"in {seconds:.1f}s", highlight=False)

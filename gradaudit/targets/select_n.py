@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from gradaudit import dtypes
+from gradaudit import scenario as scenario_module
 from gradaudit.scenario import Scenario
 from gradaudit.targets.base import Target
 
@@ -26,11 +30,21 @@ def case_values(scenario: Scenario) -> tuple[np.ndarray, ...]:
     return tuple(values[i] for i in range(scenario.cases))
 
 
+OUTPUTS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "identity": lambda y: y,
+    "square": lambda y: y * y,
+    "sum_of_squares": lambda y: jnp.sum(y * y),
+}
+"""What is applied to the selected value; nonlinear outputs give second derivatives something to check."""
+assert set(OUTPUTS) == set(scenario_module.OUTPUTS)
+
+
 def build(scenario: Scenario) -> Target:
     which = jnp.asarray(scenario.selector.array())
+    output = OUTPUTS[scenario.output]
 
     def select(*cases):
-        return lax.select_n(which, *cases)
+        return output(lax.select_n(which, *cases))
 
     return Target(
         fn=select,

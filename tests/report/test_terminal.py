@@ -8,7 +8,7 @@ import numpy as np
 from rich.console import Console
 
 from gradaudit.judge import Tolerances, judge
-from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACREV, VALUE, PathError, PathResult
+from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, PathError, PathResult
 from gradaudit.report.terminal import print_input_errors, print_report
 from gradaudit.results import AuditReport, ScenarioResult
 from gradaudit.scenario import Scenario, Selector
@@ -19,6 +19,7 @@ TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)
 
 def _result(name, selector, cases, shape, per_path) -> ScenarioResult:
     paths = {}
+    per_path = {**per_path, JIT_JACFWD: per_path[JACFWD]}
     for path, arrays in per_path.items():
         if isinstance(arrays, PathError):
             paths[path] = PathResult(name=path, arrays=None, error=arrays)
