@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gradaudit.judge import CONSISTENT, ERROR, MISMATCH, RAISED, ROUTING, Sources
-from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JACREV, PATH_LABELS, PathResult
+from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, PATH_LABELS, PathResult
 from gradaudit.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.yaml_nodes import InputError
 
@@ -53,24 +53,24 @@ def _selector_cell(result: ScenarioResult) -> str:
 
 
 def _path_cell(result: ScenarioResult, name: str) -> Text:
+    """A first-order path: its gradient tuple (scalar output, scalar cases, few cases) or its routing."""
     path: PathResult = result.paths[name]
     involved = any(name in finding.paths for finding in result.findings)
     style = "red" if involved else ""
     if not path.ok:
         return Text(path.error.type, style="magenta")
-    prov = result.provenance
-    if prov is not None and (prov.output_shape or len(path.arrays) > MAX_TUPLE_CASES):
-        routes = prov.value_from if name == FINITE_DIFFERENCE else prov.routes[name]
-        return Text(_routes_cell(prov.output_shape, routes), style=style)
     if len(path.arrays) <= MAX_TUPLE_CASES and all(np.size(jac) == 1 for jac in path.arrays):
         numbers = [_number(float(np.asarray(jac).reshape(-1)[0])) for jac in path.arrays]
-        text = "(" + ", ".join(numbers) + ("," if len(numbers) == 1 else "") + ")"
-        return Text(text, style=style)
-    return Text("ok", style=style)
+        return Text("(" + ", ".join(numbers) + ("," if len(numbers) == 1 else "") + ")", style=style)
+    prov = result.provenance
+    if prov is None:
+        return Text("ok", style=style)
+    routes = prov.value_from if name == FINITE_DIFFERENCE else prov.routes[name]
+    return Text(_routes_cell(prov.output_shape, routes), style=style)
 
 
 def _second_order_cell(result: ScenarioResult) -> Text:
-    """For order 2: the reference Hessian's diagonal (small scalar cases) and the paths that disagree."""
+    """For order 2: the reference Hessian's diagonal (small scalar cases) and how many Hessian paths disagree."""
     if result.scenario.order < 2:
         return Text("")
     family = FAMILIES[1]
@@ -80,9 +80,15 @@ def _second_order_cell(result: ScenarioResult) -> Text:
     if reference.ok and n <= MAX_TUPLE_CASES and all(np.size(block) == 1 for block in reference.arrays):
         diagonal = [_number(float(np.asarray(reference.arrays[i * n + i]).reshape(-1)[0])) for i in range(n)]
         text.append("(" + ", ".join(diagonal) + ("," if n == 1 else "") + ") ")
-    wrong = [p for p in family.ad_paths if any(p in f.paths for f in result.findings) or not result.paths[p].ok]
+    # Blame the paths that disagree with the reference (or raised); without a reference, any disagreement.
+    blamed = family.reference if reference.ok else None
+    wrong = [
+        p
+        for p in family.ad_paths
+        if not result.paths[p].ok or any(p in f.paths and (blamed is None or blamed in f.paths) for f in result.findings)
+    ]
     if wrong:
-        text.append("≠ " + ", ".join(PATH_LABELS[p] for p in wrong), style="red")
+        text.append(f"{len(wrong)} differ", style="red")  # the findings lines name them
     else:
         text.append("agree", style="green")
     return text
@@ -99,10 +105,20 @@ def _shape_cell(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _shown_paths(results: Sequence[ScenarioResult]) -> list[str]:
+    """First-order path columns; jit(jacfwd) only where it says something jacfwd does not, to save width."""
+    return [
+        name
+        for name in (*AD_PATHS, FINITE_DIFFERENCE)
+        if name != JIT_JACFWD or any(str(_path_cell(r, JIT_JACFWD)) != str(_path_cell(r, JACFWD)) for r in results)
+    ]
+
+
 def results_table(results: Sequence[ScenarioResult]) -> Table:
     table = Table(header_style="bold")
-    _scenario_columns(table, results)
-    for name in (*AD_PATHS, FINITE_DIFFERENCE):
+    _scenario_columns(table)
+    paths = _shown_paths(results)
+    for name in paths:
         table.add_column(PATH_LABELS[name].replace(" ", "\n"), overflow="fold")
     second_order = any(r.scenario.order >= 2 for r in results)
     if second_order:
@@ -111,7 +127,7 @@ def results_table(results: Sequence[ScenarioResult]) -> Table:
     for result in results:
         table.add_row(
             *_scenario_cells(result),
-            *(_path_cell(result, name) for name in (*AD_PATHS, FINITE_DIFFERENCE)),
+            *(_path_cell(result, name) for name in paths),
             *([_second_order_cell(result)] if second_order else []),
             Text(result.status, style=STATUS_STYLES[result.status]),
         )
@@ -123,9 +139,8 @@ def _scenario_cells(result: ScenarioResult) -> tuple[str, ...]:
     return (scenario.name, _selector_cell(result), str(scenario.cases), _shape_cell(scenario.shape), _value_cell(result))
 
 
-def _scenario_columns(table: Table, results: Sequence[ScenarioResult]) -> None:
-    longest = max((len(r.scenario.name) for r in results), default=8)
-    table.add_column("scenario", overflow="fold", min_width=min(longest, 24))
+def _scenario_columns(table: Table) -> None:
+    table.add_column("scenario", overflow="fold")  # no min_width: rich then crops instead of folding
     table.add_column("selector", overflow="fold")
     table.add_column("cases", justify="right", no_wrap=True)
     table.add_column("shape", no_wrap=True)
@@ -183,7 +198,7 @@ def comparison_table(comparison: RuleComparison) -> Table:
     """A row per scenario; per rule, the reverse-mode result (or exception) and the verdict."""
     rows = comparison.rows()
     table = Table(header_style="bold")
-    _scenario_columns(table, [row[0] for row in rows])
+    _scenario_columns(table)
     for rule in comparison.rules:
         table.add_column(f"jacrev\n{rule}", overflow="fold")
         table.add_column(f"verdict\n{rule}", no_wrap=True)
