@@ -176,41 +176,70 @@ def _routing_findings(prov: Provenance, arg_names: tuple[str, ...]) -> list[Find
     return findings
 
 
+def _differences(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> np.ndarray | None:
+    """Flat indices where `a` is not close to the reference `b`; None when the shapes differ."""
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a64.shape != b64.shape:
+        return None
+    return np.flatnonzero(~np.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def _agree(first: PathResult, second: PathResult, rtol: float, atol: float) -> bool:
+    for a, b in zip(first.arrays, second.arrays, strict=True):
+        bad = _differences(a, b, rtol, atol)
+        if bad is None or bad.size:
+            return False
+    return True
+
+
+def _agreement_classes(paths: Sequence[PathResult], rtol: float, atol: float) -> list[list[PathResult]]:
+    """Paths grouped with the first earlier path they agree with, so a finding names every path on each side."""
+    classes: list[list[PathResult]] = []
+    for path in paths:
+        home = next((c for c in classes if _agree(path, c[0], rtol, atol)), None)
+        if home is None:
+            classes.append([path])
+        else:
+            home.append(path)
+    return classes
+
+
 def _compare(
-    first: PathResult,
-    second: PathResult,
+    side: Sequence[PathResult],
+    reference: Sequence[PathResult],
     rtol: float,
     atol: float,
     output_shape: tuple[int, ...],
     names: tuple[str, ...],
     order: int,
 ) -> Finding | None:
-    """Entry-by-entry comparison of two paths' derivative blocks (named `names`); `second` is the reference for rtol."""
+    """Entry-by-entry comparison of one side's derivative blocks (named `names`) with the reference side's."""
+    first, second = side[0], reference[0]
     differing = 0
     total = 0
     first_entry = None
     for block, (a, b) in enumerate(zip(first.arrays, second.arrays, strict=True)):
-        a64 = np.asarray(a, dtype=np.float64)
-        b64 = np.asarray(b, dtype=np.float64)
-        total += a64.size
-        if a64.shape != b64.shape:
-            differing += a64.size
+        total += np.size(a)
+        bad = _differences(a, b, rtol, atol)
+        if bad is None:
+            differing += np.size(a)
             first_entry = first_entry or (block, None, None, None)
             continue
-        close = np.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True)
-        bad = np.flatnonzero(~close)
         differing += bad.size
         if bad.size and first_entry is None:
-            first_entry = (block, int(bad[0]), float(a64.reshape(-1)[bad[0]]), float(b64.reshape(-1)[bad[0]]))
+            flat = int(bad[0])
+            first_entry = (block, flat, float(np.asarray(a).reshape(-1)[flat]), float(np.asarray(b).reshape(-1)[flat]))
     if not differing:
         return None
     block, flat, got, want = first_entry
-    one, two = PATH_LABELS[first.name], PATH_LABELS[second.name]
+    these, those = _labels([p.name for p in side]), _labels([p.name for p in reference])
+    verb = "disagrees" if len(side) == 1 else "disagree"
+    paths = tuple(p.name for p in (*side, *reference))
     if flat is None:
         return Finding(
             kind=DISAGREEMENT,
-            paths=(first.name, second.name),
-            message=f"{one} and {two} give derivatives of different shapes for {names[block]}",
+            paths=paths,
+            message=f"{these} and {those} give derivatives of different shapes for {names[block]}",
             count=differing,
             of=total,
         )
@@ -220,13 +249,13 @@ def _compare(
     location = f"{symbol} out{_index(output_shape, out_flat)}/d {names[block]}{_index(in_shape, in_flat)}"
     return Finding(
         kind=DISAGREEMENT,
-        paths=(first.name, second.name),
-        message=f"{one} and {two} disagree on {differing} of {total} entries; first at {location}: "
-        f"{two} {want:g}, {one} {got:g}",
+        paths=paths,
+        message=f"{these} {verb} with {those} on {differing} of {total} entries; first at {location}: "
+        f"{want:g} from {those}, {got:g} from {these}",
         count=differing,
         of=total,
         location=location,
-        values={second.name: want, first.name: got},
+        values={**{p.name: want for p in reference}, **{p.name: got for p in side}},
     )
 
 
@@ -254,12 +283,13 @@ def judge(results: dict[str, PathResult], arg_names: tuple[str, ...], tolerances
             continue
         names = block_names(arg_names, family.order)
         ad_ok = [results[name] for name in family.ad_paths if results[name].ok]
-        pairs = [(second, first, tolerances.ad_rtol, tolerances.ad_atol) for first, second in itertools.combinations(ad_ok, 2)]
+        classes = _agreement_classes(ad_ok, tolerances.ad_rtol, tolerances.ad_atol)
+        pairs = [(later, earlier, tolerances.ad_rtol, tolerances.ad_atol) for earlier, later in itertools.combinations(classes, 2)]
         reference = results[family.reference]
         if reference.ok:
-            pairs += [(ad, reference, tolerances.fd_rtol, tolerances.fd_atol) for ad in ad_ok]
-        for first, second, rtol, atol in pairs:
-            found = _compare(first, second, rtol, atol, output_shape, names, family.order)
+            pairs += [(side, [reference], tolerances.fd_rtol, tolerances.fd_atol) for side in classes]
+        for side, other, rtol, atol in pairs:
+            found = _compare(side, other, rtol, atol, output_shape, names, family.order)
             if found:
                 findings.append(found)
     if any(f.kind == RAISED for f in findings):

@@ -104,9 +104,10 @@ def test_json_report_fields_for_the_seed_example(tmp_path):
     ]
     kinds = {(f["kind"], tuple(f["paths"])) for f in entry["findings"]}
     assert ("routing", ("jacrev", "jit_jacrev")) in kinds
-    assert ("disagreement", ("jacrev", "finite_difference")) in kinds
-    fd = next(f for f in entry["findings"] if f["paths"] == ["jacrev", "finite_difference"])
-    assert fd["values"] == {"finite_difference": 1.0, "jacrev": 0.0} and fd["location"] == "d out/d case 1"
+    assert ("disagreement", ("jacrev", "jit_jacrev", "finite_difference")) in kinds
+    fd = next(f for f in entry["findings"] if f["paths"] == ["jacrev", "jit_jacrev", "finite_difference"])
+    assert fd["values"] == {"finite_difference": 1.0, "jacrev": 0.0, "jit_jacrev": 0.0}
+    assert fd["location"] == "d out/d case 1"
     # With the JSON on stdout, the human report goes to stderr.
     assert "1 scenario: 0 consistent, 1 mismatch, 0 error" in result.stderr
 
