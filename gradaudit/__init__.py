@@ -4,7 +4,8 @@ from gradaudit.judge import Finding, Verdict, judge
 from gradaudit.paths import PathResult, run_paths
 from gradaudit.results import AuditReport, ScenarioResult
 from gradaudit.runner import audit_scenario, run_audit
-from gradaudit.scenario import Scenario, load_paths
+from gradaudit.loading import load_paths
+from gradaudit.scenario import Scenario
 
 __version__ = "0.1.0"
 

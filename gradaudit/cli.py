@@ -141,7 +141,7 @@ class Session:
         from gradaudit.report.terminal import print_input_errors
         from gradaudit.results import AuditReport
         from gradaudit.runner import environment
-        from gradaudit.scenario import load_paths
+        from gradaudit.loading import load_paths
 
         loaded = load_paths(paths)
         if not loaded.errors:

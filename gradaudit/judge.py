@@ -1,10 +1,11 @@
-"""Comparison of paths: provenance, findings and the scenario's status.
+"""Comparison of paths: provenance, findings, notes and the scenario's status.
 
 Selection is checked twice, as the seed teaches: which argument supplied each output value
 (read off finite differences, so independent of JAX's AD and lowering) and which argument each
-AD path sends that output's derivative to. Then the full Jacobians are compared entry by entry,
-AD paths with each other (to rounding) and each with finite differences (to a dtype-aware
-tolerance).
+AD path sends that output's derivative to. Then the full derivative blocks are compared entry by
+entry, AD paths with each other (to rounding) and each with finite differences (to a dtype-aware
+tolerance), except where finite differences see a kink or a non-finite value: those entries
+become notes, not findings.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, PATH_LABELS, VALUE, PathResult, block_names
+from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, VALUE, PathResult, block_names, label, path_name
 
 CONSISTENT = "consistent"
 MISMATCH = "mismatch"
@@ -25,14 +26,17 @@ STATUSES: tuple[str, ...] = (CONSISTENT, MISMATCH, ERROR)
 ROUTING = "routing"
 DISAGREEMENT = "disagreement"
 RAISED = "raised"
+NOTE = "note"
 
 Sources = tuple[int, ...]
 """The arguments an output element depends on, by index (empty: none)."""
+Masks = tuple[np.ndarray, ...]
+"""One boolean array per derivative block."""
 
 
 @dataclass(frozen=True)
 class Tolerances:
-    """How close two paths must be: |a - b| <= atol + rtol * |b|."""
+    """How close two paths must be: |a - b| <= atol + rtol * |b| (plus the rounding noise of finite differences)."""
 
     fd_rtol: float
     fd_atol: float
@@ -42,14 +46,14 @@ class Tolerances:
 
 @dataclass(frozen=True)
 class Finding:
-    """One disagreement: which paths, where, and what each said."""
+    """One disagreement (or note): which paths, where, and what each said."""
 
     kind: str
-    """`routing` (derivative sent to the wrong argument), `disagreement` (Jacobians differ) or `raised`."""
+    """`routing` (derivative sent to the wrong argument), `disagreement` (blocks differ), `raised`, or `note`."""
     paths: tuple[str, ...]
     message: str
     count: int = 1
-    """How many output elements (routing) or Jacobian entries (disagreement) are affected."""
+    """How many output elements (routing) or derivative entries (disagreement, note) are affected."""
     of: int = 1
     """Out of how many."""
     location: str | None = None
@@ -95,6 +99,7 @@ class Verdict:
     status: str
     findings: tuple[Finding, ...]
     provenance: Provenance | None
+    notes: tuple[Finding, ...] = ()
 
 
 def _index(shape: tuple[int, ...], flat: int) -> str:
@@ -112,33 +117,8 @@ def _names(sources: Sources, arg_names: tuple[str, ...]) -> str:
     return _and([arg_names[i] for i in sources])
 
 
-def _sources(jacobians: tuple[np.ndarray, ...], output_shape: tuple[int, ...], threshold: float) -> tuple[Sources, ...]:
-    """For each output element, the arguments whose Jacobian block is non-zero beyond `threshold`."""
-    size = int(np.prod(output_shape, dtype=np.int64))
-    depends = [
-        np.any(np.abs(np.asarray(jac, dtype=np.float64).reshape(size, -1)) > threshold, axis=1)
-        if np.size(jac) else np.zeros(size, dtype=bool)
-        for jac in jacobians
-    ]
-    return tuple(tuple(i for i, dep in enumerate(depends) if dep[j]) for j in range(size))
-
-
-def provenance(results: dict[str, PathResult], threshold: float) -> Provenance | None:
-    """Provenance from finite differences and the AD paths; None when the function cannot be evaluated."""
-    value, fd = results[VALUE], results[FINITE_DIFFERENCE]
-    if not value.ok or not fd.ok:
-        return None
-    shape = tuple(np.shape(value.arrays[0]))
-    routes = {
-        name: _sources(results[name].arrays, shape, threshold)
-        for name in AD_PATHS
-        if name in results and results[name].ok
-    }
-    return Provenance(output_shape=shape, value_from=_sources(fd.arrays, shape, threshold), routes=routes)
-
-
 def _labels(paths: Sequence[str]) -> str:
-    return _and([PATH_LABELS[p] for p in paths])
+    return _and([label(p) for p in paths])
 
 
 def _grouped(items: Iterable[tuple[str, object]]) -> dict[object, list[str]]:
@@ -149,11 +129,88 @@ def _grouped(items: Iterable[tuple[str, object]]) -> dict[object, list[str]]:
     return groups
 
 
-def _routing_findings(prov: Provenance, arg_names: tuple[str, ...]) -> list[Finding]:
+def _rows(block: np.ndarray, output_shape: tuple[int, ...]) -> np.ndarray:
+    """A block as (output elements, input elements)."""
+    size = int(np.prod(output_shape, dtype=np.int64))
+    return np.asarray(block).reshape(size, -1) if np.size(block) else np.zeros((size, 0))
+
+
+# --- finite differences: where they can be trusted -------------------------------------------
+
+
+def _estimate(reference: PathResult, name: str) -> tuple[np.ndarray, ...]:
+    """One finite-difference estimate per block; a reference without estimates (given as plain arrays) has only its values."""
+    if reference.estimates is not None:
+        return reference.estimates[name]
+    if name == "undefined":
+        return tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.arrays)
+    if name == "noise":
+        return tuple(np.zeros(np.shape(a)) for a in reference.arrays)
+    return reference.arrays
+
+
+def _undefined(reference: PathResult) -> Masks:
+    return tuple(np.asarray(m, dtype=bool) for m in _estimate(reference, "undefined"))
+
+
+def _kinks(reference: PathResult, tolerances: Tolerances) -> Masks:
+    """Entries where the one-sided slopes differ and do not close up as the step halves: a kink or a jump."""
+    masks = []
+    for left, right, left_half, right_half, noise in zip(
+        *(_estimate(reference, name) for name in ("left", "right", "left_half", "right_half", "noise")), strict=True
+    ):
+        with np.errstate(invalid="ignore"):
+            gap = np.abs(right - left)
+            gap_half = np.abs(right_half - left_half)
+            slack = tolerances.fd_atol + tolerances.fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
+            masks.append(np.nan_to_num((gap_half > slack) & (gap_half > 0.75 * gap)).astype(bool))
+    return tuple(masks)
+
+
+def _skipped(reference: PathResult, tolerances: Tolerances) -> Masks:
+    return tuple(k | u for k, u in zip(_kinks(reference, tolerances), _undefined(reference), strict=True))
+
+
+# --- provenance -------------------------------------------------------------------------------
+
+
+def _sources(blocks: Sequence[np.ndarray], output_shape: tuple[int, ...], threshold: float) -> tuple[Sources, ...]:
+    """For each output element, the arguments whose block row is non-zero beyond `threshold`."""
+    size = int(np.prod(output_shape, dtype=np.int64))
+    depends = [np.any(np.abs(_rows(b, output_shape).astype(np.float64)) > threshold, axis=1) for b in blocks]
+    return tuple(tuple(i for i, dep in enumerate(depends) if dep[j]) for j in range(size))
+
+
+def provenance(results: dict[str, PathResult], threshold: float, bindings: Sequence[str] = ("",)) -> Provenance | None:
+    """Provenance from finite differences and the first-order AD paths; None when the function cannot be evaluated.
+
+    At a kink the central difference can vanish while each side has a slope, so the one-sided
+    slopes count as evidence that the input supplied the value.
+    """
+    value, fd = results[VALUE], results[path_name(FINITE_DIFFERENCE, bindings[0])]
+    if not value.ok or not fd.ok:
+        return None
+    shape = tuple(np.shape(value.arrays[0]))
+    evidence = [
+        np.nanmax(np.abs(np.stack([central, left, right])), axis=0)
+        for central, left, right in zip(fd.arrays, _estimate(fd, "left"), _estimate(fd, "right"), strict=True)
+    ]
+    routes = {
+        name: _sources(results[name].arrays, shape, threshold)
+        for binding in bindings
+        for name in (path_name(p, binding) for p in AD_PATHS)
+        if results[name].ok
+    }
+    return Provenance(output_shape=shape, value_from=_sources(evidence, shape, threshold), routes=routes)
+
+
+def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing: dict[str, set[int]]) -> list[Finding]:
+    """Elements whose derivative a path sends elsewhere than the value came from, where its numbers also disagree."""
     findings = []
     total = len(prov.value_from)
     for routes, paths in _grouped(prov.routes.items()).items():
-        wrong = [j for j, (want, got) in enumerate(zip(prov.value_from, routes, strict=True)) if want != got]
+        elements = set().union(*(disagreeing.get(p, set()) for p in paths))
+        wrong = [j for j, (want, got) in enumerate(zip(prov.value_from, routes, strict=True)) if want != got and j in elements]
         if not wrong:
             continue
         j = wrong[0]
@@ -176,17 +233,25 @@ def _routing_findings(prov: Provenance, arg_names: tuple[str, ...]) -> list[Find
     return findings
 
 
-def _differences(a: np.ndarray, b: np.ndarray, rtol: float, atol: float) -> np.ndarray | None:
-    """Flat indices where `a` is not close to the reference `b`; None when the shapes differ."""
+# --- numeric comparison -----------------------------------------------------------------------
+
+
+def _bad_entries(a, b, rtol: float, atol: float, skip=None, noise=None) -> np.ndarray | None:
+    """Flat indices where `a` is not close to the reference `b` (skipped entries excluded); None when shapes differ."""
     a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a64.shape != b64.shape:
         return None
-    return np.flatnonzero(~np.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True))
+    with np.errstate(invalid="ignore"):
+        allowed = atol + rtol * np.abs(b64) + (0.0 if noise is None else noise)
+        close = (np.abs(a64 - b64) <= allowed) | (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
+    if skip is not None:
+        close |= skip
+    return np.flatnonzero(~close)
 
 
 def _agree(first: PathResult, second: PathResult, rtol: float, atol: float) -> bool:
     for a, b in zip(first.arrays, second.arrays, strict=True):
-        bad = _differences(a, b, rtol, atol)
+        bad = _bad_entries(a, b, rtol, atol)
         if bad is None or bad.size:
             return False
     return True
@@ -204,63 +269,122 @@ def _agreement_classes(paths: Sequence[PathResult], rtol: float, atol: float) ->
     return classes
 
 
-def _compare(
-    side: Sequence[PathResult],
-    reference: Sequence[PathResult],
-    rtol: float,
-    atol: float,
-    output_shape: tuple[int, ...],
-    names: tuple[str, ...],
-    order: int,
-) -> Finding | None:
-    """Entry-by-entry comparison of one side's derivative blocks (named `names`) with the reference side's."""
-    first, second = side[0], reference[0]
-    differing = 0
-    total = 0
-    first_entry = None
-    for block, (a, b) in enumerate(zip(first.arrays, second.arrays, strict=True)):
-        total += np.size(a)
-        bad = _differences(a, b, rtol, atol)
-        if bad is None:
-            differing += np.size(a)
-            first_entry = first_entry or (block, None, None, None)
-            continue
-        differing += bad.size
-        if bad.size and first_entry is None:
-            flat = int(bad[0])
-            first_entry = (block, flat, float(np.asarray(a).reshape(-1)[flat]), float(np.asarray(b).reshape(-1)[flat]))
-    if not differing:
-        return None
-    block, flat, got, want = first_entry
-    these, those = _labels([p.name for p in side]), _labels([p.name for p in reference])
-    verb = "disagrees" if len(side) == 1 else "disagree"
-    paths = tuple(p.name for p in (*side, *reference))
-    if flat is None:
+@dataclass(frozen=True)
+class _Comparison:
+    """How one side's blocks compare with a reference side's."""
+
+    side: Sequence[PathResult]
+    reference: Sequence[PathResult]
+    rtol: float
+    atol: float
+    skip: Masks | None = None
+    noise: Masks | None = None
+
+    def bad(self) -> list[np.ndarray | None]:
+        first, second = self.side[0], self.reference[0]
+        return [
+            _bad_entries(
+                a, b, self.rtol, self.atol,
+                None if self.skip is None else self.skip[i],
+                None if self.noise is None else self.noise[i],
+            )
+            for i, (a, b) in enumerate(zip(first.arrays, second.arrays, strict=True))
+        ]
+
+    def finding(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> Finding | None:
+        first, second = self.side[0], self.reference[0]
+        bad = self.bad()
+        differing = sum(np.size(a) if b is None else b.size for a, b in zip(first.arrays, bad, strict=True))
+        if not differing:
+            return None
+        total = sum(np.size(a) for a in first.arrays)
+        these, those = _labels([p.name for p in self.side]), _labels([p.name for p in self.reference])
+        verb = "disagrees" if len(self.side) == 1 else "disagree"
+        paths = tuple(p.name for p in (*self.side, *self.reference))
+        block = next(i for i, b in enumerate(bad) if b is None or b.size)
+        if bad[block] is None:
+            message = f"{these} and {those} give derivatives of different shapes for {names[block]}"
+            return Finding(kind=DISAGREEMENT, paths=paths, message=message, count=differing, of=total)
+        flat = int(bad[block][0])
+        got = float(np.asarray(first.arrays[block]).reshape(-1)[flat])
+        want = float(np.asarray(second.arrays[block]).reshape(-1)[flat])
+        location = _location(first.arrays[block], output_shape, names[block], order, flat)
         return Finding(
             kind=DISAGREEMENT,
             paths=paths,
-            message=f"{these} and {those} give derivatives of different shapes for {names[block]}",
+            message=f"{these} {verb} with {those} on {differing} of {total} entries; first at {location}: "
+            f"{want:g} from {those}, {got:g} from {these}",
             count=differing,
             of=total,
+            location=location,
+            values={**{p.name: want for p in self.reference}, **{p.name: got for p in self.side}},
         )
-    in_shape = np.shape(first.arrays[block])[len(output_shape):]
+
+    def disagreeing_elements(self, output_shape: tuple[int, ...]) -> set[int]:
+        """Output elements (flat) with at least one differing entry."""
+        elements: set[int] = set()
+        for a, bad in zip(self.side[0].arrays, self.bad(), strict=True):
+            in_size = max(1, int(np.size(a) // max(1, int(np.prod(output_shape, dtype=np.int64)))))
+            if bad is None:
+                elements.update(range(int(np.prod(output_shape, dtype=np.int64))))
+            else:
+                elements.update(int(i) // in_size for i in bad)
+        return elements
+
+
+def _location(block: np.ndarray, output_shape: tuple[int, ...], name: str, order: int, flat: int) -> str:
+    in_shape = np.shape(block)[len(output_shape):]
     out_flat, in_flat = divmod(flat, max(1, int(np.prod(in_shape, dtype=np.int64))))
     symbol = "d" if order == 1 else f"d{order}"
-    location = f"{symbol} out{_index(output_shape, out_flat)}/d {names[block]}{_index(in_shape, in_flat)}"
-    return Finding(
-        kind=DISAGREEMENT,
-        paths=paths,
-        message=f"{these} {verb} with {those} on {differing} of {total} entries; first at {location}: "
-        f"{want:g} from {those}, {got:g} from {these}",
-        count=differing,
-        of=total,
-        location=location,
-        values={**{p.name: want for p in reference}, **{p.name: got for p in side}},
-    )
+    return f"{symbol} out{_index(output_shape, out_flat)}/d {name}{_index(in_shape, in_flat)}"
 
 
-def judge(results: dict[str, PathResult], arg_names: tuple[str, ...], tolerances: Tolerances) -> Verdict:
-    """The verdict on one scenario from all its paths' results."""
+def _finite_difference_notes(
+    reference: PathResult, tolerances: Tolerances, output_shape: tuple[int, ...], names: tuple[str, ...], order: int
+) -> list[Finding]:
+    notes = []
+    kinks, undefined = _kinks(reference, tolerances), _undefined(reference)
+    total = sum(np.size(m) for m in kinks)
+    count = sum(int(np.sum(m & ~u)) for m, u in zip(kinks, undefined, strict=True))
+    if count:
+        block = next(i for i, (m, u) in enumerate(zip(kinks, undefined, strict=True)) if np.any(m & ~u))
+        flat = int(np.flatnonzero((kinks[block] & ~undefined[block]).reshape(-1))[0])
+        left = float(_estimate(reference, "left_half")[block].reshape(-1)[flat])
+        right = float(_estimate(reference, "right_half")[block].reshape(-1)[flat])
+        location = _location(reference.arrays[block], output_shape, names[block], order, flat)
+        notes.append(
+            Finding(
+                kind=NOTE,
+                paths=(reference.name,),
+                message=f"kink at {location}: slope {left:g} from the left, {right:g} from the right; "
+                f"{count} of {total} entries not compared with {label(reference.name)}",
+                count=count,
+                of=total,
+                location=location,
+                values={"left": left, "right": right},
+            )
+        )
+    count = sum(int(np.sum(u)) for u in undefined)
+    if count:
+        notes.append(
+            Finding(
+                kind=NOTE,
+                paths=(reference.name,),
+                message=f"non-finite inputs or outputs: {count} of {total} entries have no {label(reference.name)}",
+                count=count,
+                of=total,
+            )
+        )
+    return notes
+
+
+def judge(
+    results: dict[str, PathResult],
+    arg_names: tuple[str, ...],
+    tolerances: Tolerances,
+    bindings: Sequence[str] = ("",),
+) -> Verdict:
+    """The verdict on one scenario from all its paths' results (one set of paths per binding)."""
     value = results[VALUE]
     if not value.ok:
         finding = Finding(
@@ -269,33 +393,54 @@ def judge(results: dict[str, PathResult], arg_names: tuple[str, ...], tolerances
             message=f"evaluating the function raised {value.error}; no derivative can be checked",
         )
         return Verdict(status=ERROR, findings=(finding,), provenance=None)
-    raised = _grouped((name, str(result.error)) for name, result in results.items() if not result.ok)
-    findings = [
-        Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error}")
-        for error, paths in raised.items()
+    raised = _grouped((name, str(result.error)) for name, result in results.items() if result.error is not None)
+    raising = [Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error}") for error, paths in raised.items()]
+    findings: list[Finding] = []
+    notes = [
+        Finding(kind=NOTE, paths=(name,), message=f"{label(name)} does not apply: {result.not_applicable}")
+        for name, result in results.items()
+        if result.not_applicable
     ]
-    prov = provenance(results, tolerances.fd_atol)
-    if prov is not None:
-        findings.extend(_routing_findings(prov, arg_names))
     output_shape = tuple(np.shape(value.arrays[0]))
+    disagreeing: dict[str, set[int]] = {}
     for family in FAMILIES:
-        if family.reference not in results:
+        ad_names, reference_names = family.bound(bindings)
+        if reference_names[0] not in results:
             continue
         names = block_names(arg_names, family.order)
-        ad_ok = [results[name] for name in family.ad_paths if results[name].ok]
-        classes = _agreement_classes(ad_ok, tolerances.ad_rtol, tolerances.ad_atol)
-        pairs = [(later, earlier, tolerances.ad_rtol, tolerances.ad_atol) for earlier, later in itertools.combinations(classes, 2)]
-        reference = results[family.reference]
-        if reference.ok:
-            pairs += [(side, [reference], tolerances.fd_rtol, tolerances.fd_atol) for side in classes]
-        for side, other, rtol, atol in pairs:
-            found = _compare(side, other, rtol, atol, output_shape, names, family.order)
+        classes = _agreement_classes([results[n] for n in ad_names if results[n].ok], tolerances.ad_rtol, tolerances.ad_atol)
+        comparisons = [
+            _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol) for earlier, later in itertools.combinations(classes, 2)
+        ]
+        references = [results[n] for n in reference_names if results[n].ok]
+        if references:
+            reference = references[0]
+            skip = _skipped(reference, tolerances)
+            noise = _estimate(reference, "noise")
+            notes += _finite_difference_notes(reference, tolerances, output_shape, names, family.order)
+            comparisons += [
+                _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, skip, noise) for side in classes
+            ]
+            # Under another binding the function itself may compute something else: compare its references too.
+            comparisons += [
+                _Comparison([other], [reference], tolerances.fd_rtol, tolerances.fd_atol, skip, noise) for other in references[1:]
+            ]
+            if family.order == 1:
+                for side in classes:
+                    elements = _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, skip, noise).disagreeing_elements(output_shape)
+                    for path in side:
+                        disagreeing[path.name] = elements
+        for comparison in comparisons:
+            found = comparison.finding(output_shape, names, family.order)
             if found:
                 findings.append(found)
+    prov = provenance(results, tolerances.fd_atol, bindings)
+    routing = _routing_findings(prov, arg_names, disagreeing) if prov is not None else []
+    findings = raising + routing + findings
     if any(f.kind == RAISED for f in findings):
         status = ERROR
     elif findings:
         status = MISMATCH
     else:
         status = CONSISTENT
-    return Verdict(status=status, findings=tuple(findings), provenance=prov)
+    return Verdict(status=status, findings=tuple(findings), provenance=prov, notes=tuple(notes))

@@ -8,12 +8,15 @@ function, never JAX's AD, so they are an oracle independent of the rules under a
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import jax
 import numpy as np
 
+from gradaudit import dtypes
+from gradaudit.finite_differences import ESTIMATES, Differences, differences
 from gradaudit.targets.base import Target
 
 VALUE = "value"
@@ -64,17 +67,56 @@ class PathError:
         return f"{self.type}: {self.message}" if self.message else self.type
 
 
+NOT_APPLICABLE: tuple[tuple[str, str, str], ...] = (
+    (
+        "TypeError",
+        "can't apply forward-mode autodiff (jvp) to a custom_vjp function",
+        "forward mode cannot differentiate a custom_vjp function: it defines only a reverse rule",
+    ),
+)
+"""(exception type, message fragment, reason): exceptions that mean a path does not apply, not that it failed."""
+
+
 @dataclass(frozen=True, eq=False)
 class PathResult:
-    """What one path gave: for `value` the output, for the others one Jacobian per argument."""
+    """What one path gave: for `value` the output, for the others one derivative block per argument.
+
+    Exactly one of `arrays`, `error` and `not_applicable` is set.
+    """
 
     name: str
     arrays: tuple[np.ndarray, ...] | None
     error: PathError | None = None
+    not_applicable: str | None = None
+    """Why this path cannot apply to the function (e.g. jacfwd of a custom_vjp function)."""
+    estimates: dict[str, tuple[np.ndarray, ...]] | None = None
+    """Finite-difference paths only: every estimate per block (see finite_differences.ESTIMATES)."""
 
     @property
     def ok(self) -> bool:
-        return self.error is None
+        return self.arrays is not None
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.ok else ("not_applicable" if self.not_applicable else "error")
+
+
+CONSTANT_SUFFIX = ":const"
+"""Path names of a scenario bound both ways carry this suffix for the captured-constant binding."""
+
+
+def path_name(base: str, binding: str) -> str:
+    return base + CONSTANT_SUFFIX if binding == "constant" else base
+
+
+def base_name(name: str) -> str:
+    return name.removesuffix(CONSTANT_SUFFIX)
+
+
+def label(name: str) -> str:
+    """How reports name a path: 'jit(jacrev)', or 'jit(jacrev) with constants' for the constant binding."""
+    text = PATH_LABELS[base_name(name)]
+    return text + " with constants" if name.endswith(CONSTANT_SUFFIX) else text
 
 
 Transform = Callable[[Callable[..., object], tuple[int, ...]], Callable[..., object]]
@@ -103,6 +145,13 @@ class PathFamily:
     reference: str
     """The finite-difference path of this order."""
 
+    def bound(self, bindings: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(AD path names, reference names) for a scenario run under `bindings`."""
+        return (
+            tuple(path_name(p, b) for b in bindings for p in self.ad_paths),
+            tuple(path_name(self.reference, b) for b in bindings),
+        )
+
 
 FAMILIES: tuple[PathFamily, ...] = (
     PathFamily(order=1, ad_paths=tuple(FIRST_ORDER), reference=FINITE_DIFFERENCE),
@@ -122,73 +171,84 @@ def block_names(arg_names: tuple[str, ...], order: int) -> tuple[str, ...]:
 def ad_blocks(target: Target, transform: Transform, order: int) -> tuple[np.ndarray, ...]:
     """Derivative blocks by one AD transform: Jacobians per argument, or Hessian blocks [i][j] row-major."""
     argnums = tuple(range(len(target.args)))
-    result = transform(target.fn, argnums)(*target.args)
+    result = transform(target.fn, argnums)(*target.args, *target.fixed)
     if order == 1:
         return tuple(np.asarray(result[i]) for i in argnums)  # type: ignore[index]
     return tuple(np.asarray(result[i][j]) for i in argnums for j in argnums)  # type: ignore[index]
 
 
-def central_differences(forward: Callable[..., tuple], args: tuple[np.ndarray, ...], eps: float) -> list[list[np.ndarray]]:
-    """d forward()[k] / d args[j] by central differences, one input element at a time: result[k][j].
-
-    The step is `eps * max(1, |x|)`; the denominator is the step actually taken in the input's
-    dtype, so rounding of `x +- h` does not bias the quotient. Results are float64.
-    """
-    outputs = [np.asarray(o) for o in forward(*args)]
-    result: list[list[np.ndarray]] = [[] for _ in outputs]
-    for index, arg in enumerate(args):
-        flat = np.asarray(arg).reshape(-1)
-        columns = [np.zeros((o.size, flat.size), dtype=np.float64) for o in outputs]
-        for element in range(flat.size):
-            x = flat[element]
-            step = eps * max(1.0, abs(float(x)))
-            plus, minus = flat.copy(), flat.copy()
-            plus[element] = x + step
-            minus[element] = x - step
-            taken = float(plus[element]) - float(minus[element])
-            args_plus, args_minus = list(args), list(args)
-            args_plus[index] = plus.reshape(np.shape(arg))
-            args_minus[index] = minus.reshape(np.shape(arg))
-            highs, lows = forward(*args_plus), forward(*args_minus)
-            for k, (high, low) in enumerate(zip(highs, lows, strict=True)):
-                difference = np.asarray(high, dtype=np.float64).reshape(-1) - np.asarray(low, dtype=np.float64).reshape(-1)
-                columns[k][:, element] = difference / taken if taken else np.nan
-        for k, output in enumerate(outputs):
-            result[k].append(columns[k].reshape(output.shape + np.shape(arg)))
-    return result
+def _steps(target: Target, eps: float | None) -> list[float]:
+    return [eps if eps is not None else dtypes.default_eps(np.dtype(arg.dtype).name) for arg in target.args]
 
 
-def finite_difference_jacobians(target: Target, eps: float) -> tuple[np.ndarray, ...]:
-    """Jacobians from evaluations of the function alone: the oracle independent of AD."""
+def _estimates(diffs: Differences, pairs: Sequence[tuple[int, int]]) -> dict[str, tuple[np.ndarray, ...]]:
+    return {name: tuple(diffs.estimate(name, k, j) for k, j in pairs) for name in ESTIMATES}
+
+
+def finite_difference_jacobians(target: Target, eps: float | None) -> dict[str, tuple[np.ndarray, ...]]:
+    """Jacobians from evaluations of the (compiled) function alone: the oracle independent of AD."""
     forward = jax.jit(target.fn)
-    (jacobians,) = central_differences(lambda *a: (forward(*a),), target.args, eps)
-    return tuple(jacobians)
+    fixed = target.fixed
+    diffs = differences(lambda *a: (forward(*a, *fixed),), target.args, _steps(target, eps))
+    return _estimates(diffs, [(0, j) for j in range(len(target.args))])
 
 
-def finite_difference_hessian(target: Target, eps: float) -> tuple[np.ndarray, ...]:
-    """Hessian blocks [i][j] as central differences of jacfwd, which never uses a transpose rule."""
+def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tuple[np.ndarray, ...]]:
+    """Hessian blocks [i][j] as finite differences of jacfwd, which never uses a transpose rule."""
     argnums = tuple(range(len(target.args)))
     jacobian = jax.jit(jax.jacfwd(target.fn, argnums=argnums))
-    blocks = central_differences(lambda *a: tuple(jacobian(*a)), target.args, eps)
-    return tuple(blocks[i][j] for i in argnums for j in argnums)
+    fixed = target.fixed
+    diffs = differences(lambda *a: tuple(jacobian(*a, *fixed)), target.args, _steps(target, eps))
+    return _estimates(diffs, [(i, j) for i in argnums for j in argnums])
 
 
-def run_path(name: str, compute: Callable[[], tuple[np.ndarray, ...]]) -> PathResult:
-    """Run one path, turning any exception it raises into data."""
+def run_path(name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str, tuple[np.ndarray, ...]]]) -> PathResult:
+    """Run one path, turning an exception into data: not applicable when it says so, else an error."""
     try:
-        return PathResult(name=name, arrays=compute())
+        computed = compute()
     except Exception as exc:  # noqa: BLE001 - an exception is a result here, not a failure
-        return PathResult(name=name, arrays=None, error=PathError.from_exception(exc))
+        error = PathError.from_exception(exc)
+        for type_name, fragment, reason in NOT_APPLICABLE:
+            if error.type == type_name and fragment in str(exc):
+                return PathResult(name=name, arrays=None, not_applicable=reason)
+        return PathResult(name=name, arrays=None, error=error)
+    if isinstance(computed, dict):
+        return PathResult(name=name, arrays=computed["central"], estimates=computed)
+    return PathResult(name=name, arrays=computed)
 
 
-def run_paths(target: Target, eps: float, order: int = 1) -> dict[str, PathResult]:
-    """Every path up to `order`, in the order reports show them."""
-    results = {VALUE: run_path(VALUE, lambda: (np.asarray(target.fn(*target.args)),))}
-    for name, transform in FIRST_ORDER.items():
-        results[name] = run_path(name, lambda transform=transform: ad_blocks(target, transform, 1))
-    results[FINITE_DIFFERENCE] = run_path(FINITE_DIFFERENCE, lambda: finite_difference_jacobians(target, eps))
-    if order >= 2:
-        for name, transform in SECOND_ORDER.items():
-            results[name] = run_path(name, lambda transform=transform: ad_blocks(target, transform, 2))
-        results[HESSIAN_FINITE_DIFFERENCE] = run_path(HESSIAN_FINITE_DIFFERENCE, lambda: finite_difference_hessian(target, eps))
+@contextmanager
+def _unfiltered_tracebacks() -> Iterator[None]:
+    """JAX hides its own frames from tracebacks; a diagnosis needs the innermost frame, JAX's included."""
+    previous = jax.config.jax_traceback_filtering
+    jax.config.update("jax_traceback_filtering", "off")
+    try:
+        yield
+    finally:
+        jax.config.update("jax_traceback_filtering", previous)
+
+
+def run_paths(targets: Sequence[Target], eps: float | None, order: int = 1) -> dict[str, PathResult]:
+    """Every path up to `order` for each binding of the target, in the order reports show them."""
+    with _unfiltered_tracebacks():
+        return _run_paths(targets, eps, order)
+
+
+def _run_paths(targets: Sequence[Target], eps: float | None, order: int) -> dict[str, PathResult]:
+    """`value` is the function called eagerly, as a user would, once: bindings differ only when traced."""
+    first = targets[0]
+    results = {VALUE: run_path(VALUE, lambda: (np.asarray(first.fn(*first.args, *first.fixed)),))}
+    for target in targets:
+        named = lambda base: path_name(base, target.binding)  # noqa: E731
+        for base, transform in FIRST_ORDER.items():
+            results[named(base)] = run_path(named(base), lambda t=transform, tg=target: ad_blocks(tg, t, 1))
+        results[named(FINITE_DIFFERENCE)] = run_path(
+            named(FINITE_DIFFERENCE), lambda tg=target: finite_difference_jacobians(tg, eps)
+        )
+        if order >= 2:
+            for base, transform in SECOND_ORDER.items():
+                results[named(base)] = run_path(named(base), lambda t=transform, tg=target: ad_blocks(tg, t, 2))
+            results[named(HESSIAN_FINITE_DIFFERENCE)] = run_path(
+                named(HESSIAN_FINITE_DIFFERENCE), lambda tg=target: finite_difference_hessian(tg, eps)
+            )
     return results

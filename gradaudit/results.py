@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gradaudit.diagnoses import Diagnosis
 from gradaudit.judge import STATUSES, Finding, Provenance
 from gradaudit.paths import PathResult
 from gradaudit.scenario import Scenario
@@ -29,6 +30,9 @@ class ScenarioResult:
     findings: tuple[Finding, ...]
     provenance: Provenance | None
     seconds: float
+    notes: tuple[Finding, ...] = ()
+    """What the audit saw but did not count against the scenario: kinks, paths that do not apply."""
+    diagnosis: Diagnosis | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,8 +46,19 @@ class AuditReport:
 
     @property
     def summary(self) -> dict[str, int]:
-        counts = Counter(result.status for result in self.results)
-        return {"total": len(self.results), **{status: counts.get(status, 0) for status in STATUSES}}
+        return _counts(self.results)
+
+    def suite_summaries(self) -> dict[str, dict[str, int]]:
+        """Counts per suite (top folder), in the order suites first appear."""
+        suites: dict[str, list[ScenarioResult]] = {}
+        for result in self.results:
+            suites.setdefault(result.scenario.suite, []).append(result)
+        return {suite: _counts(results) for suite, results in suites.items()}
+
+
+def _counts(results) -> dict[str, int]:
+    counts = Counter(result.status for result in results)
+    return {"total": len(results), **{status: counts.get(status, 0) for status in STATUSES}}
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,17 +9,18 @@ from collections.abc import Callable, Sequence
 import jax
 
 from gradaudit import dtypes
+from gradaudit.diagnoses import Evidence, diagnose
 from gradaudit.judge import Tolerances, judge
 from gradaudit.paths import run_paths
 from gradaudit.results import AuditReport, ScenarioResult
 from gradaudit.rules import INSTALLED, select_n_rule
 from gradaudit.scenario import Scenario
-from gradaudit.targets import build_target
+from gradaudit.targets import build_targets
 
 
 def needs_x64(scenarios: Sequence[Scenario]) -> bool:
     """Whether any scenario names a 64-bit dtype, which JAX only keeps with x64 enabled."""
-    return any(s.dtype in dtypes.WIDE_DTYPES or s.selector.dtype in dtypes.WIDE_DTYPES for s in scenarios)
+    return any(dtype in dtypes.WIDE_DTYPES for s in scenarios for dtype in s.target.named_dtypes)
 
 
 def environment(rule: str) -> dict:
@@ -38,20 +39,22 @@ def environment(rule: str) -> dict:
 
 
 def tolerances_for(scenario: Scenario) -> Tolerances:
-    fd_rtol, fd_atol = dtypes.default_tolerance(scenario.dtype)
+    fd_rtol, fd_atol = dtypes.default_tolerance(scenario.precision_dtype)
     if scenario.tolerance is not None:
         fd_rtol, fd_atol = scenario.tolerance.rtol, scenario.tolerance.atol
-    ad_rtol, ad_atol = dtypes.ad_tolerance(scenario.dtype)
+    ad_rtol, ad_atol = dtypes.ad_tolerance(scenario.precision_dtype)
     return Tolerances(fd_rtol=fd_rtol, fd_atol=fd_atol, ad_rtol=ad_rtol, ad_atol=ad_atol)
 
 
 def audit_scenario(scenario: Scenario) -> ScenarioResult:
     """Every path of one scenario, judged."""
     start = time.perf_counter()
-    target = build_target(scenario)
-    eps = scenario.eps if scenario.eps is not None else dtypes.default_eps(scenario.dtype)
-    results = run_paths(target, eps, scenario.order)
-    verdict = judge(results, target.arg_names, tolerances_for(scenario))
+    targets = build_targets(scenario)
+    results = run_paths(targets, scenario.eps, scenario.order)
+    target = targets[0]
+    bindings = tuple(t.binding for t in targets)
+    verdict = judge(results, target.arg_names, tolerances_for(scenario), bindings)
+    diagnosis = diagnose(Evidence(paths=results, findings=verdict.findings, notes=verdict.notes))
     return ScenarioResult(
         scenario=scenario,
         arg_names=target.arg_names,
@@ -59,6 +62,8 @@ def audit_scenario(scenario: Scenario) -> ScenarioResult:
         status=verdict.status,
         paths=results,
         findings=verdict.findings,
+        notes=verdict.notes,
+        diagnosis=diagnosis,
         provenance=verdict.provenance,
         seconds=time.perf_counter() - start,
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from gradaudit.cli import main
-from gradaudit.scenario import Scenario, Selector
+from gradaudit.scenario import Scenario, SelectN, Selector
 from gradaudit.yaml_nodes import Location
 
 
@@ -48,15 +48,9 @@ def make_scenario(
     seed: int = 0,
     values=None,
     name: str = "s",
+    order: int = 1,
+    output: str = "identity",
 ) -> Scenario:
     """A select_n Scenario built in code, as if loaded from `test.yaml:1:1`."""
-    return Scenario(
-        name=name,
-        source=Location("test.yaml", 1, 1),
-        selector=Selector(dtype=selector_dtype, value=value),
-        cases=cases,
-        shape=shape,
-        dtype=dtype,
-        seed=seed,
-        values=values,
-    )
+    target = SelectN(selector=Selector(dtype=selector_dtype, value=value), cases=cases, shape=shape, dtype=dtype, values=values, output=output)
+    return Scenario(name=name, source=Location("test.yaml", 1, 1), target=target, seed=seed, order=order)

@@ -16,7 +16,7 @@ from gradaudit import dtypes
 from gradaudit.judge import CONSISTENT
 from gradaudit.runner import audit_scenario
 from gradaudit.scenario import Scenario
-from gradaudit.targets import build_target
+from gradaudit.targets import build_targets
 from tests.helpers import make_scenario
 
 SHAPES = [(), (3,), (2, 3)]
@@ -51,9 +51,9 @@ def select_n_scenarios(draw) -> Scenario:
 
 
 def check_grads_passes(scenario: Scenario) -> bool:
-    target = build_target(scenario)
+    (target,) = build_targets(scenario)
     args = tuple(np.asarray(a, dtype=np.float32) for a in target.args)
-    which = scenario.selector.array()
+    which = scenario.target.selector.array()
     try:
         check_grads(lambda *cases: lax.select_n(which, *cases), args, 2, ["fwd", "rev"], eps=1.0)
     except Exception:  # noqa: BLE001 - an assertion or the rule's own exception both mean "disagrees"

@@ -132,8 +132,7 @@ def test_compare_needs_two_known_rules(args):
 
 
 def test_squared_selection_probe_second_derivative():
-    probe = make_scenario(value=2, values=(2.0, 5.0))
-    probe = type(probe)(**{**probe.__dict__, "order": 2, "output": "square"})
+    probe = make_scenario(value=2, values=(2.0, 5.0), order=2, output="square")
     hessians = (HESSIAN_FWD_REV, HESSIAN_REV_REV, HESSIAN_FWD_FWD, JIT_HESSIAN_REV_REV, HESSIAN_FINITE_DIFFERENCE)
     with select_n_rule(FIXED):
         fixed = audit_scenario(probe)

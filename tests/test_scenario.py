@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gradaudit.scenario import Selector, Tolerance, load_paths
+from gradaudit.loading import load_paths
+from gradaudit.scenario import Selector, Tolerance
 from tests.helpers import run_cli, write_yaml
 
 VALID = """
@@ -31,12 +32,12 @@ def test_valid_file_loads_with_defaults_merged(tmp_path):
     assert loaded.errors == []
     first, second = loaded.scenarios
     assert first.name == "first"
-    assert first.selector == Selector(dtype="int8", value=[-1, 0, 1])
-    assert (first.cases, first.shape, first.dtype, first.seed) == (2, (3,), "float32", 0)
+    assert first.target.selector == Selector(dtype="int8", value=[-1, 0, 1])
+    assert (first.target.cases, first.target.shape, first.target.dtype, first.seed) == (2, (3,), "float32", 0)
     assert (first.source.line, first.source.col) == (3, 5)
-    assert second.shape == () and second.dtype == "float64"
+    assert second.target.shape == () and second.target.dtype == "float64"
     assert second.tolerance == Tolerance(rtol=0.01, atol=0.001)
-    assert second.eps == 0.5 and second.values == (1.5, -2.0) and second.seed == 7
+    assert second.eps == 0.5 and second.target.values == (1.5, -2.0) and second.seed == 7
 
 
 def test_folders_are_searched_recursively_and_sorted(tmp_path):

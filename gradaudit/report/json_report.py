@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from gradaudit.paths import FAMILIES, VALUE, PathResult, block_names
+from gradaudit.paths import FAMILIES, VALUE, PathResult, base_name, block_names
 from gradaudit.report import FileFormat
 from gradaudit.results import COMPARE_SCHEMA, REPORT_SCHEMA, AuditReport, RuleComparison, ScenarioResult
 
@@ -31,12 +31,14 @@ def array_to_json(array: np.ndarray) -> object:
 
 
 def path_to_json(result: PathResult, arg_names: tuple[str, ...]) -> dict:
+    if result.not_applicable:
+        return {"status": "not_applicable", "reason": result.not_applicable}
     if not result.ok:
         error = result.error
         return {"status": "error", "error": {"type": error.type, "message": error.message, "where": error.where}}
     if result.name == VALUE:
         return {"status": "ok", "value": array_to_json(result.arrays[0])}
-    if result.name in SECOND_ORDER_PATHS:
+    if base_name(result.name) in SECOND_ORDER_PATHS:
         names = block_names(arg_names, 2)
         return {"status": "ok", "hessian": {name: array_to_json(a) for name, a in zip(names, result.arrays, strict=True)}}
     return {"status": "ok", "jacobians": {name: array_to_json(a) for name, a in zip(arg_names, result.arrays, strict=True)}}
@@ -54,6 +56,8 @@ def result_to_json(result: ScenarioResult) -> dict:
         "paths": {name: path_to_json(path, result.arg_names) for name, path in result.paths.items()},
         "provenance": None if result.provenance is None else result.provenance.to_list(result.arg_names),
         "findings": [finding.to_dict() for finding in result.findings],
+        "notes": [note.to_dict() for note in result.notes],
+        "diagnosis": None if result.diagnosis is None else result.diagnosis.to_dict(),
     }
 
 
@@ -62,6 +66,7 @@ def report_to_json(report: AuditReport) -> dict:
         "schema": REPORT_SCHEMA,
         "environment": report.environment,
         "summary": report.summary,
+        "suites": report.suite_summaries(),
         "files": list(report.files),
         "results": [result_to_json(result) for result in report.results],
         "errors": [error.to_dict() for error in report.errors],

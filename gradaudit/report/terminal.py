@@ -10,7 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from gradaudit.judge import CONSISTENT, ERROR, MISMATCH, RAISED, ROUTING, Sources
-from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, PATH_LABELS, PathResult
+from gradaudit.diagnoses import BY_ID, Diagnosis
+from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, PATH_LABELS, PathResult, path_name
 from gradaudit.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.yaml_nodes import InputError
 
@@ -41,7 +42,7 @@ def _number(value: float) -> str:
 
 
 def _selector_cell(result: ScenarioResult) -> str:
-    selector = result.scenario.selector
+    selector = result.scenario.target.selector
     value = selector.array()
     if selector.dtype == "bool":
         # Arrays of booleans stay readable as T/F; a scalar is spelt out as in YAML.
@@ -76,7 +77,7 @@ def _second_order_cell(result: ScenarioResult) -> Text:
     family = FAMILIES[1]
     reference = result.paths[family.reference]
     text = Text()
-    n = result.scenario.cases
+    n = len(result.arg_names)
     if reference.ok and n <= MAX_TUPLE_CASES and all(np.size(block) == 1 for block in reference.arrays):
         diagonal = [_number(float(np.asarray(reference.arrays[i * n + i]).reshape(-1)[0])) for i in range(n)]
         text.append("(" + ", ".join(diagonal) + ("," if n == 1 else "") + ") ")
@@ -114,7 +115,7 @@ def _shown_paths(results: Sequence[ScenarioResult]) -> list[str]:
     ]
 
 
-def results_table(results: Sequence[ScenarioResult]) -> Table:
+def select_n_table(results: Sequence[ScenarioResult]) -> Table:
     table = Table(header_style="bold")
     _scenario_columns(table)
     paths = _shown_paths(results)
@@ -124,19 +125,84 @@ def results_table(results: Sequence[ScenarioResult]) -> Table:
     if second_order:
         table.add_column("order 2\n(fd diagonal)", overflow="fold")
     table.add_column("verdict", no_wrap=True)
+    diagnosed = _diagnosis_column(table, results)
     for result in results:
         table.add_row(
             *_scenario_cells(result),
             *(_path_cell(result, name) for name in paths),
             *([_second_order_cell(result)] if second_order else []),
             Text(result.status, style=STATUS_STYLES[result.status]),
+            *([_diagnosis_cell(result)] if diagnosed else []),
+        )
+    return table
+
+
+def _diagnosis_column(table: Table, results: Sequence[ScenarioResult]) -> bool:
+    if not any(r.diagnosis for r in results):
+        return False
+    table.add_column("diagnosis", no_wrap=True)
+    return True
+
+
+def _diagnosis_cell(result: ScenarioResult) -> Text:
+    return Text(result.diagnosis.id if result.diagnosis else "", style="bold yellow")
+
+
+def _binding_cell(result: ScenarioResult, base: str) -> Text:
+    """A function scenario's path across its bindings: ok, differs, n/a or the exception raised."""
+    parts = []
+    for name in (base, path_name(base, "constant")):
+        path = result.paths.get(name)
+        if path is None:
+            continue
+        suffix = " (const)" if name != base else ""
+        if path.not_applicable:
+            parts.append(Text("n/a" + suffix, style="dim"))
+        elif path.error is not None:
+            parts.append(Text(path.error.type + suffix, style="magenta"))
+        elif base != FINITE_DIFFERENCE and any(name in f.paths for f in result.findings):
+            parts.append(Text("differs" + suffix, style="red"))
+        elif base == FINITE_DIFFERENCE and any(name in n.paths and "kink" in n.message for n in result.notes):
+            parts.append(Text("kink" + suffix, style="yellow"))
+        elif not suffix:
+            parts.append(Text("ok", style="green"))
+    return Text(" / ").join(parts) if parts else Text("")
+
+
+def function_table(results: Sequence[ScenarioResult]) -> Table:
+    """User functions: the function, its inputs and binding, and how each path fared."""
+    table = Table(header_style="bold")
+    table.add_column("scenario", overflow="fold")
+    table.add_column("function", overflow="fold")
+    table.add_column("inputs", overflow="fold")
+    table.add_column("bind", no_wrap=True)
+    bases = (*AD_PATHS, FINITE_DIFFERENCE)
+    for name in bases:
+        table.add_column(PATH_LABELS[name].replace(" ", "\n"), overflow="fold")
+    second_order = any(r.scenario.order >= 2 for r in results)
+    if second_order:
+        table.add_column("order 2", overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    diagnosed = _diagnosis_column(table, results)
+    for result in results:
+        spec = result.scenario.target
+        fixed = any(not s.differentiable for s in spec.inputs)
+        table.add_row(
+            result.scenario.name,
+            spec.fn,
+            " ".join(s.describe() for s in spec.inputs),
+            spec.bind if fixed else "",
+            *(_binding_cell(result, name) for name in bases),
+            *([_second_order_cell(result)] if second_order else []),
+            Text(result.status, style=STATUS_STYLES[result.status]),
+            *([_diagnosis_cell(result)] if diagnosed else []),
         )
     return table
 
 
 def _scenario_cells(result: ScenarioResult) -> tuple[str, ...]:
-    scenario = result.scenario
-    return (scenario.name, _selector_cell(result), str(scenario.cases), _shape_cell(scenario.shape), _value_cell(result))
+    scenario, spec = result.scenario, result.scenario.target
+    return (scenario.name, _selector_cell(result), str(spec.cases), _shape_cell(spec.shape), _value_cell(result))
 
 
 def _scenario_columns(table: Table) -> None:
@@ -156,32 +222,68 @@ def _headline_findings(result: ScenarioResult, verbose: bool):
 
 
 def summary_line(report: AuditReport, seconds: float | None = None, prefix: str = "") -> Text:
-    summary = report.summary
+    text = counts_line(report.summary, prefix)
+    if seconds is not None:
+        text.append(f" in {seconds:.1f}s")
+    return text
+
+
+def counts_line(summary: dict[str, int], prefix: str = "") -> Text:
+    """'17 scenarios: 6 consistent, 9 mismatch, 2 error'."""
     noun = "scenario" if summary["total"] == 1 else "scenarios"
     text = Text(f"{prefix}{summary['total']} {noun}: ")
     for i, status in enumerate((CONSISTENT, MISMATCH, ERROR)):
         if i:
             text.append(", ")
         text.append(f"{summary[status]} {status}", style=STATUS_STYLES[status] if summary[status] else "")
-    if seconds is not None:
-        text.append(f" in {seconds:.1f}s")
     return text
 
 
+def print_diagnosis(console: Console, diagnosis: Diagnosis, scenarios: Sequence[str] = ()) -> None:
+    """One catalog entry: id and title, what it means, the fixes, and where it was seen."""
+    console.print(Text(f"{diagnosis.id} ", style="bold yellow").append(diagnosis.title, style="bold"), highlight=False)
+    console.print(Text("  " + diagnosis.explanation), highlight=False)
+    for number, fix in enumerate(diagnosis.fixes, 1):
+        console.print(Text(f"  fix {number}: {fix}"), highlight=False)
+    for reference in diagnosis.references:
+        console.print(Text(f"  see {reference}", style="dim"), highlight=False)
+    if scenarios:
+        console.print(Text(f"  seen in: {', '.join(scenarios)}", style="dim"), highlight=False)
+
+
+def _finding_line(result: ScenarioResult, message: str, style: str) -> Text:
+    line = Text(f"{result.scenario.source}: ", style="bold")
+    line.append(f"{result.scenario.name}: ")
+    return line.append(message, style=style)
+
+
 def print_report(console: Console, report: AuditReport, verbose: bool, seconds: float | None = None) -> None:
-    """The table (non-consistent scenarios only unless verbose), their findings, then the summary."""
+    """Tables (non-consistent scenarios only unless verbose), findings, diagnoses, then the summary."""
     shown = [r for r in report.results if verbose or r.status != CONSISTENT]
     if shown:
-        console.print(results_table(shown))
+        select_n = [r for r in shown if r.scenario.target.kind == "select_n"]
+        functions = [r for r in shown if r.scenario.target.kind == "function"]
+        for table in ([select_n_table(select_n)] if select_n else []) + ([function_table(functions)] if functions else []):
+            console.print(table)
         console.print()
         for result in shown:
-            source = result.scenario.source
             for finding in _headline_findings(result, verbose):
-                line = Text(f"{source}: ", style="bold")
-                line.append(f"{result.scenario.name}: ")
-                line.append(finding.message, style=STATUS_STYLES[result.status])
-                console.print(line, highlight=False, soft_wrap=True)
+                console.print(_finding_line(result, finding.message, STATUS_STYLES[result.status]), highlight=False, soft_wrap=True)
+            if verbose:
+                for note in result.notes:
+                    console.print(_finding_line(result, "note: " + note.message, "dim"), highlight=False, soft_wrap=True)
         console.print()
+        seen: dict[str, list[str]] = {}
+        for result in shown:
+            if result.diagnosis is not None:
+                seen.setdefault(result.diagnosis.id, []).append(result.scenario.name)
+        for diagnosis_id, names in seen.items():
+            print_diagnosis(console, BY_ID[diagnosis_id], names)
+            console.print()
+    suites = report.suite_summaries()
+    if len(suites) > 1:
+        for suite, counts in suites.items():
+            console.print(counts_line(counts, prefix=f"  {suite}: "), highlight=False)
     console.print(summary_line(report, seconds), highlight=False)
 
 

@@ -1,18 +1,20 @@
-"""What gets differentiated: each scenario family builds a Target, a function and its inputs.
+"""What gets differentiated: each scenario family builds Targets, a function and its inputs.
 
-Paths only see Targets, so a new family (a user's function, another primitive) needs a builder
-here and nothing else.
+Paths only see Targets, so a new family needs a builder here and nothing else. A scenario yields
+one Target per binding of its fixed inputs (traced arguments, captured constants).
 """
 
 from __future__ import annotations
 
 from gradaudit.scenario import Scenario
-from gradaudit.targets import select_n
+from gradaudit.targets import function, select_n
 from gradaudit.targets.base import Target
 
-__all__ = ["Target", "build_target"]
+__all__ = ["Target", "build_targets"]
 
 
-def build_target(scenario: Scenario) -> Target:
-    """The Target a scenario describes."""
-    return select_n.build(scenario)
+def build_targets(scenario: Scenario) -> tuple[Target, ...]:
+    """The Targets a scenario describes, one per binding."""
+    if scenario.target.kind == "function":
+        return function.build(scenario)
+    return (select_n.build(scenario),)

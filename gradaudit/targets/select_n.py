@@ -21,13 +21,14 @@ def case_values(scenario: Scenario) -> tuple[np.ndarray, ...]:
     Generated values are pairwise distinct across cases and elements (exactly so up to 2048
     elements in float16 and 256 in bfloat16), so an output value names the case that supplied it.
     """
-    dtype = dtypes.numpy_dtype(scenario.dtype)
-    if scenario.values is not None:
-        return tuple(np.asarray(value, dtype=np.float64).astype(dtype) for value in scenario.values)
-    size = int(np.prod(scenario.shape, dtype=np.int64))
-    order = np.random.default_rng(scenario.seed).permutation(scenario.cases * size)
-    values = (1.0 + order).reshape((scenario.cases, *scenario.shape)).astype(dtype)
-    return tuple(values[i] for i in range(scenario.cases))
+    spec = scenario.target
+    dtype = dtypes.numpy_dtype(spec.dtype)
+    if spec.values is not None:
+        return tuple(np.asarray(value, dtype=np.float64).astype(dtype) for value in spec.values)
+    size = int(np.prod(spec.shape, dtype=np.int64))
+    order = np.random.default_rng(scenario.seed).permutation(spec.cases * size)
+    values = (1.0 + order).reshape((spec.cases, *spec.shape)).astype(dtype)
+    return tuple(values[i] for i in range(spec.cases))
 
 
 OUTPUTS: dict[str, Callable[[jax.Array], jax.Array]] = {
@@ -40,8 +41,9 @@ assert set(OUTPUTS) == set(scenario_module.OUTPUTS)
 
 
 def build(scenario: Scenario) -> Target:
-    which = jnp.asarray(scenario.selector.array())
-    output = OUTPUTS[scenario.output]
+    spec = scenario.target
+    which = jnp.asarray(spec.selector.array())
+    output = OUTPUTS[spec.output]
 
     def select(*cases):
         return output(lax.select_n(which, *cases))
@@ -49,5 +51,5 @@ def build(scenario: Scenario) -> Target:
     return Target(
         fn=select,
         args=case_values(scenario),
-        arg_names=tuple(f"case {i}" for i in range(scenario.cases)),
+        arg_names=tuple(f"case {i}" for i in range(spec.cases)),
     )

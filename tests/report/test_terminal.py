@@ -11,7 +11,7 @@ from gradaudit.judge import Tolerances, judge
 from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, PathError, PathResult
 from gradaudit.report.terminal import print_input_errors, print_report
 from gradaudit.results import AuditReport, ScenarioResult
-from gradaudit.scenario import Scenario, Selector
+from gradaudit.scenario import Scenario, SelectN, Selector
 from gradaudit.yaml_nodes import InputError, Location
 
 TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)
@@ -28,12 +28,7 @@ def _result(name, selector, cases, shape, per_path) -> ScenarioResult:
     names = tuple(f"case {i}" for i in range(cases))
     verdict = judge(paths, names, TOL)
     scenario = Scenario(
-        name=name,
-        source=Location("suite.yaml", 4, 5),
-        selector=selector,
-        cases=cases,
-        shape=shape,
-        dtype="float32",
+        name=name, source=Location("suite.yaml", 4, 5), target=SelectN(selector=selector, cases=cases, shape=shape, dtype="float32")
     )
     return ScenarioResult(scenario, names, (), verdict.status, paths, verdict.findings, verdict.provenance, 0.0)
 

@@ -1,0 +1,195 @@
+"""Known failure signatures: what a finding or an exception means, and how to fix it.
+
+A diagnosis matches on the data a scenario produced (an exception's type, message and innermost
+frame, or the shape of a finding), never on the scenario's name, so it applies to a user's own
+functions as much as to the shipped catalog. `gradaudit explain ID` prints an entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gradaudit.judge import DISAGREEMENT, NOTE, ROUTING, Finding
+from gradaudit.paths import FIRST_ORDER, JACREV, JIT_JACREV, PathResult, base_name
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a diagnosis may look at."""
+
+    paths: Mapping[str, PathResult]
+    findings: Sequence[Finding]
+    notes: Sequence[Finding]
+
+    def errors(self):
+        return [p.error for p in self.paths.values() if p.error is not None]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    id: str
+    title: str
+    explanation: str
+    fixes: tuple[str, ...]
+    references: tuple[str, ...]
+    matches: Callable[[Evidence], bool]
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "explanation": self.explanation,
+            "fixes": list(self.fixes),
+            "references": list(self.references),
+        }
+
+
+def _raised(type_name: str, fragment: str, where: str = "") -> Callable[[Evidence], bool]:
+    def match(evidence: Evidence) -> bool:
+        return any(
+            e.type == type_name and fragment in e.message and (not where or any(w in e.where for w in where.split("|")))
+            for e in evidence.errors()
+        )
+
+    return match
+
+
+REVERSE_PATHS = frozenset({JACREV, JIT_JACREV})
+
+
+def _reverse_sends_nowhere(evidence: Evidence) -> bool:
+    """A routing finding: the value came from an input, a reverse path sent its derivative nowhere."""
+    return any(
+        f.kind == ROUTING and "nowhere" in f.message and any(base_name(p) in REVERSE_PATHS for p in f.paths)
+        for f in evidence.findings
+    )
+
+
+def _nan_gradient(evidence: Evidence) -> bool:
+    """An AD path gives NaN where finite differences give a finite derivative."""
+    first_order = set(FIRST_ORDER)
+    for finding in evidence.findings:
+        if finding.kind != DISAGREEMENT:
+            continue
+        ad = [v for p, v in finding.values.items() if base_name(p) in first_order]
+        reference = [v for p, v in finding.values.items() if base_name(p) not in first_order]
+        if any(np.isnan(v) for v in ad) and reference and all(np.isfinite(v) for v in reference):
+            return True
+    return False
+
+
+def _not_applicable(fragment: str) -> Callable[[Evidence], bool]:
+    return lambda evidence: any(n.kind == NOTE and fragment in n.message for n in evidence.notes)
+
+
+CATALOG: tuple[Diagnosis, ...] = (
+    Diagnosis(
+        id="GA001",
+        title="select_n's reverse rule looks for a second case that does not exist",
+        explanation=(
+            "With a single case and a boolean selector, the forward computation returns the only case, but the "
+            "pre-#40814 transpose rule of lax.select_n assumes a boolean chooses between two cases and reads "
+            "cases[1], so reverse mode raises IndexError although evaluation succeeds."
+        ),
+        fixes=(
+            "Upgrade to a JAX that contains PR #40814: its rule hands a single case the incoming cotangent directly.",
+            "Drop the select_n: with one case the result is that case.",
+            "Check a JAX upgrade or a patched rule first: `gradaudit run PATH --rule fixed`.",
+        ),
+        references=("https://github.com/jax-ml/jax/pull/40814",),
+        matches=_raised("IndexError", "tuple index out of range", "_select_transpose_rule|gradaudit/rules.py"),
+    ),
+    Diagnosis(
+        id="GA002",
+        title="reverse mode sends the derivative of the selected input nowhere",
+        explanation=(
+            "The value comes from an input, but reverse mode gives every input a zero derivative for it. The "
+            "classic cause is lax.select_n (or lax.select, or code built on them) with an out-of-range integer "
+            "selector: the forward lowering routes it to an endpoint case (negative to case 0, past the end to "
+            "the last), while the pre-#40814 transpose rule matches `which == i` exactly and finds no case. "
+            "Out-of-range selectors are implementation-defined in JAX's documentation."
+        ),
+        fixes=(
+            "Make the index policy explicit: `which = jnp.clip(which, 0, len(cases) - 1)` before select_n.",
+            "For lax.select, pass a boolean predicate, as documented.",
+            "Upgrade to a JAX that contains PR #40814 (the transpose rule clamps the selector in its own dtype).",
+            "Compare the rules on your scenarios: `gradaudit compare PATH --rules legacy fixed`.",
+        ),
+        references=("https://github.com/jax-ml/jax/pull/40814", "https://github.com/jax-ml/jax/issues/10993"),
+        matches=_reverse_sends_nowhere,
+    ),
+    Diagnosis(
+        id="GA003",
+        title="a differentiated value is written into an array reference that is not differentiated",
+        explanation=(
+            "In the JVP rule for swap, JAX requires that if the value written carries a tangent, the reference "
+            "must carry one too. A reference captured from an enclosing scope (or created outside the "
+            "differentiated function and passed in undifferentiated) has none, so differentiation cannot "
+            "propagate and JAX raises 'performing a set/swap operation with a differentiated value on a "
+            "non-differentiated array reference'."
+        ),
+        fixes=(
+            "Move the Ref inside the differentiated function's argument list so JAX threads a tangent through it.",
+            "Recompute the ref inside the traced function (allocate buffers within the jvp-traced region).",
+            "If gradients through the state aren't needed, stop-gradient the value before swapping: `lax.stop_gradient(x)`.",
+            "Use higher-level APIs (e.g. custom_vjp or structural state handling) instead of raw swap under autodiff.",
+        ),
+        references=("jax/_src/state/primitives.py: _swap_jvp",),
+        matches=_raised("Exception", "performing a set/swap operation with a differentiated value"),
+    ),
+    Diagnosis(
+        id="GA004",
+        title="jacfwd writes a batched value into an array reference that is not batched",
+        explanation=(
+            "jacfwd pushes all tangent directions through at once with vmap. A reference captured from an "
+            "enclosing scope is not batched, so writing a batched value into it fails with 'performing a "
+            "set/swap operation with vmapped value on an unbatched array reference'."
+        ),
+        fixes=(
+            "Allocate the reference inside the differentiated function, or pass it in as an argument.",
+            "Use jacrev or jvp one direction at a time if the state must stay shared.",
+        ),
+        references=("jax/_src/state/primitives.py",),
+        matches=_raised("Exception", "performing a set/swap operation with vmapped value"),
+    ),
+    Diagnosis(
+        id="GA005",
+        title="a NaN from a branch that was not selected poisons the gradient",
+        explanation=(
+            "jnp.where (and lax.select) differentiate both branches and multiply the unselected one's derivative "
+            "by zero; if that derivative is inf or NaN (log, sqrt or division at a point the branch was meant to "
+            "avoid), 0 * NaN is NaN, so AD returns NaN where the function itself is smooth and finite."
+        ),
+        fixes=(
+            "Use the double-where trick: `safe = jnp.where(mask, x, 1.0); y = jnp.where(mask, f(safe), other)`.",
+            "Use a function that is finite on the whole input domain (e.g. jnp.log1p, jax.nn.softplus).",
+        ),
+        references=("https://docs.jax.dev/en/latest/faq.html#gradients-contain-nan-where-using-where",),
+        matches=_nan_gradient,
+    ),
+    Diagnosis(
+        id="GA006",
+        title="forward mode cannot differentiate a custom_vjp function",
+        explanation=(
+            "A jax.custom_vjp function defines only a reverse-mode rule, so jvp, jacfwd and forward-over-reverse "
+            "Hessians raise TypeError. gradaudit reports those paths as not applicable; the reverse paths and "
+            "finite differences are still compared."
+        ),
+        fixes=(
+            "Use jacrev or grad for this function.",
+            "Define the rule with jax.custom_jvp instead: JAX derives reverse mode from it by transposition.",
+        ),
+        references=("https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",),
+        matches=_not_applicable("custom_vjp"),
+    ),
+)
+
+BY_ID: dict[str, Diagnosis] = {d.id: d for d in CATALOG}
+
+
+def diagnose(evidence: Evidence) -> Diagnosis | None:
+    """The first catalog entry whose signature matches, if any."""
+    return next((d for d in CATALOG if d.matches(evidence)), None)

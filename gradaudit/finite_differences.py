@@ -1,0 +1,91 @@
+"""Finite differences that know kinks: central and one-sided differences at two step sizes.
+
+Only evaluations of the function are used, never JAX's AD, so these are an oracle independent of
+the rules under audit. Raw estimates are returned; `judge.py` decides where the function is smooth
+(the one-sided estimates close up as the step halves), where it has a kink or a jump (they do not),
+and where nothing can be said (non-finite inputs or outputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+ESTIMATES = ("central", "left", "right", "left_half", "right_half", "noise", "undefined")
+"""Arrays per (output, argument) block: central difference at step h; one-sided at h and h/2;
+the rounding noise expected in a difference quotient; where inputs or outputs are non-finite."""
+
+
+@dataclass(frozen=True)
+class Differences:
+    """For each output k and argument j, every estimate of d out_k / d arg_j, shaped out_k.shape + arg_j.shape."""
+
+    blocks: dict[str, list[list[np.ndarray]]]
+
+    def estimate(self, name: str, output: int, arg: int) -> np.ndarray:
+        return self.blocks[name][output][arg]
+
+
+def _rounding(dtype: np.dtype) -> float:
+    return float(ml_dtypes.finfo(dtype).eps) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else 0.0
+
+
+def _quotient(difference: np.ndarray, move: float) -> np.ndarray:
+    return difference / move if move else np.full_like(difference, np.nan)
+
+
+def _perturbed(flat: np.ndarray, element: int, delta: float) -> tuple[np.ndarray, float]:
+    """`flat` with one element moved by `delta` (rounded to its dtype), and the move actually made."""
+    moved = flat.copy()
+    moved[element] = flat[element] + delta
+    return moved, float(moved[element]) - float(flat[element])
+
+
+def differences(forward: Callable[..., Sequence[object]], args: Sequence[np.ndarray], steps: Sequence[float]) -> Differences:
+    """Estimates of d forward(*args)[k] / d args[j], one input element at a time.
+
+    The step for an element x of argument j is `steps[j] * max(1, |x|)`; each quotient divides by
+    the move actually made in the input's dtype, so rounding of `x + h` does not bias it.
+    """
+    base = [np.asarray(o) for o in forward(*args)]
+    base64 = [np.asarray(o, dtype=np.float64).reshape(-1) for o in base]
+    blocks: dict[str, list[list[np.ndarray]]] = {name: [[] for _ in base] for name in ESTIMATES}
+    for index, arg in enumerate(args):
+        flat = np.asarray(arg).reshape(-1)
+        columns = {name: [np.zeros((o.size, flat.size)) for o in base] for name in ESTIMATES}
+        for element in range(flat.size):
+            x = float(flat[element])
+            if not np.isfinite(x):
+                for k in range(len(base)):
+                    columns["undefined"][k][:, element] = 1.0
+                continue
+            h = steps[index] * max(1.0, abs(x))
+            values = {}
+            for label, delta in (("plus", h), ("minus", -h), ("plus_half", h / 2), ("minus_half", -h / 2)):
+                moved, taken = _perturbed(flat, element, delta)
+                call = list(args)
+                call[index] = moved.reshape(np.shape(arg))
+                values[label] = ([np.asarray(o, dtype=np.float64).reshape(-1) for o in forward(*call)], taken)
+            for k, f0 in enumerate(base64):
+                at = {label: outputs[k] for label, (outputs, _) in values.items()}
+                move = {label: taken for label, (_, taken) in values.items()}
+                column = {name: columns[name][k] for name in ESTIMATES}
+                with np.errstate(all="ignore"):
+                    column["central"][:, element] = _quotient(at["plus"] - at["minus"], move["plus"] - move["minus"])
+                    column["right"][:, element] = _quotient(at["plus"] - f0, move["plus"])
+                    column["left"][:, element] = _quotient(f0 - at["minus"], -move["minus"])
+                    column["right_half"][:, element] = _quotient(at["plus_half"] - f0, move["plus_half"])
+                    column["left_half"][:, element] = _quotient(f0 - at["minus_half"], -move["minus_half"])
+                    scale = np.max(np.abs(np.stack([at["plus"], at["minus"], f0])), axis=0)
+                    smallest_move = min(abs(move["plus_half"]), abs(move["minus_half"])) or np.inf
+                    column["noise"][:, element] = 4.0 * _rounding(base[k].dtype) * scale / smallest_move
+                finite = np.isfinite(f0) & np.logical_and.reduce([np.isfinite(v) for v in at.values()])
+                column["undefined"][:, element] = ~finite
+        for name in ESTIMATES:
+            for k, output in enumerate(base):
+                block = columns[name][k].reshape(output.shape + np.shape(arg))
+                blocks[name][k].append(block.astype(bool) if name == "undefined" else block)
+    return Differences(blocks=blocks)

@@ -1,0 +1,452 @@
+"""Loading scenarios from YAML, with every input error reported as file:line:col.
+
+Every file is validated completely before anything runs: each problem in each file becomes an
+InputError with what is allowed, so a user fixes them all in one round.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from gradaudit import dtypes
+from gradaudit.scenario import (
+    BINDS,
+    FILLS,
+    ORDERS,
+    OUTPUTS,
+    FunctionCall,
+    InputSpec,
+    NestedValue,
+    Scenario,
+    SelectN,
+    Selector,
+    Tolerance,
+)
+from gradaudit.user_functions import FunctionImportError, resolve
+from gradaudit.yaml_nodes import (
+    InputError,
+    InvalidInput,
+    Location,
+    kind_name,
+    mapping_items,
+    node_location,
+    parse_file,
+    scalar_value,
+    sequence_items,
+)
+
+
+@dataclass
+class LoadResult:
+    """Everything loaded from the given paths: the valid scenarios and every input error."""
+
+    scenarios: list[Scenario] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+
+TOP_LEVEL_KEYS = ("defaults", "scenarios")
+COMMON_KEYS = ("name", "seed", "tolerance", "eps", "order")
+SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "values", "output")
+FUNCTION_KEYS = ("fn", "inputs", "bind")
+SCENARIO_KEYS = COMMON_KEYS + SELECT_N_KEYS + FUNCTION_KEYS
+REQUIRED_KEYS = {"select_n": ("name", "selector", "cases", "shape", "dtype"), "function": ("name", "fn", "inputs")}
+KIND_KEYS = {"select_n": COMMON_KEYS + SELECT_N_KEYS, "function": COMMON_KEYS + FUNCTION_KEYS}
+DEFAULT_KEYS = tuple(k for k in SCENARIO_KEYS if k != "name")
+SELECTOR_KEYS = ("dtype", "value")
+TOLERANCE_KEYS = ("rtol", "atol")
+INPUT_KEYS = ("dtype", "value", "shape", "fill", "seed")
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def _did_you_mean(word: str, allowed: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, allowed, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _allowed(allowed: Sequence[str]) -> str:
+    return ", ".join(allowed)
+
+
+class _FileChecker:
+    """Validates one file's nodes, collecting every error instead of stopping at the first."""
+
+    def __init__(self, display: str):
+        self.file = display
+        self.errors: list[InputError] = []
+
+    def error(self, node: yaml.Node, message: str) -> None:
+        self.errors.append(InputError(node_location(self.file, node), message))
+
+    def fail(self, node: yaml.Node, message: str) -> InvalidInput:
+        return InvalidInput(InputError(node_location(self.file, node), message))
+
+    def mapping(self, node: yaml.Node, what: str, allowed: Sequence[str]) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        items, errors = mapping_items(self.file, node, what)
+        self.errors.extend(errors)
+        for key in list(items):
+            if key not in allowed:
+                key_node = items.pop(key)[0]
+                self.error(
+                    key_node,
+                    f"unknown key '{key}' in {what}{_did_you_mean(key, allowed)} (allowed: {_allowed(allowed)})",
+                )
+        return items
+
+    def checked(self, check: Callable[[yaml.Node], Any], node: yaml.Node) -> Any:
+        """Run one field's check; on failure record the error and return None."""
+        try:
+            return check(node)
+        except InvalidInput as exc:
+            self.errors.append(exc.error)
+            return None
+
+    # --- scalar checks ---------------------------------------------------------------------
+
+    def integer(self, node: yaml.Node, what: str, minimum: int | None = None) -> int:
+        value = scalar_value(self.file, node)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(node, f"{what} must be an integer, got {kind_name(node)}")
+        if minimum is not None and value < minimum:
+            raise self.fail(node, f"{what} must be >= {minimum}, got {value}")
+        return value
+
+    def number(self, node: yaml.Node, what: str, positive: bool = False, signed: bool = False, finite: bool = True) -> float:
+        value = scalar_value(self.file, node)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(node, f"{what} must be a number, got {kind_name(node)}")
+        value = float(value)
+        if not np.isfinite(value):
+            if not finite:
+                return value
+            raise self.fail(node, f"{what} must be finite, got {value}")
+        if (value < 0 and not signed) or (positive and value == 0):
+            raise self.fail(node, f"{what} must be {'> 0' if positive else '>= 0'}, got {value:g}")
+        return value
+
+    def choice(self, node: yaml.Node, what: str, allowed: Sequence[str]) -> str:
+        value = scalar_value(self.file, node)
+        if not isinstance(value, str) or value not in allowed:
+            shown = value if isinstance(value, str) else kind_name(node)
+            hint = _did_you_mean(value, allowed) if isinstance(value, str) else ""
+            raise self.fail(node, f"{what} must be one of {_allowed(allowed)}, got '{shown}'{hint}")
+        return value
+
+    def discrete(self, node: yaml.Node, dtype: str, noun: str) -> int | bool:
+        """A boolean, or an integer representable in `dtype`; `noun` names it ('selector', 'input')."""
+        value = scalar_value(self.file, node)
+        if dtype == "bool":
+            if not isinstance(value, bool):
+                raise self.fail(node, f"a bool {noun} value must be true or false, got {kind_name(node)}")
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(node, f"an {dtype} {noun} value must be an integer, got {kind_name(node)}")
+        low, high = dtypes.integer_range(dtype)
+        if not low <= value <= high:
+            raise self.fail(node, f"{noun} value {value} is not representable in {dtype} ({low}..{high})")
+        return value
+
+    def nested(self, node: yaml.Node, what: str, element: Callable[[yaml.Node], Any]) -> tuple[NestedValue, tuple[int, ...]]:
+        """A scalar or rectangular nested list, each leaf checked by `element`; returns (value, shape)."""
+        if not isinstance(node, yaml.SequenceNode):
+            return element(node), ()
+        items = sequence_items(self.file, node, what)
+        parts = [self.nested(item, what, element) for item in items]
+        shapes = {shape for _, shape in parts}
+        if len(shapes) > 1:
+            shown = " and ".join(str(list(shape)) for shape in sorted(shapes))
+            raise self.fail(node, f"{what} is not rectangular: its rows have shapes {shown}")
+        inner = shapes.pop() if shapes else ()
+        return [value for value, _ in parts], (len(parts), *inner)
+
+
+class _ScenarioFile:
+    """Turns one parsed file into Scenarios."""
+
+    def __init__(self, display: str, suite: str):
+        self.check = _FileChecker(display)
+        self.file = display
+        self.suite = suite
+        self.names: list[tuple[str, Location]] = []
+        """Every valid name with its scenario's location, invalid scenarios included."""
+
+    def load(self, root: yaml.Node | None) -> list[Scenario]:
+        check = self.check
+        if root is None:
+            check.errors.append(
+                InputError(Location(self.file, 1, 1), "empty file: expected a mapping with a 'scenarios' list")
+            )
+            return []
+        try:
+            top = check.mapping(root, "the file", TOP_LEVEL_KEYS)
+        except InvalidInput as exc:
+            check.errors.append(exc.error)
+            return []
+        defaults: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        if "defaults" in top:
+            defaults = check.checked(lambda n: check.mapping(n, "defaults", DEFAULT_KEYS), top["defaults"][1]) or {}
+        if "scenarios" not in top:
+            check.error(root, "missing key 'scenarios': a list of scenarios to audit")
+            return []
+        entries = check.checked(lambda n: sequence_items(self.file, n, "'scenarios'"), top["scenarios"][1])
+        if entries is None:
+            return []
+        if not entries:
+            check.error(top["scenarios"][1], "'scenarios' is empty: nothing to audit")
+        scenarios = []
+        for entry in entries:
+            scenario = self.scenario(entry, defaults)
+            if scenario is not None:
+                scenarios.append(scenario)
+        return scenarios
+
+    def scenario(self, node: yaml.Node, defaults: dict[str, tuple[yaml.Node, yaml.Node]]) -> Scenario | None:
+        check = self.check
+        errors_before = len(check.errors)
+        try:
+            own = check.mapping(node, "a scenario", SCENARIO_KEYS)
+        except InvalidInput as exc:
+            check.errors.append(exc.error)
+            return None
+        kind = "function" if "fn" in own or "fn" in defaults else "select_n"
+        for key, (key_node, _) in own.items():
+            if key not in KIND_KEYS[kind]:
+                other = "a select_n scenario (one with 'selector')" if kind == "select_n" else "a function scenario (one with 'fn')"
+                check.error(key_node, f"'{key}' does not apply to {other} (allowed: {_allowed(KIND_KEYS[kind])})")
+        # Defaults may serve both kinds in one file; keys of the other kind are simply not used.
+        items = {**{k: v for k, v in defaults.items() if k in KIND_KEYS[kind]}, **own}
+        missing = [key for key in REQUIRED_KEYS[kind] if key not in items]
+        if missing:
+            names = ", ".join(f"'{k}'" for k in missing)
+            check.error(node, f"scenario is missing {names} (required: {_allowed(REQUIRED_KEYS[kind])})")
+        value = {key: value_node for key, (_, value_node) in items.items() if key in KIND_KEYS[kind]}
+
+        def get(key: str, fn: Callable[[yaml.Node], Any]) -> Any:
+            return check.checked(fn, value[key]) if key in value else None
+
+        name = get("name", self.name)
+        if name is not None:
+            self.names.append((name, node_location(self.file, node)))
+        seed = get("seed", lambda n: check.integer(n, "seed", minimum=0))
+        tolerance = get("tolerance", self.tolerance)
+        eps = get("eps", lambda n: check.number(n, "eps", positive=True))
+        order = get("order", self.order)
+        if kind == "select_n":
+            cases = get("cases", lambda n: check.integer(n, "cases", minimum=1))
+            shape = get("shape", self.shape)
+            target: SelectN | FunctionCall | None = SelectN(
+                selector=get("selector", lambda n: self.selector(n, cases, shape)),
+                cases=cases,
+                shape=shape,
+                dtype=get("dtype", lambda n: check.choice(n, "dtype", dtypes.FLOAT_DTYPES)),
+                values=get("values", lambda n: self.values(n, cases, shape)),
+                output=get("output", lambda n: check.choice(n, "output", OUTPUTS)) or "identity",
+            )
+        else:
+            target = FunctionCall(
+                fn=get("fn", self.function),
+                root=str(Path(self.file).parent),
+                inputs=get("inputs", lambda n: self.inputs(n, 0 if seed is None else seed)),
+                bind=get("bind", lambda n: check.choice(n, "bind", BINDS)) or "both",
+            )
+        if len(check.errors) > errors_before:
+            return None
+        return Scenario(
+            name=name,
+            source=node_location(self.file, node),
+            target=target,
+            seed=0 if seed is None else seed,
+            tolerance=tolerance,
+            eps=eps,
+            order=1 if order is None else order,
+            suite=self.suite,
+        )
+
+    def function(self, node: yaml.Node) -> str:
+        spec = scalar_value(self.file, node)
+        module, colon, attribute = spec.partition(":") if isinstance(spec, str) else ("", "", "")
+        if not colon or not module or not attribute:
+            raise self.check.fail(node, f"fn must be 'module:function' (e.g. 'losses:huber'), got {kind_name(node)}")
+        try:
+            resolve(spec, str(Path(self.file).parent))
+        except FunctionImportError as exc:
+            raise self.check.fail(node, f"{exc} (modules are imported from {Path(self.file).parent or '.'})") from None
+        return spec
+
+    def inputs(self, node: yaml.Node, scenario_seed: int) -> tuple[InputSpec, ...]:
+        entries = sequence_items(self.file, node, "inputs")
+        specs = []
+        for entry in entries:
+            spec = self.check.checked(lambda n: self.input(n, scenario_seed), entry)
+            specs.append(spec)
+        if any(spec is None for spec in specs):
+            return ()
+        if not any(spec.differentiable for spec in specs):
+            raise self.check.fail(
+                node, f"no input to differentiate: give at least one input of a floating dtype ({_allowed(dtypes.FLOAT_DTYPES)})"
+            )
+        return tuple(specs)
+
+    def input(self, node: yaml.Node, scenario_seed: int) -> InputSpec:
+        check = self.check
+        items = check.mapping(node, "an input", INPUT_KEYS)
+        if "dtype" not in items:
+            raise check.fail(node, f"an input needs a 'dtype' (one of {_allowed(dtypes.INPUT_DTYPES)})")
+        dtype = check.choice(items["dtype"][1], "input dtype", dtypes.INPUT_DTYPES)
+        shape = self.shape(items["shape"][1]) if "shape" in items else None
+        seed = check.integer(items["seed"][1], "seed", minimum=0) if "seed" in items else scenario_seed
+        if ("value" in items) == ("fill" in items):
+            raise check.fail(node, f"an input needs either a 'value' or a 'fill' ({_allowed(FILLS)}), not {'both' if 'value' in items else 'neither'}")
+        if "fill" in items:
+            fill = check.choice(items["fill"][1], "fill", FILLS)
+            if fill == "normal" and dtype not in dtypes.FLOAT_DTYPES:
+                raise check.fail(items["fill"][1], f"fill 'normal' needs a floating dtype, but dtype is {dtype}")
+            return InputSpec(dtype=dtype, shape=shape or (), fill=fill, seed=seed)
+        if dtype in dtypes.FLOAT_DTYPES:
+            element = lambda n: check.number(n, "an input value", signed=True, finite=False)  # noqa: E731
+        else:
+            element = lambda n: check.discrete(n, dtype, "input")  # noqa: E731
+        value, value_shape = check.nested(items["value"][1], "an input value", element)
+        if shape is not None and value_shape != shape:
+            raise check.fail(items["value"][1], f"input value has shape {list(value_shape)}, but shape is {list(shape)}")
+        return InputSpec(dtype=dtype, value=value, shape=value_shape, seed=seed)
+
+    def order(self, node: yaml.Node) -> int:
+        value = scalar_value(self.file, node)
+        if value not in ORDERS or isinstance(value, bool):
+            raise self.check.fail(node, f"order must be 1 or 2, got {kind_name(node)}")
+        return value
+
+    def name(self, node: yaml.Node) -> str:
+        value = scalar_value(self.file, node)
+        if not isinstance(value, str) or not value.strip():
+            raise self.check.fail(node, f"name must be a non-empty string, got {kind_name(node)}")
+        return value
+
+    def shape(self, node: yaml.Node) -> tuple[int, ...]:
+        items = sequence_items(self.file, node, "shape")
+        dims = []
+        for item in items:
+            value = scalar_value(self.file, item)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise self.check.fail(item, f"shape dimensions must be integers >= 0, got {kind_name(item)}")
+            dims.append(value)
+        return tuple(dims)
+
+    def selector(self, node: yaml.Node, cases: int | None, shape: tuple[int, ...] | None) -> Selector:
+        check = self.check
+        items = check.mapping(node, "selector", SELECTOR_KEYS)
+        missing = [key for key in SELECTOR_KEYS if key not in items]
+        if missing:
+            raise check.fail(node, f"selector is missing {', '.join(repr(k) for k in missing)} (required: dtype, value)")
+        dtype_node = items["dtype"][1]
+        dtype_value = scalar_value(self.file, dtype_node)
+        if dtype_value in dtypes.FLOAT_DTYPES:
+            raise check.fail(
+                dtype_node,
+                f"selector dtype must be bool or an integer dtype, got floating '{dtype_value}' "
+                f"(allowed: {_allowed(dtypes.SELECTOR_DTYPES)})",
+            )
+        dtype = check.choice(dtype_node, "selector dtype", dtypes.SELECTOR_DTYPES)
+        value, value_shape = check.nested(items["value"][1], "selector value", lambda n: check.discrete(n, dtype, "selector"))
+        if dtype == "bool" and cases is not None and cases > 2:
+            raise check.fail(
+                items["dtype"][1], f"a bool selector chooses between at most 2 cases, but cases is {cases}; use an integer dtype"
+            )
+        if shape is not None and value_shape not in ((), shape):
+            raise check.fail(
+                items["value"][1],
+                f"selector value has shape {list(value_shape)}; it must be a scalar or the case shape {list(shape)}",
+            )
+        return Selector(dtype=dtype, value=value)
+
+    def tolerance(self, node: yaml.Node) -> Tolerance:
+        items = self.check.mapping(node, "tolerance", TOLERANCE_KEYS)
+        missing = [key for key in TOLERANCE_KEYS if key not in items]
+        if missing:
+            raise self.check.fail(node, f"tolerance is missing {', '.join(repr(k) for k in missing)} (required: rtol, atol)")
+        return Tolerance(
+            rtol=self.check.number(items["rtol"][1], "rtol"),
+            atol=self.check.number(items["atol"][1], "atol"),
+        )
+
+    def values(self, node: yaml.Node, cases: int | None, shape: tuple[int, ...] | None) -> tuple[NestedValue, ...]:
+        entries = sequence_items(self.file, node, "values")
+        if cases is not None and len(entries) != cases:
+            raise self.check.fail(node, f"values lists {len(entries)} cases, but cases is {cases}")
+
+        def element(item: yaml.Node) -> float:
+            return self.check.number(item, "a case value", signed=True)
+
+        result = []
+        for entry in entries:
+            value, value_shape = self.check.nested(entry, "a case value", element)
+            if shape is not None and value_shape != shape:
+                raise self.check.fail(entry, f"a case value has shape {list(value_shape)}, but shape is {list(shape)}")
+            result.append(value)
+        return tuple(result)
+
+
+def _suite(path: Path, root: Path | None) -> str:
+    """A file's suite: its top folder below the folder given on the command line, else its own folder."""
+    if root is not None:
+        parts = path.relative_to(root).parts
+        if len(parts) > 1:
+            return parts[0]
+    return (root or path.parent).resolve().name or "."
+
+
+def collect_files(paths: Iterable[str]) -> tuple[list[tuple[Path, str]], list[InputError]]:
+    """Files to load, each with its suite: named files as given, folders searched recursively for *.yaml and *.yml, sorted."""
+    files: dict[Path, str] = {}
+    errors: list[InputError] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
+            if not found:
+                errors.append(InputError(Location(raw, 1, 1), "no *.yaml or *.yml files in this folder: nothing to audit"))
+            for file in found:
+                files.setdefault(file, _suite(file, path))
+        elif path.is_file():
+            files.setdefault(path, _suite(path, None))
+        else:
+            errors.append(InputError(Location(raw, 1, 1), "no such file or folder"))
+    return list(files.items()), errors
+
+
+def load_paths(paths: Iterable[str]) -> LoadResult:
+    """Load and validate every scenario under `paths`, reporting every problem in every file."""
+    files, errors = collect_files(paths)
+    result = LoadResult(errors=errors)
+    seen: dict[str, Location] = {}
+    for path, suite in files:
+        display = str(path)
+        result.files.append(display)
+        loader = _ScenarioFile(display, suite)
+        try:
+            root, errors = parse_file(path, display)
+        except InvalidInput as exc:
+            result.errors.append(exc.error)
+            continue
+        scenarios = loader.load(root)
+        errors += loader.check.errors
+        for name, location in loader.names:
+            if name in seen:
+                errors.append(InputError(location, f"duplicate scenario name '{name}' (first defined at {seen[name]})"))
+            else:
+                seen[name] = location
+        result.errors.extend(sorted(errors, key=lambda e: (e.location.line, e.location.col)))
+        duplicated = {e.location for e in errors}
+        result.scenarios.extend(s for s in scenarios if s.source not in duplicated)
+    if not result.errors and not result.scenarios:
+        where = result.files[0] if result.files else "."
+        result.errors.append(InputError(Location(where, 1, 1), "nothing to audit: no scenarios were found"))
+    return result

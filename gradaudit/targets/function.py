@@ -1,0 +1,66 @@
+"""A user's function: floating inputs are differentiated, integer and boolean inputs held fixed.
+
+Fixed inputs reach the function as traced arguments, as captured constants, or both ways (each
+its own Target), since some disagreements appear under one binding only. Outputs may be any
+pytree: its floating leaves are flattened into one vector so every path answers the same question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gradaudit.scenario import FunctionCall, Scenario
+from gradaudit.targets.base import Target
+from gradaudit.user_functions import resolve
+
+
+def _flat_output(fn: Callable[..., object]) -> Callable[..., object]:
+    """`fn` with a pytree output turned into one vector of its floating leaves (an array stays as it is)."""
+
+    def flat(*args):
+        out = fn(*args)
+        if isinstance(out, jax.Array | np.ndarray) or np.isscalar(out):
+            return out
+        leaves = [jnp.ravel(leaf) for leaf in jax.tree_util.tree_leaves(out) if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)]
+        return jnp.concatenate(leaves) if len(leaves) != 1 else leaves[0]
+
+    return flat
+
+
+def _interleave(spec: FunctionCall, differentiated: tuple, fixed: tuple) -> list:
+    """The user's positional arguments, rebuilt from the differentiated and fixed inputs in their own order."""
+    remaining_d, remaining_f = iter(differentiated), iter(fixed)
+    return [next(remaining_d) if s.differentiable else next(remaining_f) for s in spec.inputs]
+
+
+def build(scenario: Scenario) -> tuple[Target, ...]:
+    spec: FunctionCall = scenario.target
+    fn = _flat_output(resolve(spec.fn, spec.root))
+    arrays = [s.array() for s in spec.inputs]
+    args = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if s.differentiable)
+    fixed = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if not s.differentiable)
+    names = tuple(f"x{i}" for i, s in enumerate(spec.inputs) if s.differentiable)
+    n = len(args)
+
+    def traced(*inputs):
+        return fn(*_interleave(spec, inputs[:n], inputs[n:]))
+
+    constants = tuple(jnp.asarray(a) for a in fixed)
+
+    def captured(*inputs):
+        return fn(*_interleave(spec, inputs, constants))
+
+    if not fixed:
+        return (Target(fn=traced, args=args, arg_names=names),)
+    by_binding = {
+        "traced": Target(fn=traced, args=args, arg_names=names, fixed=fixed, binding="traced"),
+        "constant": Target(fn=captured, args=args, arg_names=names, binding="constant"),
+    }
+    if spec.bind == "both":
+        return tuple(by_binding.values())
+    only = by_binding[spec.bind]
+    return (Target(fn=only.fn, args=only.args, arg_names=names, fixed=only.fixed),)

@@ -1,0 +1,67 @@
+"""Import a user's `module:function` with the scenario file's folder importable.
+
+Several catalog folders may hold modules of the same name, so a module already imported from
+another folder is loaded again from this one under a private name instead of being reused.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+
+class FunctionImportError(Exception):
+    """Why `module:function` could not be resolved; the message is meant for the user."""
+
+
+def _module_file(module_name: str, root: Path) -> Path | None:
+    base = root.joinpath(*module_name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def _import_from(module_name: str, root: Path):
+    local = _module_file(module_name, root)
+    loaded = sys.modules.get(module_name)
+    if local is not None and loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() != local:
+        # Same name, another folder: load this folder's file under a name of its own.
+        private = f"_gradaudit_{abs(hash(str(local)))}_{module_name.replace('.', '_')}"
+        if private not in sys.modules:
+            spec = importlib.util.spec_from_file_location(private, local)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[private] = module
+            spec.loader.exec_module(module)
+        return sys.modules[private]
+    sys.path.insert(0, str(root))
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        sys.path.remove(str(root))
+
+
+def resolve(spec: str, root: str) -> Callable:
+    """The callable named by `module:function`, importing `module` with `root` on the path first."""
+    module_name, _, attribute = spec.partition(":")
+    try:
+        module = _import_from(module_name, Path(root))
+    except ModuleNotFoundError as exc:
+        raise FunctionImportError(f"cannot import module '{module_name}': {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
+        raise FunctionImportError(f"importing '{module_name}' raised {type(exc).__name__}: {exc}") from None
+    value = module
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            public = sorted(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n)))
+            close = difflib.get_close_matches(part, public, n=3)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise FunctionImportError(f"module '{module_name}' has no function '{attribute}'{hint}")
+        value = getattr(value, part)
+    if not callable(value):
+        raise FunctionImportError(f"'{spec}' is not callable (it is a {type(value).__name__})")
+    return value
