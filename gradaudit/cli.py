@@ -264,3 +264,24 @@ def compare(args: tuple[str, ...], json_path: str | None, verbose: bool, color: 
         write_atomic(json_path, formatter_for(ReportFormat.JSON).render_comparison(comparison))
     last = reports[-1].summary
     return EXIT_OK if last["consistent"] == last["total"] else EXIT_FINDINGS
+
+
+@main.command()
+@click.argument("diagnosis_id", required=False, metavar="ID")
+@click.option("--color/--no-color", default=None, help="Force colour on or off (default: automatic).")
+def explain(diagnosis_id: str | None, color: bool | None) -> None:
+    """Explain diagnosis ID (e.g. GA002): what it means and how to fix it. Without ID, list them all."""
+    from gradaudit.diagnoses import BY_ID, CATALOG
+    from gradaudit.report.terminal import print_diagnosis
+
+    out = _console(sys.stdout, color)
+    if diagnosis_id is None:
+        for diagnosis in CATALOG:
+            out.print(f"{diagnosis.id}  {diagnosis.title}", highlight=False)
+        return
+    key = diagnosis_id.upper()
+    if key not in BY_ID:
+        close = difflib.get_close_matches(key, list(BY_ID), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise click.BadParameter(f"no diagnosis '{diagnosis_id}'{hint} (known: {', '.join(BY_ID)})", param_hint="ID")
+    print_diagnosis(out, BY_ID[key])

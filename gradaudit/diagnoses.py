@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gradaudit.judge import DISAGREEMENT, NOTE, ROUTING, Finding
-from gradaudit.paths import FIRST_ORDER, JACREV, JIT_JACREV, PathResult, base_name
+from gradaudit.paths import FINITE_DIFFERENCE, FIRST_ORDER, JACREV, JIT_JACREV, PathResult, base_name
 
 
 @dataclass(frozen=True)
@@ -69,16 +69,25 @@ def _reverse_sends_nowhere(evidence: Evidence) -> bool:
 
 
 def _nan_gradient(evidence: Evidence) -> bool:
-    """An AD path gives NaN where finite differences give a finite derivative."""
+    """A first-order AD path gives NaN where another path (AD or finite differences) gives a finite derivative."""
     first_order = set(FIRST_ORDER)
     for finding in evidence.findings:
         if finding.kind != DISAGREEMENT:
             continue
-        ad = [v for p, v in finding.values.items() if base_name(p) in first_order]
-        reference = [v for p, v in finding.values.items() if base_name(p) not in first_order]
-        if any(np.isnan(v) for v in ad) and reference and all(np.isfinite(v) for v in reference):
+        nan = [p for p, v in finding.values.items() if np.isnan(v) and base_name(p) in first_order]
+        finite = [p for p, v in finding.values.items() if np.isfinite(v)]
+        if nan and finite:
             return True
     return False
+
+
+def _reverse_disagrees_with_finite_differences(evidence: Evidence) -> bool:
+    return any(
+        f.kind == DISAGREEMENT
+        and any(base_name(p) in REVERSE_PATHS for p in f.paths)
+        and any(base_name(p) == FINITE_DIFFERENCE for p in f.paths)
+        for f in evidence.findings
+    )
 
 
 def _not_applicable(fragment: str) -> Callable[[Evidence], bool]:
@@ -157,6 +166,22 @@ CATALOG: tuple[Diagnosis, ...] = (
     ),
     Diagnosis(
         id="GA005",
+        title="jacfwd cannot batch the tangents of an array reference allocated inside the function",
+        explanation=(
+            "jax.jvp and jax.vmap each handle a function that allocates a jax.new_ref and writes into it, but "
+            "jacfwd composes them (vmap of jvp), and in this JAX the batched tangent of the fresh reference "
+            "fails with 'at vmap out_axes[0], got axis spec None but output was batched'. Reverse mode works."
+        ),
+        fixes=(
+            "Use jacrev (or grad) for this function.",
+            "Build the forward-mode Jacobian one column at a time with jax.jvp instead of jacfwd.",
+            "Keep array references out of code that must run under jacfwd, or report it upstream with this scenario.",
+        ),
+        references=("https://github.com/jax-ml/jax/issues",),
+        matches=_raised("ValueError", "got axis spec None but output was batched"),
+    ),
+    Diagnosis(
+        id="GA006",
         title="a NaN from a branch that was not selected poisons the gradient",
         explanation=(
             "jnp.where (and lax.select) differentiate both branches and multiply the unselected one's derivative "
@@ -171,7 +196,23 @@ CATALOG: tuple[Diagnosis, ...] = (
         matches=_nan_gradient,
     ),
     Diagnosis(
-        id="GA006",
+        id="GA007",
+        title="a custom_vjp backward rule disagrees with the function it differentiates",
+        explanation=(
+            "The function is a jax.custom_vjp (forward mode does not apply), and its reverse-mode derivative "
+            "differs from finite differences of the function itself: the hand-written bwd rule computes "
+            "something other than the derivative of fwd's output, or uses the residuals wrongly."
+        ),
+        fixes=(
+            "Check the bwd rule against jax.grad of the undecorated function at the inputs the finding names.",
+            "Check that fwd saves the residuals bwd expects, in the order it unpacks them.",
+            "Make bwd return one cotangent per primal input, shaped like that input.",
+        ),
+        references=("https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",),
+        matches=lambda evidence: _not_applicable("custom_vjp")(evidence) and _reverse_disagrees_with_finite_differences(evidence),
+    ),
+    Diagnosis(
+        id="GA008",
         title="forward mode cannot differentiate a custom_vjp function",
         explanation=(
             "A jax.custom_vjp function defines only a reverse-mode rule, so jvp, jacfwd and forward-over-reverse "

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, VALUE, PathResult, block_names, label, path_name
+from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JIT_VALUE, VALUE, PathResult, block_names, label, path_name
 
 CONSISTENT = "consistent"
 MISMATCH = "mismatch"
@@ -156,14 +156,17 @@ def _undefined(reference: PathResult) -> Masks:
 def _kinks(reference: PathResult, tolerances: Tolerances) -> Masks:
     """Entries where the one-sided slopes differ and do not close up as the step halves: a kink or a jump."""
     masks = []
-    for left, right, left_half, right_half, noise in zip(
-        *(_estimate(reference, name) for name in ("left", "right", "left_half", "right_half", "noise")), strict=True
+    for central, left, right, left_half, right_half, noise in zip(
+        *(_estimate(reference, name) for name in ("central", "left", "right", "left_half", "right_half", "noise")), strict=True
     ):
         with np.errstate(invalid="ignore"):
             gap = np.abs(right - left)
             gap_half = np.abs(right_half - left_half)
             slack = tolerances.fd_atol + tolerances.fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
-            masks.append(np.nan_to_num((gap_half > slack) & (gap_half > 0.75 * gap)).astype(bool))
+            kink = (gap_half > slack) & (gap_half > 0.75 * gap)
+            # A pole or a jump that both sides share still shows: the central estimate moves as the step halves.
+            moving = np.abs((left_half + right_half) / 2 - central) > slack
+            masks.append(np.nan_to_num(kink | moving).astype(bool))
     return tuple(masks)
 
 
@@ -335,6 +338,8 @@ class _Comparison:
 def _location(block: np.ndarray, output_shape: tuple[int, ...], name: str, order: int, flat: int) -> str:
     in_shape = np.shape(block)[len(output_shape):]
     out_flat, in_flat = divmod(flat, max(1, int(np.prod(in_shape, dtype=np.int64))))
+    if order == 0:
+        return f"out{_index(output_shape, out_flat)}"
     symbol = "d" if order == 1 else f"d{order}"
     return f"{symbol} out{_index(output_shape, out_flat)}/d {name}{_index(in_shape, in_flat)}"
 
@@ -356,7 +361,7 @@ def _finite_difference_notes(
             Finding(
                 kind=NOTE,
                 paths=(reference.name,),
-                message=f"kink at {location}: slope {left:g} from the left, {right:g} from the right; "
+                message=f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the right; "
                 f"{count} of {total} entries not compared with {label(reference.name)}",
                 count=count,
                 of=total,
@@ -402,6 +407,11 @@ def judge(
         if result.not_applicable
     ]
     output_shape = tuple(np.shape(value.arrays[0]))
+    compiled = [r for r in (results.get(path_name(JIT_VALUE, b)) for b in bindings) if r is not None and r.ok]
+    for side in _agreement_classes(compiled, tolerances.ad_rtol, tolerances.ad_atol):
+        found = _Comparison(side, [value], tolerances.ad_rtol, tolerances.ad_atol).finding(output_shape, ("",), 0)
+        if found:
+            findings.append(found)
     disagreeing: dict[str, set[int]] = {}
     for family in FAMILIES:
         ad_names, reference_names = family.bound(bindings)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import jax
 
@@ -18,9 +19,20 @@ from gradaudit.scenario import Scenario
 from gradaudit.targets import build_targets
 
 
-def needs_x64(scenarios: Sequence[Scenario]) -> bool:
-    """Whether any scenario names a 64-bit dtype, which JAX only keeps with x64 enabled."""
-    return any(dtype in dtypes.WIDE_DTYPES for s in scenarios for dtype in s.target.named_dtypes)
+def needs_x64(scenario: Scenario) -> bool:
+    """Whether a scenario names a 64-bit dtype, which JAX only keeps with x64 enabled."""
+    return any(dtype in dtypes.WIDE_DTYPES for dtype in scenario.target.named_dtypes)
+
+
+@contextmanager
+def x64_for(scenario: Scenario) -> Iterator[None]:
+    """x64 on for a scenario that needs it, and only for it: one scenario never changes another's dtypes."""
+    previous = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", previous or needs_x64(scenario))
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", previous)
 
 
 def environment(rule: str) -> dict:
@@ -49,8 +61,9 @@ def tolerances_for(scenario: Scenario) -> Tolerances:
 def audit_scenario(scenario: Scenario) -> ScenarioResult:
     """Every path of one scenario, judged."""
     start = time.perf_counter()
-    targets = build_targets(scenario)
-    results = run_paths(targets, scenario.eps, scenario.order)
+    with x64_for(scenario):
+        targets = build_targets(scenario)
+        results = run_paths(targets, scenario.eps, scenario.order)
     target = targets[0]
     bindings = tuple(t.binding for t in targets)
     verdict = judge(results, target.arg_names, tolerances_for(scenario), bindings)
@@ -77,19 +90,15 @@ def run_audit(
 ) -> AuditReport:
     """Audit every scenario in order; `on_result` hears of each as it finishes.
 
-    The whole run happens under `rule` (see rules.py). x64 is switched on only for a run that
-    needs it and restored afterwards, so one run never changes the dtypes of the next.
+    The whole run happens under `rule` (see rules.py).
     """
-    previous_x64 = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", previous_x64 or needs_x64(scenarios))
-    try:
-        with select_n_rule(rule):
-            results = []
-            for scenario in scenarios:
-                result = audit_scenario(scenario)
-                results.append(result)
-                if on_result is not None:
-                    on_result(result)
-            return AuditReport(environment=environment(rule), results=tuple(results), files=files)
-    finally:
-        jax.config.update("jax_enable_x64", previous_x64)
+    with select_n_rule(rule):
+        results = []
+        for scenario in scenarios:
+            result = audit_scenario(scenario)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    env = environment(rule)
+    env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
+    return AuditReport(environment=env, results=tuple(results), files=files)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from gradaudit.paths import FAMILIES, VALUE, PathResult, base_name, block_names
+from gradaudit.paths import FAMILIES, JIT_VALUE, VALUE, PathResult, base_name, block_names
 from gradaudit.report import FileFormat
 from gradaudit.results import COMPARE_SCHEMA, REPORT_SCHEMA, AuditReport, RuleComparison, ScenarioResult
 
@@ -36,7 +36,7 @@ def path_to_json(result: PathResult, arg_names: tuple[str, ...]) -> dict:
     if not result.ok:
         error = result.error
         return {"status": "error", "error": {"type": error.type, "message": error.message, "where": error.where}}
-    if result.name == VALUE:
+    if base_name(result.name) in (VALUE, JIT_VALUE):
         return {"status": "ok", "value": array_to_json(result.arrays[0])}
     if base_name(result.name) in SECOND_ORDER_PATHS:
         names = block_names(arg_names, 2)

@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gradaudit.judge import CONSISTENT, ERROR, MISMATCH, RAISED, ROUTING, Sources
+from gradaudit.judge import CONSISTENT, DISAGREEMENT, ERROR, MISMATCH, RAISED, ROUTING, Sources
 from gradaudit.diagnoses import BY_ID, Diagnosis
-from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, PATH_LABELS, PathResult, path_name
+from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, PATH_LABELS, PathResult, base_name, path_name
 from gradaudit.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.yaml_nodes import InputError
 
@@ -86,7 +86,7 @@ def _second_order_cell(result: ScenarioResult) -> Text:
     wrong = [
         p
         for p in family.ad_paths
-        if not result.paths[p].ok or any(p in f.paths and (blamed is None or blamed in f.paths) for f in result.findings)
+        if result.paths[p].error is not None or any(p in f.paths and (blamed is None or blamed in f.paths) for f in result.findings)
     ]
     if wrong:
         text.append(f"{len(wrong)} differ", style="red")  # the findings lines name them
@@ -148,6 +148,15 @@ def _diagnosis_cell(result: ScenarioResult) -> Text:
     return Text(result.diagnosis.id if result.diagnosis else "", style="bold yellow")
 
 
+def _blamed(result: ScenarioResult, name: str) -> bool:
+    """Whether a path is on the wrong side of a finding: against finite differences where they could be compared."""
+    references = [p for p in result.paths if base_name(p) in (FINITE_DIFFERENCE, FAMILIES[1].reference)]
+    return any(
+        name in f.paths and (f.kind != DISAGREEMENT or not references or any(r in f.paths for r in references))
+        for f in result.findings
+    )
+
+
 def _binding_cell(result: ScenarioResult, base: str) -> Text:
     """A function scenario's path across its bindings: ok, differs, n/a or the exception raised."""
     parts = []
@@ -160,7 +169,7 @@ def _binding_cell(result: ScenarioResult, base: str) -> Text:
             parts.append(Text("n/a" + suffix, style="dim"))
         elif path.error is not None:
             parts.append(Text(path.error.type + suffix, style="magenta"))
-        elif base != FINITE_DIFFERENCE and any(name in f.paths for f in result.findings):
+        elif base != FINITE_DIFFERENCE and _blamed(result, name):
             parts.append(Text("differs" + suffix, style="red"))
         elif base == FINITE_DIFFERENCE and any(name in n.paths and "kink" in n.message for n in result.notes):
             parts.append(Text("kink" + suffix, style="yellow"))
