@@ -195,7 +195,7 @@ def provenance(results: dict[str, PathResult], threshold: float, bindings: Seque
         return None
     shape = tuple(np.shape(value.arrays[0]))
     evidence = [
-        np.nanmax(np.abs(np.stack([central, left, right])), axis=0)
+        np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0)
         for central, left, right in zip(fd.arrays, _estimate(fd, "left"), _estimate(fd, "right"), strict=True)
     ]
     routes = {

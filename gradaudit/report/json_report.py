@@ -15,8 +15,10 @@ SECOND_ORDER_PATHS = frozenset((*FAMILIES[1].ad_paths, FAMILIES[1].reference))
 
 
 def _plain(value: object) -> object:
-    """Numbers and nested lists as JSON allows them: non-finite floats become 'nan', 'inf', '-inf'."""
-    if isinstance(value, list):
+    """A document as strict JSON allows it: non-finite floats become 'nan', 'inf', '-inf', at any depth."""
+    if isinstance(value, dict):
+        return {key: _plain(v) for key, v in value.items()}
+    if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
@@ -27,7 +29,7 @@ def array_to_json(array: np.ndarray) -> object:
     array = np.asarray(array)
     if array.dtype.kind in "biu":
         return array.tolist()
-    return _plain(np.asarray(array, dtype=np.float64).tolist())
+    return np.asarray(array, dtype=np.float64).tolist()
 
 
 def path_to_json(result: PathResult, arg_names: tuple[str, ...]) -> dict:
@@ -91,7 +93,7 @@ def comparison_to_json(comparison: RuleComparison) -> dict:
 
 
 def _dump(document: dict) -> str:
-    return json.dumps(document, indent=2, allow_nan=False) + "\n"
+    return json.dumps(_plain(document), indent=2, allow_nan=False) + "\n"
 
 
 class JsonFormat(FileFormat):

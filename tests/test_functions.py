@@ -1,0 +1,304 @@
+"""Function scenarios on real functions: bindings, not-applicable paths, kinks, diagnoses, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gradaudit.loading import load_paths
+from tests.helpers import run_cli, write_yaml
+
+FUNCTIONS = '''
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+def huber(x, y):
+    r = x - y[:2]
+    return jnp.sum(jnp.where(jnp.abs(r) < 1.0, 0.5 * r**2, jnp.abs(r) - 0.5))
+
+
+def absolute(x):
+    return jnp.abs(x)
+
+
+def inverted_clamp(lo, x, hi):
+    return lax.clamp(lo, x, hi)
+
+
+def doubled(x):
+    return 2.0 * x
+
+
+def tree(x, k):
+    return {"scaled": x * k, "pair": (jnp.sum(x**2), jnp.int32(1))}
+
+
+def window(x, start):
+    return lax.dynamic_slice(x, (start,), (3,))
+
+
+def chosen(which, a, b):
+    return lax.select_n(which, a, b) ** 2
+
+
+def log_or_zero(x):
+    return jnp.where(x > 0, jnp.log(x), 0.0)
+
+
+@jax.custom_vjp
+def cube(x):
+    return x**3
+
+
+cube.defvjp(lambda x: (x**3, x), lambda x, g: (3 * x**2 * g,))
+
+
+@jax.custom_vjp
+def wrong_cube(x):
+    return x**3
+
+
+wrong_cube.defvjp(lambda x: (x**3, x), lambda x, g: (2 * x**2 * g,))
+
+STATE = jax.new_ref(jnp.zeros(2))
+
+
+def closed_over(x):
+    STATE[...] = x * 3.0
+    return STATE[...]
+'''
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    (tmp_path / "mylib").mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("")
+    (tmp_path / "mylib" / "fns.py").write_text(FUNCTIONS)
+    return tmp_path
+
+
+def audit(folder: Path, yaml_text: str, *args: str) -> tuple[int, dict]:
+    write_yaml(folder, "suite.yaml", yaml_text)
+    result = run_cli("run", str(folder / "suite.yaml"), "--json", "-", *args)
+    assert result.exception is None
+    return result.exit_code, result.json()
+
+
+def only(report: dict) -> dict:
+    (entry,) = report["results"]
+    return entry
+
+
+def test_user_function_with_fill_inputs_and_fixed_integer_is_consistent(suite):
+    code, report = audit(
+        suite,
+        """
+        scenarios:
+          - name: huber
+            fn: mylib.fns:huber
+            inputs:
+              - {dtype: float32, value: [0.5, -1.25]}
+              - {dtype: float32, shape: [300], fill: arange}
+          - name: pytree
+            fn: mylib.fns:tree
+            inputs:
+              - {dtype: float32, fill: normal, shape: [3], seed: 2}
+              - {dtype: uint8, value: 100}
+        """,
+    )
+    assert code == 0, report
+    huber, tree = report["results"]
+    assert huber["status"] == "consistent"
+    # d/dx of the sum: r = x - y[:2] = (0.5, -2.25) -> (0.5, -1.0); d/dy[:2] is minus that, the rest 0.
+    assert huber["paths"]["jacrev"]["jacobians"]["x0"] == [0.5, -1.0]
+    assert huber["paths"]["jacrev"]["jacobians"]["x1"][:3] == [-0.5, 1.0, 0.0]
+    assert len(huber["paths"]["finite_difference"]["jacobians"]["x1"]) == 300
+    # The pytree's floating leaves flatten to 3 + 1 outputs; the integer leaf is dropped.
+    assert tree["status"] == "consistent"
+    assert len(tree["paths"]["value"]["value"]) == 4
+    assert set(tree["paths"]) >= {"jacrev", "jacrev:const", "finite_difference:const", "jit_value:const"}
+
+
+def test_binding_decides_whether_a_captured_unsigned_start_misreads(suite):
+    text = """
+        scenarios:
+          - name: window
+            fn: mylib.fns:window
+            bind: {bind}
+            inputs:
+              - {{dtype: float32, fill: arange, shape: [8]}}
+              - {{dtype: uint8, value: 255}}
+        """
+    code, traced = audit(suite, text.format(bind="traced"))
+    assert code == 0 and only(traced)["status"] == "consistent"
+    assert only(traced)["paths"]["value"]["value"] == [5.0, 6.0, 7.0]
+    code, both = audit(suite, text.format(bind="both"))
+    entry = only(both)
+    assert code == 1 and entry["status"] == "mismatch"
+    # Eagerly and traced the start 255 is clamped to 5; captured as a constant under jit it reads elsewhere.
+    assert entry["paths"]["jit_value"]["value"] == [5.0, 6.0, 7.0]
+    assert entry["paths"]["jit_value:const"]["value"] != [5.0, 6.0, 7.0]
+    assert any(f["paths"] == ["jit_value:const", "value"] for f in entry["findings"])
+
+
+def test_custom_vjp_forward_paths_are_not_applicable_and_say_why(suite):
+    code, report = audit(
+        suite,
+        """
+        scenarios:
+          - name: cube
+            fn: mylib.fns:cube
+            order: 2
+            inputs: [{dtype: float32, value: [0.5, 2.0]}]
+          - name: wrong-cube
+            fn: mylib.fns:wrong_cube
+            inputs: [{dtype: float32, value: [0.5, 2.0]}]
+        """,
+    )
+    cube, wrong = report["results"]
+    assert cube["status"] == "consistent"
+    assert cube["paths"]["jacfwd"] == {
+        "status": "not_applicable",
+        "reason": "forward mode cannot differentiate a custom_vjp function: it defines only a reverse rule",
+    }
+    assert cube["paths"]["jacrev"]["jacobians"]["x0"] == [[0.75, 0.0], [0.0, 12.0]]
+    # The Hessian's reference falls back to differences of jacrev; d2(x^3)/dx2 = 6x.
+    hessian = cube["paths"]["finite_difference_jacobian"]["hessian"]["x0 d x0"]
+    assert hessian[0][0][0] == pytest.approx(3.0, rel=1e-2) and hessian[1][1][1] == pytest.approx(12.0, rel=1e-2)
+    assert any("jacfwd does not apply" in n["message"] for n in cube["notes"])
+    assert cube["diagnosis"]["id"] == "GA008"
+    assert wrong["status"] == "mismatch" and wrong["diagnosis"]["id"] == "GA007"
+    assert code == 1
+
+
+def test_kinks_are_notes_but_real_disagreements_stay_findings(suite):
+    code, report = audit(
+        suite,
+        """
+        scenarios:
+          - name: abs-at-zero
+            fn: mylib.fns:absolute
+            inputs: [{dtype: float32, value: [0.0, 1.5, -2.0]}]
+          - name: clamp-lo-above-hi
+            fn: mylib.fns:inverted_clamp
+            inputs:
+              - {dtype: float32, value: 1.0}
+              - {dtype: float32, value: -3.0}
+              - {dtype: float32, value: -1.0}
+          - name: non-finite-input
+            fn: mylib.fns:doubled
+            inputs: [{dtype: float32, value: [.nan, 1.0]}]
+        """,
+    )
+    kink, clamp, nonfinite = report["results"]
+    assert kink["status"] == "consistent" and kink["findings"] == []
+    (note,) = kink["notes"]
+    assert note["message"].startswith("kink or jump at d out[0]/d x0[0]: slope -1 from the left, 1 from the right")
+    # lax.clamp with lo > hi returns hi: d/dhi is 1, yet every AD path says 0 at x below hi.
+    assert clamp["status"] == "mismatch"
+    assert clamp["paths"]["finite_difference"]["jacobians"]["x2"] == 1.0
+    assert all(clamp["paths"][p]["jacobians"]["x2"] == 0.0 for p in ("jacfwd", "jacrev", "jit_jacrev", "jit_jacfwd"))
+    assert nonfinite["status"] == "consistent"
+    assert any("non-finite inputs or outputs: 3 of 4 entries" in n["message"] for n in nonfinite["notes"])
+    assert code == 1
+
+
+def test_diagnoses_for_routing_nan_gradients_and_closed_over_refs(suite):
+    code, report = audit(
+        suite,
+        """
+        scenarios:
+          - name: chosen-out-of-range
+            fn: mylib.fns:chosen
+            inputs:
+              - {dtype: int32, value: 3}
+              - {dtype: float32, value: 1.5}
+              - {dtype: float32, value: -2.0}
+          - name: log-at-zero
+            fn: mylib.fns:log_or_zero
+            inputs: [{dtype: float32, value: [0.0, 2.0]}]
+          - name: closed-over-ref
+            fn: mylib.fns:closed_over
+            inputs: [{dtype: float32, value: [1.0, 2.0]}]
+        """,
+        "--rule",
+        "legacy",
+    )
+    routed, nan, ref = report["results"]
+    assert routed["status"] == "mismatch" and routed["diagnosis"]["id"] == "GA002"
+    assert nan["status"] == "mismatch" and nan["diagnosis"]["id"] == "GA006"
+    assert ref["status"] == "error"
+    assert ref["paths"]["jacrev"]["error"]["message"].startswith("performing a set/swap operation with a differentiated value")
+    diagnosis = ref["diagnosis"]
+    assert diagnosis["id"] == "GA003"
+    assert len(diagnosis["fixes"]) == 4
+    assert diagnosis["fixes"][0].startswith("Move the Ref inside the differentiated function's argument list")
+    assert "lax.stop_gradient" in diagnosis["fixes"][2]
+    result = run_cli("run", str(suite / "suite.yaml"), "--rule", "legacy")
+    assert "GA003 a differentiated value is written into an array reference that is not differentiated" in result.stdout
+    assert "fix 4: Use higher-level APIs" in result.stdout
+    assert code == 1
+
+
+def test_explain_prints_an_entry_and_rejects_unknown_ids():
+    listing = run_cli("explain")
+    assert listing.exit_code == 0 and "GA003" in listing.stdout and "GA006" in listing.stdout
+    entry = run_cli("explain", "ga006")
+    assert entry.exit_code == 0
+    assert "a NaN from a branch that was not selected poisons the gradient" in entry.stdout
+    assert "double-where" in entry.stdout
+    unknown = run_cli("explain", "GA99")
+    assert unknown.exit_code == 2 and "no diagnosis 'GA99'" in unknown.stderr
+
+
+BAD_FUNCTIONS = {
+    "missing-module": ("fn: nowhere:f\n    inputs: [{dtype: float32, value: 1.0}]", "3:9", "cannot import module 'nowhere'"),
+    "missing-function": ("fn: mylib.fns:hubr\n    inputs: [{dtype: float32, value: 1.0}]", "3:9", "has no function 'hubr'; did you mean 'huber'?"),
+    "not-module-colon-function": ("fn: huber\n    inputs: [{dtype: float32, value: 1.0}]", "3:9", "fn must be 'module:function'"),
+    "input-without-value": ("fn: mylib.fns:doubled\n    inputs: [{dtype: float32}]", "4:14", "needs either a 'value' or a 'fill'"),
+    "no-float-input": ("fn: mylib.fns:doubled\n    inputs: [{dtype: int32, value: 1}]", "4:13", "no input to differentiate"),
+    "int-out-of-range": ("fn: mylib.fns:doubled\n    inputs: [{dtype: uint8, value: 256}, {dtype: float32, value: 1.0}]", "4:36", "input value 256 is not representable in uint8"),
+    "select-key-in-function": ("fn: mylib.fns:doubled\n    cases: 2\n    inputs: [{dtype: float32, value: 1.0}]", "4:5", "'cases' does not apply to a function scenario"),
+    "bad-bind": ("fn: mylib.fns:doubled\n    bind: sometimes\n    inputs: [{dtype: float32, value: 1.0}]", "4:11", "bind must be one of traced, constant, both"),
+    "normal-int": ("fn: mylib.fns:doubled\n    inputs: [{dtype: int8, fill: normal, shape: [2]}, {dtype: float32, value: 1.0}]", "4:34", "fill 'normal' needs a floating dtype"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FUNCTIONS))
+def test_bad_function_scenarios_are_exit_2_with_location(suite, name):
+    body, where, message = BAD_FUNCTIONS[name]
+    path = write_yaml(suite, "bad.yaml", f"scenarios:\n  - name: f\n    {body}\n")
+    result = run_cli("run", str(path))
+    assert result.exit_code == 2 and result.exception is None, result.stderr
+    assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), result.stderr
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_catalog_loads_every_suite_and_keeps_the_seed_suite_apart():
+    loaded = load_paths([str(ROOT / "scenarios")])
+    assert loaded.errors == []
+    suites = {s.suite for s in loaded.scenarios}
+    assert {"select_n", "select", "where", "switch_cond", "dynamic_slice", "gather", "clamp", "reductions", "refs"} <= suites
+    assert sum(s.suite == "select_n" for s in loaded.scenarios) == 17
+
+
+def test_catalog_audit_has_a_line_per_suite_and_the_seed_counts(tmp_path):
+    out = tmp_path / "catalog.json"
+    result = run_cli("run", str(ROOT / "scenarios"), "--rule", "legacy", "--json", str(out))
+    assert result.exit_code == 1
+    assert "  select_n: 17 scenarios: 6 consistent, 9 mismatch, 2 error" in result.stdout
+    report = json.loads(out.read_text())
+    assert report["suites"]["select_n"] == {"total": 17, "consistent": 6, "mismatch": 9, "error": 2}
+    by_name = {r["name"]: r for r in report["results"]}
+    # Controls stay consistent; kinks are notes; known defects are found and diagnosed.
+    for control in ("where-log-double-where", "switch-in-range", "clamp-at-bounds", "max-with-tie", "take-clip"):
+        assert by_name[control]["status"] == "consistent", control
+    assert by_name["ref-closed-over-written"]["diagnosis"]["id"] == "GA003"
+    assert by_name["where-log-at-zero"]["diagnosis"]["id"] == "GA006"
+    assert by_name["select-n-uint32-max"]["diagnosis"]["id"] == "GA002"
