@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from rich.console import Console
@@ -115,37 +115,68 @@ def _shown_paths(results: Sequence[ScenarioResult]) -> list[str]:
     ]
 
 
-def select_n_table(results: Sequence[ScenarioResult]) -> Table:
+Column = tuple[str, dict]
+"""A column's header and its rich options."""
+
+SELECT_N_COLUMNS: tuple[Column, ...] = (
+    ("scenario", {"overflow": "fold"}),  # no min_width: rich then crops instead of folding
+    ("selector", {"overflow": "fold"}),
+    ("cases", {"justify": "right", "no_wrap": True}),
+    ("shape", {"no_wrap": True}),
+    ("value from", {"overflow": "fold"}),
+)
+FUNCTION_COLUMNS: tuple[Column, ...] = (
+    ("scenario", {"overflow": "fold"}),
+    ("function", {"overflow": "fold"}),
+    ("inputs", {"overflow": "fold"}),
+    ("bind", {"no_wrap": True}),
+)
+
+
+def _table(
+    results: Sequence[ScenarioResult],
+    leading: Sequence[Column],
+    leading_cells: Callable[[ScenarioResult], Sequence[str | Text]],
+    paths: Sequence[str],
+    path_cell: Callable[[ScenarioResult, str], Text],
+) -> Table:
+    """Leading columns describing the scenario, a column per path, order 2, verdict and diagnosis."""
     table = Table(header_style="bold")
-    _scenario_columns(table)
-    paths = _shown_paths(results)
+    for header, options in leading:
+        table.add_column(header, **options)
     for name in paths:
         table.add_column(PATH_LABELS[name].replace(" ", "\n"), overflow="fold")
     second_order = any(r.scenario.order >= 2 for r in results)
     if second_order:
         table.add_column("order 2\n(fd diagonal)", overflow="fold")
     table.add_column("verdict", no_wrap=True)
-    diagnosed = _diagnosis_column(table, results)
+    diagnosed = any(r.diagnosis for r in results)
+    if diagnosed:
+        table.add_column("diagnosis", no_wrap=True)
     for result in results:
         table.add_row(
-            *_scenario_cells(result),
-            *(_path_cell(result, name) for name in paths),
+            *leading_cells(result),
+            *(path_cell(result, name) for name in paths),
             *([_second_order_cell(result)] if second_order else []),
             Text(result.status, style=STATUS_STYLES[result.status]),
-            *([_diagnosis_cell(result)] if diagnosed else []),
+            *([Text(result.diagnosis.id if result.diagnosis else "", style="bold yellow")] if diagnosed else []),
         )
     return table
 
 
-def _diagnosis_column(table: Table, results: Sequence[ScenarioResult]) -> bool:
-    if not any(r.diagnosis for r in results):
-        return False
-    table.add_column("diagnosis", no_wrap=True)
-    return True
+def select_n_table(results: Sequence[ScenarioResult]) -> Table:
+    return _table(results, SELECT_N_COLUMNS, _scenario_cells, _shown_paths(results), _path_cell)
 
 
-def _diagnosis_cell(result: ScenarioResult) -> Text:
-    return Text(result.diagnosis.id if result.diagnosis else "", style="bold yellow")
+def function_table(results: Sequence[ScenarioResult]) -> Table:
+    """User functions: the function, its inputs and binding, and how each path fared."""
+    return _table(results, FUNCTION_COLUMNS, _function_cells, (*AD_PATHS, FINITE_DIFFERENCE), _binding_cell)
+
+
+def _function_cells(result: ScenarioResult) -> tuple[str, ...]:
+    spec = result.scenario.target
+    fixed = any(not s.differentiable for s in spec.inputs)
+    return (result.scenario.name, spec.fn, " ".join(s.describe() for s in spec.inputs), spec.bind if fixed else "")
 
 
 def _blamed(result: ScenarioResult, name: str) -> bool:
@@ -178,48 +209,9 @@ def _binding_cell(result: ScenarioResult, base: str) -> Text:
     return Text(" / ").join(parts) if parts else Text("")
 
 
-def function_table(results: Sequence[ScenarioResult]) -> Table:
-    """User functions: the function, its inputs and binding, and how each path fared."""
-    table = Table(header_style="bold")
-    table.add_column("scenario", overflow="fold")
-    table.add_column("function", overflow="fold")
-    table.add_column("inputs", overflow="fold")
-    table.add_column("bind", no_wrap=True)
-    bases = (*AD_PATHS, FINITE_DIFFERENCE)
-    for name in bases:
-        table.add_column(PATH_LABELS[name].replace(" ", "\n"), overflow="fold")
-    second_order = any(r.scenario.order >= 2 for r in results)
-    if second_order:
-        table.add_column("order 2", overflow="fold")
-    table.add_column("verdict", no_wrap=True)
-    diagnosed = _diagnosis_column(table, results)
-    for result in results:
-        spec = result.scenario.target
-        fixed = any(not s.differentiable for s in spec.inputs)
-        table.add_row(
-            result.scenario.name,
-            spec.fn,
-            " ".join(s.describe() for s in spec.inputs),
-            spec.bind if fixed else "",
-            *(_binding_cell(result, name) for name in bases),
-            *([_second_order_cell(result)] if second_order else []),
-            Text(result.status, style=STATUS_STYLES[result.status]),
-            *([_diagnosis_cell(result)] if diagnosed else []),
-        )
-    return table
-
-
 def _scenario_cells(result: ScenarioResult) -> tuple[str, ...]:
     scenario, spec = result.scenario, result.scenario.target
     return (scenario.name, _selector_cell(result), str(spec.cases), _shape_cell(spec.shape), _value_cell(result))
-
-
-def _scenario_columns(table: Table) -> None:
-    table.add_column("scenario", overflow="fold")  # no min_width: rich then crops instead of folding
-    table.add_column("selector", overflow="fold")
-    table.add_column("cases", justify="right", no_wrap=True)
-    table.add_column("shape", no_wrap=True)
-    table.add_column("value from", overflow="fold")
 
 
 def _headline_findings(result: ScenarioResult, verbose: bool):
@@ -309,7 +301,8 @@ def comparison_table(comparison: RuleComparison) -> Table:
     """A row per scenario; per rule, the reverse-mode result (or exception) and the verdict."""
     rows = comparison.rows()
     table = Table(header_style="bold")
-    _scenario_columns(table)
+    for header, options in SELECT_N_COLUMNS:
+        table.add_column(header, **options)
     for rule in comparison.rules:
         table.add_column(f"jacrev\n{rule}", overflow="fold")
         table.add_column(f"verdict\n{rule}", no_wrap=True)
