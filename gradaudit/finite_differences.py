@@ -14,9 +14,11 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-ESTIMATES = ("central", "left", "right", "left_half", "right_half", "noise", "undefined")
-"""Arrays per (output, argument) block: central difference at step h; one-sided at h and h/2;
-the rounding noise expected in a difference quotient; where inputs or outputs are non-finite."""
+ESTIMATES = ("extrapolated", "central", "central_half", "left", "right", "left_half", "right_half", "noise", "undefined")
+"""Arrays per (output, argument) block: the Richardson extrapolation (4 c(h/2) - c(h)) / 3 of the
+central differences, which cancels their h^2 error; central differences at steps h and h/2;
+one-sided differences at h and h/2; the rounding noise expected in a difference quotient; and
+where inputs or outputs are non-finite."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,10 @@ def differences(forward: Callable[..., Sequence[object]], args: Sequence[np.ndar
                 column = {name: columns[name][k] for name in ESTIMATES}
                 with np.errstate(all="ignore"):
                     column["central"][:, element] = _quotient(at["plus"] - at["minus"], move["plus"] - move["minus"])
+                    column["central_half"][:, element] = _quotient(
+                        at["plus_half"] - at["minus_half"], move["plus_half"] - move["minus_half"]
+                    )
+                    column["extrapolated"][:, element] = (4 * column["central_half"][:, element] - column["central"][:, element]) / 3
                     column["right"][:, element] = _quotient(at["plus"] - f0, move["plus"])
                     column["left"][:, element] = _quotient(f0 - at["minus"], -move["minus"])
                     column["right_half"][:, element] = _quotient(at["plus_half"] - f0, move["plus_half"])

@@ -156,8 +156,9 @@ def _undefined(reference: PathResult) -> Masks:
 def _kinks(reference: PathResult, tolerances: Tolerances) -> Masks:
     """Entries where the one-sided slopes differ and do not close up as the step halves: a kink or a jump."""
     masks = []
-    for central, left, right, left_half, right_half, noise in zip(
-        *(_estimate(reference, name) for name in ("central", "left", "right", "left_half", "right_half", "noise")), strict=True
+    names = ("central", "central_half", "left", "right", "left_half", "right_half", "noise")
+    for central, central_half, left, right, left_half, right_half, noise in zip(
+        *(_estimate(reference, name) for name in names), strict=True
     ):
         with np.errstate(invalid="ignore"):
             gap = np.abs(right - left)
@@ -165,7 +166,7 @@ def _kinks(reference: PathResult, tolerances: Tolerances) -> Masks:
             slack = tolerances.fd_atol + tolerances.fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
             kink = (gap_half > slack) & (gap_half > 0.75 * gap)
             # A pole or a jump that both sides share still shows: the central estimate moves as the step halves.
-            moving = np.abs((left_half + right_half) / 2 - central) > slack
+            moving = np.abs(central_half - central) > slack
             masks.append(np.nan_to_num(kink | moving).astype(bool))
     return tuple(masks)
 

@@ -226,7 +226,7 @@ def run_path(name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str,
                 return PathResult(name=name, arrays=None, not_applicable=reason)
         return PathResult(name=name, arrays=None, error=error)
     if isinstance(computed, dict):
-        return PathResult(name=name, arrays=computed["central"], estimates=computed)
+        return PathResult(name=name, arrays=computed["extrapolated"], estimates=computed)
     return PathResult(name=name, arrays=computed)
 
 

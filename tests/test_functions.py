@@ -302,3 +302,64 @@ def test_catalog_audit_has_a_line_per_suite_and_the_seed_counts(tmp_path):
     assert by_name["ref-closed-over-written"]["diagnosis"]["id"] == "GA003"
     assert by_name["where-log-at-zero"]["diagnosis"]["id"] == "GA006"
     assert by_name["select-n-uint32-max"]["diagnosis"]["id"] == "GA002"
+
+
+SMOOTH = '''
+import jax
+import jax.numpy as jnp
+
+
+def ratio(x, y):
+    return x / y
+
+
+def network(w, x):
+    return jnp.tanh(x @ w).sum(axis=0)
+
+
+def scaled_sum(x):
+    return 1000.0 * jnp.sum(x**2)
+
+
+def loop(x):
+    return jax.lax.fori_loop(0, 5, lambda i, v: v * 1.1 + jnp.sin(v), x)
+
+
+@jax.custom_jvp
+def wrong_square(x):
+    return x**2
+
+
+wrong_square.defjvp(lambda primals, tangents: (primals[0] ** 2, 3.0 * primals[0] * tangents[0]))
+'''
+
+
+def test_smooth_functions_with_strong_curvature_or_large_values_are_consistent(tmp_path):
+    (tmp_path / "smooth.py").write_text(SMOOTH)
+    code, report = audit(
+        tmp_path,
+        """
+        scenarios:
+          - {name: ratio-near-pole, fn: "smooth:ratio", inputs: [{dtype: float32, value: [1.0, 3.0]}, {dtype: float32, value: [0.1, -7.0]}]}
+          - {name: network, fn: "smooth:network", inputs: [{dtype: float32, fill: normal, shape: [4, 3], seed: 2}, {dtype: float32, fill: normal, shape: [5, 4], seed: 3}]}
+          - {name: large-values, fn: "smooth:scaled_sum", inputs: [{dtype: float32, fill: arange, shape: [300]}]}
+          - {name: half-precision, fn: "smooth:loop", inputs: [{dtype: float16, value: [0.5, 1.0]}]}
+          - {name: loop-order-2, fn: "smooth:loop", order: 2, inputs: [{dtype: float64, value: [0.5, 1.0]}]}
+          - {name: wrong-custom-jvp, fn: "smooth:wrong_square", inputs: [{dtype: float32, value: [1.5, -2.0]}]}
+        """,
+    )
+    statuses = {r["name"]: r["status"] for r in report["results"]}
+    assert statuses == {
+        "ratio-near-pole": "consistent",
+        "network": "consistent",
+        "large-values": "consistent",
+        "half-precision": "consistent",
+        "loop-order-2": "consistent",
+        # Every AD path follows the wrong rule (3x instead of 2x); only finite differences tell.
+        "wrong-custom-jvp": "mismatch",
+    }
+    wrong = report["results"][-1]
+    (finding,) = [f for f in wrong["findings"] if f["kind"] == "disagreement"]
+    assert finding["values"]["finite_difference"] == pytest.approx(3.0, rel=1e-3)
+    assert finding["values"]["jacrev"] == pytest.approx(4.5)
+    assert code == 1
