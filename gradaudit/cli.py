@@ -1,7 +1,7 @@
 """Command line: the only place that knows about argv, exit codes and files.
 
-Exit codes follow ruff, mypy and pytest: 0 all consistent, 1 findings, 2 bad input or usage,
-3 internal error.
+Exit codes follow ruff, mypy and pytest: 0 every scenario passes (consistent, or as expected, or
+known to the baseline), 1 findings, 2 bad input, usage or configuration, 3 internal error.
 """
 
 from __future__ import annotations
@@ -26,6 +26,15 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
+
+
+class InputProblem(click.ClickException):
+    """Bad input found outside the scenario files (configuration, baseline, reports to merge): exit 2."""
+
+    exit_code = EXIT_INPUT
+
+    def show(self, file=None) -> None:
+        click.echo(self.format_message(), err=True)
 
 
 class InternalError(click.ClickException):
@@ -70,21 +79,70 @@ def check_writable(option: str, target: str | None) -> None:
         raise click.BadParameter(f"folder '{parent}' is not writable", param_hint=option)
 
 
-def _console(stream, color: bool | None) -> Console:
-    """A rich console; colour follows rich (NO_COLOR, TERM=dumb, TTY) unless --color/--no-color says.
+def _console(stream, color: str) -> Console:
+    """A rich console; `auto` colour follows rich (NO_COLOR, TERM=dumb, TTY), `always`/`never` force it.
 
     Off a terminal (CI logs, pipes) the width is COLUMNS or 160, so tables are not squeezed to 80.
     """
     width = None if stream.isatty() else int(os.environ.get("COLUMNS", "160") or 160)
-    if color is None:
+    if color == "auto":
         return Console(file=stream, highlight=False, width=width)
-    return Console(file=stream, force_terminal=color, no_color=not color, highlight=False, width=width)
+    return Console(file=stream, force_terminal=color == "always", no_color=color == "never", highlight=False, width=width)
+
+
+def _from_config_folder(path: str, folder: Path) -> str:
+    """A path written in pyproject.toml, relative to its folder, as a path from the working directory."""
+    if path == "-" or Path(path).is_absolute():
+        return path
+    return os.path.relpath(folder / path)
+
+
+def config_defaults(table: dict, source: Path | None) -> dict:
+    """`[tool.gradaudit]` as click's default_map: per command, its options' defaults."""
+    if source is None:
+        return {}
+    folder = source.parent
+    shared: dict = {}
+    if "paths" in table:
+        shared["paths"] = tuple(_from_config_folder(p, folder) for p in table["paths"])
+    if "rule" in table:
+        shared["rule"] = table["rule"]
+    if "tolerance" in table:
+        shared.update({k: v for k, v in table["tolerance"].items()})
+    if "timeout" in table:
+        shared["timeout"] = float(table["timeout"])
+    outputs: dict = {}
+    for key, param in (("json", "json_path"), ("junit", "junit_path"), ("baseline", "baseline")):
+        if key in table:
+            outputs[param] = _from_config_folder(table[key], folder)
+    for key in ("format", "color", "exit_zero"):
+        if key in table:
+            outputs[key] = tuple(table[key]) if key == "format" else table[key]
+    return {
+        "run": {**shared, **outputs},
+        "baseline": {k: v for k, v in shared.items()},
+        "compare": {k: v for k, v in outputs.items() if k != "baseline"},
+        "list": {k: v for k, v in shared.items() if k == "paths"},
+        "merge": {k: v for k, v in outputs.items() if k in ("color", "exit_zero")},
+    }
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gradaudit", prog_name="gradaudit")
-def main() -> None:
-    """Audit JAX automatic differentiation for gradient consistency."""
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Audit JAX automatic differentiation for gradient consistency.
+
+    Options default to [tool.gradaudit] in the nearest pyproject.toml; flags override it.
+    """
+    from gradaudit.config import ConfigError, load_config
+
+    try:
+        table, source = load_config(Path.cwd())
+    except ConfigError as exc:
+        raise InputProblem(str(exc)) from None
+    ctx.default_map = config_defaults(table, source)
+    ctx.obj = {"paths": ctx.default_map.get("run", {}).get("paths", ())}
 
 
 def guarded(command: Callable[..., int]) -> Callable[..., None]:
@@ -107,52 +165,105 @@ def guarded(command: Callable[..., int]) -> Callable[..., None]:
     return wrapper
 
 
-def output_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Options every auditing command shares."""
-    for option in reversed(
-        [
-            click.option("--json", "json_path", metavar="PATH", help="Write the JSON report to PATH ('-' for stdout)."),
-            click.option("-v", "--verbose", is_flag=True, help="Show every scenario in the table and every finding."),
-            click.option("--color/--no-color", default=None, help="Force colour on or off (default: automatic)."),
-            click.option("--debug", is_flag=True, help="Show the traceback of an internal error."),
-        ]
-    ):
-        command = option(command)
-    return command
+def _options(*options) -> Callable:
+    def apply(command: Callable) -> Callable:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
+paths_argument = click.argument("paths", nargs=-1, type=click.Path())
+rule_option = click.option(
+    "--rule",
+    type=click.Choice(RULES),
+    default=INSTALLED,
+    show_default=True,
+    help="select_n transpose rule to audit: JAX's installed one, the legacy (pre-#40814) one or the fixed one.",
+)
+selection_options = _options(
+    click.option("-k", "keyword", metavar="EXPR", help="Only scenarios whose name matches EXPR (substrings with and/or/not)."),
+    click.option("--shard", metavar="K/N", help="Only shard K of N: a stable split by scenario name, for CI matrix jobs."),
+)
+audit_options = _options(
+    click.option("--rtol", type=click.FloatRange(min=0), help="Default relative tolerance against finite differences."),
+    click.option("--atol", type=click.FloatRange(min=0), help="Default absolute tolerance against finite differences."),
+    click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds a scenario may take before it is an error."),
+)
+color_option = click.option(
+    "--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True, help="Colour in the terminal."
+)
+debug_option = click.option("--debug", is_flag=True, help="Show the traceback of an internal error.")
+exit_zero_option = click.option("--exit-zero", is_flag=True, help="Exit 0 even when scenarios fail (bad input still exits 2).")
+output_options = _options(
+    click.option("--json", "json_path", metavar="PATH", help="Write the JSON report to PATH ('-' for stdout)."),
+    click.option("--junit", "junit_path", metavar="PATH", help="Write a JUnit XML report to PATH ('-' for stdout)."),
+    click.option(
+        "--format",
+        "format",
+        type=click.Choice(["rich", "github"]),
+        multiple=True,
+        help="Terminal output: rich (the table) and/or github (Actions annotations). "
+        "Default: rich, plus github when GITHUB_ACTIONS=true.",
+    ),
+    click.option("-v", "--verbose", is_flag=True, help="Show every scenario, finding and note."),
+    click.option("-q", "--quiet", is_flag=True, help="Show only the summary."),
+    color_option,
+    exit_zero_option,
+    debug_option,
+)
 
 
 class Session:
-    """What one command invocation shares: consoles, the report target, the clock."""
+    """What one command invocation shares: consoles, report targets, the clock."""
 
-    def __init__(self, json_path: str | None, color: bool | None):
+    def __init__(self, color: str = "auto", json_path: str | None = None, junit_path: str | None = None, formats=()):
         check_writable("--json", json_path)
-        self.json_path = json_path
-        # With the JSON report on stdout, the human report moves to stderr so the JSON stays parseable.
-        self.out = _console(sys.stderr if json_path == "-" else sys.stdout, color)
+        check_writable("--junit", junit_path)
+        if json_path == "-" and junit_path == "-":
+            raise click.BadParameter("only one report can go to stdout", param_hint="--junit")
+        self.json_path, self.junit_path = json_path, junit_path
+        self.formats = set(formats) or ({"rich", "github"} if os.environ.get("GITHUB_ACTIONS") == "true" else {"rich"})
+        # With a report or annotations on stdout alone, the human report moves to stderr so stdout stays parseable.
+        to_stderr = "-" in (json_path, junit_path) or "rich" not in self.formats
+        self.out = _console(sys.stderr if to_stderr else sys.stdout, color)
         self.err = _console(sys.stderr, color)
         self.started = time.perf_counter()
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
-    def load(self, paths: Sequence[str]):
-        """Scenarios from `paths`, or None after reporting every input error (and writing them to --json)."""
-        from gradaudit.report import ReportFormat, formatter_for
+    def load(self, paths: Sequence[str], keyword: str | None = None, shard: str | None = None):
+        """Scenarios from `paths` (after -k and --shard), or None after reporting every input error."""
+        from gradaudit.loading import load_paths
         from gradaudit.report.terminal import print_input_errors
         from gradaudit.results import AuditReport
         from gradaudit.runner import environment
-        from gradaudit.loading import load_paths
+        from gradaudit.selection import parse_shard, select
 
+        if not paths:
+            raise click.UsageError("give PATH... (scenario files or folders), or set paths in [tool.gradaudit]")
+        try:
+            shard_range = parse_shard(shard) if shard else None
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--shard") from None
         loaded = load_paths(paths)
-        if not loaded.errors:
-            return loaded
-        print_input_errors(self.err, loaded.errors)
-        if self.json_path:
+        if loaded.errors:
+            print_input_errors(self.err, loaded.errors)
             report = AuditReport(environment=environment(INSTALLED), errors=tuple(loaded.errors), files=tuple(loaded.files))
-            write_atomic(self.json_path, formatter_for(ReportFormat.JSON).render(report))
-        return None
+            self.write_files(report)
+            return None
+        try:
+            chosen = select(loaded.scenarios, keyword, shard_range)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="-k") from None
+        if keyword and not chosen and not shard_range:
+            raise click.BadParameter(f"no scenario name matches {keyword!r}", param_hint="-k")
+        loaded.scenarios = chosen
+        return loaded
 
-    def audit(self, loaded, rule: str, description: str):
+    def audit(self, loaded, rule: str, rtol=None, atol=None, timeout=None):
         """Audit the loaded scenarios under `rule`, with a progress bar on a terminal's stderr."""
         from gradaudit.runner import run_audit
 
@@ -165,40 +276,138 @@ class Session:
             transient=True,
             disable=not self.err.is_terminal,
         ) as progress:
-            task = progress.add_task(description, total=len(loaded.scenarios))
+            task = progress.add_task(f"auditing ({rule} rule)", total=len(loaded.scenarios))
             return run_audit(
-                loaded.scenarios, rule=rule, on_result=lambda result: progress.advance(task), files=tuple(loaded.files)
+                loaded.scenarios,
+                rule=rule,
+                on_result=lambda result: progress.advance(task),
+                files=tuple(loaded.files),
+                tolerance=(rtol, atol),
+                timeout=timeout,
             )
+
+    def write_files(self, report=None, comparison=None) -> None:
+        from gradaudit.report import ReportFormat, formatter_for
+
+        for target, fmt in ((self.json_path, ReportFormat.JSON), (self.junit_path, ReportFormat.JUNIT)):
+            if target:
+                renderer = formatter_for(fmt)
+                write_atomic(target, renderer.render(report) if comparison is None else renderer.render_comparison(comparison))
+
+    def annotate(self, report=None, comparison=None) -> None:
+        from gradaudit.report import ReportFormat, formatter_for
+
+        if "github" in self.formats:
+            renderer = formatter_for(ReportFormat.GITHUB)
+            sys.stdout.write(renderer.render(report) if comparison is None else renderer.render_comparison(comparison))
+            sys.stdout.flush()
+
+
+def _exit_code(passed: bool, exit_zero: bool) -> int:
+    return EXIT_OK if passed or exit_zero else EXIT_FINDINGS
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option(
-    "--rule",
-    type=click.Choice(RULES),
-    default=INSTALLED,
-    show_default=True,
-    help="select_n transpose rule to audit: JAX's installed one, the legacy (pre-#40814) one or the fixed one.",
-)
+@paths_argument
+@rule_option
+@selection_options
+@click.option("--baseline", metavar="REPORT", help="A previous JSON report: its findings are known and do not fail the run.")
+@audit_options
 @output_options
 @guarded
-def run(paths: tuple[str, ...], rule: str, json_path: str | None, verbose: bool, color: bool | None) -> int:
+def run(paths, rule, keyword, shard, baseline, rtol, atol, timeout, json_path, junit_path, format, verbose, quiet, color, exit_zero) -> int:
     """Audit every scenario in PATHS (YAML files, or folders searched for *.yaml and *.yml).
 
-    Exit 0 when every scenario is consistent, 1 when any has a finding, 2 for bad input.
+    Exit 0 when every scenario passes, 1 when any fails, 2 for bad input.
     """
-    from gradaudit.report import ReportFormat, formatter_for
+    from gradaudit.gate import BaselineError, apply_gate, load_baseline
     from gradaudit.report.terminal import print_report
 
-    session = Session(json_path, color)
-    loaded = session.load(paths)
+    session = Session(color, json_path, junit_path, format)
+    try:
+        known = load_baseline(baseline) if baseline else None
+    except BaselineError as exc:
+        raise InputProblem(str(exc)) from None
+    loaded = session.load(paths, keyword, shard)
     if loaded is None:
         return EXIT_INPUT
-    report = session.audit(loaded, rule, f"auditing ({rule} rule)")
-    print_report(session.out, report, verbose, session.elapsed())
-    if json_path:
-        write_atomic(json_path, formatter_for(ReportFormat.JSON).render(report))
-    return EXIT_OK if report.summary["consistent"] == report.summary["total"] else EXIT_FINDINGS
+    report = apply_gate(session.audit(loaded, rule, rtol, atol, timeout), known)
+    if "rich" in session.formats:
+        print_report(session.out, report, verbose=verbose, quiet=quiet, seconds=session.elapsed())
+    session.annotate(report)
+    session.write_files(report)
+    return _exit_code(report.passed, exit_zero)
+
+
+@main.command("baseline")
+@paths_argument
+@rule_option
+@selection_options
+@audit_options
+@click.option("-o", "--output", required=True, metavar="FILE", help="Where to write the baseline report ('-' for stdout).")
+@color_option
+@debug_option
+@guarded
+def baseline_command(paths, rule, keyword, shard, rtol, atol, timeout, output, color) -> int:
+    """Write a baseline: the JSON report of PATHS, whose findings later runs accept with --baseline.
+
+    Exit 0 when written (findings included), 2 for bad input.
+    """
+    from gradaudit.report.terminal import summary_line
+
+    session = Session(color, json_path=output, formats=("rich",))
+    loaded = session.load(paths, keyword, shard)
+    if loaded is None:
+        return EXIT_INPUT
+    report = session.audit(loaded, rule, rtol, atol, timeout)
+    session.write_files(report)
+    session.err.print(summary_line(report, session.elapsed(), prefix=f"baseline {output}: "), highlight=False)
+    return EXIT_OK
+
+
+@main.command("list")
+@paths_argument
+@selection_options
+@color_option
+@debug_option
+@guarded
+def list_command(paths, keyword, shard, color) -> int:
+    """List the scenarios in PATHS: source, name, suite and parameters, after -k and --shard."""
+    from gradaudit.report.terminal import print_listing
+
+    session = Session(color)
+    loaded = session.load(paths, keyword, shard)
+    if loaded is None:
+        return EXIT_INPUT
+    print_listing(session.out, loaded.scenarios)
+    return EXIT_OK
+
+
+@main.command()
+@click.argument("reports", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", required=True, metavar="FILE", help="Where to write the merged report ('-' for stdout).")
+@color_option
+@exit_zero_option
+@debug_option
+@guarded
+def merge(reports, output, color, exit_zero) -> int:
+    """Merge JSON reports (shards of one run) into one, whose counts equal a single full run's.
+
+    Exit 0 when every merged scenario passed, 1 when any failed, 2 for unusable reports.
+    """
+    import json
+
+    from gradaudit.merge import MergeError, merge_reports
+    from gradaudit.report.terminal import counts_line
+
+    session = Session(color, json_path=output)
+    try:
+        merged = merge_reports(list(reports))
+    except MergeError as exc:
+        raise InputProblem(str(exc)) from None
+    write_atomic(output, json.dumps(merged, indent=2, allow_nan=False) + "\n")
+    session.err.print(counts_line(merged["summary"], prefix=f"merged {len(reports)} reports: "), highlight=False)
+    return _exit_code(merged["gate"]["failed"] == 0, exit_zero)
 
 
 def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -228,48 +437,46 @@ def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:
         raise click.BadParameter(f"unknown rule '{unknown[0]}'{hint} (allowed: {', '.join(RULES)})", param_hint="--rules")
     if len(rules) < 2 or len(set(rules)) != len(rules):
         raise click.BadParameter(f"give two or more different rules from {', '.join(RULES)}, e.g. --rules legacy fixed", param_hint="--rules")
-    if not paths:
-        raise click.UsageError("give at least one scenario file or folder")
     return paths, rules
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("args", nargs=-1, required=True, metavar="PATH... --rules RULE RULE...")
+@selection_options
 @output_options
+@click.pass_context
 @guarded
-def compare(args: tuple[str, ...], json_path: str | None, verbose: bool, color: bool | None) -> int:
+def compare(ctx, args, keyword, shard, json_path, junit_path, format, verbose, quiet, color, exit_zero) -> int:
     """Audit PATHs under each of two or more select_n transpose rules and show what changed.
 
-    RULE is installed, legacy or fixed. Exit 0 when the last rule is consistent everywhere, else 1.
+    RULE is installed, legacy or fixed. Exit 0 when the last rule passes everywhere, else 1.
     """
-    from gradaudit.report import ReportFormat, formatter_for
-    from gradaudit.report.terminal import print_comparison
+    from gradaudit.gate import apply_gate
+    from gradaudit.report.terminal import print_comparison, print_report
     from gradaudit.results import RuleComparison
 
     paths, rules = split_rules(args)
-    session = Session(json_path, color)
-    loaded = session.load(paths)
+    session = Session(color, json_path, junit_path, format)
+    loaded = session.load(paths or ctx.obj["paths"], keyword, shard)
     if loaded is None:
         return EXIT_INPUT
-    reports = tuple(session.audit(loaded, rule, f"auditing ({rule} rule)") for rule in rules)
+    reports = tuple(apply_gate(session.audit(loaded, rule), None) for rule in rules)
     comparison = RuleComparison(rules=tuple(rules), reports=reports)
-    print_comparison(session.out, comparison, session.elapsed())
-    if verbose:
-        from gradaudit.report.terminal import print_report
-
-        for rule, report in zip(rules, reports, strict=True):
-            session.out.rule(f"{rule} rule")
-            print_report(session.out, report, verbose=True)
-    if json_path:
-        write_atomic(json_path, formatter_for(ReportFormat.JSON).render_comparison(comparison))
-    last = reports[-1].summary
-    return EXIT_OK if last["consistent"] == last["total"] else EXIT_FINDINGS
+    if "rich" in session.formats:
+        print_comparison(session.out, comparison, session.elapsed(), quiet=quiet)
+        if verbose:
+            for rule, report in zip(rules, reports, strict=True):
+                session.out.rule(f"{rule} rule")
+                print_report(session.out, report, verbose=True)
+    session.annotate(comparison=comparison)
+    session.write_files(comparison=comparison)
+    return _exit_code(reports[-1].passed, exit_zero)
 
 
 @main.command()
 @click.argument("diagnosis_id", required=False, metavar="ID")
-@click.option("--color/--no-color", default=None, help="Force colour on or off (default: automatic).")
-def explain(diagnosis_id: str | None, color: bool | None) -> None:
+@color_option
+def explain(diagnosis_id: str | None, color: str) -> None:
     """Explain diagnosis ID (e.g. GA002): what it means and how to fix it. Without ID, list them all."""
     from gradaudit.diagnoses import BY_ID, CATALOG
     from gradaudit.report.terminal import print_diagnosis

@@ -60,9 +60,18 @@ class Finding:
     """The first affected entry, as `d out[i]/d case k[j]`, or output element for routing."""
     values: dict[str, float] = field(default_factory=dict)
     """What each path gave at that entry."""
+    error_type: str | None = None
+    """For `raised`: the exception's type."""
+
+    @property
+    def fingerprint(self) -> str:
+        """What disagreed, independent of line numbers and counts: how a baseline recognises a finding."""
+        key = f"{self.kind}:{'+'.join(sorted(self.paths))}"
+        return f"{key}:{self.error_type}" if self.error_type else key
 
     def to_dict(self) -> dict:
         return {
+            "fingerprint": self.fingerprint,
             "kind": self.kind,
             "paths": list(self.paths),
             "message": self.message,
@@ -399,8 +408,11 @@ def judge(
             message=f"evaluating the function raised {value.error}; no derivative can be checked",
         )
         return Verdict(status=ERROR, findings=(finding,), provenance=None)
-    raised = _grouped((name, str(result.error)) for name, result in results.items() if result.error is not None)
-    raising = [Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error}") for error, paths in raised.items()]
+    raised = _grouped((name, result.error) for name, result in results.items() if result.error is not None)
+    raising = [
+        Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error}", error_type=error.type)
+        for error, paths in raised.items()
+    ]
     findings: list[Finding] = []
     notes = [
         Finding(kind=NOTE, paths=(name,), message=f"{label(name)} does not apply: {result.not_applicable}")

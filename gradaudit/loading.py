@@ -18,6 +18,8 @@ import yaml
 from gradaudit import dtypes
 from gradaudit.scenario import (
     BINDS,
+    EXPECTED_STATUSES,
+    Expectation,
     FILLS,
     ORDERS,
     OUTPUTS,
@@ -53,7 +55,7 @@ class LoadResult:
 
 
 TOP_LEVEL_KEYS = ("defaults", "scenarios")
-COMMON_KEYS = ("name", "seed", "tolerance", "eps", "order")
+COMMON_KEYS = ("name", "seed", "tolerance", "eps", "order", "expect")
 SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "values", "output")
 FUNCTION_KEYS = ("fn", "inputs", "bind")
 SCENARIO_KEYS = COMMON_KEYS + SELECT_N_KEYS + FUNCTION_KEYS
@@ -63,6 +65,7 @@ DEFAULT_KEYS = tuple(k for k in SCENARIO_KEYS if k != "name")
 SELECTOR_KEYS = ("dtype", "value")
 TOLERANCE_KEYS = ("rtol", "atol")
 INPUT_KEYS = ("dtype", "value", "shape", "fill", "seed")
+EXPECT_KEYS = ("status", "exception")
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -238,6 +241,7 @@ class _ScenarioFile:
         tolerance = get("tolerance", self.tolerance)
         eps = get("eps", lambda n: check.number(n, "eps", positive=True))
         order = get("order", self.order)
+        expect = get("expect", self.expectation)
         if kind == "select_n":
             cases = get("cases", lambda n: check.integer(n, "cases", minimum=1))
             shape = get("shape", self.shape)
@@ -267,7 +271,26 @@ class _ScenarioFile:
             eps=eps,
             order=1 if order is None else order,
             suite=self.suite,
+            expect=expect,
         )
+
+    def expectation(self, node: yaml.Node) -> Expectation:
+        """`expect: mismatch`, or `expect: {status: error, exception: IndexError}`."""
+        check = self.check
+        if isinstance(node, yaml.MappingNode):
+            items = check.mapping(node, "expect", EXPECT_KEYS)
+            if "status" not in items:
+                raise check.fail(node, f"expect needs a 'status' ({_allowed(EXPECTED_STATUSES)})")
+            status = check.choice(items["status"][1], "expect status", EXPECTED_STATUSES)
+            exception = None
+            if "exception" in items:
+                exception = scalar_value(self.file, items["exception"][1])
+                if not isinstance(exception, str) or not exception.isidentifier():
+                    raise check.fail(items["exception"][1], f"exception must be an exception type name such as IndexError, got {kind_name(items['exception'][1])}")
+                if status != "error":
+                    raise check.fail(items["exception"][1], f"an exception can only be expected with status 'error', not '{status}'")
+            return Expectation(status=status, exception=exception)
+        return Expectation(status=check.choice(node, "expect", EXPECTED_STATUSES))
 
     def function(self, node: yaml.Node) -> str:
         spec = scalar_value(self.file, node)

@@ -8,13 +8,28 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gradaudit.diagnoses import Diagnosis
-from gradaudit.judge import STATUSES, Finding, Provenance
+from gradaudit.judge import CONSISTENT, STATUSES, Finding, Provenance
 from gradaudit.paths import PathResult
 from gradaudit.scenario import Scenario
 from gradaudit.yaml_nodes import InputError
 
 REPORT_SCHEMA = "gradaudit.report/1"
 COMPARE_SCHEMA = "gradaudit.compare/1"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Whether a scenario passes the gate (see gate.py), and why."""
+
+    passed: bool
+    reason: str
+    new: tuple[str, ...] = ()
+    """Fingerprints of findings that fail the run."""
+    known: tuple[str, ...] = ()
+    """Fingerprints of findings a baseline or an expectation accepts."""
+
+    def to_dict(self) -> dict:
+        return {"passed": self.passed, "reason": self.reason, "new": list(self.new), "known": list(self.known)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,6 +48,12 @@ class ScenarioResult:
     notes: tuple[Finding, ...] = ()
     """What the audit saw but did not count against the scenario: kinks, paths that do not apply."""
     diagnosis: Diagnosis | None = None
+    outcome: Outcome | None = None
+    """Set by the gate; None means: passes when consistent."""
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome.passed if self.outcome is not None else self.status == CONSISTENT
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,6 +64,25 @@ class AuditReport:
     results: tuple[ScenarioResult, ...] = ()
     errors: tuple[InputError, ...] = ()
     files: tuple[str, ...] = field(default_factory=tuple)
+    resolved: tuple[tuple[str, str], ...] = ()
+    """(scenario, fingerprint) of baseline findings this run no longer sees."""
+    baseline: str | None = None
+    """The baseline report the gate used, if any."""
+
+    @property
+    def passed(self) -> bool:
+        """Whether the run passes: every scenario passes its gate."""
+        return all(result.passed for result in self.results)
+
+    def gate_summary(self) -> dict[str, int]:
+        """Scenarios passing and failing the gate, and findings new, known and resolved."""
+        return {
+            "passed": sum(r.passed for r in self.results),
+            "failed": sum(not r.passed for r in self.results),
+            "new": sum(len(r.outcome.new) for r in self.results if r.outcome),
+            "known": sum(len(r.outcome.known) for r in self.results if r.outcome),
+            "resolved": len(self.resolved),
+        }
 
     @property
     def summary(self) -> dict[str, int]:

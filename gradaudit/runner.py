@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import platform
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -11,8 +13,8 @@ import jax
 
 from gradaudit import dtypes
 from gradaudit.diagnoses import Evidence, diagnose
-from gradaudit.judge import Tolerances, judge
-from gradaudit.paths import run_paths
+from gradaudit.judge import ERROR, RAISED, Finding, Tolerances, judge
+from gradaudit.paths import VALUE, run_paths
 from gradaudit.results import AuditReport, ScenarioResult
 from gradaudit.rules import INSTALLED, select_n_rule
 from gradaudit.scenario import Scenario
@@ -50,23 +52,68 @@ def environment(rule: str) -> dict:
     }
 
 
-def tolerances_for(scenario: Scenario) -> Tolerances:
+def tolerances_for(scenario: Scenario, default: tuple[float | None, float | None] = (None, None)) -> Tolerances:
+    """The scenario's own tolerance, else the run's default (--rtol/--atol), else its dtype's."""
     fd_rtol, fd_atol = dtypes.default_tolerance(scenario.precision_dtype)
+    fd_rtol = fd_rtol if default[0] is None else default[0]
+    fd_atol = fd_atol if default[1] is None else default[1]
     if scenario.tolerance is not None:
         fd_rtol, fd_atol = scenario.tolerance.rtol, scenario.tolerance.atol
     ad_rtol, ad_atol = dtypes.ad_tolerance(scenario.precision_dtype)
     return Tolerances(fd_rtol=fd_rtol, fd_atol=fd_atol, ad_rtol=ad_rtol, ad_atol=ad_atol)
 
 
-def audit_scenario(scenario: Scenario) -> ScenarioResult:
-    """Every path of one scenario, judged."""
+class ScenarioTimeout(BaseException):
+    """Raised by the alarm when a scenario runs past --timeout; a BaseException so paths do not catch it."""
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt the body after `seconds` (main thread, POSIX). Code inside XLA is interrupted when it returns."""
+    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise ScenarioTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _timed_out(scenario: Scenario, seconds: float, elapsed: float) -> ScenarioResult:
+    finding = Finding(kind=RAISED, paths=(VALUE,), message=f"timed out after {seconds:g} s", error_type="TimeoutError")
+    return ScenarioResult(
+        scenario=scenario,
+        arg_names=(),
+        inputs=(),
+        status=ERROR,
+        paths={},
+        findings=(finding,),
+        provenance=None,
+        seconds=elapsed,
+    )
+
+
+def audit_scenario(
+    scenario: Scenario, tolerance: tuple[float | None, float | None] = (None, None), timeout: float | None = None
+) -> ScenarioResult:
+    """Every path of one scenario, judged; an error result if it runs past `timeout` seconds."""
     start = time.perf_counter()
-    with x64_for(scenario):
-        targets = build_targets(scenario)
-        results = run_paths(targets, scenario.eps, scenario.order)
+    try:
+        with time_limit(timeout), x64_for(scenario):
+            targets = build_targets(scenario)
+            results = run_paths(targets, scenario.eps, scenario.order)
+    except ScenarioTimeout:
+        return _timed_out(scenario, timeout, time.perf_counter() - start)
     target = targets[0]
     bindings = tuple(t.binding for t in targets)
-    verdict = judge(results, target.arg_names, tolerances_for(scenario), bindings)
+    verdict = judge(results, target.arg_names, tolerances_for(scenario, tolerance), bindings)
     diagnosis = diagnose(Evidence(paths=results, findings=verdict.findings, notes=verdict.notes))
     return ScenarioResult(
         scenario=scenario,
@@ -87,6 +134,8 @@ def run_audit(
     rule: str = INSTALLED,
     on_result: Callable[[ScenarioResult], None] | None = None,
     files: tuple[str, ...] = (),
+    tolerance: tuple[float | None, float | None] = (None, None),
+    timeout: float | None = None,
 ) -> AuditReport:
     """Audit every scenario in order; `on_result` hears of each as it finishes.
 
@@ -95,7 +144,7 @@ def run_audit(
     with select_n_rule(rule):
         results = []
         for scenario in scenarios:
-            result = audit_scenario(scenario)
+            result = audit_scenario(scenario, tolerance, timeout)
             results.append(result)
             if on_result is not None:
                 on_result(result)

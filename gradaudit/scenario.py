@@ -24,6 +24,7 @@ FILLS = ("arange", "zeros", "ones", "normal")
 BINDS = ("traced", "constant", "both")
 """How a function's fixed (integer or boolean) inputs reach it: as traced arguments, captured constants, or both."""
 ORDERS = (1, 2)
+EXPECTED_STATUSES = ("consistent", "mismatch", "error")
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,19 @@ class Tolerance:
 
     rtol: float
     atol: float
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """The outcome a scenario is known to have (pytest's strict xfail): meeting it passes, anything else fails."""
+
+    status: str
+    """consistent, mismatch or error."""
+    exception: str | None = None
+    """For `error`: the exception type some path must raise (e.g. IndexError)."""
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "exception": self.exception}
 
 
 @dataclass(frozen=True)
@@ -162,6 +176,7 @@ class Scenario:
     """Highest derivative order checked: 2 adds the Hessian paths."""
     suite: str = ""
     """The catalog suite (top folder) the scenario came from, for per-suite summaries."""
+    expect: Expectation | None = None
 
     @property
     def precision_dtype(self) -> str:
@@ -180,4 +195,5 @@ class Scenario:
             "eps": self.eps,
             "order": self.order,
             "suite": self.suite,
+            "expect": None if self.expect is None else self.expect.to_dict(),
         }

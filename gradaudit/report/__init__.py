@@ -1,8 +1,8 @@
 """Renderers: each turns an AuditReport into one output format and only reads the report.
 
 File formats share one small interface, `FileFormat.render(report) -> str` (and
-`render_comparison` for `compare`), chosen by the
-`ReportFormat` enum; `formatter_for` fails loudly if a format is added without a renderer.
+`render_comparison` for `compare`), chosen by the `ReportFormat` enum; `formatter_for` fails
+loudly if a format is added without a renderer.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from gradaudit.results import AuditReport, RuleComparison
 
 
 class ReportFormat(str, enum.Enum):
-    """The machine-readable formats `run` can write to a file or to stdout."""
+    """The machine-readable formats: JSON and JUnit XML files, GitHub Actions annotations on stdout."""
 
     JSON = "json"
+    JUNIT = "junit"
+    GITHUB = "github"
 
 
 class FileFormat(ABC):
@@ -32,9 +34,15 @@ class FileFormat(ABC):
 
 
 def formatter_for(fmt: ReportFormat) -> FileFormat:
+    from gradaudit.report.github import GithubFormat
     from gradaudit.report.json_report import JsonFormat
+    from gradaudit.report.junit import JunitFormat
 
-    formatters: dict[ReportFormat, FileFormat] = {ReportFormat.JSON: JsonFormat()}
+    formatters: dict[ReportFormat, FileFormat] = {
+        ReportFormat.JSON: JsonFormat(),
+        ReportFormat.JUNIT: JunitFormat(),
+        ReportFormat.GITHUB: GithubFormat(),
+    }
     missing = set(ReportFormat) - set(formatters)
     assert not missing, f"no renderer for {missing}"
     return formatters[fmt]

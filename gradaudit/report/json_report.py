@@ -60,6 +60,7 @@ def result_to_json(result: ScenarioResult) -> dict:
         "findings": [finding.to_dict() for finding in result.findings],
         "notes": [note.to_dict() for note in result.notes],
         "diagnosis": None if result.diagnosis is None else result.diagnosis.to_dict(),
+        "outcome": None if result.outcome is None else result.outcome.to_dict(),
     }
 
 
@@ -69,6 +70,8 @@ def report_to_json(report: AuditReport) -> dict:
         "environment": report.environment,
         "summary": report.summary,
         "suites": report.suite_summaries(),
+        "gate": {**report.gate_summary(), "baseline": report.baseline},
+        "resolved": [{"name": name, "fingerprint": fingerprint} for name, fingerprint in report.resolved],
         "files": list(report.files),
         "results": [result_to_json(result) for result in report.results],
         "errors": [error.to_dict() for error in report.errors],

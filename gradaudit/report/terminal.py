@@ -13,6 +13,7 @@ from gradaudit.judge import CONSISTENT, DISAGREEMENT, ERROR, MISMATCH, RAISED, R
 from gradaudit.diagnoses import BY_ID, Diagnosis
 from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, PATH_LABELS, PathResult, base_name, path_name
 from gradaudit.results import AuditReport, RuleComparison, ScenarioResult
+from gradaudit.scenario import Scenario
 from gradaudit.yaml_nodes import InputError
 
 STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta"}
@@ -224,6 +225,12 @@ def _headline_findings(result: ScenarioResult, verbose: bool):
 
 def summary_line(report: AuditReport, seconds: float | None = None, prefix: str = "") -> Text:
     text = counts_line(report.summary, prefix)
+    gate = report.gate_summary()
+    accepted = [r for r in report.results if r.passed and r.status != CONSISTENT]
+    if report.baseline is not None:
+        text.append(f"; {gate['new']} new, {gate['known']} known, {gate['resolved']} resolved (baseline {report.baseline})")
+    elif accepted or any(r.scenario.expect for r in report.results):
+        text.append(f"; {gate['passed']} passed, {gate['failed']} failed")
     if seconds is not None:
         text.append(f" in {seconds:.1f}s")
     return text
@@ -258,18 +265,22 @@ def _finding_line(result: ScenarioResult, message: str, style: str) -> Text:
     return line.append(message, style=style)
 
 
-def print_report(console: Console, report: AuditReport, verbose: bool, seconds: float | None = None) -> None:
+def print_report(console: Console, report: AuditReport, verbose: bool = False, quiet: bool = False, seconds: float | None = None) -> None:
     """Tables (non-consistent scenarios only unless verbose), findings, diagnoses, then the summary."""
-    shown = [r for r in report.results if verbose or r.status != CONSISTENT]
-    if shown:
+    shown = [r for r in report.results if verbose or r.status != CONSISTENT or not r.passed]
+    if shown and not quiet:
         select_n = [r for r in shown if r.scenario.target.kind == "select_n"]
         functions = [r for r in shown if r.scenario.target.kind == "function"]
         for table in ([select_n_table(select_n)] if select_n else []) + ([function_table(functions)] if functions else []):
             console.print(table)
         console.print()
         for result in shown:
+            style = STATUS_STYLES[result.status] if not result.passed else "dim"
             for finding in _headline_findings(result, verbose):
-                console.print(_finding_line(result, finding.message, STATUS_STYLES[result.status]), highlight=False, soft_wrap=True)
+                console.print(_finding_line(result, finding.message, style), highlight=False, soft_wrap=True)
+            if result.outcome is not None and (not result.passed or result.findings):
+                marker = "FAILED" if not result.passed else "passes"
+                console.print(_finding_line(result, f"{marker}: {result.outcome.reason}", "bold" if not result.passed else "dim"), highlight=False, soft_wrap=True)
             if verbose:
                 for note in result.notes:
                     console.print(_finding_line(result, "note: " + note.message, "dim"), highlight=False, soft_wrap=True)
@@ -282,9 +293,11 @@ def print_report(console: Console, report: AuditReport, verbose: bool, seconds: 
             print_diagnosis(console, BY_ID[diagnosis_id], names)
             console.print()
     suites = report.suite_summaries()
-    if len(suites) > 1:
+    if len(suites) > 1 and not quiet:
         for suite, counts in suites.items():
             console.print(counts_line(counts, prefix=f"  {suite}: "), highlight=False)
+    for name, fingerprint in report.resolved if not quiet else ():
+        console.print(Text(f"resolved since the baseline: {name}: {fingerprint}", style="green"), highlight=False)
     console.print(summary_line(report, seconds), highlight=False)
 
 
@@ -327,12 +340,36 @@ def change_line(comparison: RuleComparison, before: int, after: int) -> Text:
     return text.append(f"{sum(changed.values())} changed ({detail}), {unchanged} unchanged")
 
 
-def print_comparison(console: Console, comparison: RuleComparison, seconds: float | None = None) -> None:
-    console.print(comparison_table(comparison))
-    console.print()
+def print_comparison(console: Console, comparison: RuleComparison, seconds: float | None = None, quiet: bool = False) -> None:
+    if not quiet:
+        console.print(comparison_table(comparison))
+        console.print()
     for rule, report in zip(comparison.rules, comparison.reports, strict=True):
         console.print(summary_line(report, prefix=f"{rule}: "), highlight=False)
     for before in range(len(comparison.rules) - 1):
         console.print(change_line(comparison, before, before + 1), highlight=False)
     if seconds is not None:
         console.print(f"in {seconds:.1f}s", highlight=False)
+
+
+def _parameters(scenario: Scenario) -> str:
+    spec = scenario.target
+    if spec.kind == "function":
+        text = f"fn {spec.fn}({', '.join(s.describe() for s in spec.inputs)}), bind {spec.bind}"
+    else:
+        text = f"select_n {spec.selector.dtype} {spec.selector.value}, {spec.cases} cases, shape {_shape_cell(spec.shape)}, {spec.dtype}"
+        if spec.output != "identity":
+            text += f", output {spec.output}"
+    if scenario.order > 1:
+        text += f", order {scenario.order}"
+    if scenario.expect is not None:
+        text += f", expect {scenario.expect.status}" + (f" ({scenario.expect.exception})" if scenario.expect.exception else "")
+    return text
+
+
+def print_listing(console: Console, scenarios: Sequence[Scenario]) -> None:
+    """One line per scenario, `file:line:col: name [suite] parameters`, then a count."""
+    for scenario in scenarios:
+        line = Text(f"{scenario.source}: ", style="bold").append(scenario.name).append(f" [{scenario.suite}] ", style="dim")
+        console.print(line.append(_parameters(scenario)), highlight=False, soft_wrap=True)
+    console.print(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}", highlight=False)

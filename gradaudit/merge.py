@@ -1,0 +1,78 @@
+"""Merging JSON reports of shards into one report whose summary equals a single full run's."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from gradaudit.judge import STATUSES
+from gradaudit.results import REPORT_SCHEMA
+
+
+class MergeError(Exception):
+    """The reports cannot be merged; the message says which and why."""
+
+
+def _load(path: str) -> dict:
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise MergeError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise MergeError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    if not isinstance(document, dict) or document.get("schema") != REPORT_SCHEMA:
+        raise MergeError(f"{path}: not a gradaudit report (schema {REPORT_SCHEMA!r})")
+    return document
+
+
+def _counts(results: list[dict]) -> dict[str, int]:
+    counts = Counter(r["status"] for r in results)
+    return {"total": len(results), **{status: counts.get(status, 0) for status in STATUSES}}
+
+
+def merge_reports(paths: list[str]) -> dict:
+    """One report from several: results and errors concatenated, every count recomputed."""
+    documents = [_load(p) for p in paths]
+    first = documents[0]
+    for path, document in zip(paths[1:], documents[1:], strict=True):
+        for key in ("jax", "jaxlib", "rule", "backend"):
+            if document["environment"].get(key) != first["environment"].get(key):
+                raise MergeError(
+                    f"{path}: {key} is {document['environment'].get(key)!r}, but {paths[0]} has "
+                    f"{first['environment'].get(key)!r}: only reports of the same environment can be merged"
+                )
+    results: list[dict] = []
+    seen: dict[str, str] = {}
+    for path, document in zip(paths, documents, strict=True):
+        for result in document["results"]:
+            if result["name"] in seen:
+                raise MergeError(f"{path}: scenario '{result['name']}' is also in {seen[result['name']]}: shards must not overlap")
+            seen[result["name"]] = path
+            results.append(result)
+    suites: dict[str, list[dict]] = {}
+    for result in results:
+        suites.setdefault(result["scenario"].get("suite", ""), []).append(result)
+    outcomes = [r.get("outcome") or {"passed": r["status"] == "consistent", "new": [], "known": []} for r in results]
+    resolved = [entry for document in documents for entry in document.get("resolved", [])]
+    environment = dict(first["environment"])
+    environment["x64"] = any(d["environment"].get("x64") for d in documents)
+    return {
+        "schema": REPORT_SCHEMA,
+        "environment": environment,
+        "summary": _counts(results),
+        "suites": {suite: _counts(members) for suite, members in suites.items()},
+        "gate": {
+            "passed": sum(o["passed"] for o in outcomes),
+            "failed": sum(not o["passed"] for o in outcomes),
+            "new": sum(len(o["new"]) for o in outcomes),
+            "known": sum(len(o["known"]) for o in outcomes),
+            "resolved": len(resolved),
+            "baseline": first.get("gate", {}).get("baseline"),
+        },
+        "resolved": resolved,
+        "files": list(dict.fromkeys(f for d in documents for f in d.get("files", []))),
+        "results": results,
+        "errors": [e for d in documents for e in d.get("errors", [])],
+        "merged_from": paths,
+    }

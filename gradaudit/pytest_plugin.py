@@ -1,0 +1,110 @@
+"""pytest plugin: `pytest --gradaudit scenarios/` collects every scenario as a test item.
+
+Registered through the `pytest11` entry point, so users get -k, -x, xdist and their JUnit setup
+for free. An item passes when `gradaudit run` would pass the scenario; a finding an expectation
+or baseline accepts is reported as xfailed; a failure shows the findings, provenance and
+diagnosis. Nothing heavy is imported unless --gradaudit is given.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gradaudit", "gradient consistency audits")
+    group.addoption("--gradaudit", action="store_true", help="Collect gradaudit scenario files (*.yaml, *.yml) as tests.")
+    group.addoption(
+        "--gradaudit-rule",
+        default="installed",
+        choices=("installed", "legacy", "fixed"),
+        help="select_n transpose rule to audit under (default: installed).",
+    )
+    group.addoption("--gradaudit-baseline", metavar="REPORT", help="A gradaudit JSON report whose findings are known.")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    if parent.config.getoption("gradaudit") and file_path.suffix in YAML_SUFFIXES:
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+class ScenarioInputError(Exception):
+    """A scenario file with input errors: reported as a collection error, each as file:line:col."""
+
+
+class ScenarioFailed(Exception):
+    """A scenario that fails the gate; carries the text to show."""
+
+
+def _baseline(config: pytest.Config):
+    from gradaudit.gate import load_baseline
+
+    key = "_gradaudit_baseline"
+    if not hasattr(config, key):
+        path = config.getoption("gradaudit_baseline")
+        setattr(config, key, load_baseline(path) if path else None)
+    return getattr(config, key)
+
+
+class ScenarioFile(pytest.File):
+    def collect(self):
+        from gradaudit.loading import load_paths
+
+        loaded = load_paths([str(self.path)])
+        if loaded.errors:
+            raise ScenarioInputError("\n".join(str(error) for error in loaded.errors))
+        for scenario in loaded.scenarios:
+            yield ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
+
+    def repr_failure(self, excinfo):
+        if excinfo.errisinstance(ScenarioInputError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, *, scenario, **kwargs):
+        super().__init__(**kwargs)
+        self.scenario = scenario
+
+    def runtest(self) -> None:
+        from gradaudit.gate import outcome
+        from gradaudit.rules import select_n_rule
+        from gradaudit.runner import audit_scenario
+
+        with select_n_rule(self.config.getoption("gradaudit_rule")):
+            result = audit_scenario(self.scenario)
+        verdict = outcome(result, _baseline(self.config))
+        if not verdict.passed:
+            raise ScenarioFailed(_failure_text(result, verdict.reason))
+        if result.findings:
+            pytest.xfail(verdict.reason)
+
+    def repr_failure(self, excinfo):
+        if excinfo.errisinstance(ScenarioFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, self.scenario.source.line - 1, f"scenario {self.name}"
+
+
+def _failure_text(result, reason: str) -> str:
+    scenario = result.scenario
+    detail = f" ({reason})" if reason != result.status else ""
+    lines = [f"{scenario.source}: {scenario.name}: {result.status}{detail}"]
+    lines += [f"  {finding.message}" for finding in result.findings]
+    if result.provenance is not None and len(result.provenance.value_from) <= 12:
+        names = result.arg_names
+        for entry in result.provenance.to_list(names):
+            routes = "; ".join(f"{path} -> {', '.join(to) or 'nowhere'}" for path, to in entry.items() if path not in ("element", "value_from"))
+            lines.append(f"  provenance out{entry['element'] or ''}: value from {', '.join(entry['value_from']) or 'no input'}; {routes}")
+    if result.diagnosis is not None:
+        lines.append(f"  {result.diagnosis.id}: {result.diagnosis.title}")
+        lines += [f"    fix: {fix}" for fix in result.diagnosis.fixes]
+    return "\n".join(lines)
