@@ -1,10 +1,10 @@
 """gradaudit: ask every derivative path in JAX the same question and report where they disagree."""
 
 from gradaudit.judge import Finding, Verdict, judge
+from gradaudit.loading import load_paths
 from gradaudit.paths import PathResult, run_paths
 from gradaudit.results import AuditReport, ScenarioResult
 from gradaudit.runner import audit_scenario, run_audit
-from gradaudit.loading import load_paths
 from gradaudit.scenario import Scenario
 
 __version__ = "0.1.0"

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from gradaudit.judge import DISAGREEMENT, NOTE, ROUTING, Finding
-from gradaudit.paths import FINITE_DIFFERENCE, FIRST_ORDER, JACREV, JIT_JACREV, PathResult, base_name
+from gradaudit.paths import (
+    FINITE_DIFFERENCE,
+    FIRST_ORDER,
+    JACREV,
+    JIT_JACREV,
+    PathResult,
+    base_name,
+)
 
 
 @dataclass(frozen=True)

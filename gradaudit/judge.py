@@ -16,7 +16,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JIT_VALUE, VALUE, PathResult, block_names, label, path_name
+from gradaudit.paths import (
+    AD_PATHS,
+    FAMILIES,
+    FINITE_DIFFERENCE,
+    JIT_VALUE,
+    VALUE,
+    PathResult,
+    block_names,
+    label,
+    path_name,
+)
 
 CONSISTENT = "consistent"
 MISMATCH = "mismatch"

@@ -19,10 +19,10 @@ from gradaudit import dtypes
 from gradaudit.scenario import (
     BINDS,
     EXPECTED_STATUSES,
-    Expectation,
     FILLS,
     ORDERS,
     OUTPUTS,
+    Expectation,
     FunctionCall,
     InputSpec,
     NestedValue,

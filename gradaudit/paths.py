@@ -252,7 +252,11 @@ def _run_paths(targets: Sequence[Target], eps: float | None, order: int) -> dict
     first = targets[0]
     results = {VALUE: run_path(VALUE, lambda: (np.asarray(first.fn(*map(jnp.asarray, (*first.args, *first.fixed)))),))}
     for target in targets:
-        named = lambda base: path_name(base, target.binding)  # noqa: E731
+        binding = target.binding
+
+        def named(base: str, binding: str = binding) -> str:
+            return path_name(base, binding)
+
         results[named(JIT_VALUE)] = run_path(
             named(JIT_VALUE), lambda tg=target: (np.asarray(jax.jit(tg.fn)(*tg.args, *tg.fixed)),)
         )

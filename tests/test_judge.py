@@ -4,8 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradaudit.judge import CONSISTENT, DISAGREEMENT, ERROR, MISMATCH, RAISED, ROUTING, Tolerances, judge
-from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, PathError, PathResult
+from gradaudit.judge import (
+    CONSISTENT,
+    DISAGREEMENT,
+    ERROR,
+    MISMATCH,
+    RAISED,
+    ROUTING,
+    Tolerances,
+    judge,
+)
+from gradaudit.paths import (
+    FINITE_DIFFERENCE,
+    JACFWD,
+    JACREV,
+    JIT_JACFWD,
+    JIT_JACREV,
+    VALUE,
+    PathError,
+    PathResult,
+)
 
 TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)
 NAMES = ("case 0", "case 1")

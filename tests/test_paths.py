@@ -7,12 +7,21 @@ import numpy as np
 import pytest
 
 from gradaudit.judge import CONSISTENT, ERROR, MISMATCH
-from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, finite_difference_jacobians, run_paths
+from gradaudit.paths import (
+    FINITE_DIFFERENCE,
+    JACFWD,
+    JACREV,
+    JIT_JACFWD,
+    JIT_JACREV,
+    VALUE,
+    finite_difference_jacobians,
+    run_paths,
+)
+from gradaudit.rules import LEGACY, select_n_rule
 from gradaudit.runner import audit_scenario
 from gradaudit.scenario import Scenario
 from gradaudit.targets.base import Target
 from gradaudit.targets.select_n import case_values
-from gradaudit.rules import LEGACY, select_n_rule
 from tests.helpers import make_scenario
 
 

@@ -11,7 +11,13 @@ from jax import lax
 from jax._src.interpreters import ad
 from jax._src.lax import lax as lax_internal
 
-from gradaudit.paths import HESSIAN_FINITE_DIFFERENCE, HESSIAN_FWD_FWD, HESSIAN_FWD_REV, HESSIAN_REV_REV, JIT_HESSIAN_REV_REV
+from gradaudit.paths import (
+    HESSIAN_FINITE_DIFFERENCE,
+    HESSIAN_FWD_FWD,
+    HESSIAN_FWD_REV,
+    HESSIAN_REV_REV,
+    JIT_HESSIAN_REV_REV,
+)
 from gradaudit.rules import FIXED, LEGACY, VARIANTS, installed_rule, select_n_rule
 from gradaudit.runner import audit_scenario, run_audit
 from tests.helpers import make_scenario, run_cli, write_yaml

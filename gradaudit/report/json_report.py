@@ -7,9 +7,22 @@ import math
 
 import numpy as np
 
-from gradaudit.paths import FAMILIES, JIT_VALUE, VALUE, PathResult, base_name, block_names
+from gradaudit.paths import (
+    FAMILIES,
+    JIT_VALUE,
+    VALUE,
+    PathResult,
+    base_name,
+    block_names,
+)
 from gradaudit.report import FileFormat
-from gradaudit.results import COMPARE_SCHEMA, REPORT_SCHEMA, AuditReport, RuleComparison, ScenarioResult
+from gradaudit.results import (
+    COMPARE_SCHEMA,
+    REPORT_SCHEMA,
+    AuditReport,
+    RuleComparison,
+    ScenarioResult,
+)
 
 SECOND_ORDER_PATHS = frozenset((*FAMILIES[1].ad_paths, FAMILIES[1].reference))
 

@@ -9,9 +9,28 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gradaudit.judge import CONSISTENT, DISAGREEMENT, ERROR, MISMATCH, RAISED, ROUTING, Sources
 from gradaudit.diagnoses import BY_ID, Diagnosis
-from gradaudit.paths import AD_PATHS, FAMILIES, FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, PATH_LABELS, PathResult, base_name, path_name
+from gradaudit.judge import (
+    CONSISTENT,
+    DISAGREEMENT,
+    ERROR,
+    MISMATCH,
+    RAISED,
+    ROUTING,
+    Sources,
+)
+from gradaudit.paths import (
+    AD_PATHS,
+    FAMILIES,
+    FINITE_DIFFERENCE,
+    JACFWD,
+    JACREV,
+    JIT_JACFWD,
+    PATH_LABELS,
+    PathResult,
+    base_name,
+    path_name,
+)
 from gradaudit.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.scenario import Scenario
 from gradaudit.yaml_nodes import InputError

@@ -8,7 +8,16 @@ import numpy as np
 from rich.console import Console
 
 from gradaudit.judge import Tolerances, judge
-from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, PathError, PathResult
+from gradaudit.paths import (
+    FINITE_DIFFERENCE,
+    JACFWD,
+    JACREV,
+    JIT_JACFWD,
+    JIT_JACREV,
+    VALUE,
+    PathError,
+    PathResult,
+)
 from gradaudit.report.terminal import print_input_errors, print_report
 from gradaudit.results import AuditReport, ScenarioResult
 from gradaudit.scenario import Scenario, SelectN, Selector
