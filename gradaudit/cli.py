@@ -255,6 +255,8 @@ class Session:
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--shard") from None
         loaded = load_paths(paths)
+        for note in loaded.notes:
+            self.err.print(note, style="dim", highlight=False, soft_wrap=True)
         if loaded.errors:
             print_input_errors(self.err, loaded.errors)
             report = AuditReport(environment=environment(INSTALLED), errors=tuple(loaded.errors), files=tuple(loaded.files))

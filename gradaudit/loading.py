@@ -7,6 +7,7 @@ InputError with what is allowed, so a user fixes them all in one round.
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from gradaudit.scenario import (
     Selector,
     Tolerance,
 )
+from gradaudit.sweep import FIELD, FIXED, SWEEP_KEYS, SWEPT, combinations, skipped_summary
 from gradaudit.user_functions import FunctionImportError, resolve
 from gradaudit.yaml_nodes import (
     InputError,
@@ -52,9 +54,11 @@ class LoadResult:
     scenarios: list[Scenario] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What loading decided without an error: sweep sizes and the combinations it skipped."""
 
 
-TOP_LEVEL_KEYS = ("defaults", "scenarios")
+TOP_LEVEL_KEYS = ("defaults", "scenarios", "sweep")
 COMMON_KEYS = ("name", "seed", "tolerance", "eps", "order", "expect")
 SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "values", "output")
 FUNCTION_KEYS = ("fn", "inputs", "bind")
@@ -179,6 +183,7 @@ class _ScenarioFile:
         self.suite = suite
         self.names: list[tuple[str, Location]] = []
         """Every valid name with its scenario's location, invalid scenarios included."""
+        self.notes: list[str] = []
 
     def load(self, root: yaml.Node | None) -> list[Scenario]:
         check = self.check
@@ -195,20 +200,98 @@ class _ScenarioFile:
         defaults: dict[str, tuple[yaml.Node, yaml.Node]] = {}
         if "defaults" in top:
             defaults = check.checked(lambda n: check.mapping(n, "defaults", DEFAULT_KEYS), top["defaults"][1]) or {}
-        if "scenarios" not in top:
-            check.error(root, "missing key 'scenarios': a list of scenarios to audit")
+        if "scenarios" not in top and "sweep" not in top:
+            check.error(root, "missing key 'scenarios' (a list of scenarios to audit) or 'sweep' (a space of them)")
             return []
-        entries = check.checked(lambda n: sequence_items(self.file, n, "'scenarios'"), top["scenarios"][1])
-        if entries is None:
-            return []
-        if not entries:
-            check.error(top["scenarios"][1], "'scenarios' is empty: nothing to audit")
         scenarios = []
-        for entry in entries:
-            scenario = self.scenario(entry, defaults)
-            if scenario is not None:
-                scenarios.append(scenario)
+        if "scenarios" in top:
+            entries = check.checked(lambda n: sequence_items(self.file, n, "'scenarios'"), top["scenarios"][1]) or []
+            if not entries and isinstance(top["scenarios"][1], yaml.SequenceNode):
+                check.error(top["scenarios"][1], "'scenarios' is empty: nothing to audit")
+            for entry in entries:
+                scenario = self.scenario(entry, defaults)
+                if scenario is not None:
+                    scenarios.append(scenario)
+        if "sweep" in top:
+            node = top["sweep"][1]
+            for sweep in node.value if isinstance(node, yaml.SequenceNode) else [node]:
+                scenarios += check.checked(lambda n: self.sweep(n, defaults), sweep) or []
         return scenarios
+
+    def sweep(self, node: yaml.Node, defaults: dict[str, tuple[yaml.Node, yaml.Node]]) -> list[Scenario]:
+        """Expand a sweep (see sweep.py); combinations that cannot be scenarios are skipped and counted."""
+        check = self.check
+        items = check.mapping(node, "a sweep", SWEEP_KEYS)
+        if "name" not in items:
+            raise check.fail(node, "a sweep needs a 'name' template, e.g. \"{selector.dtype}-{selector.value}-n{cases}\"")
+        name_node = items["name"][1]
+        if not isinstance(scalar_value(self.file, name_node), str):
+            raise check.fail(name_node, f"a sweep's name must be a template string, got {kind_name(name_node)}")
+        flat = {k: v[1] for k, v in items.items() if k not in ("name", "selector")}
+        if "selector" in items:
+            selector = check.mapping(items["selector"][1], "a sweep's selector", SELECTOR_KEYS)
+            flat.update({f"selector.{k}": v[1] for k, v in selector.items()})
+        axes: dict[str, list[yaml.Node]] = {}
+        plain: dict[str, list] = {}
+        fixed = {k: v for k, v in flat.items() if k in FIXED}
+        errors_before = len(check.errors)
+        for key in SWEPT:
+            if key not in flat:
+                continue
+            alternatives = flat[key]
+            if not isinstance(alternatives, yaml.SequenceNode) or not alternatives.value:
+                raise check.fail(alternatives, f"in a sweep, '{key}' lists its alternatives, e.g. {key.split('.')[-1]}: [a, b]; got {kind_name(alternatives)}")
+            axes[key] = list(alternatives.value)
+            plain[key] = [check.checked(lambda n, key=key: self.alternative(key, n), n) for n in axes[key]]
+        if len(check.errors) > errors_before:
+            return []
+        unknown = [m.group(1) for m in FIELD.finditer(name_node.value) if m.group(1) not in axes]
+        if unknown:
+            raise check.fail(name_node, f"the name template uses '{{{unknown[0]}}}', which the sweep does not sweep (swept: {', '.join(axes)})")
+        combos = combinations(name_node, axes, fixed, plain)
+        names = Counter(c.name for c in combos)
+        repeated = [n for n, count in names.items() if count > 1]
+        if repeated:
+            raise check.fail(name_node, f"the name template gives {names[repeated[0]]} combinations the name '{repeated[0]}': include every swept key")
+        scenarios: list[Scenario] = []
+        skipped: Counter = Counter()
+        for combo in combos:
+            errors, names_before = check.errors, len(self.names)
+            check.errors = []
+            scenario = self.scenario(combo.node, defaults)
+            problems, check.errors = check.errors, errors
+            if scenario is None:
+                skipped[problems[0].message if problems else "invalid"] += 1
+                del self.names[names_before:]
+            else:
+                scenarios.append(scenario)
+        self.notes.append(skipped_summary(str(node_location(self.file, node)), len(combos), skipped))
+        return scenarios
+
+    def alternative(self, key: str, node: yaml.Node):
+        """One alternative of a swept key, checked on its own; its Python value names the combination."""
+        check = self.check
+        if key == "shape":
+            return list(self.shape(node))
+        if key == "selector.dtype":
+            return check.choice(node, "selector dtype", dtypes.SELECTOR_DTYPES)
+        if key == "selector.value":
+            def element(item: yaml.Node):
+                value = scalar_value(self.file, item)
+                if not isinstance(value, int):
+                    raise check.fail(item, f"a selector value must be an integer or a boolean, got {kind_name(item)}")
+                return value
+
+            return check.nested(node, "selector value", element)[0]
+        if key == "cases":
+            return check.integer(node, "cases", minimum=1)
+        if key == "dtype":
+            return check.choice(node, "dtype", dtypes.FLOAT_DTYPES)
+        if key == "output":
+            return check.choice(node, "output", OUTPUTS)
+        if key == "order":
+            return self.order(node)
+        return check.integer(node, "seed", minimum=0)
 
     def scenario(self, node: yaml.Node, defaults: dict[str, tuple[yaml.Node, yaml.Node]]) -> Scenario | None:
         check = self.check
@@ -461,6 +544,7 @@ def load_paths(paths: Iterable[str]) -> LoadResult:
             continue
         scenarios = loader.load(root)
         errors += loader.check.errors
+        result.notes += loader.notes
         for name, location in loader.names:
             if name in seen:
                 errors.append(InputError(location, f"duplicate scenario name '{name}' (first defined at {seen[name]})"))

@@ -154,3 +154,51 @@ def test_hostile_files_are_exit_2_with_location(tmp_path, name):
     result = run_cli("run", str(path))
     assert result.exit_code == 2 and result.exception is None
     assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), result.stderr
+
+
+SWEEP = """
+defaults: {dtype: float32}
+sweep:
+  name: "{selector.dtype}-{selector.value}-n{cases}-{shape}"
+  selector: {dtype: [int8, int32, uint32, bool], value: [-1, 0, 255]}
+  cases: [1, 2, 6]
+  shape: [[], [3]]
+"""
+
+
+def test_sweeps_expand_to_the_product_and_count_what_they_skip(tmp_path):
+    path = write_yaml(tmp_path, "sweep.yaml", SWEEP)
+    loaded = load_paths([str(path)])
+    assert loaded.errors == []
+    names = {s.name for s in loaded.scenarios}
+    # 4 dtypes x 3 values x 3 case counts x 2 shapes = 72; skipped: int8 255 (6), uint32 -1 (6),
+    # and every bool combination (values -1/0/255 are not booleans: 18).
+    assert len(loaded.scenarios) == 72 - 6 - 6 - 18
+    assert {"int8--1-n6-3", "uint32-255-n1-scalar", "int32-0-n2-3"} <= names
+    first = next(s for s in loaded.scenarios if s.name == "int32-255-n6-3")
+    assert (first.target.selector.dtype, first.target.selector.value, first.target.cases, first.target.shape) == ("int32", 255, 6, (3,))
+    assert first.target.dtype == "float32"
+    (note,) = loaded.notes
+    assert note.startswith(f"{path}:3:3: sweep gives 42 scenarios, skipped 30 (")
+    assert "a bool selector value must be true or false, got -1: 6" in note
+    result = run_cli("list", str(path))
+    assert result.exit_code == 0 and result.stdout.splitlines()[-1] == "42 scenarios"
+    assert "sweep gives 42 scenarios" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "sweep, where, message",
+    [
+        ("  name: x-{cases}\n  cases: [1, 0]\n", "4:14", "cases must be >= 1, got 0"),
+        ("  name: x\n  cases: [1, 2]\n", "3:9", "gives 2 combinations the name 'x'"),
+        ("  name: x-{shape}\n  cases: [1]\n", "3:9", "uses '{shape}', which the sweep does not sweep"),
+        ("  name: x-{cases}\n  cases: 2\n", "4:10", "'cases' lists its alternatives"),
+        ("  cases: [1]\n", "3:3", "a sweep needs a 'name' template"),
+        ("  name: x-{cases}\n  cases: [1]\n  selctor: {}\n", "5:3", "did you mean 'selector'?"),
+    ],
+)
+def test_bad_sweeps_are_input_errors(tmp_path, sweep, where, message):
+    path = write_yaml(tmp_path, "bad.yaml", "defaults: {dtype: float32, shape: [], selector: {dtype: int32, value: 0}}\nsweep:\n" + sweep)
+    result = run_cli("run", str(path))
+    assert result.exit_code == 2
+    assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), result.stderr
