@@ -196,7 +196,9 @@ audit_options = _options(
     click.option("--rtol", type=click.FloatRange(min=0), help="Default relative tolerance against finite differences."),
     click.option("--atol", type=click.FloatRange(min=0), help="Default absolute tolerance against finite differences."),
     click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds a scenario may take before it is an error."),
+    click.option("--literal", is_flag=True, help="Audit every scenario on the literal path only (no batched fast path)."),
 )
+profile_option = click.option("--profile", is_flag=True, help="Print where the time went and how many programs were compiled.")
 color_option = click.option(
     "--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True, help="Colour in the terminal."
 )
@@ -271,7 +273,7 @@ class Session:
         loaded.scenarios = chosen
         return loaded
 
-    def audit(self, loaded, rule: str, rtol=None, atol=None, timeout=None):
+    def audit(self, loaded, rule: str, rtol=None, atol=None, timeout=None, literal=False):
         """Audit the loaded scenarios under `rule`, with a progress bar on a terminal's stderr."""
         from gradaudit.runner import run_audit
 
@@ -292,6 +294,7 @@ class Session:
                 files=tuple(loaded.files),
                 tolerance=(rtol, atol),
                 timeout=timeout,
+                literal=literal,
             )
 
     def write_files(self, report=None, comparison=None) -> None:
@@ -321,9 +324,12 @@ def _exit_code(passed: bool, exit_zero: bool) -> int:
 @selection_options
 @click.option("--baseline", metavar="REPORT", help="A previous JSON report: its findings are known and do not fail the run.")
 @audit_options
+@profile_option
 @output_options
 @guarded
-def run(paths, rule, keyword, shard, baseline, rtol, atol, timeout, json_path, junit_path, format, verbose, quiet, color, exit_zero) -> int:
+def run(
+    paths, rule, keyword, shard, baseline, rtol, atol, timeout, literal, profile, json_path, junit_path, format, verbose, quiet, color, exit_zero
+) -> int:
     """Audit every scenario in PATHS (YAML files, or folders searched for *.yaml and *.yml).
 
     Exit 0 when every scenario passes, 1 when any fails, 2 for bad input.
@@ -331,19 +337,26 @@ def run(paths, rule, keyword, shard, baseline, rtol, atol, timeout, json_path, j
     from gradaudit.gate import BaselineError, apply_gate, load_baseline
     from gradaudit.report.terminal import print_report
 
+    from gradaudit.profiling import Profile
+
+    profiler = Profile(enabled=profile)
     session = Session(color, json_path, junit_path, format)
     try:
         known = load_baseline(baseline) if baseline else None
     except BaselineError as exc:
         raise InputProblem(str(exc)) from None
-    loaded = session.load(paths, keyword, shard)
+    with profiler.phase("load"):
+        loaded = session.load(paths, keyword, shard)
     if loaded is None:
         return EXIT_INPUT
-    report = apply_gate(session.audit(loaded, rule, rtol, atol, timeout), known)
-    if "rich" in session.formats:
-        print_report(session.out, report, verbose=verbose, quiet=quiet, seconds=session.elapsed())
-    session.annotate(report)
-    session.write_files(report)
+    with profiler.phase("audit"):
+        report = apply_gate(session.audit(loaded, rule, rtol, atol, timeout, literal), known)
+    with profiler.phase("report"):
+        if "rich" in session.formats:
+            print_report(session.out, report, verbose=verbose, quiet=quiet, seconds=session.elapsed())
+        session.annotate(report)
+        session.write_files(report)
+    profiler.print(session.err, report)
     return _exit_code(report.passed, exit_zero)
 
 
@@ -356,7 +369,7 @@ def run(paths, rule, keyword, shard, baseline, rtol, atol, timeout, json_path, j
 @color_option
 @debug_option
 @guarded
-def baseline_command(paths, rule, keyword, shard, rtol, atol, timeout, output, color) -> int:
+def baseline_command(paths, rule, keyword, shard, rtol, atol, timeout, literal, output, color) -> int:
     """Write a baseline: the JSON report of PATHS, whose findings later runs accept with --baseline.
 
     Exit 0 when written (findings included), 2 for bad input.
@@ -367,7 +380,7 @@ def baseline_command(paths, rule, keyword, shard, rtol, atol, timeout, output, c
     loaded = session.load(paths, keyword, shard)
     if loaded is None:
         return EXIT_INPUT
-    report = session.audit(loaded, rule, rtol, atol, timeout)
+    report = session.audit(loaded, rule, rtol, atol, timeout, literal)
     session.write_files(report)
     session.err.print(summary_line(report, session.elapsed(), prefix=f"baseline {output}: "), highlight=False)
     return EXIT_OK

@@ -35,11 +35,45 @@ def _rounding(dtype: np.dtype) -> float:
     return float(ml_dtypes.finfo(dtype).eps) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else 0.0
 
 
-def _quotient(difference: np.ndarray, move: float) -> np.ndarray:
-    return difference / move if move else np.full_like(difference, np.nan)
+MOVES: tuple[tuple[str, float], ...] = (("plus", 1.0), ("minus", -1.0), ("plus_half", 0.5), ("minus_half", -0.5))
+"""Where the function is evaluated, as multiples of the step h."""
 
 
-def _perturbed(flat: np.ndarray, element: int, delta: float) -> tuple[np.ndarray, float]:
+def _quotient(difference: np.ndarray, move) -> np.ndarray:
+    move = np.asarray(move, dtype=np.float64)
+    return np.where(move != 0, difference / np.where(move != 0, move, 1.0), np.nan)
+
+
+def quotients(f0: np.ndarray, at: dict[str, np.ndarray], move: dict[str, object], rounding: float) -> dict[str, np.ndarray]:
+    """Every estimate from the function's values at x (`f0`) and at x + move (`at`, labelled as MOVES).
+
+    Arrays may carry leading axes (scenarios in a batch); each move broadcasts against them.
+    """
+    with np.errstate(all="ignore"):
+        central = _quotient(at["plus"] - at["minus"], np.subtract(move["plus"], move["minus"]))
+        central_half = _quotient(at["plus_half"] - at["minus_half"], np.subtract(move["plus_half"], move["minus_half"]))
+        smallest = np.minimum(np.abs(move["plus_half"]), np.abs(move["minus_half"]))
+        scale = np.maximum.reduce([np.abs(at["plus"]), np.abs(at["minus"]), np.abs(f0)])
+        estimates = {
+            "extrapolated": (4 * central_half - central) / 3,
+            "central": central,
+            "central_half": central_half,
+            "right": _quotient(at["plus"] - f0, move["plus"]),
+            "left": _quotient(f0 - at["minus"], np.negative(move["minus"])),
+            "right_half": _quotient(at["plus_half"] - f0, move["plus_half"]),
+            "left_half": _quotient(f0 - at["minus_half"], np.negative(move["minus_half"])),
+            "noise": 4.0 * rounding * scale / np.where(smallest > 0, smallest, np.inf),
+        }
+    estimates["undefined"] = ~(np.isfinite(f0) & np.logical_and.reduce([np.isfinite(v) for v in at.values()]))
+    return estimates
+
+
+def rounding(dtype: np.dtype) -> float:
+    """The spacing of a dtype's numbers near 1; 0 for integers."""
+    return float(ml_dtypes.finfo(dtype).eps) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else 0.0
+
+
+def perturbed(flat: np.ndarray, element: int, delta: float) -> tuple[np.ndarray, float]:
     """`flat` with one element moved by `delta` (rounded to its dtype), and the move actually made."""
     moved = flat.copy()
     moved[element] = flat[element] + delta
@@ -66,30 +100,16 @@ def differences(forward: Callable[..., Sequence[object]], args: Sequence[np.ndar
                 continue
             h = steps[index] * max(1.0, abs(x))
             values = {}
-            for label, delta in (("plus", h), ("minus", -h), ("plus_half", h / 2), ("minus_half", -h / 2)):
-                moved, taken = _perturbed(flat, element, delta)
+            for label, multiple in MOVES:
+                moved, taken = perturbed(flat, element, multiple * h)
                 call = list(args)
                 call[index] = moved.reshape(np.shape(arg))
                 values[label] = ([np.asarray(o, dtype=np.float64).reshape(-1) for o in forward(*call)], taken)
             for k, f0 in enumerate(base64):
                 at = {label: outputs[k] for label, (outputs, _) in values.items()}
                 move = {label: taken for label, (_, taken) in values.items()}
-                column = {name: columns[name][k] for name in ESTIMATES}
-                with np.errstate(all="ignore"):
-                    column["central"][:, element] = _quotient(at["plus"] - at["minus"], move["plus"] - move["minus"])
-                    column["central_half"][:, element] = _quotient(
-                        at["plus_half"] - at["minus_half"], move["plus_half"] - move["minus_half"]
-                    )
-                    column["extrapolated"][:, element] = (4 * column["central_half"][:, element] - column["central"][:, element]) / 3
-                    column["right"][:, element] = _quotient(at["plus"] - f0, move["plus"])
-                    column["left"][:, element] = _quotient(f0 - at["minus"], -move["minus"])
-                    column["right_half"][:, element] = _quotient(at["plus_half"] - f0, move["plus_half"])
-                    column["left_half"][:, element] = _quotient(f0 - at["minus_half"], -move["minus_half"])
-                    scale = np.max(np.abs(np.stack([at["plus"], at["minus"], f0])), axis=0)
-                    smallest_move = min(abs(move["plus_half"]), abs(move["minus_half"])) or np.inf
-                    column["noise"][:, element] = 4.0 * _rounding(base[k].dtype) * scale / smallest_move
-                finite = np.isfinite(f0) & np.logical_and.reduce([np.isfinite(v) for v in at.values()])
-                column["undefined"][:, element] = ~finite
+                for name, estimate in quotients(f0, at, move, rounding(base[k].dtype)).items():
+                    columns[name][k][:, element] = estimate
         for name in ESTIMATES:
             for k, output in enumerate(base):
                 block = columns[name][k].reshape(output.shape + np.shape(arg))

@@ -50,6 +50,9 @@ class ScenarioResult:
     diagnosis: Diagnosis | None = None
     outcome: Outcome | None = None
     """Set by the gate; None means: passes when consistent."""
+    method: str = "literal"
+    """`literal` (the function as a user calls it) or `batched` (the fast path found it consistent)."""
+    judge_seconds: float = 0.0
 
     @property
     def passed(self) -> bool:
@@ -68,6 +71,8 @@ class AuditReport:
     """(scenario, fingerprint) of baseline findings this run no longer sees."""
     baseline: str | None = None
     """The baseline report the gate used, if any."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent judging, and how many fast-path groups there were (for --profile)."""
 
     @property
     def passed(self) -> bool:

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 import jax
 
 from gradaudit import dtypes
+from gradaudit.batched import audit_group, group_key
 from gradaudit.diagnoses import Evidence, diagnose
 from gradaudit.judge import ERROR, RAISED, Finding, Tolerances, judge
 from gradaudit.paths import VALUE, run_paths
@@ -113,7 +114,9 @@ def audit_scenario(
         return _timed_out(scenario, timeout, time.perf_counter() - start)
     target = targets[0]
     bindings = tuple(t.binding for t in targets)
+    judging = time.perf_counter()
     verdict = judge(results, target.arg_names, tolerances_for(scenario, tolerance), bindings)
+    judge_seconds = time.perf_counter() - judging
     diagnosis = diagnose(Evidence(paths=results, findings=verdict.findings, notes=verdict.notes))
     return ScenarioResult(
         scenario=scenario,
@@ -126,6 +129,33 @@ def audit_scenario(
         diagnosis=diagnosis,
         provenance=verdict.provenance,
         seconds=time.perf_counter() - start,
+        judge_seconds=judge_seconds,
+    )
+
+
+def _groups(scenarios: Sequence[Scenario]) -> dict[tuple, list[int]]:
+    groups: dict[tuple, list[int]] = {}
+    for index, scenario in enumerate(scenarios):
+        key = group_key(scenario)
+        if key is not None:
+            groups.setdefault(key, []).append(index)
+    return groups
+
+
+def _batched_result(scenario: Scenario, found: tuple, seconds: float) -> ScenarioResult:
+    results, verdict, names, inputs, judge_seconds = found
+    return ScenarioResult(
+        scenario=scenario,
+        arg_names=names,
+        inputs=inputs,
+        status=verdict.status,
+        paths=results,
+        findings=verdict.findings,
+        notes=verdict.notes,
+        provenance=verdict.provenance,
+        seconds=seconds,
+        method="batched",
+        judge_seconds=judge_seconds,
     )
 
 
@@ -136,18 +166,33 @@ def run_audit(
     files: tuple[str, ...] = (),
     tolerance: tuple[float | None, float | None] = (None, None),
     timeout: float | None = None,
+    literal: bool = False,
 ) -> AuditReport:
-    """Audit every scenario in order; `on_result` hears of each as it finishes.
+    """Audit every scenario; `on_result` hears of each as it finishes; results keep the scenarios' order.
 
-    The whole run happens under `rule` (see rules.py).
+    The whole run happens under `rule` (see rules.py). Unless `literal`, scenarios that share a
+    compiled program go through the fast path first (batched.py); whatever it does not find
+    consistent is audited on the literal path, whose result the report shows.
     """
+    notify = on_result or (lambda result: None)
+    results: list[ScenarioResult | None] = [None] * len(scenarios)
     with select_n_rule(rule):
-        results = []
-        for scenario in scenarios:
-            result = audit_scenario(scenario, tolerance, timeout)
-            results.append(result)
-            if on_result is not None:
-                on_result(result)
+        if not literal:
+            for indices in _groups(scenarios).values():
+                members = [scenarios[i] for i in indices]
+                start = time.perf_counter()
+                with x64_for(members[0]):
+                    fast = audit_group(members, [tolerances_for(s, tolerance) for s in members])
+                share = (time.perf_counter() - start) / len(members)
+                for index, found in zip(indices, fast, strict=True):
+                    if found is not None:
+                        results[index] = _batched_result(scenarios[index], found, share)
+                        notify(results[index])
+        for index, scenario in enumerate(scenarios):
+            if results[index] is None:
+                results[index] = audit_scenario(scenario, tolerance, timeout)
+                notify(results[index])
     env = environment(rule)
+    timings = {"judge": sum(r.judge_seconds for r in results), "groups": 0 if literal else len(_groups(scenarios))}
     env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
-    return AuditReport(environment=env, results=tuple(results), files=files)
+    return AuditReport(environment=env, results=tuple(results), files=files, timings=timings)  # type: ignore[arg-type]

@@ -66,6 +66,7 @@ def result_to_json(result: ScenarioResult) -> dict:
         "source": f"{scenario.source.file}:{scenario.source.line}",
         "scenario": scenario.to_dict(),
         "status": result.status,
+        "method": result.method,
         "seconds": round(result.seconds, 6),
         "inputs": {name: array_to_json(a) for name, a in zip(result.arg_names, result.inputs, strict=True)},
         "paths": {name: path_to_json(path, result.arg_names) for name, path in result.paths.items()},

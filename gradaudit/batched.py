@@ -1,0 +1,143 @@
+"""The fast path: select_n scenarios that share a compiled program are audited together.
+
+Scenarios with the same selector dtype and shape, case count, case shape and dtype, output and
+step form a group. The selector becomes an argument, so one compiled program (value, jacfwd and
+jacrev, vmapped over the group) serves the whole group, and finite differences evaluate one
+compiled forward program on the whole group at once. A scenario the fast path finds consistent is
+reported from it; any other is audited again on the literal path (`runner.audit_scenario`: the
+function exactly as a user calls it, selector captured), which is what its report shows. A test
+over a grid proves both paths give the same verdict scenario by scenario.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from gradaudit import dtypes
+from gradaudit.finite_differences import ESTIMATES, MOVES, quotients, rounding
+from gradaudit.judge import CONSISTENT, Tolerances, judge
+from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, JIT_VALUE, VALUE, PathResult
+from gradaudit.scenario import Scenario
+from gradaudit.targets.select_n import OUTPUTS, case_values
+
+GroupKey = tuple
+"""What scenarios sharing a compiled program have in common."""
+
+
+def group_key(scenario: Scenario) -> GroupKey | None:
+    """The group of a scenario the fast path can take; None for one it cannot (functions, order 2)."""
+    spec = scenario.target
+    if spec.kind != "select_n" or scenario.order != 1:
+        return None
+    return (spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.shape, spec.dtype, spec.output, scenario.eps)
+
+
+@functools.lru_cache(maxsize=None)
+def _program(output: str, cases: int):
+    """One compiled program per group: value, jacfwd and jacrev of every scenario, and the function
+    at every finite-difference point of every scenario (perturbed cases carry a leading axis)."""
+    argnums = tuple(range(cases))
+    apply = OUTPUTS[output]
+
+    def value(which, *case_arrays):
+        return apply(lax.select_n(which, *case_arrays))
+
+    def derivatives(which, *case_arrays):
+        fn = functools.partial(value, which)
+        return fn(*case_arrays), jax.jacfwd(fn, argnums=argnums)(*case_arrays), jax.jacrev(fn, argnums=argnums)(*case_arrays)
+
+    def everything(which, case_arrays, perturbed):
+        at_points = jax.vmap(lambda *points: jax.vmap(value)(which, *points))(*perturbed)
+        return (*jax.vmap(derivatives)(which, *case_arrays), at_points)
+
+    return jax.jit(everything)
+
+
+def _points(cases: list[np.ndarray], eps: float) -> tuple[list[np.ndarray], list[tuple[int, int, str]], np.ndarray]:
+    """Every finite-difference point of every scenario: per case, arrays (P, B, ...); what each point is; the moves (P, B)."""
+    batch = cases[0].shape[0]
+    stacks: list[list[np.ndarray]] = [[] for _ in cases]
+    labels: list[tuple[int, int, str]] = []
+    moves = []
+    for index, case in enumerate(cases):
+        flat = case.reshape(batch, -1)
+        for element in range(flat.shape[1]):
+            x = flat[:, element].astype(np.float64)
+            step = eps * np.maximum(1.0, np.abs(x))
+            for label, multiple in MOVES:
+                moved = flat.copy()
+                moved[:, element] = flat[:, element] + (multiple * step).astype(flat.dtype)
+                for other, stack in enumerate(stacks):
+                    stack.append(moved.reshape(case.shape) if other == index else cases[other])
+                labels.append((index, element, label))
+                moves.append(moved[:, element].astype(np.float64) - x)
+    return [np.stack(stack) for stack in stacks], labels, np.stack(moves)
+
+
+def _finite_differences(f0, at_points, labels, moves, cases: list[np.ndarray]) -> dict[str, list[np.ndarray]]:
+    """Every estimate for every scenario of the group: name -> per case, arrays (B, outputs, case elements)."""
+    batch = cases[0].shape[0]
+    out_rounding = rounding(np.asarray(f0).dtype)
+    f0 = np.asarray(f0, dtype=np.float64).reshape(batch, -1)
+    at_points = np.asarray(at_points, dtype=np.float64).reshape(len(labels), batch, -1)
+    position = {key: p for p, key in enumerate(labels)}
+    columns: dict[str, list[np.ndarray]] = {name: [] for name in ESTIMATES}
+    for index, case in enumerate(cases):
+        flat = case.reshape(batch, -1)
+        blocks = {name: np.zeros((batch, f0.shape[1], flat.shape[1])) for name in ESTIMATES}
+        for element in range(flat.shape[1]):
+            at = {label: at_points[position[index, element, label]] for label, _ in MOVES}
+            move = {label: moves[position[index, element, label]][:, None] for label, _ in MOVES}
+            estimates = quotients(f0, at, move, out_rounding)
+            estimates["undefined"] = estimates["undefined"] | ~np.isfinite(flat[:, element].astype(np.float64))[:, None]
+            for name in ESTIMATES:
+                blocks[name][:, :, element] = estimates[name]
+        for name in ESTIMATES:
+            columns[name].append(blocks[name])
+    return columns
+
+
+def audit_group(scenarios: Sequence[Scenario], tolerances: Sequence[Tolerances]) -> list[tuple | None]:
+    """(results, verdict) per scenario where the fast path finds it consistent; None where it must go literal."""
+    spec = scenarios[0].target
+    which = np.stack([s.target.selector.array() for s in scenarios])
+    values = [case_values(s) for s in scenarios]
+    cases = [np.stack([v[i] for v in values]) for i in range(spec.cases)]
+    perturbed, labels, moves = _points(cases, scenarios[0].eps or dtypes.default_eps(spec.dtype))
+    try:
+        program = _program(spec.output, spec.cases)
+        value, forward_jac, reverse_jac, at_points = jax.device_get(program(jnp.asarray(which), cases, perturbed))
+        fd = _finite_differences(value, at_points, labels, moves, cases)
+    except Exception:  # noqa: BLE001 - whatever went wrong, the literal path will say it scenario by scenario
+        return [None] * len(scenarios)
+    out_shape = np.shape(value)[1:]
+    names = tuple(f"case {i}" for i in range(spec.cases))
+    outcomes: list[tuple | None] = []
+    for b, (scenario, tolerance) in enumerate(zip(scenarios, tolerances, strict=True)):
+        fwd = tuple(np.asarray(j[b]) for j in forward_jac)
+        rev = tuple(np.asarray(j[b]) for j in reverse_jac)
+        estimates = {
+            name: tuple(block[b].reshape(out_shape + spec.shape) for block in fd[name]) for name in ESTIMATES
+        }
+        estimates["undefined"] = tuple(m.astype(bool) for m in estimates["undefined"])
+        results = {
+            VALUE: PathResult(VALUE, (np.asarray(value[b]),)),
+            JIT_VALUE: PathResult(JIT_VALUE, (np.asarray(value[b]),)),
+            JACFWD: PathResult(JACFWD, fwd),
+            JIT_JACFWD: PathResult(JIT_JACFWD, fwd),
+            JACREV: PathResult(JACREV, rev),
+            JIT_JACREV: PathResult(JIT_JACREV, rev),
+            FINITE_DIFFERENCE: PathResult(FINITE_DIFFERENCE, estimates["extrapolated"], estimates=estimates),
+        }
+        judging = time.perf_counter()
+        verdict = judge(results, names, tolerance)
+        judged = time.perf_counter() - judging
+        outcomes.append((results, verdict, names, values[b], judged) if verdict.status == CONSISTENT else None)
+    return outcomes

@@ -1,0 +1,65 @@
+"""`--profile`: where a run's time went (load, trace, lower, compile, execute and judge, report)
+and how many programs XLA compiled, read from JAX's own monitoring events."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+
+from gradaudit.results import AuditReport
+
+JAX_EVENTS = {
+    "/jax/core/compile/jaxpr_trace_duration": "trace",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+    "/jax/core/compile/backend_compile_duration": "compile",
+}
+
+
+class Profile:
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.phases: dict[str, float] = {}
+        self.jax: dict[str, float] = defaultdict(float)
+        self.compiled = 0
+        if enabled:
+            from jax import monitoring
+
+            monitoring.register_event_duration_secs_listener(self._record)
+
+    def _record(self, event: str, duration: float, **kwargs) -> None:
+        name = JAX_EVENTS.get(event)
+        if name:
+            self.jax[name] += duration
+            self.compiled += name == "compile"
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
+
+    def print(self, console: Console, report: AuditReport) -> None:
+        if not self.enabled:
+            return
+        audit = self.phases.get("audit", 0.0)
+        judge = report.timings.get("judge", 0.0)
+        inside = sum(self.jax.values())
+        execute = max(0.0, audit - inside - judge)
+        methods = defaultdict(int)
+        for result in report.results:
+            methods[result.method] += 1
+        console.print(
+            f"profile: load {self.phases.get('load', 0):.2f}s, trace {self.jax['trace']:.2f}s, lower {self.jax['lower']:.2f}s, "
+            f"compile {self.jax['compile']:.2f}s, execute and the rest {execute:.2f}s, judge {judge:.2f}s, "
+            f"report {self.phases.get('report', 0):.2f}s; {self.compiled} programs compiled; "
+            f"{methods['batched']} scenarios from the fast path in {report.timings.get('groups', 0):g} groups, "
+            f"{methods['literal']} on the literal path",
+            highlight=False,
+            soft_wrap=True,
+        )
