@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: audit test install clean
+.PHONY: audit test bench install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ audit: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Speed against the check_grads loop (bench/run.py); writes reports/bench.json and reports/bench.md.
+bench: $(STAMP)
+	$(BIN)/python bench/run.py --sizes 100 1000
+	$(BIN)/python bench/run.py --sizes 10000 --rule fixed --repetitions 1 --peer-max 0 --out reports/bench-10000-fixed
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

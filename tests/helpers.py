@@ -7,9 +7,11 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from click.testing import CliRunner
 
 from gradaudit.cli import main
+from gradaudit.paths import PathError, PathResult
 from gradaudit.scenario import Scenario, SelectN, Selector
 from gradaudit.yaml_nodes import Location
 
@@ -54,3 +56,13 @@ def make_scenario(
     """A select_n Scenario built in code, as if loaded from `test.yaml:1:1`."""
     target = SelectN(selector=Selector(dtype=selector_dtype, value=value), cases=cases, shape=shape, dtype=dtype, values=values, output=output)
     return Scenario(name=name, source=Location("test.yaml", 1, 1), target=target, seed=seed, order=order)
+
+
+def path_results(per_path: dict) -> dict[str, PathResult]:
+    """Hand-made path results: per path name, its arrays (float32) or the PathError it raised."""
+    return {
+        name: PathResult(name=name, arrays=None, error=arrays)
+        if isinstance(arrays, PathError)
+        else PathResult(name=name, arrays=tuple(np.asarray(a, dtype=np.float32) for a in arrays))
+        for name, arrays in per_path.items()
+    }

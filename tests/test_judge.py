@@ -22,27 +22,17 @@ from gradaudit.paths import (
     JIT_JACREV,
     VALUE,
     PathError,
-    PathResult,
 )
+from tests.helpers import path_results
 
 TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)
 NAMES = ("case 0", "case 1")
 
 
 def _results(value, fwd, rev, jit_rev, fd):
-    def path(name, arrays):
-        if isinstance(arrays, PathError):
-            return PathResult(name=name, arrays=None, error=arrays)
-        return PathResult(name=name, arrays=tuple(np.asarray(a, dtype=np.float32) for a in arrays))
-
-    return {
-        VALUE: path(VALUE, value),
-        JACFWD: path(JACFWD, fwd),
-        JIT_JACFWD: path(JIT_JACFWD, fwd),
-        JACREV: path(JACREV, rev),
-        JIT_JACREV: path(JIT_JACREV, jit_rev),
-        FINITE_DIFFERENCE: path(FINITE_DIFFERENCE, fd),
-    }
+    return path_results(
+        {VALUE: value, JACFWD: fwd, JIT_JACFWD: fwd, JACREV: rev, JIT_JACREV: jit_rev, FINITE_DIFFERENCE: fd}
+    )
 
 
 def test_agreeing_paths_are_consistent_with_provenance():

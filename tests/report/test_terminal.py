@@ -16,24 +16,18 @@ from gradaudit.paths import (
     JIT_JACREV,
     VALUE,
     PathError,
-    PathResult,
 )
 from gradaudit.report.terminal import print_input_errors, print_report
 from gradaudit.results import AuditReport, ScenarioResult
 from gradaudit.scenario import Scenario, SelectN, Selector
 from gradaudit.yaml_nodes import InputError, Location
+from tests.helpers import path_results
 
 TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)
 
 
 def _result(name, selector, cases, shape, per_path) -> ScenarioResult:
-    paths = {}
-    per_path = {**per_path, JIT_JACFWD: per_path[JACFWD]}
-    for path, arrays in per_path.items():
-        if isinstance(arrays, PathError):
-            paths[path] = PathResult(name=path, arrays=None, error=arrays)
-        else:
-            paths[path] = PathResult(name=path, arrays=tuple(np.asarray(a, dtype=np.float32) for a in arrays))
+    paths = path_results({**per_path, JIT_JACFWD: per_path[JACFWD]})
     names = tuple(f"case {i}" for i in range(cases))
     verdict = judge(paths, names, TOL)
     scenario = Scenario(
