@@ -7,7 +7,6 @@ function, never JAX's AD, so they are an oracle independent of the rules under a
 
 from __future__ import annotations
 
-import functools
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -172,16 +171,10 @@ def block_names(arg_names: tuple[str, ...], order: int) -> tuple[str, ...]:
     return tuple(f"{first} d {second}" for first in arg_names for second in arg_names)
 
 
-@functools.lru_cache(maxsize=512)
-def _transformed(name: str, fn: Callable, argnums: tuple[int, ...]) -> Callable:
-    """The same transformed function for the same function, so compiled programs are reused across scenarios."""
-    return {**FIRST_ORDER, **SECOND_ORDER}[name](fn, argnums)
-
-
-def ad_blocks(target: Target, name: str, order: int) -> tuple[np.ndarray, ...]:
-    """Derivative blocks by one AD path: Jacobians per argument, or Hessian blocks [i][j] row-major."""
+def ad_blocks(target: Target, transform: Transform, order: int) -> tuple[np.ndarray, ...]:
+    """Derivative blocks by one AD transform: Jacobians per argument, or Hessian blocks [i][j] row-major."""
     argnums = tuple(range(len(target.args)))
-    result = _transformed(name, target.fn, argnums)(*target.args, *target.fixed)
+    result = transform(target.fn, argnums)(*target.args, *target.fixed)
     if order == 1:
         return tuple(np.asarray(result[i]) for i in argnums)  # type: ignore[index]
     return tuple(np.asarray(result[i][j]) for i in argnums for j in argnums)  # type: ignore[index]
@@ -211,13 +204,13 @@ def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tu
     """
     argnums = tuple(range(len(target.args)))
     fixed = target.fixed
-    jacobian = _transformed(JIT_JACFWD, target.fn, argnums)  # the jit(jacfwd) path's own program
+    jacobian = jax.jit(jax.jacfwd(target.fn, argnums=argnums))
     try:
         jacobian(*target.args, *fixed)
     except TypeError as exc:
         if not any(fragment in str(exc) for _, fragment, _ in NOT_APPLICABLE):
             raise
-        jacobian = _transformed(JIT_JACREV, target.fn, argnums)
+        jacobian = jax.jit(jax.jacrev(target.fn, argnums=argnums))
     diffs = differences(lambda *a: tuple(jacobian(*a, *fixed)), target.args, _steps(target, eps))
     return _estimates(diffs, [(i, j) for i in argnums for j in argnums])
 
@@ -267,14 +260,14 @@ def _run_paths(targets: Sequence[Target], eps: float | None, order: int) -> dict
         results[named(JIT_VALUE)] = run_path(
             named(JIT_VALUE), lambda tg=target: (np.asarray(jax.jit(tg.fn)(*tg.args, *tg.fixed)),)
         )
-        for base in FIRST_ORDER:
-            results[named(base)] = run_path(named(base), lambda b=base, tg=target: ad_blocks(tg, b, 1))
+        for base, transform in FIRST_ORDER.items():
+            results[named(base)] = run_path(named(base), lambda t=transform, tg=target: ad_blocks(tg, t, 1))
         results[named(FINITE_DIFFERENCE)] = run_path(
             named(FINITE_DIFFERENCE), lambda tg=target: finite_difference_jacobians(tg, eps)
         )
         if order >= 2:
-            for base in SECOND_ORDER:
-                results[named(base)] = run_path(named(base), lambda b=base, tg=target: ad_blocks(tg, b, 2))
+            for base, transform in SECOND_ORDER.items():
+                results[named(base)] = run_path(named(base), lambda t=transform, tg=target: ad_blocks(tg, t, 2))
             results[named(HESSIAN_FINITE_DIFFERENCE)] = run_path(
                 named(HESSIAN_FINITE_DIFFERENCE), lambda tg=target: finite_difference_hessian(tg, eps)
             )

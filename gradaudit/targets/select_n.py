@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import jax
@@ -41,27 +40,16 @@ OUTPUTS: dict[str, Callable[[jax.Array], jax.Array]] = {
 assert set(OUTPUTS) == set(scenario_module.OUTPUTS)
 
 
-@functools.lru_cache(maxsize=1024)
-def literal_function(selector_dtype: str, selector_bytes: bytes, selector_shape: tuple[int, ...], output: str) -> Callable:
-    """`output(select_n(which, *cases))` with `which` captured, the same function object for the same selector.
-
-    Scenarios that differ only in their case values then share JAX's compiled programs, which are
-    cached by function, while each still runs the function exactly as a user would write it.
-    """
-    which = jnp.asarray(np.frombuffer(selector_bytes, dtype=dtypes.numpy_dtype(selector_dtype)).reshape(selector_shape))
-    apply = OUTPUTS[output]
-
-    def select(*cases):
-        return apply(lax.select_n(which, *cases))
-
-    return select
-
-
 def build(scenario: Scenario) -> Target:
     spec = scenario.target
-    which = spec.selector.array()
+    which = jnp.asarray(spec.selector.array())
+    output = OUTPUTS[spec.output]
+
+    def select(*cases):
+        return output(lax.select_n(which, *cases))
+
     return Target(
-        fn=literal_function(spec.selector.dtype, which.tobytes(), which.shape, spec.output),
+        fn=select,
         args=case_values(scenario),
         arg_names=tuple(f"case {i}" for i in range(spec.cases)),
     )
