@@ -30,11 +30,23 @@ from gradaudit.targets.select_n import OUTPUTS, case_values
 GroupKey = tuple
 """What scenarios sharing a compiled program have in common."""
 
+MAX_ELEMENTS = 4_000_000
+"""Array elements one batched call may hold (finite-difference points and Jacobians); larger groups
+are split, and a scenario that alone would exceed it takes the literal path."""
+
+
+def batch_size(scenario: Scenario) -> int:
+    """How many scenarios like this one fit in one batched call; 0 when even one does not."""
+    spec = scenario.target
+    size = int(np.prod(spec.shape, dtype=np.int64))
+    per_scenario = 4 * spec.cases**2 * size**2 + 2 * spec.cases * size**2 + 1
+    return MAX_ELEMENTS // per_scenario
+
 
 def group_key(scenario: Scenario) -> GroupKey | None:
     """The group of a scenario the fast path can take; None for one it cannot (functions, order 2)."""
     spec = scenario.target
-    if spec.kind != "select_n" or scenario.order != 1:
+    if spec.kind != "select_n" or scenario.order != 1 or batch_size(scenario) == 0:
         return None
     return (spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.shape, spec.dtype, spec.output, scenario.eps)
 

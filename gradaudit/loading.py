@@ -71,6 +71,10 @@ TOLERANCE_KEYS = ("rtol", "atol")
 INPUT_KEYS = ("dtype", "value", "shape", "fill", "seed")
 EXPECT_KEYS = ("status", "exception")
 YAML_SUFFIXES = (".yaml", ".yml")
+MAX_DEPTH = 32
+"""Deepest nesting of a value list."""
+MAX_LEAVES = 1_000_000
+"""Most elements one value may have once YAML aliases are expanded."""
 
 
 def _did_you_mean(word: str, allowed: Sequence[str]) -> str:
@@ -161,11 +165,33 @@ class _FileChecker:
         return value
 
     def nested(self, node: yaml.Node, what: str, element: Callable[[yaml.Node], Any]) -> tuple[NestedValue, tuple[int, ...]]:
-        """A scalar or rectangular nested list, each leaf checked by `element`; returns (value, shape)."""
+        """A scalar or rectangular nested list, each leaf checked by `element`; returns (value, shape).
+
+        Aliases may make a list contain itself or expand exponentially: both are refused with
+        the place named, before any work is done on them.
+        """
+        leaves = self._leaves(node, what, (), {})
+        if leaves > MAX_LEAVES:
+            raise self.fail(node, f"{what} has {leaves:,} elements once its YAML aliases are expanded (at most {MAX_LEAVES:,})")
+        return self._nested(node, what, element)
+
+    def _leaves(self, node: yaml.Node, what: str, ancestors: tuple, memo: dict[int, int]) -> int:
+        """How many scalars a value holds with aliases expanded, counting each shared node once."""
+        if not isinstance(node, yaml.SequenceNode):
+            return 1
+        if any(node is ancestor for ancestor in ancestors):
+            raise self.fail(node, f"{what} contains itself through a YAML alias")
+        if len(ancestors) >= MAX_DEPTH:
+            raise self.fail(node, f"{what} is nested more than {MAX_DEPTH} levels deep")
+        if id(node) not in memo:
+            memo[id(node)] = sum(self._leaves(item, what, (*ancestors, node), memo) for item in node.value)
+        return memo[id(node)]
+
+    def _nested(self, node: yaml.Node, what: str, element: Callable[[yaml.Node], Any]) -> tuple[NestedValue, tuple[int, ...]]:
         if not isinstance(node, yaml.SequenceNode):
             return element(node), ()
         items = sequence_items(self.file, node, what)
-        parts = [self.nested(item, what, element) for item in items]
+        parts = [self._nested(item, what, element) for item in items]
         shapes = {shape for _, shape in parts}
         if len(shapes) > 1:
             shown = " and ".join(str(list(shape)) for shape in sorted(shapes))

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import jax
 
 from gradaudit import dtypes
-from gradaudit.batched import audit_group, group_key
+from gradaudit.batched import audit_group, batch_size, group_key
 from gradaudit.diagnoses import Evidence, diagnose
 from gradaudit.judge import ERROR, RAISED, Finding, Tolerances, judge
 from gradaudit.paths import VALUE, run_paths
@@ -133,13 +133,18 @@ def audit_scenario(
     )
 
 
-def _groups(scenarios: Sequence[Scenario]) -> dict[tuple, list[int]]:
+def _groups(scenarios: Sequence[Scenario]) -> list[list[int]]:
+    """Indices of scenarios sharing a compiled program, in batches small enough for one call."""
     groups: dict[tuple, list[int]] = {}
     for index, scenario in enumerate(scenarios):
         key = group_key(scenario)
         if key is not None:
             groups.setdefault(key, []).append(index)
-    return groups
+    batches = []
+    for indices in groups.values():
+        size = batch_size(scenarios[indices[0]])
+        batches += [indices[start : start + size] for start in range(0, len(indices), size)]
+    return batches
 
 
 def _batched_result(scenario: Scenario, found: tuple, seconds: float) -> ScenarioResult:
@@ -178,7 +183,7 @@ def run_audit(
     results: list[ScenarioResult | None] = [None] * len(scenarios)
     with select_n_rule(rule):
         if not literal:
-            for indices in _groups(scenarios).values():
+            for indices in _groups(scenarios):
                 members = [scenarios[i] for i in indices]
                 start = time.perf_counter()
                 with x64_for(members[0]):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from gradaudit.loading import load_paths
@@ -202,3 +204,32 @@ def test_bad_sweeps_are_input_errors(tmp_path, sweep, where, message):
     result = run_cli("run", str(path))
     assert result.exit_code == 2
     assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), result.stderr
+
+
+def _laughs(levels: int) -> str:
+    """A YAML value of 10**levels leaves written in a few hundred bytes with aliases."""
+    value = "&l0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"
+    for level in range(1, levels):
+        value = f"&l{level} [{value}" + f", *l{level - 1}" * 9 + "]"
+    return value
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("&v [1, *v]", "selector value contains itself through a YAML alias"),
+        (_laughs(9), "selector value has 1,000,000,000 elements once its YAML aliases are expanded (at most 1,000,000)"),
+        ("[" * 40 + "1" + "]" * 40, "selector value is nested more than 32 levels deep"),
+    ],
+)
+def test_alias_bombs_and_deep_nesting_are_refused_quickly(tmp_path, value, message):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(
+        "scenarios:\n  - name: bomb\n    cases: 2\n    shape: []\n    dtype: float32\n"
+        f"    selector:\n      dtype: int32\n      value: {value}\n"
+    )
+    start = time.perf_counter()
+    result = run_cli("run", str(path))
+    assert result.exit_code == 2 and result.exception is None
+    assert f"{path}:8:" in result.stderr and message in result.stderr, result.stderr
+    assert time.perf_counter() - start < 5
