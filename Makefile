@@ -23,7 +23,7 @@ test: $(STAMP)
 
 # Speed against the check_grads loop (bench/run.py); writes reports/bench.json and reports/bench.md.
 bench: $(STAMP)
-	$(BIN)/python bench/run.py --sizes 100 1000
+	$(BIN)/python bench/run.py --sizes 100 1000 --repetitions 3
 	$(BIN)/python bench/run.py --sizes 10000 --rule fixed --repetitions 1 --peer-max 0 --out reports/bench-10000-fixed
 
 clean:
