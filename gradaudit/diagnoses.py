@@ -219,6 +219,23 @@ CATALOG: tuple[Diagnosis, ...] = (
         matches=lambda evidence: _not_applicable("custom_vjp")(evidence) and _reverse_disagrees_with_finite_differences(evidence),
     ),
     Diagnosis(
+        id="GA009",
+        title="jit cannot compile this function: Python control flow or conversions on traced values",
+        explanation=(
+            "The function branches with a Python `if` on an input, or converts an input with float(), int() or "
+            "bool(). Eager evaluation and eager jacfwd/jacrev see concrete values and work, but jit traces with "
+            "abstract values and cannot, so the compiled paths are not applicable; finite differences then run "
+            "eagerly. Code that must run under jit (and vmap) cannot be audited that way."
+        ),
+        fixes=(
+            "Express the branch with jnp.where, lax.select or lax.cond instead of a Python `if`.",
+            "Write loops over values with lax.fori_loop, lax.while_loop or lax.scan.",
+            "If the input is configuration rather than data, make it static: jax.jit(f, static_argnums=…).",
+        ),
+        references=("https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerBoolConversionError",),
+        matches=_not_applicable("jit cannot compile"),
+    ),
+    Diagnosis(
         id="GA008",
         title="forward mode cannot differentiate a custom_vjp function",
         explanation=(

@@ -468,6 +468,11 @@ def judge(
             if found:
                 findings.append(found)
     prov = provenance(results, tolerances.fd_atol, bindings)
+    first_order = [results[p] for p in FAMILIES[0].bound(bindings)[0] if p in results]
+    if first_order and all(r.not_applicable for r in first_order):
+        raising.append(
+            Finding(kind=RAISED, paths=tuple(r.name for r in first_order), message="no derivative path applies to this function: nothing was checked", error_type="NotApplicable")
+        )
     routing = _routing_findings(prov, arg_names, disagreeing) if prov is not None else []
     findings = raising + routing + findings
     if any(f.kind == RAISED for f in findings):

@@ -70,14 +70,49 @@ class PathError:
         return f"{self.type}: {self.message}" if self.message else self.type
 
 
-NOT_APPLICABLE: tuple[tuple[str, str, str], ...] = (
-    (
+@dataclass(frozen=True)
+class Inapplicable:
+    """An exception that means a path does not apply to the function, not that the path failed."""
+
+    type: str
+    fragment: str
+    reason: str
+    compiled_only: bool = False
+    """Only for jit-compiled paths: the same exception eagerly is a real error."""
+
+    def matches(self, path: str, exc: BaseException) -> bool:
+        return (
+            type(exc).__name__ == self.type
+            and self.fragment in str(exc)
+            and (not self.compiled_only or base_name(path) in COMPILED)
+        )
+
+
+NOT_APPLICABLE: tuple[Inapplicable, ...] = (
+    Inapplicable(
         "TypeError",
         "can't apply forward-mode autodiff (jvp) to a custom_vjp function",
         "forward mode cannot differentiate a custom_vjp function: it defines only a reverse rule",
     ),
+    Inapplicable(
+        "TracerBoolConversionError",
+        "",
+        "jit cannot compile Python control flow on a traced value (an `if` on an input)",
+        compiled_only=True,
+    ),
+    Inapplicable(
+        "ConcretizationTypeError",
+        "",
+        "jit cannot compile code that needs an input's concrete value",
+        compiled_only=True,
+    ),
+    Inapplicable(
+        "TracerIntegerConversionError",
+        "",
+        "jit cannot compile code that converts a traced value to a Python int",
+        compiled_only=True,
+    ),
 )
-"""(exception type, message fragment, reason): exceptions that mean a path does not apply, not that it failed."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,6 +197,8 @@ FAMILIES: tuple[PathFamily, ...] = (
 )
 AD_PATHS: tuple[str, ...] = FAMILIES[0].ad_paths
 """First-order AD paths: the ones whose routing provenance checks."""
+COMPILED = frozenset({JIT_VALUE, JIT_JACFWD, JIT_JACREV, JIT_HESSIAN_REV_REV})
+"""Paths that run under jit."""
 
 
 def block_names(arg_names: tuple[str, ...], order: int) -> tuple[str, ...]:
@@ -188,10 +225,22 @@ def _estimates(diffs: Differences, pairs: Sequence[tuple[int, int]]) -> dict[str
     return {name: tuple(diffs.estimate(name, k, j) for k, j in pairs) for name in ESTIMATES}
 
 
+def _compiled_or_eager(fn: Callable, args: Sequence) -> Callable:
+    """`jit(fn)`, or `fn` itself when jit cannot compile it (Python control flow on inputs)."""
+    compiled = jax.jit(fn)
+    try:
+        compiled(*args)
+    except Exception as exc:  # noqa: BLE001 - only the inapplicable kinds fall back; others propagate
+        if not any(rule.compiled_only and rule.matches(JIT_VALUE, exc) for rule in NOT_APPLICABLE):
+            raise
+        return fn
+    return compiled
+
+
 def finite_difference_jacobians(target: Target, eps: float | None) -> dict[str, tuple[np.ndarray, ...]]:
-    """Jacobians from evaluations of the (compiled) function alone: the oracle independent of AD."""
-    forward = jax.jit(target.fn)
+    """Jacobians from evaluations of the function alone (compiled where jit can): the oracle independent of AD."""
     fixed = target.fixed
+    forward = _compiled_or_eager(target.fn, (*target.args, *fixed))
     diffs = differences(lambda *a: (forward(*a, *fixed),), target.args, _steps(target, eps))
     return _estimates(diffs, [(0, j) for j in range(len(target.args))])
 
@@ -208,7 +257,7 @@ def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tu
     try:
         jacobian(*target.args, *fixed)
     except TypeError as exc:
-        if not any(fragment in str(exc) for _, fragment, _ in NOT_APPLICABLE):
+        if not NOT_APPLICABLE[0].matches(JACFWD, exc):
             raise
         jacobian = jax.jit(jax.jacrev(target.fn, argnums=argnums))
     diffs = differences(lambda *a: tuple(jacobian(*a, *fixed)), target.args, _steps(target, eps))
@@ -221,9 +270,9 @@ def run_path(name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str,
         computed = compute()
     except Exception as exc:  # noqa: BLE001 - an exception is a result here, not a failure
         error = PathError.from_exception(exc)
-        for type_name, fragment, reason in NOT_APPLICABLE:
-            if error.type == type_name and fragment in str(exc):
-                return PathResult(name=name, arrays=None, not_applicable=reason)
+        for inapplicable in NOT_APPLICABLE:
+            if inapplicable.matches(name, exc):
+                return PathResult(name=name, arrays=None, not_applicable=inapplicable.reason)
         return PathResult(name=name, arrays=None, error=error)
     if isinstance(computed, dict):
         return PathResult(name=name, arrays=computed["extrapolated"], estimates=computed)

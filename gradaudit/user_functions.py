@@ -38,15 +38,14 @@ def _import_from(module_name: str, root: Path):
             sys.modules[private] = module
             spec.loader.exec_module(module)
         return sys.modules[private]
-    sys.path.insert(0, str(root))
-    try:
-        return importlib.import_module(module_name)
-    finally:
-        sys.path.remove(str(root))
+    # The folder stays importable: the user's functions may import their neighbours when called.
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return importlib.import_module(module_name)
 
 
 def resolve(spec: str, root: str) -> Callable:
-    """The callable named by `module:function`, importing `module` with `root` on the path first."""
+    """The callable named by `module:function`, importing `module` with `root` first on the path (where it stays)."""
     module_name, _, attribute = spec.partition(":")
     try:
         module = _import_from(module_name, Path(root))

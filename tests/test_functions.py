@@ -64,6 +64,18 @@ def wrong_cube(x):
 
 wrong_cube.defvjp(lambda x: (x**3, x), lambda x, g: (2 * x**2 * g,))
 
+def branchy(x):
+    if x > 0:
+        return x**2
+    return -x
+
+
+def imports_when_called(x):
+    from neighbour import triple
+
+    return triple(x)
+
+
 STATE = jax.new_ref(jnp.zeros(2))
 
 
@@ -78,6 +90,7 @@ def suite(tmp_path: Path) -> Path:
     (tmp_path / "mylib").mkdir()
     (tmp_path / "mylib" / "__init__.py").write_text("")
     (tmp_path / "mylib" / "fns.py").write_text(FUNCTIONS)
+    (tmp_path / "neighbour.py").write_text("def triple(x):\n    return 3 * x\n")
     return tmp_path
 
 
@@ -363,3 +376,26 @@ def test_smooth_functions_with_strong_curvature_or_large_values_are_consistent(t
     assert finding["values"]["finite_difference"] == pytest.approx(3.0, rel=1e-3)
     assert finding["values"]["jacrev"] == pytest.approx(4.5)
     assert code == 1
+
+
+def test_functions_jit_cannot_compile_are_checked_eagerly_and_may_import_when_called(suite):
+    code, report = audit(
+        suite,
+        """
+        scenarios:
+          - name: branchy
+            fn: mylib.fns:branchy
+            inputs: [{dtype: float32, value: 1.5}]
+          - name: lazy-import
+            fn: mylib.fns:imports_when_called
+            inputs: [{dtype: float32, value: [1.0, 2.0]}]
+        """,
+    )
+    branchy, lazy = report["results"]
+    assert branchy["status"] == "consistent" and branchy["diagnosis"]["id"] == "GA009"
+    assert branchy["paths"]["jit_jacrev"]["status"] == "not_applicable"
+    assert branchy["paths"]["jacrev"]["jacobians"]["x0"] == 3.0
+    assert branchy["paths"]["finite_difference"]["jacobians"]["x0"] == pytest.approx(3.0, rel=1e-3)
+    assert lazy["status"] == "consistent"
+    assert lazy["paths"]["jacrev"]["jacobians"]["x0"] == [[3.0, 0.0], [0.0, 3.0]]
+    assert code == 0
