@@ -147,8 +147,10 @@ def main(ctx: click.Context) -> None:
         table, source = load_config(Path.cwd())
     except ConfigError as exc:
         raise InputProblem(str(exc)) from None
+    from gradaudit.limits import Limits
+
     ctx.default_map = config_defaults(table, source)
-    ctx.obj = {"paths": ctx.default_map.get("run", {}).get("paths", ())}
+    ctx.obj = {"paths": ctx.default_map.get("run", {}).get("paths", ()), "limits": Limits(**table.get("limits", {}))}
 
 
 def guarded(command: Callable[..., int]) -> Callable[..., None]:
@@ -270,6 +272,15 @@ class Session:
             raise click.BadParameter(str(exc), param_hint="-k") from None
         if keyword and not chosen and not shard_range:
             raise click.BadParameter(f"no scenario name matches {keyword!r}", param_hint="-k")
+        from gradaudit.limits import Limits, check_limits
+
+        context = click.get_current_context(silent=True)
+        limits = (context.find_root().obj or {}).get("limits", Limits()) if context else Limits()
+        too_large = check_limits(chosen, limits)
+        if too_large:
+            print_input_errors(self.err, too_large)
+            self.write_files(AuditReport(environment=environment(INSTALLED), errors=tuple(too_large), files=tuple(loaded.files)))
+            return None
         loaded.scenarios = chosen
         return loaded
 

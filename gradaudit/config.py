@@ -39,6 +39,7 @@ KEYS: dict[str, Key] = {
     "timeout": Key((int, float), "a number of seconds"),
     "color": Key(str, "a colour mode", COLORS),
     "exit_zero": Key(bool, "true or false"),
+    "limits": Key(dict, "a table of positive integers: elements, cases, jacobian, evaluations, work"),
 }
 
 
@@ -91,6 +92,16 @@ def load_config(start: Path) -> tuple[dict, Path | None]:
             problems.append(f"{where}: [tool.gradaudit] '{key}' must be one of {', '.join(spec.choices)}, got {bad[0]!r}")
         if key == "tolerance" and (set(value) - {"rtol", "atol"} or not all(isinstance(v, int | float) and v >= 0 for v in value.values())):
             problems.append(f"{where}: [tool.gradaudit] 'tolerance' must be {{rtol = …, atol = …}} with numbers >= 0, got {value!r}")
+        if key == "limits" and isinstance(value, dict):
+            from gradaudit.limits import LIMIT_NAMES
+
+            for name, limit in value.items():
+                if name not in LIMIT_NAMES:
+                    close = difflib.get_close_matches(name, LIMIT_NAMES, n=1)
+                    hint = f"; did you mean '{close[0]}'?" if close else ""
+                    problems.append(f"{where}: [tool.gradaudit] unknown limit '{name}'{hint} (allowed: {', '.join(LIMIT_NAMES)})")
+                elif isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+                    problems.append(f"{where}: [tool.gradaudit] limit '{name}' must be a positive integer, got {limit!r}")
     if problems:
         raise ConfigError("\n".join(problems))
     return table, path

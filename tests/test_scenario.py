@@ -233,3 +233,28 @@ def test_alias_bombs_and_deep_nesting_are_refused_quickly(tmp_path, value, messa
     assert result.exit_code == 2 and result.exception is None
     assert f"{path}:8:" in result.stderr and message in result.stderr, result.stderr
     assert time.perf_counter() - start < 5
+
+
+def test_oversized_scenarios_are_refused_before_allocation(tmp_path, monkeypatch):
+    path = write_yaml(
+        tmp_path,
+        "big.yaml",
+        """
+        scenarios:
+          - {name: huge, selector: {dtype: int32, value: 1}, cases: 2, shape: [3000, 3000], dtype: float32}
+          - {name: small, selector: {dtype: int32, value: 1}, cases: 3, shape: [4], dtype: float32}
+        """,
+    )
+    start = time.perf_counter()
+    result = run_cli("run", str(path))
+    assert result.exit_code == 2
+    assert f"{path}:2:5: scenario 'huge' is too large: an input of 9,000,000 elements exceeds the limit of 1,000,000 (limits.elements)" in result.stderr
+    assert "small" not in result.stderr
+    assert time.perf_counter() - start < 5
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.gradaudit]\nlimits = {elements = 3, jacobian = 100}\n")
+    tight = run_cli("run", str(path), "-k", "small")
+    assert tight.exit_code == 2
+    assert "an input of 4 elements exceeds the limit of 3 (limits.elements)" in tight.stderr
+    (tmp_path / "pyproject.toml").write_text("[tool.gradaudit]\nlimits = {element = 3}\n")
+    assert "unknown limit 'element'; did you mean 'elements'?" in run_cli("run", str(path)).stderr
