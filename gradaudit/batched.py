@@ -23,7 +23,16 @@ from jax import lax
 from gradaudit import dtypes
 from gradaudit.finite_differences import ESTIMATES, MOVES, quotients, rounding
 from gradaudit.judge import CONSISTENT, Tolerances, judge
-from gradaudit.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, JIT_VALUE, VALUE, PathResult
+from gradaudit.paths import (
+    FINITE_DIFFERENCE,
+    JACFWD,
+    JACREV,
+    JIT_JACFWD,
+    JIT_JACREV,
+    JIT_VALUE,
+    VALUE,
+    PathResult,
+)
 from gradaudit.scenario import Scenario
 from gradaudit.targets.select_n import OUTPUTS, case_values
 

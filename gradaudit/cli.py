@@ -158,10 +158,16 @@ def guarded(command: Callable[..., int]) -> Callable[..., None]:
 
     @functools.wraps(command)
     def wrapper(*args, debug: bool, **kwargs) -> None:
+        from gradaudit.runner import AuditInterrupted
+
         try:
             code = command(*args, **kwargs)
         except click.ClickException:
             raise
+        except AuditInterrupted as exc:
+            finished = sum(r.status != "interrupted" for r in exc.report.results)
+            click.echo(f"interrupted: {finished} of {len(exc.report.results)} scenarios had finished", err=True)
+            code = EXIT_INPUT
         except Exception as exc:  # noqa: BLE001 - anything else is our bug: say so, exit 3
             if debug:
                 traceback.print_exc()
@@ -234,6 +240,8 @@ class Session:
         if json_path == "-" and junit_path == "-":
             raise click.BadParameter("only one report can go to stdout", param_hint="--junit")
         self.json_path, self.junit_path = json_path, junit_path
+        # Results as they finish, one JSON line each, beside the report: a killed run's work stays readable.
+        self.partial = Path(json_path + ".partial") if json_path and json_path != "-" else None
         self.formats = set(formats) or ({"rich", "github"} if os.environ.get("GITHUB_ACTIONS") == "true" else {"rich"})
         # With a report or annotations on stdout alone, the human report moves to stderr so stdout stays parseable.
         to_stderr = "-" in (json_path, junit_path) or "rich" not in self.formats
@@ -286,7 +294,16 @@ class Session:
 
     def audit(self, loaded, rule: str, rtol=None, atol=None, timeout=None, literal=False):
         """Audit the loaded scenarios under `rule`, with a progress bar on a terminal's stderr."""
+        from gradaudit.report.json_report import result_line
         from gradaudit.runner import run_audit
+
+        partial = self.partial.open("w", encoding="utf-8") if self.partial else None
+
+        def finished(result) -> None:
+            progress.advance(task)
+            if partial is not None:
+                partial.write(result_line(result))
+                partial.flush()
 
         with Progress(
             TextColumn("[progress.description]{task.description}"),
@@ -298,15 +315,19 @@ class Session:
             disable=not self.err.is_terminal,
         ) as progress:
             task = progress.add_task(f"auditing ({rule} rule)", total=len(loaded.scenarios))
-            return run_audit(
-                loaded.scenarios,
-                rule=rule,
-                on_result=lambda result: progress.advance(task),
-                files=tuple(loaded.files),
-                tolerance=(rtol, atol),
-                timeout=timeout,
-                literal=literal,
-            )
+            try:
+                return run_audit(
+                    loaded.scenarios,
+                    rule=rule,
+                    on_result=finished,
+                    files=tuple(loaded.files),
+                    tolerance=(rtol, atol),
+                    timeout=timeout,
+                    literal=literal,
+                )
+            finally:
+                if partial is not None:
+                    partial.close()
 
     def write_files(self, report=None, comparison=None) -> None:
         from gradaudit.report import ReportFormat, formatter_for
@@ -315,6 +336,8 @@ class Session:
             if target:
                 renderer = formatter_for(fmt)
                 write_atomic(target, renderer.render(report) if comparison is None else renderer.render_comparison(comparison))
+        if self.partial is not None:
+            self.partial.unlink(missing_ok=True)
 
     def annotate(self, report=None, comparison=None) -> None:
         from gradaudit.report import ReportFormat, formatter_for
@@ -346,9 +369,8 @@ def run(
     Exit 0 when every scenario passes, 1 when any fails, 2 for bad input.
     """
     from gradaudit.gate import BaselineError, apply_gate, load_baseline
-    from gradaudit.report.terminal import print_report
-
     from gradaudit.profiling import Profile
+    from gradaudit.report.terminal import print_report
 
     profiler = Profile(enabled=profile)
     session = Session(color, json_path, junit_path, format)
@@ -360,14 +382,23 @@ def run(
         loaded = session.load(paths, keyword, shard)
     if loaded is None:
         return EXIT_INPUT
+    from gradaudit.runner import AuditInterrupted
+
+    interrupted = None
     with profiler.phase("audit"):
-        report = apply_gate(session.audit(loaded, rule, rtol, atol, timeout, literal), known)
+        try:
+            report = apply_gate(session.audit(loaded, rule, rtol, atol, timeout, literal), known)
+        except AuditInterrupted as exc:
+            interrupted = exc
+            report = apply_gate(exc.report, known)
     with profiler.phase("report"):
         if "rich" in session.formats:
             print_report(session.out, report, verbose=verbose, quiet=quiet, seconds=session.elapsed())
         session.annotate(report)
         session.write_files(report)
     profiler.print(session.err, report)
+    if interrupted is not None:
+        raise interrupted
     return _exit_code(report.passed, exit_zero)
 
 

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gradaudit.judge import CONSISTENT, ERROR, RAISED, Finding
+from gradaudit.judge import CONSISTENT, ERROR, INTERRUPTED, RAISED, Finding
 from gradaudit.results import REPORT_SCHEMA, AuditReport, Outcome, ScenarioResult
 
 
@@ -57,6 +57,8 @@ def _raised_types(findings: tuple[Finding, ...]) -> set[str]:
 
 
 def outcome(result: ScenarioResult, baseline: Baseline | None) -> Outcome:
+    if result.status == INTERRUPTED:
+        return Outcome(passed=False, reason="interrupted before it finished")
     expect = result.scenario.expect
     fingerprints = tuple(dict.fromkeys(f.fingerprint for f in result.findings))
     if expect is not None:

@@ -32,6 +32,8 @@ CONSISTENT = "consistent"
 MISMATCH = "mismatch"
 ERROR = "error"
 STATUSES: tuple[str, ...] = (CONSISTENT, MISMATCH, ERROR)
+INTERRUPTED = "interrupted"
+"""A scenario a Ctrl-C stopped before it finished (counted in summaries only when present)."""
 
 ROUTING = "routing"
 DISAGREEMENT = "disagreement"

@@ -32,7 +32,14 @@ from gradaudit.scenario import (
     Selector,
     Tolerance,
 )
-from gradaudit.sweep import FIELD, FIXED, SWEEP_KEYS, SWEPT, combinations, skipped_summary
+from gradaudit.sweep import (
+    FIELD,
+    FIXED,
+    SWEEP_KEYS,
+    SWEPT,
+    combinations,
+    skipped_summary,
+)
 from gradaudit.user_functions import FunctionImportError, resolve
 from gradaudit.yaml_nodes import (
     InputError,

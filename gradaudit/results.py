@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gradaudit.diagnoses import Diagnosis
-from gradaudit.judge import CONSISTENT, STATUSES, Finding, Provenance
+from gradaudit.judge import CONSISTENT, INTERRUPTED, STATUSES, Finding, Provenance
 from gradaudit.paths import PathResult
 from gradaudit.scenario import Scenario
 from gradaudit.yaml_nodes import InputError
@@ -103,7 +103,10 @@ class AuditReport:
 
 def _counts(results) -> dict[str, int]:
     counts = Counter(result.status for result in results)
-    return {"total": len(results), **{status: counts.get(status, 0) for status in STATUSES}}
+    summary = {"total": len(results), **{status: counts.get(status, 0) for status in STATUSES}}
+    if counts.get(INTERRUPTED):
+        summary[INTERRUPTED] = counts[INTERRUPTED]
+    return summary
 
 
 @dataclass(frozen=True, eq=False)

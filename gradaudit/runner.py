@@ -14,7 +14,7 @@ import jax
 from gradaudit import dtypes
 from gradaudit.batched import audit_group, batch_size, group_key
 from gradaudit.diagnoses import Evidence, diagnose
-from gradaudit.judge import ERROR, RAISED, Finding, Tolerances, judge
+from gradaudit.judge import ERROR, INTERRUPTED, RAISED, Finding, Tolerances, judge
 from gradaudit.paths import VALUE, run_paths
 from gradaudit.results import AuditReport, ScenarioResult
 from gradaudit.rules import INSTALLED, select_n_rule
@@ -181,6 +181,37 @@ def run_audit(
     """
     notify = on_result or (lambda result: None)
     results: list[ScenarioResult | None] = [None] * len(scenarios)
+    try:
+        _audit_all(scenarios, results, rule, notify, tolerance, timeout, literal)
+    except KeyboardInterrupt:
+        finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
+        raise AuditInterrupted(_report(scenarios, finished, rule, files, literal)) from None
+    return _report(scenarios, results, rule, files, literal)
+
+
+class AuditInterrupted(Exception):
+    """Ctrl-C during an audit: carries the report of what finished, the rest marked interrupted."""
+
+    def __init__(self, report: AuditReport):
+        super().__init__("interrupted")
+        self.report = report
+
+
+def _interrupted(scenario: Scenario) -> ScenarioResult:
+    return ScenarioResult(
+        scenario=scenario, arg_names=(), inputs=(), status=INTERRUPTED, paths={}, findings=(), provenance=None, seconds=0.0
+    )
+
+
+def _report(scenarios, results, rule: str, files: tuple[str, ...], literal: bool) -> AuditReport:
+    env = environment(rule)
+    timings = {"judge": sum(r.judge_seconds for r in results), "groups": 0 if literal else len(_groups(scenarios))}
+    env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
+    return AuditReport(environment=env, results=tuple(results), files=files, timings=timings)
+
+
+def _audit_all(scenarios, results: list, rule: str, notify, tolerance, timeout, literal: bool) -> None:
+    """Fill `results` in place, so that an interrupt leaves what finished."""
     with select_n_rule(rule):
         if not literal:
             for indices in _groups(scenarios):
@@ -197,7 +228,3 @@ def run_audit(
             if results[index] is None:
                 results[index] = audit_scenario(scenario, tolerance, timeout)
                 notify(results[index])
-    env = environment(rule)
-    timings = {"judge": sum(r.judge_seconds for r in results), "groups": 0 if literal else len(_groups(scenarios))}
-    env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
-    return AuditReport(environment=env, results=tuple(results), files=files, timings=timings)  # type: ignore[arg-type]

@@ -164,3 +164,31 @@ def test_module_entry_point_runs_as_a_process(tmp_path):
     assert proc.returncode == 2
     assert f"{path}:1:13: a scenario must be a mapping, got 1" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_ctrl_c_writes_what_finished_marks_the_rest_and_exits_2(tmp_path, monkeypatch):
+    from gradaudit import runner
+    from gradaudit.rules import installed_rule
+
+    original_rule = installed_rule()
+    real = runner.audit_scenario
+    out = tmp_path / "report.json"
+    seen_partial = []
+
+    def interrupt_third(scenario, *args, **kwargs):
+        if len(seen_partial) == 2:
+            seen_partial.append(Path(str(out) + ".partial").read_text().splitlines())
+            raise KeyboardInterrupt
+        seen_partial.append(scenario.name)
+        return real(scenario, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "audit_scenario", interrupt_third)
+    result = run_cli("run", SEED_SUITE, "--rule", "fixed", "--literal", "--json", str(out))
+    assert result.exit_code == 2
+    assert "interrupted: 2 of 17 scenarios had finished" in result.stderr
+    partial_lines = seen_partial[2]
+    assert [json.loads(line)["name"] for line in partial_lines] == seen_partial[:2]
+    report = json.loads(out.read_text())
+    assert report["summary"] == {"total": 17, "consistent": 2, "mismatch": 0, "error": 0, "interrupted": 15}
+    assert not Path(str(out) + ".partial").exists()
+    assert installed_rule() is original_rule

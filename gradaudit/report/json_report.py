@@ -109,6 +109,11 @@ def comparison_to_json(comparison: RuleComparison) -> dict:
     }
 
 
+def result_line(result: ScenarioResult) -> str:
+    """One result as a line of JSON Lines (for the .partial file a run appends to as it goes)."""
+    return json.dumps(_plain(result_to_json(result)), allow_nan=False) + "\n"
+
+
 def _dump(document: dict) -> str:
     return json.dumps(_plain(document), indent=2, allow_nan=False) + "\n"
 

@@ -14,6 +14,7 @@ from gradaudit.judge import (
     CONSISTENT,
     DISAGREEMENT,
     ERROR,
+    INTERRUPTED,
     MISMATCH,
     RAISED,
     ROUTING,
@@ -35,7 +36,7 @@ from gradaudit.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.scenario import Scenario
 from gradaudit.yaml_nodes import InputError
 
-STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta"}
+STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta", INTERRUPTED: "yellow"}
 NOWHERE = "·"
 MAX_TUPLE_CASES = 3
 """Scalar scenarios with up to this many cases show the gradient tuple, as the seed's table does."""
@@ -75,7 +76,9 @@ def _selector_cell(result: ScenarioResult) -> str:
 
 def _path_cell(result: ScenarioResult, name: str) -> Text:
     """A first-order path: its gradient tuple (scalar output, scalar cases, few cases) or its routing."""
-    path: PathResult = result.paths[name]
+    path: PathResult | None = result.paths.get(name)
+    if path is None:  # the scenario never got this far (timed out, interrupted)
+        return Text("—", style="dim")
     involved = any(name in finding.paths for finding in result.findings)
     style = "red" if involved else ""
     if not path.ok:
@@ -95,6 +98,8 @@ def _second_order_cell(result: ScenarioResult) -> Text:
     if result.scenario.order < 2:
         return Text("")
     family = FAMILIES[1]
+    if family.reference not in result.paths:
+        return Text("—", style="dim")
     reference = result.paths[family.reference]
     text = Text()
     n = len(result.arg_names)
@@ -106,7 +111,8 @@ def _second_order_cell(result: ScenarioResult) -> Text:
     wrong = [
         p
         for p in family.ad_paths
-        if result.paths[p].error is not None or any(p in f.paths and (blamed is None or blamed in f.paths) for f in result.findings)
+        if (result.paths[p].error is not None if p in result.paths else False)
+        or any(p in f.paths and (blamed is None or blamed in f.paths) for f in result.findings)
     ]
     if wrong:
         text.append(f"{len(wrong)} differ", style="red")  # the findings lines name them
@@ -259,7 +265,9 @@ def counts_line(summary: dict[str, int], prefix: str = "") -> Text:
     """'17 scenarios: 6 consistent, 9 mismatch, 2 error'."""
     noun = "scenario" if summary["total"] == 1 else "scenarios"
     text = Text(f"{prefix}{summary['total']} {noun}: ")
-    for i, status in enumerate((CONSISTENT, MISMATCH, ERROR)):
+    for i, status in enumerate((CONSISTENT, MISMATCH, ERROR, INTERRUPTED)):
+        if status not in summary:
+            continue
         if i:
             text.append(", ")
         text.append(f"{summary[status]} {status}", style=STATUS_STYLES[status] if summary[status] else "")
