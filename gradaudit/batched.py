@@ -55,7 +55,7 @@ def batch_size(scenario: Scenario) -> int:
 def group_key(scenario: Scenario) -> GroupKey | None:
     """The group of a scenario the fast path can take; None for one it cannot (functions, order 2)."""
     spec = scenario.target
-    if spec.kind != "select_n" or scenario.order != 1 or batch_size(scenario) == 0:
+    if spec.kind != "select_n" or scenario.order != 1 or batch_size(scenario) == 0 or 0 in spec.shape:
         return None
     return (spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.shape, spec.dtype, spec.output, scenario.eps)
 

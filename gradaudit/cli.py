@@ -90,7 +90,8 @@ def _console(stream, color: str) -> Console:
 
     Off a terminal (CI logs, pipes) the width is COLUMNS or 160, so tables are not squeezed to 80.
     """
-    width = None if stream.isatty() else int(os.environ.get("COLUMNS", "160") or 160)
+    columns = os.environ.get("COLUMNS", "")
+    width = None if stream.isatty() else (int(columns) if columns.isdigit() and int(columns) >= 40 else 160)
     if color == "auto":
         return Console(file=stream, highlight=False, width=width)
     return Console(file=stream, force_terminal=color == "always", no_color=color == "never", highlight=False, width=width)
@@ -234,15 +235,22 @@ output_options = _options(
 class Session:
     """What one command invocation shares: consoles, report targets, the clock."""
 
-    def __init__(self, color: str = "auto", json_path: str | None = None, junit_path: str | None = None, formats=()):
-        check_writable("--json", json_path)
+    def __init__(
+        self, color: str = "auto", json_path: str | None = None, junit_path: str | None = None, formats=(), json_option: str = "--json"
+    ):
+        check_writable(json_option, json_path)
         check_writable("--junit", junit_path)
         if json_path == "-" and junit_path == "-":
             raise click.BadParameter("only one report can go to stdout", param_hint="--junit")
+        report_on_stdout = "-" in (json_path, junit_path)
+        if report_on_stdout and "github" in formats:
+            raise click.BadParameter("annotations and a report cannot both go to stdout: write the report to a file", param_hint="--format github")
         self.json_path, self.junit_path = json_path, junit_path
         # Results as they finish, one JSON line each, beside the report: a killed run's work stays readable.
         self.partial = Path(json_path + ".partial") if json_path and json_path != "-" else None
-        self.formats = set(formats) or ({"rich", "github"} if os.environ.get("GITHUB_ACTIONS") == "true" else {"rich"})
+        # Under GitHub Actions annotations come by themselves, unless a report already has stdout.
+        in_actions = os.environ.get("GITHUB_ACTIONS") == "true" and not report_on_stdout
+        self.formats = set(formats) or ({"rich", "github"} if in_actions else {"rich"})
         # With a report or annotations on stdout alone, the human report moves to stderr so stdout stays parseable.
         to_stderr = "-" in (json_path, junit_path) or "rich" not in self.formats
         self.out = _console(sys.stderr if to_stderr else sys.stdout, color)
@@ -418,7 +426,7 @@ def baseline_command(paths, rule, keyword, shard, rtol, atol, timeout, literal, 
     """
     from gradaudit.report.terminal import summary_line
 
-    session = Session(color, json_path=output, formats=("rich",))
+    session = Session(color, json_path=output, formats=("rich",), json_option="-o")
     loaded = session.load(paths, keyword, shard)
     if loaded is None:
         return EXIT_INPUT
@@ -463,7 +471,7 @@ def merge(reports, output, color, exit_zero) -> int:
     from gradaudit.merge import MergeError, merge_reports
     from gradaudit.report.terminal import counts_line
 
-    session = Session(color, json_path=output)
+    session = Session(color, json_path=output, json_option="-o")
     try:
         merged = merge_reports(list(reports))
     except MergeError as exc:

@@ -68,12 +68,17 @@ def load_config(start: Path) -> tuple[dict, Path | None]:
     path = find_pyproject(start)
     if path is None:
         return {}, None
-    text = path.read_text(encoding="utf-8")
     try:
+        text = path.read_text(encoding="utf-8")
         document = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = document.get("tool", {}).get("gradaudit", {})
+    tool = document.get("tool", {})
+    table = tool.get("gradaudit", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}:{_line_of(text, 'gradaudit')}: [tool.gradaudit] must be a table, got {table!r}")
     problems = []
     for key, value in table.items():
         where = f"{path}:{_line_of(text, key)}"
@@ -87,10 +92,16 @@ def load_config(start: Path) -> tuple[dict, Path | None]:
             problems.append(f"{where}: [tool.gradaudit] '{key}' must be {spec.described}, got {value!r}")
             continue
         values = value if isinstance(value, list) else [value]
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            problems.append(f"{where}: [tool.gradaudit] '{key}' must be a list of strings, got {value!r}")
+            continue
         bad = [v for v in values if spec.choices and v not in spec.choices]
         if bad:
             problems.append(f"{where}: [tool.gradaudit] '{key}' must be one of {', '.join(spec.choices)}, got {bad[0]!r}")
-        if key == "tolerance" and (set(value) - {"rtol", "atol"} or not all(isinstance(v, int | float) and v >= 0 for v in value.values())):
+        if key == "tolerance" and (
+            set(value) - {"rtol", "atol"}
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in value.values())
+        ):
             problems.append(f"{where}: [tool.gradaudit] 'tolerance' must be {{rtol = …, atol = …}} with numbers >= 0, got {value!r}")
         if key == "limits" and isinstance(value, dict):
             from gradaudit.limits import LIMIT_NAMES

@@ -76,14 +76,14 @@ def _reverse_sends_nowhere(evidence: Evidence) -> bool:
 
 
 def _nan_gradient(evidence: Evidence) -> bool:
-    """A first-order AD path gives NaN where another path (AD or finite differences) gives a finite derivative."""
+    """A first-order AD path gives NaN where finite differences of the (finite, smooth) function give a number."""
     first_order = set(FIRST_ORDER)
     for finding in evidence.findings:
         if finding.kind != DISAGREEMENT:
             continue
         nan = [p for p, v in finding.values.items() if np.isnan(v) and base_name(p) in first_order]
-        finite = [p for p, v in finding.values.items() if np.isfinite(v)]
-        if nan and finite:
+        smooth = [p for p, v in finding.values.items() if base_name(p) == FINITE_DIFFERENCE and np.isfinite(v)]
+        if nan and smooth:
             return True
     return False
 
@@ -223,9 +223,10 @@ CATALOG: tuple[Diagnosis, ...] = (
         title="jit cannot compile this function: Python control flow or conversions on traced values",
         explanation=(
             "The function branches with a Python `if` on an input, or converts an input with float(), int() or "
-            "bool(). Eager evaluation and eager jacfwd/jacrev see concrete values and work, but jit traces with "
-            "abstract values and cannot, so the compiled paths are not applicable; finite differences then run "
-            "eagerly. Code that must run under jit (and vmap) cannot be audited that way."
+            "bool(). jit traces with abstract values and cannot compile either, so the compiled paths are not "
+            "applicable and finite differences run eagerly. A branch still works eagerly (eager jacfwd and jacrev "
+            "see concrete values); a float() or int() conversion breaks eager differentiation too, which then "
+            "shows as an error of jacfwd and jacrev."
         ),
         fixes=(
             "Express the branch with jnp.where, lax.select or lax.cond instead of a Python `if`.",

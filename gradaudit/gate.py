@@ -44,10 +44,12 @@ def load_baseline(path: str) -> Baseline:
         found = document.get("schema") if isinstance(document, dict) else type(document).__name__
         raise BaselineError(f"{path}: baseline must be a gradaudit JSON report (schema {REPORT_SCHEMA!r}), found {found!r}")
     findings: dict[str, frozenset[str]] = {}
+    if not isinstance(document.get("results", []), list):
+        raise BaselineError(f"{path}: 'results' must be a list")
     for index, result in enumerate(document.get("results") or []):
         try:
             findings[result["name"]] = frozenset(f["fingerprint"] for f in result.get("findings", []))
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, AttributeError):
             raise BaselineError(f"{path}: results[{index}] lacks a name or finding fingerprints") from None
     return Baseline(source=path, findings=findings)
 

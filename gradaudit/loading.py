@@ -334,7 +334,13 @@ class _ScenarioFile:
         except InvalidInput as exc:
             check.errors.append(exc.error)
             return None
-        kind = "function" if "fn" in own or "fn" in defaults else "select_n"
+        # A scenario's own keys decide its kind; a `fn` in defaults only applies to scenarios that say nothing else.
+        if "fn" in own or any(k in own for k in FUNCTION_KEYS):
+            kind = "function"
+        elif any(k in own for k in SELECT_N_KEYS):
+            kind = "select_n"
+        else:
+            kind = "function" if "fn" in defaults else "select_n"
         for key, (key_node, _) in own.items():
             if key not in KIND_KEYS[kind]:
                 other = "a select_n scenario (one with 'selector')" if kind == "select_n" else "a function scenario (one with 'fn')"
@@ -459,7 +465,7 @@ class _ScenarioFile:
 
     def order(self, node: yaml.Node) -> int:
         value = scalar_value(self.file, node)
-        if value not in ORDERS or isinstance(value, bool):
+        if not isinstance(value, int) or isinstance(value, bool) or value not in ORDERS:
             raise self.check.fail(node, f"order must be 1 or 2, got {kind_name(node)}")
         return value
 
@@ -545,6 +551,7 @@ def _suite(path: Path, root: Path | None) -> str:
 def collect_files(paths: Iterable[str]) -> tuple[list[tuple[Path, str]], list[InputError]]:
     """Files to load, each with its suite: named files as given, folders searched recursively for *.yaml and *.yml, sorted."""
     files: dict[Path, str] = {}
+    seen: set[Path] = set()
     errors: list[InputError] = []
     for raw in paths:
         path = Path(raw)
@@ -553,9 +560,13 @@ def collect_files(paths: Iterable[str]) -> tuple[list[tuple[Path, str]], list[In
             if not found:
                 errors.append(InputError(Location(raw, 1, 1), "no *.yaml or *.yml files in this folder: nothing to audit"))
             for file in found:
-                files.setdefault(file, _suite(file, path))
+                if file.resolve() not in seen:
+                    seen.add(file.resolve())
+                    files.setdefault(file, _suite(file, path))
         elif path.is_file():
-            files.setdefault(path, _suite(path, None))
+            if path.resolve() not in seen:
+                seen.add(path.resolve())
+                files.setdefault(path, _suite(path, None))
         else:
             errors.append(InputError(Location(raw, 1, 1), "no such file or folder"))
     return list(files.items()), errors

@@ -23,6 +23,13 @@ def _load(path: str) -> dict:
         raise MergeError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
     if not isinstance(document, dict) or document.get("schema") != REPORT_SCHEMA:
         raise MergeError(f"{path}: not a gradaudit report (schema {REPORT_SCHEMA!r})")
+    if not isinstance(document.get("environment"), dict) or not isinstance(document.get("results"), list):
+        raise MergeError(f"{path}: a gradaudit report needs 'environment' and 'results'")
+    for index, result in enumerate(document["results"]):
+        if not isinstance(result, dict) or not all(k in result for k in ("name", "status", "scenario")):
+            raise MergeError(f"{path}: results[{index}] needs 'name', 'status' and 'scenario'")
+    if document.get("errors"):
+        raise MergeError(f"{path}: this shard had {len(document['errors'])} input error(s); fix them before merging")
     return document
 
 

@@ -268,7 +268,7 @@ def run_path(name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str,
     """Run one path, turning an exception into data: not applicable when it says so, else an error."""
     try:
         computed = compute()
-    except Exception as exc:  # noqa: BLE001 - an exception is a result here, not a failure
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - an exception (sys.exit too) is a result here, not a failure
         error = PathError.from_exception(exc)
         for inapplicable in NOT_APPLICABLE:
             if inapplicable.matches(name, exc):

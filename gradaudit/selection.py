@@ -31,16 +31,51 @@ def in_shard(name: str, k: int, n: int) -> bool:
 def matches(name: str, expression: str) -> bool:
     """pytest's simple -k form: case-insensitive substrings joined by `and`, `or`, `not` and parentheses."""
     tokens = re.findall(r"\(|\)|[^\s()]+", expression)
-    python = []
-    for token in tokens:
-        if token in ("and", "or", "not", "(", ")"):
-            python.append(token)
-        else:
-            python.append(repr(token.lower() in name.lower()))
-    try:
-        return bool(eval(" ".join(python) or "True", {"__builtins__": {}}, {}))  # noqa: S307 - only True/False/and/or/not
-    except SyntaxError:
-        raise ValueError(f"cannot read -k expression {expression!r}: use words with and, or, not and parentheses") from None
+    position = 0
+
+    def peek() -> str | None:
+        return tokens[position] if position < len(tokens) else None
+
+    def take() -> str:
+        nonlocal position
+        if position >= len(tokens):
+            raise ValueError(f"cannot read -k expression {expression!r}: it ends too early")
+        position += 1
+        return tokens[position - 1]
+
+    def either() -> bool:
+        value = both()
+        while peek() == "or":
+            take()
+            value = both() or value
+        return value
+
+    def both() -> bool:
+        value = single()
+        while peek() == "and":
+            take()
+            value = single() and value
+        return value
+
+    def single() -> bool:
+        token = take()
+        if token == "not":
+            return not single()
+        if token == "(":
+            value = either()
+            if take() != ")":
+                raise ValueError(f"cannot read -k expression {expression!r}: a parenthesis is not closed")
+            return value
+        if token in ("and", "or", ")"):
+            raise ValueError(f"cannot read -k expression {expression!r}: unexpected {token!r}")
+        return token.lower() in name.lower()
+
+    if not tokens:
+        return True
+    result = either()
+    if position != len(tokens):
+        raise ValueError(f"cannot read -k expression {expression!r}: unexpected {tokens[position]!r}; join words with and, or, not")
+    return result
 
 
 def select(scenarios: Sequence[Scenario], keyword: str | None, shard: tuple[int, int] | None) -> list[Scenario]:

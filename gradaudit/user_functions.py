@@ -51,7 +51,7 @@ def resolve(spec: str, root: str) -> Callable:
         module = _import_from(module_name, Path(root))
     except ModuleNotFoundError as exc:
         raise FunctionImportError(f"cannot import module '{module_name}': {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed (or exited) while importing
         raise FunctionImportError(f"importing '{module_name}' raised {type(exc).__name__}: {exc}") from None
     value = module
     for part in attribute.split("."):

@@ -6,6 +6,7 @@ the last of two duplicate keys. Only the tags `safe_load` understands for scalar
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ _SCALAR_TAGS = {
     "tag:yaml.org,2002:str": "str",
 }
 _MAPPING_TAG = "tag:yaml.org,2002:map"
+_EXPONENT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 _SEQUENCE_TAG = "tag:yaml.org,2002:seq"
 
 
@@ -132,6 +134,8 @@ def scalar_value(file: str, node: yaml.Node):
         raise InvalidInput(
             InputError(node_location(file, node), f"unsupported YAML tag {node.tag!r}; only plain values are allowed")
         )
+    if node.tag == "tag:yaml.org,2002:str" and not node.style and _EXPONENT.match(node.value):
+        return float(node.value)  # YAML 1.1 reads 1e-3 as a string; a plain scalar like that means a number
     constructor = yaml.SafeLoader("")
     try:
         return constructor.construct_object(node, deep=True)

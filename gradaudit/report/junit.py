@@ -35,8 +35,8 @@ def _testcase(result: ScenarioResult, suffix: str = "") -> ET.Element:
     )
     reason = result.outcome.reason if result.outcome else result.status
     if not result.passed:
-        headline = result.findings[0].message if result.findings else reason
-        failure = ET.SubElement(case, "failure", {"message": f"{reason}: {headline}", "type": result.status})
+        message = f"{reason}: {result.findings[0].message}" if result.findings else reason
+        failure = ET.SubElement(case, "failure", {"message": message, "type": result.status})
         failure.text = _findings_text(result) or reason
     elif result.findings:
         ET.SubElement(case, "skipped", {"message": reason, "type": "pytest.xfail"}).text = _findings_text(result)

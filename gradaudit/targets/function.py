@@ -18,15 +18,23 @@ from gradaudit.targets.base import Target
 from gradaudit.user_functions import resolve
 
 
+class NoFloatingOutput(TypeError):
+    """The user's function returned nothing that can be differentiated."""
+
+
 def _flat_output(fn: Callable[..., object]) -> Callable[..., object]:
     """`fn` with a pytree output turned into one vector of its floating leaves (an array stays as it is)."""
 
     def flat(*args):
         out = fn(*args)
-        if isinstance(out, jax.Array | np.ndarray) or np.isscalar(out):
-            return out
-        leaves = [jnp.ravel(leaf) for leaf in jax.tree_util.tree_leaves(out) if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)]
-        return jnp.concatenate(leaves) if len(leaves) != 1 else leaves[0]
+        all_leaves = jax.tree_util.tree_leaves(out)
+        leaves = [leaf for leaf in all_leaves if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)]
+        if not leaves:
+            kinds = ", ".join(str(jnp.result_type(leaf)) for leaf in all_leaves) or "nothing"
+            raise NoFloatingOutput(f"the function returned no floating-point output to differentiate (it returned {kinds})")
+        if len(all_leaves) == 1 and len(leaves) == 1:
+            return out if not isinstance(out, list | tuple | dict) else leaves[0]
+        return jnp.concatenate([jnp.ravel(leaf) for leaf in leaves]) if len(leaves) > 1 else jnp.ravel(leaves[0])
 
     return flat
 
