@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: audit test bench install clean
+.PHONY: audit test bench fuzz install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ audit: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Thousands of mutated scenario files through the loader (the normal test run tries 150).
+fuzz: $(STAMP)
+	GRADAUDIT_FUZZ_EXAMPLES=5000 $(BIN)/python -m pytest tests/test_fuzz.py -q
 
 # Speed against the check_grads loop (bench/run.py); writes reports/bench.json and reports/bench.md.
 bench: $(STAMP)
