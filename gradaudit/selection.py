@@ -43,19 +43,19 @@ def matches(name: str, expression: str) -> bool:
         position += 1
         return tokens[position - 1]
 
-    def either() -> bool:
-        value = both()
-        while peek() == "or":
+    def chain(word: str, operand, combine) -> bool:
+        """operand (word operand)*, every operand read even when the result is already known."""
+        value = operand()
+        while peek() == word:
             take()
-            value = both() or value
+            value = combine(operand(), value)
         return value
 
+    def either() -> bool:
+        return chain("or", both, lambda new, old: new or old)
+
     def both() -> bool:
-        value = single()
-        while peek() == "and":
-            take()
-            value = single() and value
-        return value
+        return chain("and", single, lambda new, old: new and old)
 
     def single() -> bool:
         token = take()
