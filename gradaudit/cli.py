@@ -544,7 +544,7 @@ def compare(ctx, args, keyword, shard, json_path, junit_path, format, verbose, q
     return _exit_code(reports[-1].passed, exit_zero)
 
 
-@main.command()
+@main.command(short_help="Explain a diagnosis: what it means and how to fix it.")
 @click.argument("diagnosis_id", required=False, metavar="ID")
 @color_option
 def explain(diagnosis_id: str | None, color: str) -> None:
