@@ -206,6 +206,14 @@ audit_options = _options(
     click.option("--atol", type=click.FloatRange(min=0), help="Default absolute tolerance against finite differences."),
     click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds a scenario may take before it is an error."),
     click.option("--literal", is_flag=True, help="Audit every scenario on the literal path only (no batched fast path)."),
+    click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Worker processes for the literal path: above 1, a scenario that crashes or hangs takes down only its worker.",
+    ),
 )
 profile_option = click.option("--profile", is_flag=True, help="Print where the time went and how many programs were compiled.")
 color_option = click.option(
@@ -260,7 +268,7 @@ class Session:
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
-    def load(self, paths: Sequence[str], keyword: str | None = None, shard: str | None = None):
+    def load(self, paths: Sequence[str], keyword: str | None = None, shard: str | None = None, isolated: bool = False):
         """Scenarios from `paths` (after -k and --shard), or None after reporting every input error."""
         from gradaudit.loading import load_paths
         from gradaudit.report.terminal import print_input_errors
@@ -292,7 +300,7 @@ class Session:
 
         context = click.get_current_context(silent=True)
         limits = (context.find_root().obj or {}).get("limits", Limits()) if context else Limits()
-        too_large = check_limits(chosen, limits)
+        too_large = check_limits(chosen, limits, trace=not isolated)
         if too_large:
             print_input_errors(self.err, too_large)
             self.write_files(AuditReport(environment=environment(INSTALLED), errors=tuple(too_large), files=tuple(loaded.files)))
@@ -300,7 +308,7 @@ class Session:
         loaded.scenarios = chosen
         return loaded
 
-    def audit(self, loaded, rule: str, rtol=None, atol=None, timeout=None, literal=False):
+    def audit(self, loaded, rule: str, rtol=None, atol=None, timeout=None, literal=False, jobs=1):
         """Audit the loaded scenarios under `rule`, with a progress bar on a terminal's stderr."""
         from gradaudit.report.json_report import result_line
         from gradaudit.runner import run_audit
@@ -332,6 +340,7 @@ class Session:
                     tolerance=(rtol, atol),
                     timeout=timeout,
                     literal=literal,
+                    jobs=jobs,
                 )
             finally:
                 if partial is not None:
@@ -370,7 +379,7 @@ def _exit_code(passed: bool, exit_zero: bool) -> int:
 @output_options
 @guarded
 def run(
-    paths, rule, keyword, shard, baseline, rtol, atol, timeout, literal, profile, json_path, junit_path, format, verbose, quiet, color, exit_zero
+    paths, rule, keyword, shard, baseline, rtol, atol, timeout, literal, jobs, profile, json_path, junit_path, format, verbose, quiet, color, exit_zero
 ) -> int:
     """Audit every scenario in PATHS (YAML files, or folders searched for *.yaml and *.yml).
 
@@ -387,7 +396,7 @@ def run(
     except BaselineError as exc:
         raise InputProblem(str(exc)) from None
     with profiler.phase("load"):
-        loaded = session.load(paths, keyword, shard)
+        loaded = session.load(paths, keyword, shard, isolated=jobs > 1)
     if loaded is None:
         return EXIT_INPUT
     from gradaudit.runner import AuditInterrupted
@@ -395,7 +404,7 @@ def run(
     interrupted = None
     with profiler.phase("audit"):
         try:
-            report = apply_gate(session.audit(loaded, rule, rtol, atol, timeout, literal), known)
+            report = apply_gate(session.audit(loaded, rule, rtol, atol, timeout, literal, jobs), known)
         except AuditInterrupted as exc:
             interrupted = exc
             report = apply_gate(exc.report, known)
@@ -419,7 +428,7 @@ def run(
 @color_option
 @debug_option
 @guarded
-def baseline_command(paths, rule, keyword, shard, rtol, atol, timeout, literal, output, color) -> int:
+def baseline_command(paths, rule, keyword, shard, rtol, atol, timeout, literal, jobs, output, color) -> int:
     """Write a baseline: the JSON report of PATHS, whose findings later runs accept with --baseline.
 
     Exit 0 when written (findings included), 2 for bad input.
@@ -427,10 +436,10 @@ def baseline_command(paths, rule, keyword, shard, rtol, atol, timeout, literal, 
     from gradaudit.report.terminal import summary_line
 
     session = Session(color, json_path=output, formats=("rich",), json_option="-o")
-    loaded = session.load(paths, keyword, shard)
+    loaded = session.load(paths, keyword, shard, isolated=jobs > 1)
     if loaded is None:
         return EXIT_INPUT
-    report = session.audit(loaded, rule, rtol, atol, timeout, literal)
+    report = session.audit(loaded, rule, rtol, atol, timeout, literal, jobs)
     session.write_files(report)
     session.err.print(summary_line(report, session.elapsed(), prefix=f"baseline {output}: "), highlight=False)
     return EXIT_OK

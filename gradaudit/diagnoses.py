@@ -44,6 +44,10 @@ class Diagnosis:
     references: tuple[str, ...]
     matches: Callable[[Evidence], bool]
 
+    def __reduce__(self):
+        # Matchers may be lambdas: a diagnosis travels between processes by its id.
+        return (by_id, (self.id,))
+
     def to_dict(self) -> dict:
         return {
             "id": self.id,
@@ -254,6 +258,10 @@ CATALOG: tuple[Diagnosis, ...] = (
 )
 
 BY_ID: dict[str, Diagnosis] = {d.id: d for d in CATALOG}
+
+
+def by_id(diagnosis_id: str) -> Diagnosis:
+    return BY_ID[diagnosis_id]
 
 
 def diagnose(evidence: Evidence) -> Diagnosis | None:

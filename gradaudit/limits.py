@@ -35,12 +35,14 @@ class Limits:
 LIMIT_NAMES = tuple(Limits.__dataclass_fields__)
 
 
-def _sizes(scenario: Scenario) -> tuple[list[int], int]:
-    """(sizes of the differentiated inputs, size of the output)."""
+def _sizes(scenario: Scenario, trace: bool) -> tuple[list[int], int]:
+    """(sizes of the differentiated inputs, size of the output; 0 when the function is not traced)."""
     spec = scenario.target
     if spec.kind == "select_n":
         size = int(np.prod(spec.shape, dtype=np.int64))
         return [size] * spec.cases, 1 if spec.output == "sum_of_squares" else size
+    if not trace:
+        return [int(np.prod(s.shape if s.value is None else np.shape(s.value), dtype=np.int64)) for s in spec.inputs if s.differentiable], 0
     from gradaudit.targets import build_targets
 
     target = build_targets(scenario)[0]
@@ -49,8 +51,12 @@ def _sizes(scenario: Scenario) -> tuple[list[int], int]:
     return [int(np.size(a)) for a in target.args], int(np.prod(np.shape(out), dtype=np.int64))
 
 
-def check_limits(scenarios: Sequence[Scenario], limits: Limits) -> list[InputError]:
-    """Every scenario that would exceed a limit, as an input error naming the limit."""
+def check_limits(scenarios: Sequence[Scenario], limits: Limits, trace: bool = True) -> list[InputError]:
+    """Every scenario that would exceed a limit, as an input error naming the limit.
+
+    `trace=False` leaves users' functions untraced (their code then runs only in worker processes),
+    so their output size, and with it the Jacobian limit, is not checked before the run.
+    """
     errors = []
     total = 0
     for scenario in scenarios:
@@ -59,7 +65,7 @@ def check_limits(scenarios: Sequence[Scenario], limits: Limits) -> list[InputErr
         if spec.kind == "select_n" and spec.cases > limits.cases:
             problems.append(f"{spec.cases} cases exceed the limit of {limits.cases:,} (limits.cases)")
         try:
-            inputs, out = _sizes(scenario)
+            inputs, out = _sizes(scenario, trace)
         except (Exception, SystemExit):  # noqa: BLE001 - a function that cannot even be traced is the audit's to report
             inputs, out = [], 0
         if inputs and max(inputs) > limits.elements:

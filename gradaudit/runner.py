@@ -87,8 +87,9 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _timed_out(scenario: Scenario, seconds: float, elapsed: float) -> ScenarioResult:
-    finding = Finding(kind=RAISED, paths=(VALUE,), message=f"timed out after {seconds:g} s", error_type="TimeoutError")
+def failed(scenario: Scenario, message: str, error_type: str, elapsed: float) -> ScenarioResult:
+    """The result of a scenario that never finished: timed out, or its worker crashed."""
+    finding = Finding(kind=RAISED, paths=(VALUE,), message=message, error_type=error_type)
     return ScenarioResult(
         scenario=scenario,
         arg_names=(),
@@ -111,7 +112,7 @@ def audit_scenario(
             targets = build_targets(scenario)
             results = run_paths(targets, scenario.eps, scenario.order)
     except ScenarioTimeout:
-        return _timed_out(scenario, timeout, time.perf_counter() - start)
+        return failed(scenario, f"timed out after {timeout:g} s", "TimeoutError", time.perf_counter() - start)
     target = targets[0]
     bindings = tuple(t.binding for t in targets)
     judging = time.perf_counter()
@@ -172,6 +173,7 @@ def run_audit(
     tolerance: tuple[float | None, float | None] = (None, None),
     timeout: float | None = None,
     literal: bool = False,
+    jobs: int = 1,
 ) -> AuditReport:
     """Audit every scenario; `on_result` hears of each as it finishes; results keep the scenarios' order.
 
@@ -182,7 +184,7 @@ def run_audit(
     notify = on_result or (lambda result: None)
     results: list[ScenarioResult | None] = [None] * len(scenarios)
     try:
-        _audit_all(scenarios, results, rule, notify, tolerance, timeout, literal)
+        _audit_all(scenarios, results, rule, notify, tolerance, timeout, literal, jobs)
     except KeyboardInterrupt:
         finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
         raise AuditInterrupted(_report(scenarios, finished, rule, files, literal)) from None
@@ -210,7 +212,7 @@ def _report(scenarios, results, rule: str, files: tuple[str, ...], literal: bool
     return AuditReport(environment=env, results=tuple(results), files=files, timings=timings)
 
 
-def _audit_all(scenarios, results: list, rule: str, notify, tolerance, timeout, literal: bool) -> None:
+def _audit_all(scenarios, results: list, rule: str, notify, tolerance, timeout, literal: bool, jobs: int) -> None:
     """Fill `results` in place, so that an interrupt leaves what finished."""
     with select_n_rule(rule):
         if not literal:
@@ -224,7 +226,16 @@ def _audit_all(scenarios, results: list, rule: str, notify, tolerance, timeout, 
                     if found is not None:
                         results[index] = _batched_result(scenarios[index], found, share)
                         notify(results[index])
-        for index, scenario in enumerate(scenarios):
-            if results[index] is None:
-                results[index] = audit_scenario(scenario, tolerance, timeout)
-                notify(results[index])
+        remaining = [(index, scenario) for index, scenario in enumerate(scenarios) if results[index] is None]
+        if jobs > 1 and remaining:
+            from gradaudit.workers import run_in_workers
+
+            def store(index: int, result: ScenarioResult) -> None:
+                results[index] = result
+                notify(result)
+
+            run_in_workers(remaining, jobs, rule, tolerance, timeout, failed, store)
+            return
+        for index, scenario in remaining:
+            results[index] = audit_scenario(scenario, tolerance, timeout)
+            notify(results[index])
