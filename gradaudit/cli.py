@@ -128,7 +128,7 @@ def config_defaults(table: dict, source: Path | None) -> dict:
     return {
         "run": {**shared, **outputs},
         "baseline": {k: v for k, v in shared.items()},
-        "compare": {k: v for k, v in outputs.items() if k != "baseline"},
+        "compare": {**{k: v for k, v in shared.items() if k not in ("paths", "rule")}, **{k: v for k, v in outputs.items() if k != "baseline"}},
         "list": {k: v for k, v in shared.items() if k == "paths"},
         "merge": {k: v for k, v in outputs.items() if k in ("color", "exit_zero")},
     }
@@ -523,10 +523,11 @@ def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("args", nargs=-1, required=True, metavar="PATH... --rules RULE RULE...")
 @selection_options
+@audit_options
 @output_options
 @click.pass_context
 @guarded
-def compare(ctx, args, keyword, shard, json_path, junit_path, format, verbose, quiet, color, exit_zero) -> int:
+def compare(ctx, args, keyword, shard, rtol, atol, timeout, literal, jobs, json_path, junit_path, format, verbose, quiet, color, exit_zero) -> int:
     """Audit PATHs under each of two or more select_n transpose rules and show what changed.
 
     RULE is installed, legacy or fixed. Exit 0 when the last rule passes everywhere, else 1.
@@ -537,10 +538,10 @@ def compare(ctx, args, keyword, shard, json_path, junit_path, format, verbose, q
 
     paths, rules = split_rules(args)
     session = Session(color, json_path, junit_path, format)
-    loaded = session.load(paths or ctx.obj["paths"], keyword, shard)
+    loaded = session.load(paths or ctx.obj["paths"], keyword, shard, isolated=jobs > 1)
     if loaded is None:
         return EXIT_INPUT
-    reports = tuple(apply_gate(session.audit(loaded, rule), None) for rule in rules)
+    reports = tuple(apply_gate(session.audit(loaded, rule, rtol, atol, timeout, literal, jobs), None) for rule in rules)
     comparison = RuleComparison(rules=tuple(rules), reports=reports)
     if "rich" in session.formats:
         print_comparison(session.out, comparison, session.elapsed(), quiet=quiet)
