@@ -183,12 +183,13 @@ def run_audit(
     """
     notify = on_result or (lambda result: None)
     results: list[ScenarioResult | None] = [None] * len(scenarios)
+    batches = [] if literal else _groups(scenarios)
     try:
-        _audit_all(scenarios, results, rule, notify, tolerance, timeout, literal, jobs)
+        _audit_all(scenarios, results, rule, notify, tolerance, timeout, batches, jobs)
     except KeyboardInterrupt:
         finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
-        raise AuditInterrupted(_report(scenarios, finished, rule, files, literal)) from None
-    return _report(scenarios, results, rule, files, literal)
+        raise AuditInterrupted(_report(scenarios, finished, rule, files, len(batches))) from None
+    return _report(scenarios, results, rule, files, len(batches))
 
 
 class AuditInterrupted(Exception):
@@ -205,18 +206,18 @@ def _interrupted(scenario: Scenario) -> ScenarioResult:
     )
 
 
-def _report(scenarios, results, rule: str, files: tuple[str, ...], literal: bool) -> AuditReport:
+def _report(scenarios, results, rule: str, files: tuple[str, ...], groups: int) -> AuditReport:
     env = environment(rule)
-    timings = {"judge": sum(r.judge_seconds for r in results), "groups": 0 if literal else len(_groups(scenarios))}
+    timings = {"judge": sum(r.judge_seconds for r in results), "groups": groups}
     env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
     return AuditReport(environment=env, results=tuple(results), files=files, timings=timings)
 
 
-def _audit_all(scenarios, results: list, rule: str, notify, tolerance, timeout, literal: bool, jobs: int) -> None:
+def _audit_all(scenarios, results: list, rule: str, notify, tolerance, timeout, batches: list[list[int]], jobs: int) -> None:
     """Fill `results` in place, so that an interrupt leaves what finished."""
     with select_n_rule(rule):
-        if not literal:
-            for indices in _groups(scenarios):
+        if batches:
+            for indices in batches:
                 members = [scenarios[i] for i in indices]
                 start = time.perf_counter()
                 with x64_for(members[0]):
