@@ -3,6 +3,11 @@
 For each grid size, the peer (bench/peer.py) and `gradaudit run` alternate for several
 repetitions; wall time and peak memory (the child's max RSS) are recorded, medians and the ratio
 written to reports/bench.json and reports/bench.md with the machine named.
+
+Each repetition runs both twice, sharing a fresh JAX persistent compilation cache between the
+two: "cold" is a first run (a CI runner with nothing cached), "warm" a rerun of the same grid (a
+developer's machine, or CI restoring `.gradaudit/cache`). The peer gets the same cache through
+JAX's environment variables, so the warm comparison is like for like.
 """
 
 from __future__ import annotations
@@ -24,10 +29,16 @@ sys.path.insert(0, str(ROOT / "bench"))
 from grid import grid  # noqa: E402
 
 
-def measure(command: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, last output line) of one whole process."""
+def measure(command: list[str], cache: Path) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MB, last output line) of one whole process using JAX's cache in `cache`."""
+    env = {
+        **os.environ,
+        "JAX_COMPILATION_CACHE_DIR": str(cache),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+    }
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env)
     output = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
@@ -55,22 +66,26 @@ def main() -> None:
             ours_cmd = [sys.executable, "-m", "gradaudit", "run", str(path), "-q", "--exit-zero", "--rule", args.rule]
             peer_cmd = [sys.executable, str(ROOT / "bench" / "peer.py"), str(path)]
             repetitions = args.repetitions if size <= 1000 else 1
-            ours, peer = [], []
-            for _ in range(repetitions):
-                if size <= args.peer_max:
-                    peer.append(measure(peer_cmd))
-                ours.append(measure(ours_cmd))
-            row = {
-                "size": size,
-                "repetitions": repetitions,
-                "gradaudit_seconds": statistics.median(m[0] for m in ours),
-                "gradaudit_peak_mb": max(m[1] for m in ours),
-                "gradaudit_summary": ours[-1][2],
-                "peer_seconds": statistics.median(m[0] for m in peer) if peer else None,
-                "peer_peak_mb": max(m[1] for m in peer) if peer else None,
-                "peer_summary": peer[-1][2] if peer else "not run (slower than --peer-max allows)",
-            }
-            row["ratio"] = row["gradaudit_seconds"] / row["peer_seconds"] if peer else None
+            runs: dict[str, list] = {key: [] for key in ("peer_cold", "peer_warm", "gradaudit_cold", "gradaudit_warm")}
+            for repetition in range(repetitions):
+                for name, command, wanted in (
+                    ("peer", peer_cmd, size <= args.peer_max),
+                    ("gradaudit", [*ours_cmd, "--cache-dir"], True),
+                ):
+                    if not wanted:
+                        continue
+                    cache = Path(folder) / f"cache-{name}-{size}-{repetition}"
+                    full = [*command, str(cache)] if name == "gradaudit" else command
+                    runs[f"{name}_cold"].append(measure(full, cache))
+                    runs[f"{name}_warm"].append(measure(full, cache))
+            row = {"size": size, "repetitions": repetitions}
+            for key, measured in runs.items():
+                row[f"{key}_seconds"] = statistics.median(m[0] for m in measured) if measured else None
+                row[f"{key}_peak_mb"] = max(m[1] for m in measured) if measured else None
+                row[f"{key}_summary"] = measured[-1][2] if measured else "not run (slower than --peer-max allows)"
+            for state in ("cold", "warm"):
+                peer = row[f"peer_{state}_seconds"]
+                row[f"ratio_{state}"] = row[f"gradaudit_{state}_seconds"] / peer if peer else None
             rows.append(row)
             print(json.dumps(row), flush=True)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, JAX {jax.__version__} ({jax.default_backend()})"
@@ -78,16 +93,23 @@ def main() -> None:
     args.out.mkdir(exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(document, indent=2) + "\n")
     table = [
-        f"Machine: {machine}; rule: {args.rule}; whole processes, median of the repetitions.",
+        f"Machine: {machine}; rule: {args.rule}; whole processes, median of the repetitions; "
+        "cold: an empty JAX compilation cache, warm: a rerun with it filled.",
         "",
-        "| scenarios | check_grads loop (s) | gradaudit (s) | ratio | gradaudit peak (MB) | peer peak (MB) |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| scenarios | check_grads loop cold (s) | gradaudit cold (s) | ratio cold | check_grads loop warm (s) "
+        "| gradaudit warm (s) | ratio warm | gradaudit peak (MB) | peer peak (MB) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+
+    def cell(value, form: str) -> str:
+        return format(value, form) if value is not None else "-"
+
     for row in rows:
-        peer = f"{row['peer_seconds']:.2f}" if row["peer_seconds"] else "not run"
-        ratio = f"{row['ratio']:.2f}x" if row["ratio"] else "-"
-        peer_mb = f"{row['peer_peak_mb']:.0f}" if row["peer_peak_mb"] else "-"
-        table.append(f"| {row['size']} | {peer} | {row['gradaudit_seconds']:.2f} | {ratio} | {row['gradaudit_peak_mb']:.0f} | {peer_mb} |")
+        table.append(
+            f"| {row['size']} | {cell(row['peer_cold_seconds'], '.2f')} | {row['gradaudit_cold_seconds']:.2f} "
+            f"| {cell(row['ratio_cold'], '.2f')}x | {cell(row['peer_warm_seconds'], '.2f')} | {row['gradaudit_warm_seconds']:.2f} "
+            f"| {cell(row['ratio_warm'], '.2f')}x | {row['gradaudit_cold_peak_mb']:.0f} | {cell(row['peer_cold_peak_mb'], '.0f')} |"
+        )
     (args.out / "bench.md").write_text("\n".join(table) + "\n")
     print("\n".join(table))
 

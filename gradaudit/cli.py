@@ -122,6 +122,10 @@ def config_defaults(table: dict, source: Path | None) -> dict:
     for key, param in (("json", "json_path"), ("junit", "junit_path"), ("baseline", "baseline")):
         if key in table:
             outputs[param] = _from_config_folder(table[key], folder)
+    if table.get("cache") is False:
+        shared["no_cache"] = True
+    elif isinstance(table.get("cache"), str):
+        shared["cache_dir"] = _from_config_folder(table["cache"], folder)
     for key in ("format", "color", "exit_zero"):
         if key in table:
             outputs[key] = tuple(table[key]) if key == "format" else table[key]
@@ -201,6 +205,17 @@ selection_options = _options(
     click.option("-k", "keyword", metavar="EXPR", help="Only scenarios whose name matches EXPR (substrings with and/or/not)."),
     click.option("--shard", metavar="K/N", help="Only shard K of N: a stable split by scenario name, for CI matrix jobs."),
 )
+def _remember(key: str) -> Callable:
+    """A callback keeping an option's value for the session rather than passing it to the command."""
+
+    def store(ctx: click.Context, param: click.Parameter, value) -> None:
+        root = ctx.find_root()
+        root.obj = root.obj or {}
+        root.obj[key] = value
+
+    return store
+
+
 audit_options = _options(
     click.option("--rtol", type=click.FloatRange(min=0), help="Default relative tolerance against finite differences."),
     click.option("--atol", type=click.FloatRange(min=0), help="Default absolute tolerance against finite differences."),
@@ -214,6 +229,15 @@ audit_options = _options(
         show_default=True,
         help="Worker processes for the literal path: above 1, a scenario that crashes or hangs takes down only its worker.",
     ),
+    click.option(
+        "--cache-dir",
+        metavar="DIR",
+        type=click.Path(file_okay=False, path_type=Path),
+        expose_value=False,
+        callback=_remember("cache_dir"),
+        help="JAX's persistent compilation cache, so a rerun skips compiling.  [default: .gradaudit/cache]",
+    ),
+    click.option("--no-cache", is_flag=True, expose_value=False, callback=_remember("no_cache"), help="Do not read or write the compilation cache."),
 )
 profile_option = click.option("--profile", is_flag=True, help="Print where the time went and how many programs were compiled.")
 color_option = click.option(
@@ -313,6 +337,8 @@ class Session:
         from gradaudit.report.json_report import result_line
         from gradaudit.runner import run_audit
 
+        self.use_cache()
+
         partial = self.partial.open("w", encoding="utf-8") if self.partial else None
 
         def finished(result) -> None:
@@ -345,6 +371,17 @@ class Session:
             finally:
                 if partial is not None:
                     partial.close()
+
+    def use_cache(self) -> None:
+        """Turn on JAX's compilation cache unless --no-cache (or `cache = false`) says otherwise."""
+        from gradaudit import compilation_cache
+
+        options = click.get_current_context().find_root().obj or {}
+        if options.get("no_cache"):
+            return
+        problem = compilation_cache.enable(options.get("cache_dir") or compilation_cache.DEFAULT_FOLDER)
+        if problem:
+            self.err.print(f"[yellow]warning:[/] {problem}")
 
     def write_files(self, report=None, comparison=None) -> None:
         from gradaudit.report import ReportFormat, formatter_for

@@ -39,6 +39,7 @@ KEYS: dict[str, Key] = {
     "timeout": Key((int, float), "a number of seconds"),
     "color": Key(str, "a colour mode", COLORS),
     "exit_zero": Key(bool, "true or false"),
+    "cache": Key((str, bool), "a folder for JAX's compilation cache, or false for none"),
     "limits": Key(dict, "a table of positive integers: elements, cases, jacobian, evaluations, work"),
 }
 
@@ -88,7 +89,8 @@ def load_config(start: Path) -> tuple[dict, Path | None]:
             hint = f"; did you mean '{close[0]}'?" if close else ""
             problems.append(f"{where}: [tool.gradaudit] unknown key '{key}'{hint} (allowed: {', '.join(KEYS)})")
             continue
-        if isinstance(value, bool) and spec.kind is not bool or not isinstance(value, spec.kind):
+        kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
+        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
             problems.append(f"{where}: [tool.gradaudit] '{key}' must be {spec.described}, got {value!r}")
             continue
         values = value if isinstance(value, list) else [value]

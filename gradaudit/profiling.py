@@ -1,5 +1,6 @@
 """`--profile`: where a run's time went (load, trace, lower, compile, execute and judge, report)
-and how many programs XLA compiled, read from JAX's own monitoring events."""
+and how many programs XLA compiled (and how many of those came from the persistent compilation
+cache), read from JAX's own monitoring events."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ JAX_EVENTS = {
     "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
     "/jax/core/compile/backend_compile_duration": "compile",
 }
+CACHE_HIT = "/jax/compilation_cache/cache_hits"
 
 
 class Profile:
@@ -25,10 +27,15 @@ class Profile:
         self.phases: dict[str, float] = {}
         self.jax: dict[str, float] = defaultdict(float)
         self.compiled = 0
+        self.cached = 0
         if enabled:
             from jax import monitoring
 
             monitoring.register_event_duration_secs_listener(self._record)
+            monitoring.register_event_listener(self._count)
+
+    def _count(self, event: str, **kwargs) -> None:
+        self.cached += event == CACHE_HIT
 
     def _record(self, event: str, duration: float, **kwargs) -> None:
         name = JAX_EVENTS.get(event)
@@ -57,7 +64,8 @@ class Profile:
         console.print(
             f"profile: load {self.phases.get('load', 0):.2f}s, trace {self.jax['trace']:.2f}s, lower {self.jax['lower']:.2f}s, "
             f"compile {self.jax['compile']:.2f}s, execute and the rest {execute:.2f}s, judge {judge:.2f}s, "
-            f"report {self.phases.get('report', 0):.2f}s; {self.compiled} programs compiled; "
+            f"report {self.phases.get('report', 0):.2f}s; {self.compiled} programs, "
+            f"{self.cached} of them read from the compilation cache; "
             f"{methods['batched']} scenarios from the fast path in {report.timings.get('groups', 0):g} groups, "
             f"{methods['literal']} on the literal path",
             highlight=False,
