@@ -238,6 +238,20 @@ audit_options = _options(
         help="JAX's persistent compilation cache, so a rerun skips compiling.  [default: .gradaudit/cache]",
     ),
     click.option("--no-cache", is_flag=True, expose_value=False, callback=_remember("no_cache"), help="Do not read or write the compilation cache."),
+    click.option(
+        "--backend",
+        type=click.Choice(["cpu", "gpu", "tpu"]),
+        expose_value=False,
+        callback=_remember("backend"),
+        help="Run every path on this backend's devices.  [default: JAX's default backend]",
+    ),
+    click.option(
+        "--devices",
+        metavar="all|N,M",
+        expose_value=False,
+        callback=_remember("devices"),
+        help="Device ids to audit on (default: the first); with several, every AD path runs on each and they are compared.",
+    ),
 )
 profile_option = click.option("--profile", is_flag=True, help="Print where the time went and how many programs were compiled.")
 color_option = click.option(
@@ -338,6 +352,7 @@ class Session:
         from gradaudit.runner import run_audit
 
         self.use_cache()
+        devices = self.chosen_devices()
 
         partial = self.partial.open("w", encoding="utf-8") if self.partial else None
 
@@ -367,10 +382,21 @@ class Session:
                     timeout=timeout,
                     literal=literal,
                     jobs=jobs,
+                    devices=devices,
                 )
             finally:
                 if partial is not None:
                     partial.close()
+
+    def chosen_devices(self) -> list:
+        """The devices of --backend and --devices; exit 2 naming what is available when they are not here."""
+        from gradaudit.devices import DeviceError, select_devices
+
+        options = click.get_current_context().find_root().obj or {}
+        try:
+            return select_devices(options.get("backend"), options.get("devices"))
+        except DeviceError as exc:
+            raise InputProblem(str(exc)) from None
 
     def use_cache(self) -> None:
         """Turn on JAX's compilation cache unless --no-cache (or `cache = false`) says otherwise."""
@@ -514,17 +540,48 @@ def merge(reports, output, color, exit_zero) -> int:
     """
     import json
 
-    from gradaudit.merge import MergeError, merge_reports
+    from gradaudit.merge import ReportError, merge_reports
     from gradaudit.report.terminal import counts_line
 
     session = Session(color, json_path=output, json_option="-o")
     try:
         merged = merge_reports(list(reports))
-    except MergeError as exc:
+    except ReportError as exc:
         raise InputProblem(str(exc)) from None
     write_atomic(output, json.dumps(merged, indent=2, allow_nan=False) + "\n")
     session.err.print(counts_line(merged["summary"], prefix=f"merged {len(reports)} reports: "), highlight=False)
     return _exit_code(merged["gate"]["failed"] == 0, exit_zero)
+
+
+@main.command()
+@click.argument("before", type=click.Path())
+@click.argument("after", type=click.Path())
+@click.option("--json", "json_path", metavar="PATH", help="Write the differences as JSON to PATH ('-' for stdout).")
+@color_option
+@exit_zero_option
+@debug_option
+@guarded
+def diff(before, after, json_path, color, exit_zero) -> int:
+    """What changed from report BEFORE to report AFTER: new and resolved findings, status changes.
+
+    Read a JAX upgrade this way: a report under the old version, one under the new, then diff.
+    Exit 0 when AFTER has no new finding, 1 when it has, 2 for unusable reports.
+    """
+    import json
+
+    from gradaudit.diff import diff_reports
+    from gradaudit.merge import ReportError
+    from gradaudit.report.terminal import print_diff
+
+    session = Session(color, json_path=json_path)
+    try:
+        changes = diff_reports(before, after)
+    except ReportError as exc:
+        raise InputProblem(str(exc)) from None
+    if json_path:
+        write_atomic(json_path, json.dumps(changes.to_dict(), indent=2) + "\n")
+    print_diff(session.out, changes)
+    return _exit_code(not changes.new, exit_zero)
 
 
 def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:

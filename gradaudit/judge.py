@@ -22,10 +22,13 @@ from gradaudit.paths import (
     FINITE_DIFFERENCE,
     JIT_VALUE,
     VALUE,
+    ORDERS,
     PathResult,
+    base_name,
     block_names,
     label,
     path_name,
+    primary_name,
 )
 
 CONSISTENT = "consistent"
@@ -405,6 +408,23 @@ def _finite_difference_notes(
     return notes
 
 
+def _device_findings(
+    results: dict[str, PathResult], arg_names: tuple[str, ...], output_shape: tuple[int, ...], tolerances: Tolerances
+) -> list[Finding]:
+    """Each path on a further device against the same path on the first: they should agree to rounding."""
+    findings = []
+    for name, result in results.items():
+        primary = results.get(primary_name(name))
+        if primary is None or primary is result or not (result.ok and primary.ok):
+            continue
+        order = ORDERS[base_name(name)]
+        names = ("",) if order == 0 else block_names(arg_names, order)
+        found = _Comparison([result], [primary], tolerances.ad_rtol, tolerances.ad_atol).finding(output_shape, names, order)
+        if found:
+            findings.append(found)
+    return findings
+
+
 def judge(
     results: dict[str, PathResult],
     arg_names: tuple[str, ...],
@@ -469,6 +489,7 @@ def judge(
             found = comparison.finding(output_shape, names, family.order)
             if found:
                 findings.append(found)
+    findings += _device_findings(results, arg_names, output_shape, tolerances)
     prov = provenance(results, tolerances.fd_atol, bindings)
     first_order = [results[p] for p in FAMILIES[0].bound(bindings)[0] if p in results]
     if first_order and all(r.not_applicable for r in first_order):

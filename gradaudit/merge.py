@@ -10,26 +10,25 @@ from gradaudit.judge import STATUSES
 from gradaudit.results import REPORT_SCHEMA
 
 
-class MergeError(Exception):
-    """The reports cannot be merged; the message says which and why."""
+class ReportError(Exception):
+    """A report cannot be used (unreadable, not a report, or not mergeable); the message says which and why."""
 
 
-def _load(path: str) -> dict:
+def read_report(path: str) -> dict:
+    """A gradaudit JSON report, checked to have what merging and diffing read."""
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise MergeError(f"{path}: cannot read: {exc.strerror}") from None
+        raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
-        raise MergeError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+        raise ReportError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
     if not isinstance(document, dict) or document.get("schema") != REPORT_SCHEMA:
-        raise MergeError(f"{path}: not a gradaudit report (schema {REPORT_SCHEMA!r})")
+        raise ReportError(f"{path}: not a gradaudit report (schema {REPORT_SCHEMA!r})")
     if not isinstance(document.get("environment"), dict) or not isinstance(document.get("results"), list):
-        raise MergeError(f"{path}: a gradaudit report needs 'environment' and 'results'")
+        raise ReportError(f"{path}: a gradaudit report needs 'environment' and 'results'")
     for index, result in enumerate(document["results"]):
         if not isinstance(result, dict) or not all(k in result for k in ("name", "status", "scenario")):
-            raise MergeError(f"{path}: results[{index}] needs 'name', 'status' and 'scenario'")
-    if document.get("errors"):
-        raise MergeError(f"{path}: this shard had {len(document['errors'])} input error(s); fix them before merging")
+            raise ReportError(f"{path}: results[{index}] needs 'name', 'status' and 'scenario'")
     return document
 
 
@@ -40,12 +39,15 @@ def _counts(results: list[dict]) -> dict[str, int]:
 
 def merge_reports(paths: list[str]) -> dict:
     """One report from several: results and errors concatenated, every count recomputed."""
-    documents = [_load(p) for p in paths]
+    documents = [read_report(p) for p in paths]
+    for path, document in zip(paths, documents, strict=True):
+        if document.get("errors"):
+            raise ReportError(f"{path}: this shard had {len(document['errors'])} input error(s); fix them before merging")
     first = documents[0]
     for path, document in zip(paths[1:], documents[1:], strict=True):
         for key in ("jax", "jaxlib", "rule", "backend"):
             if document["environment"].get(key) != first["environment"].get(key):
-                raise MergeError(
+                raise ReportError(
                     f"{path}: {key} is {document['environment'].get(key)!r}, but {paths[0]} has "
                     f"{first['environment'].get(key)!r}: only reports of the same environment can be merged"
                 )
@@ -54,7 +56,7 @@ def merge_reports(paths: list[str]) -> dict:
     for path, document in zip(paths, documents, strict=True):
         for result in document["results"]:
             if result["name"] in seen:
-                raise MergeError(f"{path}: scenario '{result['name']}' is also in {seen[result['name']]}: shards must not overlap")
+                raise ReportError(f"{path}: scenario '{result['name']}' is also in {seen[result['name']]}: shards must not overlap")
             seen[result["name"]] = path
             results.append(result)
     suites: dict[str, list[dict]] = {}

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradaudit import dtypes
+from gradaudit.devices import DEVICE_SEPARATOR, device_name
 from gradaudit.finite_differences import ESTIMATES, Differences, differences
 from gradaudit.targets.base import Target
 
@@ -129,6 +130,8 @@ class PathResult:
     """Why this path cannot apply to the function (e.g. jacfwd of a custom_vjp function)."""
     estimates: dict[str, tuple[np.ndarray, ...]] | None = None
     """Finite-difference paths only: every estimate per block (see finite_differences.ESTIMATES)."""
+    device: str | None = None
+    """Where it ran (`cpu:0`), when the run chose devices; None: JAX's default device."""
 
     @property
     def ok(self) -> bool:
@@ -148,13 +151,22 @@ def path_name(base: str, binding: str) -> str:
 
 
 def base_name(name: str) -> str:
-    return name.removesuffix(CONSTANT_SUFFIX)
+    """The path without its binding and device: `jacrev` for `jacrev:const@cpu:1`."""
+    return primary_name(name).removesuffix(CONSTANT_SUFFIX)
+
+
+def primary_name(name: str) -> str:
+    """The same path on the first device: `jacrev:const` for `jacrev:const@cpu:1`."""
+    return name.split(DEVICE_SEPARATOR, 1)[0]
 
 
 def label(name: str) -> str:
-    """How reports name a path: 'jit(jacrev)', or 'jit(jacrev) with constants' for the constant binding."""
+    """How reports name a path: 'jit(jacrev)', 'jit(jacrev) with constants' for the constant binding,
+    'jit(jacrev) on cpu:1' on a further device."""
+    primary = primary_name(name)
     text = PATH_LABELS[base_name(name)]
-    return text + " with constants" if name.endswith(CONSTANT_SUFFIX) else text
+    text = text + " with constants" if primary.endswith(CONSTANT_SUFFIX) else text
+    return text if primary == name else f"{text} on {name.split(DEVICE_SEPARATOR, 1)[1]}"
 
 
 Transform = Callable[[Callable[..., object], tuple[int, ...]], Callable[..., object]]
@@ -197,6 +209,15 @@ FAMILIES: tuple[PathFamily, ...] = (
 )
 AD_PATHS: tuple[str, ...] = FAMILIES[0].ad_paths
 """First-order AD paths: the ones whose routing provenance checks."""
+ORDERS: dict[str, int] = {
+    VALUE: 0,
+    JIT_VALUE: 0,
+    **{p: 1 for p in FIRST_ORDER},
+    **{p: 2 for p in SECOND_ORDER},
+    FINITE_DIFFERENCE: 1,
+    HESSIAN_FINITE_DIFFERENCE: 2,
+}
+"""What each path differentiates to: 0 for the function's value, 1 for Jacobians, 2 for Hessians."""
 COMPILED = frozenset({JIT_VALUE, JIT_JACFWD, JIT_JACREV, JIT_HESSIAN_REV_REV})
 """Paths that run under jit."""
 
@@ -264,7 +285,9 @@ def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tu
     return _estimates(diffs, [(i, j) for i in argnums for j in argnums])
 
 
-def run_path(name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str, tuple[np.ndarray, ...]]]) -> PathResult:
+def run_path(
+    name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str, tuple[np.ndarray, ...]]], device: str | None = None
+) -> PathResult:
     """Run one path, turning an exception into data: not applicable when it says so, else an error."""
     try:
         computed = compute()
@@ -272,11 +295,11 @@ def run_path(name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str,
         error = PathError.from_exception(exc)
         for inapplicable in NOT_APPLICABLE:
             if inapplicable.matches(name, exc):
-                return PathResult(name=name, arrays=None, not_applicable=inapplicable.reason)
-        return PathResult(name=name, arrays=None, error=error)
+                return PathResult(name=name, arrays=None, not_applicable=inapplicable.reason, device=device)
+        return PathResult(name=name, arrays=None, error=error, device=device)
     if isinstance(computed, dict):
-        return PathResult(name=name, arrays=computed["extrapolated"], estimates=computed)
-    return PathResult(name=name, arrays=computed)
+        return PathResult(name=name, arrays=computed["extrapolated"], estimates=computed, device=device)
+    return PathResult(name=name, arrays=computed, device=device)
 
 
 @contextmanager
@@ -290,34 +313,41 @@ def _unfiltered_tracebacks() -> Iterator[None]:
         jax.config.update("jax_traceback_filtering", previous)
 
 
-def run_paths(targets: Sequence[Target], eps: float | None, order: int = 1) -> dict[str, PathResult]:
-    """Every path up to `order` for each binding of the target, in the order reports show them."""
+def run_paths(targets: Sequence[Target], eps: float | None, order: int = 1, devices: Sequence = ()) -> dict[str, PathResult]:
+    """Every path up to `order` for each binding of the target, in the order reports show them.
+
+    With devices, every path runs on the first; value and the AD paths run again on each further
+    device, named `path@device` (finite differences are the oracle and need running only once).
+    """
     with _unfiltered_tracebacks():
-        return _run_paths(targets, eps, order)
+        if not devices:
+            return {name: run_path(name, compute) for name, compute in _paths(targets, eps, order)}
+        results = {}
+        for index, device in enumerate(devices):
+            where = device_name(device)
+            suffix = "" if index == 0 else DEVICE_SEPARATOR + where
+            with jax.default_device(device):
+                for name, compute in _paths(targets, eps, order, references=index == 0):
+                    results[name + suffix] = run_path(name + suffix, compute, where)
+        return results
 
 
-def _run_paths(targets: Sequence[Target], eps: float | None, order: int) -> dict[str, PathResult]:
-    """`value` is the function called eagerly on JAX arrays, as a user would, once; `jit_value` per binding."""
+def _paths(targets: Sequence[Target], eps: float | None, order: int, references: bool = True) -> Iterator[tuple[str, Callable]]:
+    """(name, compute) of every path, in report order; finite differences only with `references`.
+
+    `value` is the function called eagerly on JAX arrays, as a user would, once; `jit_value` per binding.
+    """
     first = targets[0]
-    results = {VALUE: run_path(VALUE, lambda: (np.asarray(first.fn(*map(jnp.asarray, (*first.args, *first.fixed)))),))}
+    yield VALUE, lambda: (np.asarray(first.fn(*map(jnp.asarray, (*first.args, *first.fixed)))),)
     for target in targets:
         binding = target.binding
-
-        def named(base: str, binding: str = binding) -> str:
-            return path_name(base, binding)
-
-        results[named(JIT_VALUE)] = run_path(
-            named(JIT_VALUE), lambda tg=target: (np.asarray(jax.jit(tg.fn)(*tg.args, *tg.fixed)),)
-        )
+        yield path_name(JIT_VALUE, binding), lambda tg=target: (np.asarray(jax.jit(tg.fn)(*tg.args, *tg.fixed)),)
         for base, transform in FIRST_ORDER.items():
-            results[named(base)] = run_path(named(base), lambda t=transform, tg=target: ad_blocks(tg, t, 1))
-        results[named(FINITE_DIFFERENCE)] = run_path(
-            named(FINITE_DIFFERENCE), lambda tg=target: finite_difference_jacobians(tg, eps)
-        )
+            yield path_name(base, binding), lambda t=transform, tg=target: ad_blocks(tg, t, 1)
+        if references:
+            yield path_name(FINITE_DIFFERENCE, binding), lambda tg=target: finite_difference_jacobians(tg, eps)
         if order >= 2:
             for base, transform in SECOND_ORDER.items():
-                results[named(base)] = run_path(named(base), lambda t=transform, tg=target: ad_blocks(tg, t, 2))
-            results[named(HESSIAN_FINITE_DIFFERENCE)] = run_path(
-                named(HESSIAN_FINITE_DIFFERENCE), lambda tg=target: finite_difference_hessian(tg, eps)
-            )
-    return results
+                yield path_name(base, binding), lambda t=transform, tg=target: ad_blocks(tg, t, 2)
+            if references:
+                yield path_name(HESSIAN_FINITE_DIFFERENCE, binding), lambda tg=target: finite_difference_hessian(tg, eps)

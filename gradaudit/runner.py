@@ -7,12 +7,14 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 
 import jax
 
 from gradaudit import dtypes
 from gradaudit.batched import audit_group, batch_size, group_key
+from gradaudit.devices import describe, device_name
 from gradaudit.diagnoses import Evidence, diagnose
 from gradaudit.judge import ERROR, INTERRUPTED, RAISED, Finding, Tolerances, judge
 from gradaudit.paths import VALUE, run_paths
@@ -38,16 +40,17 @@ def x64_for(scenario: Scenario) -> Iterator[None]:
         jax.config.update("jax_enable_x64", previous)
 
 
-def environment(rule: str) -> dict:
-    """Where the audit ran: the facts a finding belongs to."""
+def environment(rule: str, devices: Sequence = ()) -> dict:
+    """Where the audit ran: the facts a finding belongs to (`devices`: the ones audited on)."""
     import jaxlib
 
+    devices = list(devices) or jax.devices()[:1]
     return {
         "jax": jax.__version__,
         "jaxlib": jaxlib.__version__,
         "python": platform.python_version(),
-        "backend": jax.default_backend(),
-        "devices": [{"platform": d.platform, "kind": d.device_kind, "id": d.id} for d in jax.devices()],
+        "backend": devices[0].platform,
+        "devices": [describe(d) for d in devices],
         "rule": rule,
         "x64": bool(jax.config.jax_enable_x64),
     }
@@ -103,14 +106,17 @@ def failed(scenario: Scenario, message: str, error_type: str, elapsed: float) ->
 
 
 def audit_scenario(
-    scenario: Scenario, tolerance: tuple[float | None, float | None] = (None, None), timeout: float | None = None
+    scenario: Scenario,
+    tolerance: tuple[float | None, float | None] = (None, None),
+    timeout: float | None = None,
+    devices: Sequence = (),
 ) -> ScenarioResult:
-    """Every path of one scenario, judged; an error result if it runs past `timeout` seconds."""
+    """Every path of one scenario (on each of `devices`), judged; an error result if it runs past `timeout` seconds."""
     start = time.perf_counter()
     try:
         with time_limit(timeout), x64_for(scenario):
             targets = build_targets(scenario)
-            results = run_paths(targets, scenario.eps, scenario.order)
+            results = run_paths(targets, scenario.eps, scenario.order, devices)
     except ScenarioTimeout:
         return failed(scenario, f"timed out after {timeout:g} s", "TimeoutError", time.perf_counter() - start)
     target = targets[0]
@@ -148,14 +154,14 @@ def _groups(scenarios: Sequence[Scenario]) -> list[list[int]]:
     return batches
 
 
-def _batched_result(scenario: Scenario, found: tuple, seconds: float) -> ScenarioResult:
+def _batched_result(scenario: Scenario, found: tuple, seconds: float, device: str | None) -> ScenarioResult:
     results, verdict, names, inputs, judge_seconds = found
     return ScenarioResult(
         scenario=scenario,
         arg_names=names,
         inputs=inputs,
         status=verdict.status,
-        paths=results,
+        paths={name: replace(path, device=device) for name, path in results.items()},
         findings=verdict.findings,
         notes=verdict.notes,
         provenance=verdict.provenance,
@@ -174,22 +180,24 @@ def run_audit(
     timeout: float | None = None,
     literal: bool = False,
     jobs: int = 1,
+    devices: Sequence = (),
 ) -> AuditReport:
     """Audit every scenario; `on_result` hears of each as it finishes; results keep the scenarios' order.
 
-    The whole run happens under `rule` (see rules.py). Unless `literal`, scenarios that share a
+    The whole run happens under `rule` (see rules.py), on `devices` (default: JAX's default
+    device). Unless `literal` or there are several devices to compare, scenarios that share a
     compiled program go through the fast path first (batched.py); whatever it does not find
     consistent is audited on the literal path, whose result the report shows.
     """
     notify = on_result or (lambda result: None)
     results: list[ScenarioResult | None] = [None] * len(scenarios)
-    batches = [] if literal else _groups(scenarios)
+    batches = [] if literal or len(devices) > 1 else _groups(scenarios)
     try:
-        _audit_all(scenarios, results, rule, notify, tolerance, timeout, batches, jobs)
+        _audit_all(scenarios, results, rule, notify, tolerance, timeout, batches, jobs, tuple(devices))
     except KeyboardInterrupt:
         finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
-        raise AuditInterrupted(_report(scenarios, finished, rule, files, len(batches))) from None
-    return _report(scenarios, results, rule, files, len(batches))
+        raise AuditInterrupted(_report(scenarios, finished, rule, files, len(batches), devices)) from None
+    return _report(scenarios, results, rule, files, len(batches), devices)
 
 
 class AuditInterrupted(Exception):
@@ -206,26 +214,30 @@ def _interrupted(scenario: Scenario) -> ScenarioResult:
     )
 
 
-def _report(scenarios, results, rule: str, files: tuple[str, ...], groups: int) -> AuditReport:
-    env = environment(rule)
+def _report(scenarios, results, rule: str, files: tuple[str, ...], groups: int, devices: Sequence) -> AuditReport:
+    env = environment(rule, devices)
     timings = {"judge": sum(r.judge_seconds for r in results), "groups": groups}
     env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
     return AuditReport(environment=env, results=tuple(results), files=files, timings=timings)
 
 
-def _audit_all(scenarios, results: list, rule: str, notify, tolerance, timeout, batches: list[list[int]], jobs: int) -> None:
+def _audit_all(
+    scenarios, results: list, rule: str, notify, tolerance, timeout, batches: list[list[int]], jobs: int, devices: tuple
+) -> None:
     """Fill `results` in place, so that an interrupt leaves what finished."""
     with select_n_rule(rule):
         if batches:
+            placed = jax.default_device(devices[0]) if devices else nullcontext()
+            where = device_name(devices[0]) if devices else None
             for indices in batches:
                 members = [scenarios[i] for i in indices]
                 start = time.perf_counter()
-                with x64_for(members[0]):
+                with x64_for(members[0]), placed:
                     fast = audit_group(members, [tolerances_for(s, tolerance) for s in members])
                 share = (time.perf_counter() - start) / len(members)
                 for index, found in zip(indices, fast, strict=True):
                     if found is not None:
-                        results[index] = _batched_result(scenarios[index], found, share)
+                        results[index] = _batched_result(scenarios[index], found, share, where)
                         notify(results[index])
         remaining = [(index, scenario) for index, scenario in enumerate(scenarios) if results[index] is None]
         if jobs > 1 and remaining:
@@ -235,8 +247,8 @@ def _audit_all(scenarios, results: list, rule: str, notify, tolerance, timeout, 
                 results[index] = result
                 notify(result)
 
-            run_in_workers(remaining, jobs, rule, tolerance, timeout, failed, store)
+            run_in_workers(remaining, jobs, rule, tolerance, timeout, tuple(map(device_name, devices)), failed, store)
             return
         for index, scenario in remaining:
-            results[index] = audit_scenario(scenario, tolerance, timeout)
+            results[index] = audit_scenario(scenario, tolerance, timeout, devices)
             notify(results[index])

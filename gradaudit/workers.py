@@ -21,18 +21,20 @@ from gradaudit.results import ScenarioResult
 from gradaudit.scenario import Scenario
 
 
-def _serve(connection: Connection, rule: str, tolerance: tuple) -> None:
+def _serve(connection: Connection, rule: str, tolerance: tuple, device_names: tuple[str, ...]) -> None:
     """The worker's loop: receive (index, scenario), send back (index, result)."""
+    from gradaudit.devices import resolve
     from gradaudit.rules import select_n_rule
     from gradaudit.runner import audit_scenario
 
+    devices = resolve(device_names)
     with select_n_rule(rule):
         while True:
             item = connection.recv()
             if item is None:
                 return
             index, scenario = item
-            connection.send((index, audit_scenario(scenario, tolerance)))
+            connection.send((index, audit_scenario(scenario, tolerance, devices=devices)))
 
 
 def _signal_name(exitcode: int | None) -> str:
@@ -45,9 +47,9 @@ def _signal_name(exitcode: int | None) -> str:
 
 
 class _Worker:
-    def __init__(self, context, rule: str, tolerance: tuple):
+    def __init__(self, context, settings: tuple):
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, rule, tolerance), daemon=True)
+        self.process = context.Process(target=_serve, args=(child, *settings), daemon=True)
         self.process.start()
         child.close()
         self.item: tuple[int, Scenario] | None = None
@@ -70,6 +72,7 @@ def run_in_workers(
     rule: str,
     tolerance: tuple,
     timeout: float | None,
+    devices: tuple[str, ...],
     failed: Callable[[Scenario, str, str, float], ScenarioResult],
     notify: Callable[[int, ScenarioResult], None],
 ) -> None:
@@ -79,9 +82,10 @@ def run_in_workers(
     died twice or ran past `timeout`.
     """
     context = multiprocessing.get_context("spawn")
+    settings = (rule, tolerance, devices)
     queue = list(items)
     retried: dict[int, str] = {}
-    workers = [_Worker(context, rule, tolerance) for _ in range(min(jobs, len(queue)))]
+    workers = [_Worker(context, settings) for _ in range(min(jobs, len(queue)))]
     try:
         while queue or any(w.item is not None for w in workers):
             for worker in workers:
@@ -98,7 +102,7 @@ def run_in_workers(
                         worker.process.join(timeout=5)
                         reason = f"crashed: {_signal_name(worker.process.exitcode)}"
                         worker.stop()
-                        workers[workers.index(worker)] = _Worker(context, rule, tolerance)
+                        workers[workers.index(worker)] = _Worker(context, settings)
                         if index not in retried:
                             retried[index] = reason
                             queue.insert(0, (index, scenario))
@@ -112,7 +116,7 @@ def run_in_workers(
                     notify(index, result)
                 elif timeout and time.monotonic() - worker.started > timeout:
                     worker.stop()
-                    workers[workers.index(worker)] = _Worker(context, rule, tolerance)
+                    workers[workers.index(worker)] = _Worker(context, settings)
                     notify(index, failed(scenario, f"timed out after {timeout:g} s", "TimeoutError", timeout))
     finally:
         for worker in workers:

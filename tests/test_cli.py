@@ -87,7 +87,10 @@ def test_json_report_fields_for_the_seed_example(tmp_path):
     assert entry["scenario"]["values"] == [2.0, 5.0]
     assert entry["inputs"] == {"case 0": 2.0, "case 1": 5.0}
     paths = entry["paths"]
-    assert paths["value"] == {"status": "ok", "value": 5.0}
+    first_device = f"{jax.devices()[0].platform}:{jax.devices()[0].id}"
+    assert paths["value"] == {"status": "ok", "value": 5.0, "device": first_device}
+    assert {p["device"] for p in paths.values()} == {first_device}
+    assert [d["name"] for d in env["devices"]] == [first_device]
     assert paths["jacfwd"]["jacobians"] == {"case 0": 0.0, "case 1": 1.0}
     assert paths["jacrev"]["jacobians"] == {"case 0": 0.0, "case 1": 0.0}
     assert paths["jit_jacrev"]["jacobians"] == {"case 0": 0.0, "case 1": 0.0}

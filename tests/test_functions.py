@@ -174,10 +174,8 @@ def test_custom_vjp_forward_paths_are_not_applicable_and_say_why(suite):
     )
     cube, wrong = report["results"]
     assert cube["status"] == "consistent"
-    assert cube["paths"]["jacfwd"] == {
-        "status": "not_applicable",
-        "reason": "forward mode cannot differentiate a custom_vjp function: it defines only a reverse rule",
-    }
+    assert cube["paths"]["jacfwd"]["status"] == "not_applicable"
+    assert cube["paths"]["jacfwd"]["reason"] == "forward mode cannot differentiate a custom_vjp function: it defines only a reverse rule"
     assert cube["paths"]["jacrev"]["jacobians"]["x0"] == [[0.75, 0.0], [0.0, 12.0]]
     # The Hessian's reference falls back to differences of jacrev; d2(x^3)/dx2 = 6x.
     hessian = cube["paths"]["finite_difference_jacobian"]["hessian"]["x0 d x0"]

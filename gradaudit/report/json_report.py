@@ -46,6 +46,11 @@ def array_to_json(array: np.ndarray) -> object:
 
 
 def path_to_json(result: PathResult, arg_names: tuple[str, ...]) -> dict:
+    placed = {} if result.device is None else {"device": result.device}
+    return {**_path_body(result, arg_names), **placed}
+
+
+def _path_body(result: PathResult, arg_names: tuple[str, ...]) -> dict:
     if result.not_applicable:
         return {"status": "not_applicable", "reason": result.not_applicable}
     if not result.ok:

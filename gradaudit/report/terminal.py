@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gradaudit.diagnoses import BY_ID, Diagnosis
+from gradaudit.diff import FindingChange, ReportDiff
 from gradaudit.judge import (
     CONSISTENT,
     DISAGREEMENT,
@@ -400,3 +401,44 @@ def print_listing(console: Console, scenarios: Sequence[Scenario]) -> None:
         line = Text(f"{scenario.source}: ", style="bold").append(scenario.name).append(f" [{scenario.suite}] ", style="dim")
         console.print(line.append(_parameters(scenario)), highlight=False, soft_wrap=True)
     console.print(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}", highlight=False)
+
+
+def print_diff(console: Console, diff: ReportDiff) -> None:
+    """Environment changes; a row per scenario whose status or findings changed; what each new
+    finding says; one summary line."""
+    for key, (before, after) in diff.environment.items():
+        console.print(f"{key}: {before} → {after}", highlight=False)
+    new, resolved = _by_scenario(diff.new), _by_scenario(diff.resolved)
+    statuses = {name: (before, after) for name, before, after in diff.changed}
+    names = list(dict.fromkeys([*statuses, *new, *resolved]))
+    if names:
+        table = Table(header_style="bold")
+        table.add_column("scenario", overflow="fold")
+        table.add_column("status", no_wrap=True)
+        table.add_column("new findings", overflow="fold", style="bold red")
+        table.add_column("resolved findings", overflow="fold", style="green")
+        for name in names:
+            status = Text()
+            if name in statuses:
+                before, after = statuses[name]
+                status.append(before, style=STATUS_STYLES.get(before, "")).append(" → ").append(after, style=STATUS_STYLES.get(after, ""))
+            table.add_row(name, status, "\n".join(c.fingerprint for c in new.get(name, [])), "\n".join(c.fingerprint for c in resolved.get(name, [])))
+        console.print(table)
+    for change in diff.new:
+        console.print(Text(f"new: {change.scenario}: ", style="bold red").append(change.message, style=""), highlight=False)
+    for title, scenarios in (("added", diff.added), ("removed", diff.removed)):
+        if scenarios:
+            console.print(f"{title} scenarios ({len(scenarios)}): {', '.join(scenarios)}", highlight=False)
+    console.print(
+        f"{diff.before} → {diff.after}: {len(diff.new)} new findings, {len(diff.resolved)} resolved, "
+        f"{len(diff.changed)} scenarios changed status, {len(diff.added)} added, {len(diff.removed)} removed, "
+        f"{diff.unchanged} unchanged",
+        highlight=False,
+    )
+
+
+def _by_scenario(changes: Sequence[FindingChange]) -> dict[str, list[FindingChange]]:
+    grouped: dict[str, list[FindingChange]] = {}
+    for change in changes:
+        grouped.setdefault(change.scenario, []).append(change)
+    return grouped
