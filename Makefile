@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: audit test bench fuzz install clean
+.PHONY: audit test bench fuzz install clean matrix gpu-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,5 +30,29 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py --sizes 100 1000 --repetitions 3
 	$(BIN)/python bench/run.py --sizes 10000 --rule fixed --repetitions 1 --peer-max 0 --out reports/bench-10000-fixed
 
+# The supported JAX range, oldest and newest, each in its own virtual environment under .matrix/:
+# the tests, then the seed suite, whose findings must equal the committed report's (gradaudit diff
+# both ways) and which --rule fixed must clear. MATRIX=... picks other releases.
+MATRIX ?= 0.9.0.1 newest
+matrix: $(addprefix matrix-,$(MATRIX))
+
+matrix-%:
+	test -x .matrix/$*/bin/python || $(PYTHON) -m venv .matrix/$*
+	.matrix/$*/bin/python -m pip install --quiet --upgrade pip
+	.matrix/$*/bin/python -m pip install --quiet -e '.[test]' $(if $(filter newest,$*),--upgrade jax jaxlib,jax==$* jaxlib==$*)
+	.matrix/$*/bin/python -c "import jax, jaxlib; print('JAX', jax.__version__, 'jaxlib', jaxlib.__version__)"
+	.matrix/$*/bin/python -m pytest -q -p no:cacheprovider
+	mkdir -p reports/matrix
+	.matrix/$*/bin/gradaudit run scenarios/select_n/ -q --exit-zero --json reports/matrix/select_n-jax-$*.json
+	.matrix/$*/bin/gradaudit diff reports/select_n-jax-0.10.2-cpu.json reports/matrix/select_n-jax-$*.json -q
+	.matrix/$*/bin/gradaudit diff reports/matrix/select_n-jax-$*.json reports/select_n-jax-0.10.2-cpu.json -q
+	.matrix/$*/bin/gradaudit run scenarios/select_n/ -q --rule fixed
+
+# Where a GPU is lent: the catalog on every GPU device, the report written to reports/ with the device named.
+gpu-check:
+	PYTHONPATH=. python3 -m gradaudit run scenarios/ --backend gpu --devices all -q --exit-zero \
+		--json reports/catalog-gpu.json --no-cache
+	PYTHONPATH=. python3 -m gradaudit run scenarios/select_n/ --backend gpu --devices all -q --rule fixed --no-cache
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) .matrix build *.egg-info .pytest_cache .gradaudit

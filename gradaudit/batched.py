@@ -125,8 +125,9 @@ def _finite_differences(f0, at_points, labels, moves, cases: list[np.ndarray]) -
     return columns
 
 
-def audit_group(scenarios: Sequence[Scenario], tolerances: Sequence[Tolerances]) -> list[tuple | None]:
-    """(results, verdict) per scenario where the fast path finds it consistent; None where it must go literal."""
+def audit_group(scenarios: Sequence[Scenario], tolerances: Sequence[Tolerances], keep_findings: bool = False) -> list[tuple | None]:
+    """(results, verdict, …) per scenario where the fast path finds it consistent (any verdict with
+    `keep_findings`); None where it must go literal."""
     spec = scenarios[0].target
     which = np.stack([s.target.selector.array() for s in scenarios])
     values = [case_values(s) for s in scenarios]
@@ -160,5 +161,6 @@ def audit_group(scenarios: Sequence[Scenario], tolerances: Sequence[Tolerances])
         judging = time.perf_counter()
         verdict = judge(results, names, tolerance)
         judged = time.perf_counter() - judging
-        outcomes.append((results, verdict, names, values[b], judged) if verdict.status == CONSISTENT else None)
+        keep = verdict.status == CONSISTENT or keep_findings
+        outcomes.append((results, verdict, names, values[b], judged) if keep else None)
     return outcomes

@@ -405,7 +405,11 @@ class Session:
         options = click.get_current_context().find_root().obj or {}
         if options.get("no_cache"):
             return
-        problem = compilation_cache.enable(options.get("cache_dir") or compilation_cache.DEFAULT_FOLDER)
+        problem = compilation_cache.unsupported()
+        if problem is None:
+            problem = compilation_cache.enable(options.get("cache_dir") or compilation_cache.DEFAULT_FOLDER)
+        elif not options.get("cache_dir"):
+            return  # the default cache, silently off where this JAX cannot use it
         if problem:
             self.err.print(f"[yellow]warning:[/] {problem}")
 
@@ -557,11 +561,12 @@ def merge(reports, output, color, exit_zero) -> int:
 @click.argument("before", type=click.Path())
 @click.argument("after", type=click.Path())
 @click.option("--json", "json_path", metavar="PATH", help="Write the differences as JSON to PATH ('-' for stdout).")
+@click.option("-q", "--quiet", is_flag=True, help="Show only the summary line.")
 @color_option
 @exit_zero_option
 @debug_option
 @guarded
-def diff(before, after, json_path, color, exit_zero) -> int:
+def diff(before, after, json_path, quiet, color, exit_zero) -> int:
     """What changed from report BEFORE to report AFTER: new and resolved findings, status changes.
 
     Read a JAX upgrade this way: a report under the old version, one under the new, then diff.
@@ -580,8 +585,60 @@ def diff(before, after, json_path, color, exit_zero) -> int:
         raise InputProblem(str(exc)) from None
     if json_path:
         write_atomic(json_path, json.dumps(changes.to_dict(), indent=2) + "\n")
-    print_diff(session.out, changes)
+    print_diff(session.out, changes, quiet=quiet)
     return _exit_code(not changes.new, exit_zero)
+
+
+@main.command()
+@click.argument("space", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--budget", type=click.IntRange(min=1), default=300, show_default=True, help="Scenarios hypothesis may draw (shrinking comes on top).")
+@click.option("--seed", type=int, default=0, show_default=True, help="The search's random seed: the same seed, the same search.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for the minimal scenario files.")
+@rule_option
+@click.option("--no-database", is_flag=True, help="Neither keep nor replay hypothesis's examples (kept in .gradaudit/hypothesis).")
+@color_option
+@exit_zero_option
+@debug_option
+@guarded
+def search(space, budget, seed, out, rule, no_database, color, exit_zero) -> int:
+    """Let hypothesis explore the scenario space in SPACE and shrink every kind of disagreement
+    to a minimal scenario file in --out, which `gradaudit run` reproduces.
+
+    Exit 0 when the budget ran out with nothing found, 1 when something was, 2 for a bad space file.
+    """
+    import jax
+
+    from gradaudit import compilation_cache
+    from gradaudit.report.terminal import print_input_errors, print_search
+    from gradaudit.rules import select_n_rule
+    from gradaudit.runner import audit_scenario, screen
+    from gradaudit.search import SpaceError, confirm, database_folder, read_space, search as explore, write_found
+
+    session = Session(color)
+    try:
+        parsed = read_space(space)
+    except SpaceError as exc:
+        print_input_errors(session.err, exc.errors)
+        return EXIT_INPUT
+    session.use_cache()
+    database = None if no_database else database_folder(space, rule, compilation_cache.DEFAULT_FOLDER.parent)
+    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=session.err, transient=True, disable=not session.err.is_terminal) as progress:
+        task = progress.add_task(f"searching {parsed.name}")
+
+        def tell(message: str) -> None:
+            progress.update(task, description=f"searching {parsed.name}: {message}")
+
+        with select_n_rule(rule):
+            outcome = explore(parsed, budget, seed, screen, database, tell)
+            tell("confirming on the literal path")
+            confirm(outcome, parsed, audit_scenario)
+    how = f"`gradaudit search {space} --budget {budget} --seed {seed} --rule {rule}` (JAX {jax.__version__}, {jax.default_backend()})"
+    written = write_found(outcome, parsed, out, how)
+    print_search(session.out, parsed.name, outcome, written, budget, f"gradaudit run {out} --rule {rule}")
+    if outcome.problem:
+        session.err.print(f"{space}: {outcome.problem}", highlight=False)
+        return EXIT_INPUT
+    return _exit_code(not outcome.found, exit_zero)
 
 
 def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:

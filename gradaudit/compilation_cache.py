@@ -22,10 +22,26 @@ SETTINGS = {
 """Every program is cached: the audit's programs compile in milliseconds each, but there are hundreds."""
 
 
+OLDEST_JAXLIB = (0, 10)
+"""jaxlib 0.9 on CPU reloads its own cached programs with an error per program ('Target machine
+feature +prefer-no-scatter is not supported on the host machine ... could lead to SIGILL'), so
+older releases run without the cache."""
+
+
+def unsupported() -> str | None:
+    """Why this JAX runs without the cache, or None when it can use it."""
+    import jaxlib
+
+    release = tuple(int(part) for part in jaxlib.__version__.split(".")[:2] if part.isdigit())
+    if release < OLDEST_JAXLIB:
+        return f"the compilation cache needs jaxlib {'.'.join(map(str, OLDEST_JAXLIB))} or newer (this is {jaxlib.__version__}); running without it"
+    return None
+
+
 def enable(folder: Path) -> str | None:
     """Use `folder` as JAX's compilation cache here and in the workers this process starts.
 
-    Returns why the cache cannot be used (the audit then runs without it), or None.
+    Returns why the folder cannot be used (the audit then runs without a cache), or None.
     """
     import jax
 

@@ -49,6 +49,7 @@ from gradaudit.yaml_nodes import (
     mapping_items,
     node_location,
     parse_file,
+    parse_text,
     scalar_value,
     sequence_items,
 )
@@ -65,7 +66,7 @@ class LoadResult:
     """What loading decided without an error: sweep sizes and the combinations it skipped."""
 
 
-TOP_LEVEL_KEYS = ("defaults", "scenarios", "sweep")
+TOP_LEVEL_KEYS = ("defaults", "scenarios", "sweep", "modules")
 COMMON_KEYS = ("name", "seed", "tolerance", "eps", "order", "expect")
 SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "values", "output")
 FUNCTION_KEYS = ("fn", "inputs", "bind")
@@ -217,6 +218,8 @@ class _ScenarioFile:
         self.names: list[tuple[str, Location]] = []
         """Every valid name with its scenario's location, invalid scenarios included."""
         self.notes: list[str] = []
+        self.modules = Path(display).parent
+        """The folder user modules (`fn: module:function`) are imported from: the file's, or its `modules` key."""
 
     def load(self, root: yaml.Node | None) -> list[Scenario]:
         check = self.check
@@ -230,6 +233,8 @@ class _ScenarioFile:
         except InvalidInput as exc:
             check.errors.append(exc.error)
             return []
+        if "modules" in top:
+            check.checked(self.module_folder, top["modules"][1])
         defaults: dict[str, tuple[yaml.Node, yaml.Node]] = {}
         if "defaults" in top:
             defaults = check.checked(lambda n: check.mapping(n, "defaults", DEFAULT_KEYS), top["defaults"][1]) or {}
@@ -378,7 +383,7 @@ class _ScenarioFile:
         else:
             target = FunctionCall(
                 fn=get("fn", self.function),
-                root=str(Path(self.file).parent),
+                root=str(self.modules),
                 inputs=get("inputs", lambda n: self.inputs(n, 0 if seed is None else seed)),
                 bind=get("bind", lambda n: check.choice(n, "bind", BINDS)) or "both",
             )
@@ -414,15 +419,25 @@ class _ScenarioFile:
             return Expectation(status=status, exception=exception)
         return Expectation(status=check.choice(node, "expect", EXPECTED_STATUSES))
 
+    def module_folder(self, node: yaml.Node) -> None:
+        """`modules: ../src`: import user modules from this folder, relative to the file."""
+        value = scalar_value(self.file, node)
+        if not isinstance(value, str) or not value:
+            raise self.check.fail(node, f"'modules' must be a folder, relative to this file, got {kind_name(node)}")
+        folder = Path(self.file).parent / value
+        if not folder.is_dir():
+            raise self.check.fail(node, f"'modules' names {folder}, which is not a folder")
+        self.modules = folder
+
     def function(self, node: yaml.Node) -> str:
         spec = scalar_value(self.file, node)
         module, colon, attribute = spec.partition(":") if isinstance(spec, str) else ("", "", "")
         if not colon or not module or not attribute:
             raise self.check.fail(node, f"fn must be 'module:function' (e.g. 'losses:huber'), got {kind_name(node)}")
         try:
-            resolve(spec, str(Path(self.file).parent))
+            resolve(spec, str(self.modules))
         except FunctionImportError as exc:
-            raise self.check.fail(node, f"{exc} (modules are imported from {Path(self.file).parent or '.'})") from None
+            raise self.check.fail(node, f"{exc} (modules are imported from {self.modules or '.'})") from None
         return spec
 
     def inputs(self, node: yaml.Node, scenario_seed: int) -> tuple[InputSpec, ...]:
@@ -570,6 +585,17 @@ def collect_files(paths: Iterable[str]) -> tuple[list[tuple[Path, str]], list[In
         else:
             errors.append(InputError(Location(raw, 1, 1), "no such file or folder"))
     return list(files.items()), errors
+
+
+def load_text(text: str, display: str, suite: str = "") -> tuple[list[Scenario], list[InputError]]:
+    """Scenarios from YAML text as if it were the file `display` (whose folder user modules are imported from)."""
+    loader = _ScenarioFile(display, suite)
+    try:
+        root, errors = parse_text(text, display)
+    except InvalidInput as exc:
+        return [], [exc.error]
+    scenarios = loader.load(root)
+    return scenarios, errors + loader.check.errors
 
 
 def load_paths(paths: Iterable[str]) -> LoadResult:

@@ -140,6 +140,18 @@ def audit_scenario(
     )
 
 
+def screen(scenario: Scenario, tolerance: tuple[float | None, float | None] = (None, None)) -> ScenarioResult:
+    """The fast path's verdict on one scenario where it applies, findings included and not
+    confirmed; else the literal path's. For exploring many scenarios (`gradaudit search`), whose
+    findings are confirmed on the literal path before anyone sees them. Runs under the current rule."""
+    if group_key(scenario) is not None:
+        with x64_for(scenario):
+            (found,) = audit_group([scenario], [tolerances_for(scenario, tolerance)], keep_findings=True)
+        if found is not None:
+            return _batched_result(scenario, found, 0.0, None)
+    return audit_scenario(scenario, tolerance)
+
+
 def _groups(scenarios: Sequence[Scenario]) -> list[list[int]]:
     """Indices of scenarios sharing a compiled program, in batches small enough for one call."""
     groups: dict[tuple, list[int]] = {}

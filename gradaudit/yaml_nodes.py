@@ -100,6 +100,11 @@ def parse_file(path: Path, display: str) -> tuple[yaml.Node | None, list[InputEr
         raise InvalidInput(
             InputError(where, f"not UTF-8 text (byte 0x{data[exc.start]:02x}); scenario files must be UTF-8")
         ) from None
+    return parse_text(text, display)
+
+
+def parse_text(text: str, display: str) -> tuple[yaml.Node | None, list[InputError]]:
+    """Compose YAML text as parse_file does, naming `display` in every error."""
     try:
         documents = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:

@@ -9,7 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from gradaudit.compilation_cache import unsupported
 from tests.helpers import run_cli, write_yaml
+
+needs_cache = pytest.mark.skipif(unsupported() is not None, reason=str(unsupported()))
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,6 +46,7 @@ def _verdicts(report: dict) -> list[tuple]:
     return [(r["name"], r["status"], [f["message"] for f in r["findings"]]) for r in report["results"]]
 
 
+@needs_cache
 def test_a_rerun_reads_every_program_from_the_cache_and_reports_the_same(tmp_path):
     write_yaml(tmp_path, "s.yaml", SCENARIOS)
     first, first_report = _run(tmp_path)
@@ -57,6 +63,7 @@ def test_a_rerun_reads_every_program_from_the_cache_and_reports_the_same(tmp_pat
     assert [r["status"] for r in second_report["results"]] == ["mismatch", "consistent"]
 
 
+@needs_cache
 def test_no_cache_writes_nothing_and_cache_dir_moves_it(tmp_path):
     write_yaml(tmp_path, "s.yaml", SCENARIOS)
     proc, _ = _run(tmp_path, "--no-cache")
@@ -77,6 +84,7 @@ def test_config_turns_the_cache_off_or_moves_it(tmp_path, monkeypatch):
     assert bad.exit_code == 2 and "'cache' must be a folder for JAX's compilation cache, or false for none, got 3" in bad.stderr
 
 
+@needs_cache
 def test_an_unusable_cache_folder_is_a_warning_not_a_failure(tmp_path, monkeypatch):
     write_yaml(tmp_path, "s.yaml", SCENARIOS)
     monkeypatch.chdir(tmp_path)
@@ -85,3 +93,14 @@ def test_an_unusable_cache_folder_is_a_warning_not_a_failure(tmp_path, monkeypat
     assert result.exit_code == 1
     assert "warning: cannot use blocker/cache as the compilation cache" in result.stderr
     assert "running without it" in result.stderr
+
+
+@pytest.mark.skipif(unsupported() is None, reason="this jaxlib can use the cache")
+def test_an_old_jaxlib_runs_without_the_cache_and_says_so_only_when_asked(tmp_path, monkeypatch):
+    write_yaml(tmp_path, "s.yaml", SCENARIOS)
+    monkeypatch.chdir(tmp_path)
+    quiet = run_cli("run", "s.yaml", "-q")
+    assert quiet.exit_code == 1 and "warning" not in quiet.stderr
+    asked = run_cli("run", "s.yaml", "-q", "--cache-dir", "c")
+    assert asked.exit_code == 1 and "the compilation cache needs jaxlib 0.10 or newer" in asked.stderr
+    assert not (tmp_path / "c").exists() and not (tmp_path / ".gradaudit").exists()

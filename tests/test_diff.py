@@ -57,7 +57,7 @@ def test_fixed_to_legacy_names_each_new_finding_and_exits_1(reports):
 def test_an_upgrade_shows_the_versions_and_added_and_removed_scenarios(reports, tmp_path):
     before = json.loads(reports["fixed"].read_text())
     after = json.loads(reports["fixed"].read_text())
-    before["environment"]["jax"] = "0.9.0.1"
+    before["environment"]["jax"] = "0.4.1"
     gone = after["results"].pop(0)["name"]
     before_path, after_path = tmp_path / "old.json", tmp_path / "new.json"
     before_path.write_text(json.dumps(before))
@@ -65,10 +65,10 @@ def test_an_upgrade_shows_the_versions_and_added_and_removed_scenarios(reports, 
     result = run_cli("diff", str(before_path), str(after_path), "--json", "-")
     assert result.exit_code == 0
     document = result.json()
-    assert document["environment"]["jax"]["before"] == "0.9.0.1"
+    assert document["environment"]["jax"]["before"] == "0.4.1"
     assert document["removed"] == [gone] and document["added"] == []
     assert document["summary"]["unchanged"] == len(after["results"])
-    assert "jax: 0.9.0.1 →" in result.stderr
+    assert "jax: 0.4.1 →" in result.stderr
 
 
 @pytest.mark.parametrize(

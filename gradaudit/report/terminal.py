@@ -35,6 +35,7 @@ from gradaudit.paths import (
 )
 from gradaudit.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.scenario import Scenario
+from gradaudit.search import SearchOutcome
 from gradaudit.yaml_nodes import InputError
 
 STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta", INTERRUPTED: "yellow"}
@@ -403,9 +404,20 @@ def print_listing(console: Console, scenarios: Sequence[Scenario]) -> None:
     console.print(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}", highlight=False)
 
 
-def print_diff(console: Console, diff: ReportDiff) -> None:
+def print_diff(console: Console, diff: ReportDiff, quiet: bool = False) -> None:
     """Environment changes; a row per scenario whose status or findings changed; what each new
-    finding says; one summary line."""
+    finding says; one summary line (alone when `quiet`)."""
+    if not quiet:
+        _print_diff_details(console, diff)
+    console.print(
+        f"{diff.before} → {diff.after}: {len(diff.new)} new findings, {len(diff.resolved)} resolved, "
+        f"{len(diff.changed)} scenarios changed status, {len(diff.added)} added, {len(diff.removed)} removed, "
+        f"{diff.unchanged} unchanged",
+        highlight=False,
+    )
+
+
+def _print_diff_details(console: Console, diff: ReportDiff) -> None:
     for key, (before, after) in diff.environment.items():
         console.print(f"{key}: {before} → {after}", highlight=False)
     new, resolved = _by_scenario(diff.new), _by_scenario(diff.resolved)
@@ -429,12 +441,6 @@ def print_diff(console: Console, diff: ReportDiff) -> None:
     for title, scenarios in (("added", diff.added), ("removed", diff.removed)):
         if scenarios:
             console.print(f"{title} scenarios ({len(scenarios)}): {', '.join(scenarios)}", highlight=False)
-    console.print(
-        f"{diff.before} → {diff.after}: {len(diff.new)} new findings, {len(diff.resolved)} resolved, "
-        f"{len(diff.changed)} scenarios changed status, {len(diff.added)} added, {len(diff.removed)} removed, "
-        f"{diff.unchanged} unchanged",
-        highlight=False,
-    )
 
 
 def _by_scenario(changes: Sequence[FindingChange]) -> dict[str, list[FindingChange]]:
@@ -442,3 +448,25 @@ def _by_scenario(changes: Sequence[FindingChange]) -> dict[str, list[FindingChan
     for change in changes:
         grouped.setdefault(change.scenario, []).append(change)
     return grouped
+
+
+def print_search(console: Console, name: str, outcome: SearchOutcome, written: Sequence, budget: int, reproduce: str) -> None:
+    """What a search tried and skipped, and each minimal scenario it wrote with its findings."""
+    skipped = sum(outcome.skipped.values())
+    line = f"search {name}: {outcome.tried} scenarios drawn (budget {budget}), {outcome.shrinking} more while shrinking"
+    if skipped:
+        line += f", {skipped} skipped (" + "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) + ")"
+    console.print(line, highlight=False)
+    if not outcome.found:
+        console.print(Text("nothing found: every scenario drawn was consistent", style="green"), highlight=False)
+        return
+    table = Table(header_style="bold")
+    table.add_column("minimal scenario", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("findings", overflow="fold")
+    for path, found in zip(written, outcome.found, strict=True):
+        status = found.result.status
+        fingerprints = dict.fromkeys(f.fingerprint for f in found.result.findings)
+        table.add_row(str(path), Text(status, style=STATUS_STYLES.get(status, "")), "\n".join(fingerprints))
+    console.print(table)
+    console.print(f"{len(outcome.found)} kind{'s' if len(outcome.found) != 1 else ''} of disagreement found; reproduce: {reproduce}", highlight=False)

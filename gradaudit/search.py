@@ -1,0 +1,440 @@
+"""`gradaudit search`: hypothesis explores a scenario space and shrinks each kind of disagreement.
+
+A space file describes ranges instead of values:
+
+    search:
+      name: selector-space
+      selector: {dtype: [bool, int8, int32, uint8, uint32], value: {min: -300, max: 300}}
+      cases: {min: 1, max: 6}
+      shape: [[], [3], [2, 3]]
+
+Every key holds a list of alternatives, a `{min, max}` range or one fixed value. Hypothesis draws
+scenarios (a selector value is drawn inside its dtype's range, so values a dtype cannot hold are
+never tried; combinations the loader rejects are skipped and counted), audits each one exactly as
+`gradaudit run` would, and treats a scenario that is not consistent as a failure of the kind
+given by its findings' fingerprints. Hypothesis then shrinks each kind separately (see `search`)
+and the minimal scenario of each is written out as an ordinary scenario file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from gradaudit import dtypes
+from gradaudit.judge import CONSISTENT
+from gradaudit.loading import load_text
+from gradaudit.results import ScenarioResult
+from gradaudit.yaml_nodes import (
+    InputError,
+    InvalidInput,
+    Location,
+    kind_name,
+    mapping_items,
+    node_location,
+    parse_file,
+    scalar_value,
+    sequence_items,
+)
+
+SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "output", "order", "seed")
+FUNCTION_KEYS = ("fn", "inputs", "bind", "order", "seed")
+FIXED_KEYS = ("eps", "tolerance")
+SPACE_KEYS = ("name", *dict.fromkeys((*SELECT_N_KEYS, *FUNCTION_KEYS)), *FIXED_KEYS)
+SELECTOR_KEYS = ("dtype", "value", "per_element")
+INPUT_KEYS = ("dtype", "shape", "value")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One key of a space: alternatives to sample from, or an inclusive numeric range."""
+
+    choices: tuple = ()
+    minimum: float | None = None
+    maximum: float | None = None
+
+    @property
+    def is_range(self) -> bool:
+        return self.minimum is not None
+
+
+@dataclass(frozen=True)
+class Space:
+    name: str
+    file: str
+    location: Location
+    axes: dict[str, Axis]
+    """select_n keys (`selector.dtype`, `selector.value`, …) or function keys (`bind`, `order`)."""
+    fn: str | None = None
+    inputs: tuple[dict[str, Axis], ...] = ()
+    fixed: dict = field(default_factory=dict)
+    """Keys passed through unchanged (eps, tolerance)."""
+
+
+class SpaceError(Exception):
+    """The space file cannot be searched; `errors` says where and why."""
+
+    def __init__(self, errors: list[InputError]):
+        super().__init__("\n".join(str(e) for e in errors))
+        self.errors = errors
+
+
+# --- reading a space file ---------------------------------------------------------------------
+
+
+class _SpaceReader:
+    def __init__(self, file: str):
+        self.file = file
+
+    def fail(self, node: yaml.Node, message: str) -> InvalidInput:
+        return InvalidInput(InputError(node_location(self.file, node), message))
+
+    def mapping(self, node: yaml.Node, what: str, allowed: tuple[str, ...]) -> dict[str, yaml.Node]:
+        items, errors = mapping_items(self.file, node, what)
+        if errors:
+            raise InvalidInput(errors[0])
+        for key, (key_node, _) in items.items():
+            if key not in allowed:
+                raise self.fail(key_node, f"unknown key '{key}' in {what} (allowed: {', '.join(allowed)})")
+        return {key: value for key, (_, value) in items.items()}
+
+    def plain(self, node: yaml.Node):
+        """A node's Python value (lists and mappings included)."""
+        if isinstance(node, yaml.SequenceNode):
+            return [self.plain(item) for item in sequence_items(self.file, node, "a list")]
+        if isinstance(node, yaml.MappingNode):
+            return {key: self.plain(value) for key, value in self.mapping(node, "a mapping", tuple(_keys(node))).items()}
+        return scalar_value(self.file, node)
+
+    def axis(self, node: yaml.Node, key: str, integer: bool = False) -> Axis:
+        """A list of alternatives, a {min, max} range, or one value (an alternative of its own)."""
+        if isinstance(node, yaml.MappingNode):
+            bounds = self.mapping(node, f"the range of '{key}'", ("min", "max"))
+            if set(bounds) != {"min", "max"}:
+                raise self.fail(node, f"the range of '{key}' needs both min and max, e.g. {{min: -3, max: 3}}")
+            low, high = (scalar_value(self.file, bounds[k]) for k in ("min", "max"))
+            for bound, value in (("min", low), ("max", high)):
+                wanted = int if integer else (int, float)
+                if isinstance(value, bool) or not isinstance(value, wanted):
+                    kind = "an integer" if integer else "a number"
+                    raise self.fail(bounds[bound], f"'{key}' {bound} must be {kind}, got {kind_name(bounds[bound])}")
+            if low > high:
+                raise self.fail(node, f"the range of '{key}' is empty: min {low} > max {high}")
+            return Axis(minimum=low, maximum=high)
+        if isinstance(node, yaml.SequenceNode) and key not in ("shape",):
+            choices = tuple(self.plain(item) for item in sequence_items(self.file, node, f"'{key}'"))
+        elif key == "shape":
+            if not isinstance(node, yaml.SequenceNode) or not all(isinstance(i, yaml.SequenceNode) for i in node.value):
+                raise self.fail(node, f"'{key}' lists the shapes to try, e.g. [[], [3], [2, 3]]; got {kind_name(node)}")
+            choices = tuple(self.plain(item) for item in node.value)
+        else:
+            choices = (self.plain(node),)
+        if not choices:
+            raise self.fail(node, f"'{key}' needs at least one alternative")
+        return Axis(choices=choices)
+
+    def read(self, root: yaml.Node | None) -> Space:
+        if root is None:
+            raise InvalidInput(InputError(Location(self.file, 1, 1), "empty file: a space file holds 'search:'"))
+        top = self.mapping(root, "the file", ("search",))
+        if "search" not in top:
+            raise self.fail(root, "missing key 'search' (the space to explore)")
+        node = top["search"]
+        items = self.mapping(node, "the search space", SPACE_KEYS)
+        name = scalar_value(self.file, items["name"]) if "name" in items else None
+        if not isinstance(name, str) or not name:
+            raise self.fail(items.get("name", node), "a search space needs a 'name' (a string the scenarios are named after)")
+        location = node_location(self.file, node)
+        fixed = {k: self.plain(items[k]) for k in FIXED_KEYS if k in items}
+        if "fn" in items:
+            misplaced = [k for k in items if k in SELECT_N_KEYS and k not in FUNCTION_KEYS]
+            if misplaced:
+                raise self.fail(items[misplaced[0]], f"'{misplaced[0]}' belongs to select_n spaces; a space with 'fn' takes {', '.join(FUNCTION_KEYS)}")
+            fn = scalar_value(self.file, items["fn"])
+            if not isinstance(fn, str) or ":" not in fn:
+                raise self.fail(items["fn"], f"'fn' must be 'module:function', got {kind_name(items['fn'])}")
+            if "inputs" not in items:
+                raise self.fail(node, "a function space needs 'inputs': a list of {dtype, shape, value} ranges")
+            inputs = tuple(self.input(n) for n in sequence_items(self.file, items["inputs"], "'inputs'"))
+            axes = {k: self.axis(items[k], k, integer=True) for k in ("bind", "order", "seed") if k in items}
+            return Space(name=name, file=self.file, location=location, axes=axes, fn=fn, inputs=inputs, fixed=fixed)
+        for key in ("selector", "cases", "shape"):
+            if key not in items:
+                raise self.fail(node, f"a select_n space needs '{key}' (or 'fn' and 'inputs' for a function space)")
+        selector = self.mapping(items["selector"], "the selector", SELECTOR_KEYS)
+        for key in ("dtype", "value"):
+            if key not in selector:
+                raise self.fail(items["selector"], f"the selector needs '{key}'")
+        axes = {f"selector.{k}": self.axis(v, f"selector.{k}", integer=k == "value") for k, v in selector.items()}
+        bad = [d for d in axes["selector.dtype"].choices if d not in dtypes.SELECTOR_DTYPES]
+        if bad or axes["selector.dtype"].is_range:
+            raise self.fail(selector["dtype"], f"selector dtypes must be among {', '.join(dtypes.SELECTOR_DTYPES)}, got {bad[0] if bad else 'a range'}")
+        axes.update({k: self.axis(items[k], k, integer=k in ("cases", "order", "seed")) for k in SELECT_N_KEYS if k in items and k != "selector"})
+        return Space(name=name, file=self.file, location=location, axes=axes, fixed=fixed)
+
+    def input(self, node: yaml.Node) -> dict[str, Axis]:
+        items = self.mapping(node, "an input range", INPUT_KEYS)
+        if "dtype" not in items:
+            raise self.fail(node, "an input range needs 'dtype' (one or a list of dtypes)")
+        return {k: self.axis(v, k) for k, v in items.items()}
+
+
+def _keys(node: yaml.MappingNode) -> list[str]:
+    return [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+
+
+def read_space(path: Path) -> Space:
+    """The space in `path`; SpaceError with file:line:col messages when it cannot be searched."""
+    display = str(path)
+    try:
+        root, errors = parse_file(path, display)
+        if errors:
+            raise SpaceError(errors)
+        return _SpaceReader(display).read(root)
+    except InvalidInput as exc:
+        raise SpaceError([exc.error]) from None
+
+
+# --- drawing scenarios ------------------------------------------------------------------------
+
+
+def _draw_axis(draw, st, axis: Axis, integer: bool = True):
+    if not axis.is_range:
+        return draw(st.sampled_from(axis.choices))
+    if integer or (isinstance(axis.minimum, int) and isinstance(axis.maximum, int)):
+        return draw(st.integers(int(axis.minimum), int(axis.maximum)))
+    return draw(st.floats(float(axis.minimum), float(axis.maximum), allow_nan=False, allow_infinity=False))
+
+
+def _nested(draw, element: Callable, shape: list[int]):
+    if not shape:
+        return element()
+    return [_nested(draw, element, shape[1:]) for _ in range(shape[0])]
+
+
+def scenario_strategy(space: Space):
+    """Scenario entries (dicts as a scenario file holds them), shrinking toward the first alternatives and small values."""
+    from hypothesis import assume
+    from hypothesis import strategies as st
+
+    @st.composite
+    def select_n(draw) -> dict:
+        axes = space.axes
+        dtype = draw(st.sampled_from(axes["selector.dtype"].choices))
+        cases = _draw_axis(draw, st, axes["cases"])
+        shape = list(draw(st.sampled_from(axes["shape"].choices)))
+        per_element = bool(shape) and bool(_draw_axis(draw, st, axes.get("selector.per_element", Axis(choices=(False, True)))))
+        values = axes["selector.value"]
+        if dtype == "bool":
+            element = lambda: draw(st.booleans())  # noqa: E731
+        else:
+            low, high = dtypes.integer_range(dtype)
+            if values.is_range:
+                low, high = max(low, int(values.minimum)), min(high, int(values.maximum))
+                assume(low <= high)
+                element = lambda: draw(st.integers(low, high))  # noqa: E731
+            else:
+                held = [v for v in values.choices if isinstance(v, int) and not isinstance(v, bool) and low <= v <= high]
+                assume(held)
+                element = lambda: draw(st.sampled_from(held))  # noqa: E731
+        entry = {
+            "name": space.name,
+            "selector": {"dtype": dtype, "value": _nested(draw, element, shape if per_element else [])},
+            "cases": cases,
+            "shape": shape,
+            "dtype": _draw_axis(draw, st, axes.get("dtype", Axis(choices=("float32",)))),
+        }
+        for key in ("output", "order", "seed"):
+            if key in axes:
+                entry[key] = _draw_axis(draw, st, axes[key])
+        return {**entry, **space.fixed}
+
+    @st.composite
+    def function(draw) -> dict:
+        inputs = []
+        for spec in space.inputs:
+            dtype = _draw_axis(draw, st, spec["dtype"])
+            shape = list(_draw_axis(draw, st, spec.get("shape", Axis(choices=([],)))))
+            value_axis = spec.get("value", Axis(minimum=-10.0, maximum=10.0))
+            integer = dtype in dtypes.SELECTOR_DTYPES
+            if dtype == "bool":
+                element = lambda: draw(st.booleans())  # noqa: E731
+            else:
+                element = lambda axis=value_axis, integer=integer: _draw_axis(draw, st, axis, integer=integer)  # noqa: E731
+            inputs.append({"dtype": dtype, "value": _nested(draw, element, shape)})
+        entry = {"name": space.name, "fn": space.fn, "inputs": inputs}
+        for key in ("bind", "order", "seed"):
+            if key in space.axes:
+                entry[key] = _draw_axis(draw, st, space.axes[key])
+        return {**entry, **space.fixed}
+
+    return function() if space.fn else select_n()
+
+
+def scenario_text(entry: dict, header: str = "", modules: str | None = None) -> str:
+    """An entry as a scenario file, flow style inside for readability; `modules` where user modules live."""
+    document = {"modules": modules} if modules else {}
+    body = yaml.safe_dump({**document, "scenarios": [entry]}, sort_keys=False, default_flow_style=None, width=120)
+    return header + body
+
+
+# --- the search -------------------------------------------------------------------------------
+
+
+class Disagreement(Exception):
+    """A drawn scenario of the kind being shrunk."""
+
+    def __init__(self, entry: dict, result: ScenarioResult):
+        super().__init__(f"{result.status}: {', '.join(kind_of(result)[1])}")
+        self.entry = entry
+        self.result = result
+
+
+Kind = tuple[str, tuple[str, ...]]
+
+
+def kind_of(result: ScenarioResult) -> Kind:
+    """What a disagreement is, independent of the values: its status and its findings' fingerprints."""
+    return result.status, tuple(sorted({f.fingerprint for f in result.findings}))
+
+
+@dataclass
+class Found:
+    kind: Kind
+    entry: dict
+    result: ScenarioResult
+    shrunk: bool = True
+    """False when hypothesis could not find the kind again to shrink it (the first example is kept)."""
+
+
+@dataclass
+class SearchOutcome:
+    tried: int = 0
+    """Scenarios drawn while exploring (the budget counts the valid ones)."""
+    shrinking: int = 0
+    """Scenarios tried while shrinking."""
+    skipped: Counter = field(default_factory=Counter)
+    found: list[Found] = field(default_factory=list)
+    problem: str | None = None
+    """Why the search stopped early (e.g. every drawn scenario was invalid), or None."""
+
+
+def search(
+    space: Space,
+    budget: int,
+    seed: int,
+    audit: Callable[..., ScenarioResult],
+    database: Path | None,
+    on_progress: Callable[[str], None] = lambda message: None,
+) -> SearchOutcome:
+    """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario.
+
+    Exploring draws `budget` valid scenarios and notes the first of each kind. Then, per kind,
+    hypothesis runs again with the same seed, so it draws the same scenarios (their audits are
+    remembered) until the first of that kind, which fails, and shrinks it while the kind holds.
+    Two phases rather than hypothesis's own multiple-bug mode, whose generation stops on a clock
+    ten seconds after the first failure: this way the same seed gives the same search.
+    """
+    from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
+    from hypothesis import seed as seeded
+    from hypothesis.database import DirectoryBasedExampleDatabase
+    from hypothesis.errors import Unsatisfiable
+
+    outcome = SearchOutcome()
+    judged: dict[str, ScenarioResult | None] = {}
+
+    def evaluate(entry: dict) -> ScenarioResult:
+        text = scenario_text(entry)
+        if text not in judged:
+            scenarios, errors = load_text(text, space.file)
+            judged[text] = audit(scenarios[0]) if scenarios and not errors else None
+            if judged[text] is None:
+                outcome.skipped[errors[0].message if errors else "no scenario"] += 1
+        if judged[text] is None:
+            reject()
+        return judged[text]
+
+    def run(test: Callable, phases: tuple, folder: Path | None) -> None:
+        settings(
+            max_examples=budget,
+            database=DirectoryBasedExampleDatabase(str(folder)) if folder else None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+            phases=phases,
+            verbosity=Verbosity.quiet,
+            print_blob=False,
+        )(seeded(seed)(given(scenario_strategy(space))(test)))()
+
+    first: dict[Kind, tuple[dict, ScenarioResult]] = {}
+
+    def explore(entry: dict) -> None:
+        outcome.tried += 1
+        result = evaluate(entry)
+        if result.status != CONSISTENT:
+            first.setdefault(kind_of(result), (entry, result))
+        on_progress(f"{outcome.tried} scenarios drawn (budget {budget}), {len(first)} kinds of disagreement")
+
+    try:
+        run(explore, (Phase.generate,), None)
+    except Unsatisfiable:
+        outcome.problem = "hypothesis could not draw a valid scenario from this space"
+        return outcome
+    def shrinker(kind: Kind, number: int) -> Callable[[dict], None]:
+        def shrink(entry: dict) -> None:
+            outcome.shrinking += 1
+            on_progress(f"shrinking kind {number} of {len(first)}: {outcome.shrinking} scenarios tried")
+            result = evaluate(entry)
+            if result.status != CONSISTENT and kind_of(result) == kind:
+                raise Disagreement(entry, result)
+
+        return shrink
+
+    for number, kind in enumerate(sorted(first), 1):
+        folder = database / hashlib.sha256(repr(kind).encode()).hexdigest()[:16] if database else None
+        try:
+            run(shrinker(kind, number), (Phase.reuse, Phase.generate, Phase.shrink), folder)
+        except Disagreement as minimal:
+            outcome.found.append(Found(kind, minimal.entry, minimal.result))
+        else:
+            entry, result = first[kind]
+            outcome.found.append(Found(kind, entry, result, shrunk=False))
+    return outcome
+
+
+def confirm(outcome: SearchOutcome, space: Space, audit: Callable[..., ScenarioResult]) -> None:
+    """Each minimal scenario audited again by `audit` (the literal path), whose result is what is reported."""
+    for found in outcome.found:
+        scenarios, _ = load_text(scenario_text(found.entry), space.file)
+        found.result = audit(scenarios[0])
+
+
+def database_folder(space_path: Path, rule: str, root: Path) -> Path:
+    """Where hypothesis keeps this space's examples: one folder per space file content and rule."""
+    digest = hashlib.sha256(space_path.read_bytes() + rule.encode()).hexdigest()[:16]
+    return root / "hypothesis" / digest
+
+
+def write_found(outcome: SearchOutcome, space: Space, out: Path, how: str) -> list[Path]:
+    """Each minimal scenario as `out/<space name>-<n>.yaml`, with a comment saying how it was found."""
+    out.mkdir(parents=True, exist_ok=True)
+    home = Path(space.file).parent.resolve()
+    modules = os.path.relpath(home, out.resolve()) if space.fn and home != out.resolve() else None
+    written = []
+    for number, found in enumerate(outcome.found, 1):
+        name = f"{space.name}-{number}"
+        entry = {**found.entry, "name": name}
+        status, fingerprints = found.kind
+        shrunk = "shrunk by hypothesis to this minimal scenario" if found.shrunk else "not shrunk (hypothesis did not meet it again)"
+        lines = [f"# Found by {how}", f"# and {shrunk}.", f"# Status: {status}. Findings:"]
+        lines += [f"#   {f.fingerprint}: {f.message}" for f in found.result.findings]
+        path = out / f"{name}.yaml"
+        path.write_text(scenario_text(entry, "\n".join(lines) + "\n", modules), encoding="utf-8")
+        written.append(path)
+    return written

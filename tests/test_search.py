@@ -1,0 +1,137 @@
+"""`gradaudit search`: hypothesis explores a space and shrinks each kind of disagreement to a minimal file."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.helpers import run_cli, write_yaml
+
+SELECTOR_SPACE = """
+search:
+  name: selector-space
+  selector: {dtype: [bool, int8, int32, uint8, uint32], value: {min: -300, max: 300}}
+  cases: {min: 1, max: 6}
+  shape: [[], [3], [2, 3]]
+"""
+
+
+def _scenario(path) -> dict:
+    (entry,) = yaml.safe_load(path.read_text())["scenarios"]
+    return entry
+
+
+def test_legacy_rule_both_defects_shrunk_to_scalars_and_reproducible(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_yaml(tmp_path, "space.yaml", SELECTOR_SPACE)
+    result = run_cli("search", "space.yaml", "--budget", "300", "--seed", "0", "--out", "found", "--rule", "legacy")
+    assert result.exit_code == 1, result.stderr
+    files = sorted((tmp_path / "found").glob("*.yaml"))
+    assert [f.name for f in files] == ["selector-space-1.yaml", "selector-space-2.yaml"]
+    by_status = {}
+    for path in files:
+        text = path.read_text()
+        assert text.startswith("# Found by `gradaudit search space.yaml --budget 300 --seed 0 --rule legacy`")
+        by_status["error" if "# Status: error." in text else "mismatch"] = _scenario(path)
+    error, mismatch = by_status["error"], by_status["mismatch"]
+    # The single-case boolean IndexError, minimal: one case, a scalar, the first value hypothesis tries.
+    assert error["selector"]["dtype"] == "bool" and error["cases"] == 1 and error["shape"] == []
+    # The out-of-range mismatch, minimal: one case, a scalar selector just outside [0, 0].
+    assert mismatch["shape"] == [] and mismatch["cases"] == 1
+    assert mismatch["selector"]["dtype"] != "bool" and mismatch["selector"]["value"] in (1, -1)
+    replay = run_cli("run", "found", "--rule", "legacy", "--json", "-")
+    assert replay.exit_code == 1
+    assert replay.json()["summary"] == {"total": 2, "consistent": 0, "mismatch": 1, "error": 1}
+    raised = [f for r in replay.json()["results"] for f in r["findings"] if f["kind"] == "raised"]
+    assert {f["fingerprint"] for f in raised} == {"raised:jacrev+jit_jacrev:IndexError"}
+    assert "2 kinds of disagreement found; reproduce: gradaudit run found --rule legacy" in result.stdout
+
+
+def test_fixed_rule_finds_nothing_within_the_same_budget(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_yaml(tmp_path, "space.yaml", SELECTOR_SPACE)
+    result = run_cli("search", "space.yaml", "--budget", "300", "--out", "found", "--rule", "fixed")
+    assert result.exit_code == 0, result.stderr
+    assert "nothing found: every scenario drawn was consistent" in result.stdout
+    assert "300 scenarios drawn" not in result.stdout or "skipped" in result.stdout
+    assert not list((tmp_path / "found").glob("*.yaml"))
+
+
+def test_the_same_seed_gives_the_same_files_and_the_database_is_kept_unless_turned_off(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_yaml(tmp_path, "space.yaml", SELECTOR_SPACE)
+    contents = []
+    for out in ("a", "b"):
+        assert run_cli("search", "space.yaml", "--budget", "60", "--seed", "7", "--out", out, "--rule", "legacy", "--no-database").exit_code == 1
+        contents.append({p.name: p.read_text() for p in (tmp_path / out).glob("*.yaml")})
+    assert contents[0] and contents[0] == contents[1]
+    assert not (tmp_path / ".gradaudit" / "hypothesis").exists()
+    assert run_cli("search", "space.yaml", "--budget", "60", "--seed", "7", "--out", "c", "--rule", "legacy").exit_code == 1
+    assert any((tmp_path / ".gradaudit" / "hypothesis").iterdir())
+    assert {p.name: p.read_text() for p in (tmp_path / "c").glob("*.yaml")} == contents[0]
+
+
+FUNCTIONS = '''
+import jax.numpy as jnp
+
+
+def index(x, idx):
+    return x[idx]
+
+
+def smooth(x):
+    return jnp.sin(x) * x
+'''
+
+
+def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_its_own_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "fns.py").write_text(FUNCTIONS)
+    write_yaml(
+        tmp_path,
+        "lib/space.yaml",
+        """
+        search:
+          name: index-space
+          fn: fns:index
+          inputs:
+            - {dtype: float32, shape: [[4]], value: {min: -2.0, max: 2.0}}
+            - {dtype: [int32, int8], shape: [[], [2], [3]], value: {min: -8, max: 8}}
+        """,
+    )
+    result = run_cli("search", "lib/space.yaml", "--budget", "100", "--out", "elsewhere/found")
+    assert result.exit_code == 1, result.stderr
+    (path,) = (tmp_path / "elsewhere" / "found").glob("*.yaml")
+    entry = _scenario(path)
+    x, idx = entry["inputs"]
+    assert x["value"] == [0.0, 0.0, 0.0, 0.0]
+    assert len(idx["value"]) == 2 and any(not 0 <= i < 4 for i in idx["value"])
+    assert yaml.safe_load(path.read_text())["modules"] == "../../lib"
+    assert run_cli("run", str(path), "-q").exit_code == 1
+    write_yaml(tmp_path, "lib/smooth.yaml", "search: {name: smooth-space, fn: 'fns:smooth', inputs: [{dtype: float32, value: {min: -3, max: 3}}]}\n")
+    clean = run_cli("search", "lib/smooth.yaml", "--budget", "30", "--out", "none")
+    assert clean.exit_code == 0 and "nothing found" in clean.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("search: {name: s, selector: {dtype: [int8], value: {min: 3, max: -3}}, cases: [2], shape: [[]]}\n", "1:52: the range of 'selector.value' is empty: min 3 > max -3"),
+        ("search: {name: s, selector: {dtype: [float32], value: [0]}, cases: [2], shape: [[]]}\n", "selector dtypes must be among"),
+        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], colour: red}\n", "unknown key 'colour' in the search space"),
+        ("search: {selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]]}\n", "a search space needs a 'name'"),
+        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2]}\n", "a select_n space needs 'shape'"),
+        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [3]}\n", "'shape' lists the shapes to try"),
+        ("search: {name: s, fn: nope, inputs: []}\n", "'fn' must be 'module:function'"),
+        ("scenarios: []\n", "unknown key 'scenarios' in the file"),
+        ("search: [1\n", "YAML syntax error"),
+    ],
+)
+def test_bad_space_files_are_exit_2_with_file_line_col(tmp_path, monkeypatch, text, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "space.yaml").write_text(text)
+    result = run_cli("search", "space.yaml", "--out", "found")
+    assert result.exit_code == 2
+    assert "space.yaml:" in result.stderr and message in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "found").exists()
