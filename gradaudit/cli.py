@@ -33,6 +33,9 @@ EXIT_FINDINGS = 1
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
 
+DEFAULT_TIMEOUT = 600.0
+"""Seconds per literal-path scenario: generous, so only a hang reaches it."""
+
 
 class InputProblem(click.ClickException):
     """Bad input found outside the scenario files (configuration, baseline, reports to merge): exit 2."""
@@ -118,6 +121,8 @@ def config_defaults(table: dict, source: Path | None) -> dict:
         shared.update({k: v for k, v in table["tolerance"].items()})
     if "timeout" in table:
         shared["timeout"] = float(table["timeout"])
+    if "jobs" in table:
+        shared["jobs"] = table["jobs"]
     outputs: dict = {}
     for key, param in (("json", "json_path"), ("junit", "junit_path"), ("baseline", "baseline")):
         if key in table:
@@ -219,15 +224,23 @@ def _remember(key: str) -> Callable:
 audit_options = _options(
     click.option("--rtol", type=click.FloatRange(min=0), help="Default relative tolerance against finite differences."),
     click.option("--atol", type=click.FloatRange(min=0), help="Default absolute tolerance against finite differences."),
-    click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds a scenario may take before it is an error."),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        help="Seconds a literal-path scenario may take before it is an error.",
+    ),
     click.option("--literal", is_flag=True, help="Audit every scenario on the literal path only (no batched fast path)."),
     click.option(
         "-j",
         "--jobs",
-        type=click.IntRange(min=1),
-        default=1,
-        show_default=True,
-        help="Worker processes for the literal path: above 1, a scenario that crashes or hangs takes down only its worker.",
+        type=click.IntRange(min=0),
+        default=lambda: os.cpu_count() or 1,
+        envvar="GRADAUDIT_JOBS",
+        show_default="the number of cores",
+        help="Worker processes for the literal path: a scenario that crashes or hangs takes down only its worker. "
+        "0 audits in this process, unisolated. Also GRADAUDIT_JOBS.",
     ),
     click.option(
         "--cache-dir",
@@ -346,7 +359,7 @@ class Session:
         loaded.scenarios = chosen
         return loaded
 
-    def audit(self, loaded, rule: str, rtol=None, atol=None, timeout=None, literal=False, jobs=1):
+    def audit(self, loaded, rule: str, rtol=None, atol=None, timeout=None, literal=False, jobs=0):
         """Audit the loaded scenarios under `rule`, with a progress bar on a terminal's stderr."""
         from gradaudit.report.json_report import result_line
         from gradaudit.runner import run_audit
@@ -463,7 +476,7 @@ def run(
     except BaselineError as exc:
         raise InputProblem(str(exc)) from None
     with profiler.phase("load"):
-        loaded = session.load(paths, keyword, shard, isolated=jobs > 1)
+        loaded = session.load(paths, keyword, shard, isolated=jobs > 0)
     if loaded is None:
         return EXIT_INPUT
     from gradaudit.runner import AuditInterrupted
@@ -503,7 +516,7 @@ def baseline_command(paths, rule, keyword, shard, rtol, atol, timeout, literal, 
     from gradaudit.report.terminal import summary_line
 
     session = Session(color, json_path=output, formats=("rich",), json_option="-o")
-    loaded = session.load(paths, keyword, shard, isolated=jobs > 1)
+    loaded = session.load(paths, keyword, shard, isolated=jobs > 0)
     if loaded is None:
         return EXIT_INPUT
     report = session.audit(loaded, rule, rtol, atol, timeout, literal, jobs)
@@ -689,7 +702,7 @@ def compare(ctx, args, keyword, shard, rtol, atol, timeout, literal, jobs, json_
 
     paths, rules = split_rules(args)
     session = Session(color, json_path, junit_path, format)
-    loaded = session.load(paths or ctx.obj["paths"], keyword, shard, isolated=jobs > 1)
+    loaded = session.load(paths or ctx.obj["paths"], keyword, shard, isolated=jobs > 0)
     if loaded is None:
         return EXIT_INPUT
     reports = tuple(apply_gate(session.audit(loaded, rule, rtol, atol, timeout, literal, jobs), None) for rule in rules)

@@ -37,6 +37,7 @@ KEYS: dict[str, Key] = {
     "json": Key(str, "a path ('-' for stdout)"),
     "junit": Key(str, "a path"),
     "timeout": Key((int, float), "a number of seconds"),
+    "jobs": Key(int, "a number of worker processes (0: none)"),
     "color": Key(str, "a colour mode", COLORS),
     "exit_zero": Key(bool, "true or false"),
     "cache": Key((str, bool), "a folder for JAX's compilation cache, or false for none"),
@@ -105,6 +106,8 @@ def load_config(start: Path) -> tuple[dict, Path | None]:
             or not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in value.values())
         ):
             problems.append(f"{where}: [tool.gradaudit] 'tolerance' must be {{rtol = …, atol = …}} with numbers >= 0, got {value!r}")
+        if key == "jobs" and isinstance(value, int) and not isinstance(value, bool) and value < 0:
+            problems.append(f"{where}: [tool.gradaudit] 'jobs' must be 0 or more, got {value!r}")
         if key == "limits" and isinstance(value, dict):
             from gradaudit.limits import LIMIT_NAMES
 

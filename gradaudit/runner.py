@@ -191,7 +191,7 @@ def run_audit(
     tolerance: tuple[float | None, float | None] = (None, None),
     timeout: float | None = None,
     literal: bool = False,
-    jobs: int = 1,
+    jobs: int = 0,
     devices: Sequence = (),
 ) -> AuditReport:
     """Audit every scenario; `on_result` hears of each as it finishes; results keep the scenarios' order.
@@ -252,7 +252,7 @@ def _audit_all(
                         results[index] = _batched_result(scenarios[index], found, share, where)
                         notify(results[index])
         remaining = [(index, scenario) for index, scenario in enumerate(scenarios) if results[index] is None]
-        if jobs > 1 and remaining:
+        if jobs > 0 and remaining:
             from gradaudit.workers import run_in_workers
 
             def store(index: int, result: ScenarioResult) -> None:

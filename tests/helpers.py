@@ -28,8 +28,9 @@ class CliResult:
 
 
 def run_cli(*args: str) -> CliResult:
-    """Invoke `gradaudit ARGS` in-process, as a user would from a shell (no colour)."""
-    result = CliRunner().invoke(main, list(args), env={"NO_COLOR": "1", "COLUMNS": "200"})
+    """Invoke `gradaudit ARGS` in-process, as a user would from a shell (no colour); scenarios are
+    audited in this process (GRADAUDIT_JOBS=0) unless a test asks for workers with --jobs."""
+    result = CliRunner().invoke(main, list(args), env={"NO_COLOR": "1", "COLUMNS": "200", "GRADAUDIT_JOBS": "0"})
     exception = result.exception if not isinstance(result.exception, SystemExit) else None
     return CliResult(result.exit_code, result.stdout, result.stderr, exception)
 

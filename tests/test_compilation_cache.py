@@ -32,7 +32,7 @@ def _run(tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProcess, di
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "NO_COLOR": "1", "GRADAUDIT_JOBS": "0", "PYTHONPATH": str(ROOT)},
         timeout=300,
     )
     return proc, json.loads(report.read_text())

@@ -45,7 +45,7 @@ def _gradaudit(tmp_path: Path, *args: str, devices: int = 2) -> tuple[subprocess
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT), "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"},
+        env={**os.environ, "NO_COLOR": "1", "GRADAUDIT_JOBS": "0", "PYTHONPATH": str(ROOT), "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"},
         timeout=300,
     )
     return proc, json.loads(report.read_text()) if report.exists() else None

@@ -140,7 +140,7 @@ class CliRunnerGithub:
     def invoke(args):
         from click.testing import CliRunner
 
-        result = CliRunner().invoke(main, args, env={"GITHUB_ACTIONS": "true", "NO_COLOR": "1"})
+        result = CliRunner().invoke(main, args, env={"GITHUB_ACTIONS": "true", "NO_COLOR": "1", "GRADAUDIT_JOBS": "0"})
         return result.stdout
 
 
