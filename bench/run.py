@@ -47,6 +47,29 @@ def measure(command: list[str], cache: Path) -> tuple[float, float, str]:
     return wall, usage.ru_maxrss / 1024, lines[-1] if lines else ""
 
 
+def _cell(value, form: str, unit: str = "") -> str:
+    return format(value, form) + unit if value is not None else "-"
+
+
+def markdown(document: dict) -> str:
+    """The table of reports/bench.md; peak memory is the largest single process (max RSS)."""
+    lines = [
+        f"Machine: {document['machine']}; rule: {document['rule']}; whole processes, median of the repetitions; "
+        "cold: an empty JAX compilation cache, warm: a rerun with it filled; peak: the largest process's max RSS.",
+        "",
+        "| scenarios | check_grads loop cold (s) | gradaudit cold (s) | ratio cold | check_grads loop warm (s) "
+        "| gradaudit warm (s) | ratio warm | gradaudit peak (MB) | peer peak (MB) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in document["rows"]:
+        lines.append(
+            f"| {row['size']} | {_cell(row['peer_cold_seconds'], '.2f')} | {row['gradaudit_cold_seconds']:.2f} "
+            f"| {_cell(row['ratio_cold'], '.2f', 'x')} | {_cell(row['peer_warm_seconds'], '.2f')} | {row['gradaudit_warm_seconds']:.2f} "
+            f"| {_cell(row['ratio_warm'], '.2f', 'x')} | {row['gradaudit_cold_peak_mb']:.0f} | {_cell(row['peer_cold_peak_mb'], '.0f')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
@@ -92,26 +115,9 @@ def main() -> None:
     document = {"machine": machine, "rule": args.rule, "rows": rows}
     args.out.mkdir(exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(document, indent=2) + "\n")
-    table = [
-        f"Machine: {machine}; rule: {args.rule}; whole processes, median of the repetitions; "
-        "cold: an empty JAX compilation cache, warm: a rerun with it filled.",
-        "",
-        "| scenarios | check_grads loop cold (s) | gradaudit cold (s) | ratio cold | check_grads loop warm (s) "
-        "| gradaudit warm (s) | ratio warm | gradaudit peak (MB) | peer peak (MB) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-
-    def cell(value, form: str) -> str:
-        return format(value, form) if value is not None else "-"
-
-    for row in rows:
-        table.append(
-            f"| {row['size']} | {cell(row['peer_cold_seconds'], '.2f')} | {row['gradaudit_cold_seconds']:.2f} "
-            f"| {cell(row['ratio_cold'], '.2f')}x | {cell(row['peer_warm_seconds'], '.2f')} | {row['gradaudit_warm_seconds']:.2f} "
-            f"| {cell(row['ratio_warm'], '.2f')}x | {row['gradaudit_cold_peak_mb']:.0f} | {cell(row['peer_cold_peak_mb'], '.0f')} |"
-        )
-    (args.out / "bench.md").write_text("\n".join(table) + "\n")
-    print("\n".join(table))
+    table = markdown(document)
+    (args.out / "bench.md").write_text(table)
+    print(table)
 
 
 if __name__ == "__main__":

@@ -347,11 +347,9 @@ class Session:
             raise click.BadParameter(str(exc), param_hint="-k") from None
         if keyword and not chosen and not shard_range:
             raise click.BadParameter(f"no scenario name matches {keyword!r}", param_hint="-k")
-        from gradaudit.limits import Limits, check_limits
+        from gradaudit.limits import check_limits
 
-        context = click.get_current_context(silent=True)
-        limits = (context.find_root().obj or {}).get("limits", Limits()) if context else Limits()
-        too_large = check_limits(chosen, limits, trace=not isolated)
+        too_large = check_limits(chosen, self.limits(), trace=not isolated)
         if too_large:
             print_input_errors(self.err, too_large)
             self.write_files(AuditReport(environment=environment(INSTALLED), errors=tuple(too_large), files=tuple(loaded.files)))
@@ -396,10 +394,27 @@ class Session:
                     literal=literal,
                     jobs=jobs,
                     devices=devices,
+                    limits=self.limits() if jobs > 0 else None,
                 )
             finally:
                 if partial is not None:
                     partial.close()
+
+    @staticmethod
+    def limits():
+        """The run's limits: `[tool.gradaudit] limits`, or the defaults."""
+        from gradaudit.limits import Limits
+
+        context = click.get_current_context(silent=True)
+        return (context.find_root().obj or {}).get("limits", Limits()) if context else Limits()
+
+    def refused(self, report) -> bool:
+        """Print the scenarios workers found too large (input errors found during the run), if any."""
+        from gradaudit.report.terminal import print_input_errors
+
+        if report.errors:
+            print_input_errors(self.err, report.errors, audited=True)
+        return bool(report.errors)
 
     def chosen_devices(self) -> list:
         """The devices of --backend and --devices; exit 2 naming what is available when they are not here."""
@@ -496,6 +511,8 @@ def run(
     profiler.print(session.err, report)
     if interrupted is not None:
         raise interrupted
+    if session.refused(report):
+        return EXIT_INPUT
     return _exit_code(report.passed, exit_zero)
 
 
@@ -522,7 +539,7 @@ def baseline_command(paths, rule, keyword, shard, rtol, atol, timeout, literal, 
     report = session.audit(loaded, rule, rtol, atol, timeout, literal, jobs)
     session.write_files(report)
     session.err.print(summary_line(report, session.elapsed(), prefix=f"baseline {output}: "), highlight=False)
-    return EXIT_OK
+    return EXIT_INPUT if session.refused(report) else EXIT_OK
 
 
 @main.command("list")
@@ -715,6 +732,8 @@ def compare(ctx, args, keyword, shard, rtol, atol, timeout, literal, jobs, json_
                 print_report(session.out, report, verbose=True)
     session.annotate(comparison=comparison)
     session.write_files(comparison=comparison)
+    if session.refused(reports[0]):
+        return EXIT_INPUT
     return _exit_code(reports[-1].passed, exit_zero)
 
 

@@ -51,6 +51,10 @@ def _sizes(scenario: Scenario, trace: bool) -> tuple[list[int], int]:
     return [int(np.size(a)) for a in target.args], int(np.prod(np.shape(out), dtype=np.int64))
 
 
+LIMIT_EXCEEDED = "LimitExceeded"
+"""The error type of a scenario a worker found too large (an input error once the run ends)."""
+
+
 def check_limits(scenarios: Sequence[Scenario], limits: Limits, trace: bool = True) -> list[InputError]:
     """Every scenario that would exceed a limit, as an input error naming the limit.
 

@@ -246,9 +246,10 @@ def _estimates(diffs: Differences, pairs: Sequence[tuple[int, int]]) -> dict[str
     return {name: tuple(diffs.estimate(name, k, j) for k, j in pairs) for name in ESTIMATES}
 
 
-def _compiled_or_eager(fn: Callable, args: Sequence) -> Callable:
-    """`jit(fn)`, or `fn` itself when jit cannot compile it (Python control flow on inputs)."""
-    compiled = jax.jit(fn)
+def _compiled_or_eager(fn: Callable, args: Sequence, compiled: Callable | None = None) -> Callable:
+    """`jit(fn)` (or `compiled`, the jit of fn another path made), or `fn` itself when jit cannot
+    compile it (Python control flow on inputs)."""
+    compiled = compiled or jax.jit(fn)
     try:
         compiled(*args)
     except Exception as exc:  # noqa: BLE001 - only the inapplicable kinds fall back; others propagate
@@ -258,10 +259,13 @@ def _compiled_or_eager(fn: Callable, args: Sequence) -> Callable:
     return compiled
 
 
-def finite_difference_jacobians(target: Target, eps: float | None) -> dict[str, tuple[np.ndarray, ...]]:
-    """Jacobians from evaluations of the function alone (compiled where jit can): the oracle independent of AD."""
+def finite_difference_jacobians(target: Target, eps: float | None, compiled: Callable | None = None) -> dict[str, tuple[np.ndarray, ...]]:
+    """Jacobians from evaluations of the function alone (compiled where jit can): the oracle independent of AD.
+
+    `compiled` is jit(target.fn) when the jit_value path made it already: one compilation serves both.
+    """
     fixed = target.fixed
-    forward = _compiled_or_eager(target.fn, (*target.args, *fixed))
+    forward = _compiled_or_eager(target.fn, (*target.args, *fixed), compiled)
     diffs = differences(lambda *a: (forward(*a, *fixed),), target.args, _steps(target, eps))
     return _estimates(diffs, [(0, j) for j in range(len(target.args))])
 
@@ -341,11 +345,12 @@ def _paths(targets: Sequence[Target], eps: float | None, order: int, references:
     yield VALUE, lambda: (np.asarray(first.fn(*map(jnp.asarray, (*first.args, *first.fixed)))),)
     for target in targets:
         binding = target.binding
-        yield path_name(JIT_VALUE, binding), lambda tg=target: (np.asarray(jax.jit(tg.fn)(*tg.args, *tg.fixed)),)
+        compiled = jax.jit(target.fn)
+        yield path_name(JIT_VALUE, binding), lambda tg=target, c=compiled: (np.asarray(c(*tg.args, *tg.fixed)),)
         for base, transform in FIRST_ORDER.items():
             yield path_name(base, binding), lambda t=transform, tg=target: ad_blocks(tg, t, 1)
         if references:
-            yield path_name(FINITE_DIFFERENCE, binding), lambda tg=target: finite_difference_jacobians(tg, eps)
+            yield path_name(FINITE_DIFFERENCE, binding), lambda tg=target, c=compiled: finite_difference_jacobians(tg, eps, c)
         if order >= 2:
             for base, transform in SECOND_ORDER.items():
                 yield path_name(base, binding), lambda t=transform, tg=target: ad_blocks(tg, t, 2)

@@ -17,11 +17,13 @@ from gradaudit.batched import audit_group, batch_size, group_key
 from gradaudit.devices import describe, device_name
 from gradaudit.diagnoses import Evidence, diagnose
 from gradaudit.judge import ERROR, INTERRUPTED, RAISED, Finding, Tolerances, judge
+from gradaudit.limits import LIMIT_EXCEEDED, Limits
 from gradaudit.paths import VALUE, run_paths
 from gradaudit.results import AuditReport, ScenarioResult
 from gradaudit.rules import INSTALLED, select_n_rule
 from gradaudit.scenario import Scenario
 from gradaudit.targets import build_targets
+from gradaudit.yaml_nodes import InputError
 
 
 def needs_x64(scenario: Scenario) -> bool:
@@ -193,19 +195,22 @@ def run_audit(
     literal: bool = False,
     jobs: int = 0,
     devices: Sequence = (),
+    limits: Limits | None = None,
 ) -> AuditReport:
     """Audit every scenario; `on_result` hears of each as it finishes; results keep the scenarios' order.
 
     The whole run happens under `rule` (see rules.py), on `devices` (default: JAX's default
     device). Unless `literal` or there are several devices to compare, scenarios that share a
     compiled program go through the fast path first (batched.py); whatever it does not find
-    consistent is audited on the literal path, whose result the report shows.
+    consistent is audited on the literal path, whose result the report shows. With `jobs`,
+    workers check each scenario against `limits` first (see workers.py); one too large is an
+    input error of the report.
     """
     notify = on_result or (lambda result: None)
     results: list[ScenarioResult | None] = [None] * len(scenarios)
     batches = [] if literal or len(devices) > 1 else _groups(scenarios)
     try:
-        _audit_all(scenarios, results, rule, notify, tolerance, timeout, batches, jobs, tuple(devices))
+        _audit_all(scenarios, results, rule, notify, tolerance, timeout, batches, jobs, tuple(devices), limits)
     except KeyboardInterrupt:
         finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
         raise AuditInterrupted(_report(scenarios, finished, rule, files, len(batches), devices)) from None
@@ -230,11 +235,14 @@ def _report(scenarios, results, rule: str, files: tuple[str, ...], groups: int, 
     env = environment(rule, devices)
     timings = {"judge": sum(r.judge_seconds for r in results), "groups": groups}
     env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
-    return AuditReport(environment=env, results=tuple(results), files=files, timings=timings)
+    too_large = tuple(
+        InputError(r.scenario.source, r.findings[0].message) for r in results if r.findings and r.findings[0].error_type == LIMIT_EXCEEDED
+    )
+    return AuditReport(environment=env, results=tuple(results), files=files, timings=timings, errors=too_large)
 
 
 def _audit_all(
-    scenarios, results: list, rule: str, notify, tolerance, timeout, batches: list[list[int]], jobs: int, devices: tuple
+    scenarios, results: list, rule: str, notify, tolerance, timeout, batches: list[list[int]], jobs: int, devices: tuple, limits
 ) -> None:
     """Fill `results` in place, so that an interrupt leaves what finished."""
     with select_n_rule(rule):
@@ -259,7 +267,7 @@ def _audit_all(
                 results[index] = result
                 notify(result)
 
-            run_in_workers(remaining, jobs, rule, tolerance, timeout, tuple(map(device_name, devices)), failed, store)
+            run_in_workers(remaining, jobs, rule, tolerance, timeout, tuple(map(device_name, devices)), limits, failed, store)
             return
         for index, scenario in remaining:
             results[index] = audit_scenario(scenario, tolerance, timeout, devices)

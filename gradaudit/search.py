@@ -68,7 +68,6 @@ class Axis:
 class Space:
     name: str
     file: str
-    location: Location
     axes: dict[str, Axis]
     """select_n keys (`selector.dtype`, `selector.value`, …) or function keys (`bind`, `order`)."""
     fn: str | None = None
@@ -150,7 +149,6 @@ class _SpaceReader:
         name = scalar_value(self.file, items["name"]) if "name" in items else None
         if not isinstance(name, str) or not name:
             raise self.fail(items.get("name", node), "a search space needs a 'name' (a string the scenarios are named after)")
-        location = node_location(self.file, node)
         fixed = {k: self.plain(items[k]) for k in FIXED_KEYS if k in items}
         if "fn" in items:
             misplaced = [k for k in items if k in SELECT_N_KEYS and k not in FUNCTION_KEYS]
@@ -163,7 +161,7 @@ class _SpaceReader:
                 raise self.fail(node, "a function space needs 'inputs': a list of {dtype, shape, value} ranges")
             inputs = tuple(self.input(n) for n in sequence_items(self.file, items["inputs"], "'inputs'"))
             axes = {k: self.axis(items[k], k, integer=True) for k in ("bind", "order", "seed") if k in items}
-            return Space(name=name, file=self.file, location=location, axes=axes, fn=fn, inputs=inputs, fixed=fixed)
+            return Space(name=name, file=self.file, axes=axes, fn=fn, inputs=inputs, fixed=fixed)
         for key in ("selector", "cases", "shape"):
             if key not in items:
                 raise self.fail(node, f"a select_n space needs '{key}' (or 'fn' and 'inputs' for a function space)")
@@ -176,7 +174,7 @@ class _SpaceReader:
         if bad or axes["selector.dtype"].is_range:
             raise self.fail(selector["dtype"], f"selector dtypes must be among {', '.join(dtypes.SELECTOR_DTYPES)}, got {bad[0] if bad else 'a range'}")
         axes.update({k: self.axis(items[k], k, integer=k in ("cases", "order", "seed")) for k in SELECT_N_KEYS if k in items and k != "selector"})
-        return Space(name=name, file=self.file, location=location, axes=axes, fixed=fixed)
+        return Space(name=name, file=self.file, axes=axes, fixed=fixed)
 
     def input(self, node: yaml.Node) -> dict[str, Axis]:
         items = self.mapping(node, "an input range", INPUT_KEYS)

@@ -45,10 +45,13 @@ def _import_from(module_name: str, root: Path):
 
 
 def resolve(spec: str, root: str) -> Callable:
-    """The callable named by `module:function`, importing `module` with `root` first on the path (where it stays)."""
+    """The callable named by `module:function`, importing `module` with `root` first on the path (where it stays).
+
+    `root` goes on the path as an absolute folder: a relative one would follow the working directory.
+    """
     module_name, _, attribute = spec.partition(":")
     try:
-        module = _import_from(module_name, Path(root))
+        module = _import_from(module_name, Path(root).resolve())
     except ModuleNotFoundError as exc:
         raise FunctionImportError(f"cannot import module '{module_name}': {exc}") from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed (or exited) while importing

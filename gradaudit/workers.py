@@ -21,11 +21,16 @@ from gradaudit.results import ScenarioResult
 from gradaudit.scenario import Scenario
 
 
-def _serve(connection: Connection, rule: str, tolerance: tuple, device_names: tuple[str, ...]) -> None:
-    """The worker's loop: receive (index, scenario), send back (index, result)."""
+def _serve(connection: Connection, rule: str, tolerance: tuple, device_names: tuple[str, ...], limits) -> None:
+    """The worker's loop: receive (index, scenario), send back (index, result).
+
+    With `limits`, a scenario is first checked against them with its function traced (which the
+    parent leaves to workers); one too large comes back as a LIMIT_EXCEEDED result, unaudited.
+    """
     from gradaudit.devices import resolve
+    from gradaudit.limits import LIMIT_EXCEEDED, check_limits
     from gradaudit.rules import select_n_rule
-    from gradaudit.runner import audit_scenario
+    from gradaudit.runner import audit_scenario, failed
 
     devices = resolve(device_names)
     with select_n_rule(rule):
@@ -34,7 +39,11 @@ def _serve(connection: Connection, rule: str, tolerance: tuple, device_names: tu
             if item is None:
                 return
             index, scenario = item
-            connection.send((index, audit_scenario(scenario, tolerance, devices=devices)))
+            problems = check_limits([scenario], limits) if limits is not None else []
+            if problems:
+                connection.send((index, failed(scenario, problems[0].message, LIMIT_EXCEEDED, 0.0)))
+            else:
+                connection.send((index, audit_scenario(scenario, tolerance, devices=devices)))
 
 
 def _signal_name(exitcode: int | None) -> str:
@@ -73,6 +82,7 @@ def run_in_workers(
     tolerance: tuple,
     timeout: float | None,
     devices: tuple[str, ...],
+    limits,
     failed: Callable[[Scenario, str, str, float], ScenarioResult],
     notify: Callable[[int, ScenarioResult], None],
 ) -> None:
@@ -82,7 +92,7 @@ def run_in_workers(
     died twice or ran past `timeout`.
     """
     context = multiprocessing.get_context("spawn")
-    settings = (rule, tolerance, devices)
+    settings = (rule, tolerance, devices, limits)
     queue = list(items)
     retried: dict[int, str] = {}
     workers = [_Worker(context, settings) for _ in range(min(jobs, len(queue)))]

@@ -330,13 +330,14 @@ def print_report(console: Console, report: AuditReport, verbose: bool = False, q
     console.print(summary_line(report, seconds), highlight=False)
 
 
-def print_input_errors(console: Console, errors: Sequence[InputError]) -> None:
+def print_input_errors(console: Console, errors: Sequence[InputError], audited: bool = False) -> None:
     """Every input error as `file:line:col: message`, then a count."""
     for error in errors:
         console.print(Text(str(error.location) + ": ", style="bold").append(error.message, style="red"), highlight=False, soft_wrap=True)
     files = len({error.location.file for error in errors})
     noun = "error" if len(errors) == 1 else "errors"
-    console.print(f"{len(errors)} input {noun} in {files} file{'s' if files != 1 else ''}; nothing was audited", highlight=False)
+    consequence = "the other scenarios were audited" if audited else "nothing was audited"
+    console.print(f"{len(errors)} input {noun} in {files} file{'s' if files != 1 else ''}; {consequence}", highlight=False)
 
 
 def comparison_table(comparison: RuleComparison) -> Table:

@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from gradaudit.scenario import FunctionCall, Scenario
 from gradaudit.targets.base import Target
