@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -26,6 +27,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from gradaudit.devices import BACKENDS
 from gradaudit.rules import INSTALLED, RULES
 
 EXIT_OK = 0
@@ -140,6 +142,11 @@ def config_defaults(table: dict, source: Path | None) -> dict:
         "compare": {**{k: v for k, v in shared.items() if k not in ("paths", "rule")}, **{k: v for k, v in outputs.items() if k != "baseline"}},
         "list": {k: v for k, v in shared.items() if k == "paths"},
         "merge": {k: v for k, v in outputs.items() if k in ("color", "exit_zero")},
+        "diff": {k: v for k, v in outputs.items() if k in ("color", "exit_zero")},
+        "search": {
+            **{k: v for k, v in shared.items() if k in ("rule", "no_cache", "cache_dir")},
+            **{k: v for k, v in outputs.items() if k in ("color", "exit_zero")},
+        },
     }
 
 
@@ -211,16 +218,37 @@ selection_options = _options(
     click.option("--shard", metavar="K/N", help="Only shard K of N: a stable split by scenario name, for CI matrix jobs."),
 )
 def _remember(key: str) -> Callable:
-    """A callback keeping an option's value for the session rather than passing it to the command."""
+    """A callback keeping an option's value (and whether the command line gave it) for the session,
+    rather than passing it to the command."""
 
     def store(ctx: click.Context, param: click.Parameter, value) -> None:
-        root = ctx.find_root()
-        root.obj = root.obj or {}
-        root.obj[key] = value
+        if key == "cache_dir" and value is not None and not str(value).strip():
+            raise click.BadParameter("give a folder (or --no-cache for none)", param_hint="--cache-dir")
+        options = session_options()
+        options[key] = value
+        options[f"{key}_from_command_line"] = ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE
 
     return store
 
 
+def session_options() -> dict:
+    """What the group and the option callbacks keep for the whole invocation (limits, devices, cache)."""
+    root = click.get_current_context().find_root()
+    root.obj = root.obj or {}
+    return root.obj
+
+
+cache_options = (
+    click.option(
+        "--cache-dir",
+        metavar="DIR",
+        type=click.Path(file_okay=False),
+        expose_value=False,
+        callback=_remember("cache_dir"),
+        help="JAX's persistent compilation cache, so a rerun skips compiling.  [default: .gradaudit/cache]",
+    ),
+    click.option("--no-cache", is_flag=True, expose_value=False, callback=_remember("no_cache"), help="Do not read or write the compilation cache."),
+)
 audit_options = _options(
     click.option("--rtol", type=click.FloatRange(min=0), help="Default relative tolerance against finite differences."),
     click.option("--atol", type=click.FloatRange(min=0), help="Default absolute tolerance against finite differences."),
@@ -236,24 +264,16 @@ audit_options = _options(
         "-j",
         "--jobs",
         type=click.IntRange(min=0),
-        default=lambda: os.cpu_count() or 1,
+        default=lambda: len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
         envvar="GRADAUDIT_JOBS",
-        show_default="the number of cores",
+        show_default="the number of cores this process may use",
         help="Worker processes for the literal path: a scenario that crashes or hangs takes down only its worker. "
         "0 audits in this process, unisolated. Also GRADAUDIT_JOBS.",
     ),
-    click.option(
-        "--cache-dir",
-        metavar="DIR",
-        type=click.Path(file_okay=False, path_type=Path),
-        expose_value=False,
-        callback=_remember("cache_dir"),
-        help="JAX's persistent compilation cache, so a rerun skips compiling.  [default: .gradaudit/cache]",
-    ),
-    click.option("--no-cache", is_flag=True, expose_value=False, callback=_remember("no_cache"), help="Do not read or write the compilation cache."),
+    *cache_options,
     click.option(
         "--backend",
-        type=click.Choice(["cpu", "gpu", "tpu"]),
+        type=click.Choice(BACKENDS),
         expose_value=False,
         callback=_remember("backend"),
         help="Run every path on this backend's devices.  [default: JAX's default backend]",
@@ -405,8 +425,7 @@ class Session:
         """The run's limits: `[tool.gradaudit] limits`, or the defaults."""
         from gradaudit.limits import Limits
 
-        context = click.get_current_context(silent=True)
-        return (context.find_root().obj or {}).get("limits", Limits()) if context else Limits()
+        return session_options().get("limits", Limits())
 
     def refused(self, report) -> bool:
         """Print the scenarios workers found too large (input errors found during the run), if any."""
@@ -420,7 +439,7 @@ class Session:
         """The devices of --backend and --devices; exit 2 naming what is available when they are not here."""
         from gradaudit.devices import DeviceError, select_devices
 
-        options = click.get_current_context().find_root().obj or {}
+        options = session_options()
         try:
             return select_devices(options.get("backend"), options.get("devices"))
         except DeviceError as exc:
@@ -430,12 +449,13 @@ class Session:
         """Turn on JAX's compilation cache unless --no-cache (or `cache = false`) says otherwise."""
         from gradaudit import compilation_cache
 
-        options = click.get_current_context().find_root().obj or {}
-        if options.get("no_cache"):
+        options = session_options()
+        # `cache = false` in the configuration yields to a --cache-dir given on the command line.
+        if options.get("no_cache") and (options.get("no_cache_from_command_line") or not options.get("cache_dir_from_command_line")):
             return
         problem = compilation_cache.unsupported()
         if problem is None:
-            problem = compilation_cache.enable(options.get("cache_dir") or compilation_cache.DEFAULT_FOLDER)
+            problem = compilation_cache.enable(Path(options.get("cache_dir") or compilation_cache.DEFAULT_FOLDER))
         elif not options.get("cache_dir"):
             return  # the default cache, silently off where this JAX cannot use it
         if problem:
@@ -574,7 +594,8 @@ def merge(reports, output, color, exit_zero) -> int:
     """
     import json
 
-    from gradaudit.merge import ReportError, merge_reports
+    from gradaudit.merge import merge_reports
+    from gradaudit.saved_reports import ReportError
     from gradaudit.report.terminal import counts_line
 
     session = Session(color, json_path=output, json_option="-o")
@@ -605,7 +626,7 @@ def diff(before, after, json_path, quiet, color, exit_zero) -> int:
     import json
 
     from gradaudit.diff import diff_reports
-    from gradaudit.merge import ReportError
+    from gradaudit.saved_reports import ReportError
     from gradaudit.report.terminal import print_diff
 
     session = Session(color, json_path=json_path)
@@ -626,6 +647,7 @@ def diff(before, after, json_path, quiet, color, exit_zero) -> int:
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for the minimal scenario files.")
 @rule_option
 @click.option("--no-database", is_flag=True, help="Neither keep nor replay hypothesis's examples (kept in .gradaudit/hypothesis).")
+@_options(*cache_options)
 @color_option
 @exit_zero_option
 @debug_option
@@ -650,8 +672,15 @@ def search(space, budget, seed, out, rule, no_database, color, exit_zero) -> int
     except SpaceError as exc:
         print_input_errors(session.err, exc.errors)
         return EXIT_INPUT
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot create folder {out}: {exc.strerror or exc}", param_hint="--out") from None
+    if not os.access(out, os.W_OK):
+        raise click.BadParameter(f"folder {out} is not writable", param_hint="--out")
     session.use_cache()
-    database = None if no_database else database_folder(space, rule, compilation_cache.DEFAULT_FOLDER.parent)
+    storage = compilation_cache.DEFAULT_FOLDER.parent / "hypothesis"
+    database = None if no_database else database_folder(space, rule, storage)
     with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=session.err, transient=True, disable=not session.err.is_terminal) as progress:
         task = progress.add_task(f"searching {parsed.name}")
 
@@ -659,15 +688,15 @@ def search(space, budget, seed, out, rule, no_database, color, exit_zero) -> int
             progress.update(task, description=f"searching {parsed.name}: {message}")
 
         with select_n_rule(rule):
-            outcome = explore(parsed, budget, seed, screen, database, tell)
+            outcome = explore(parsed, budget, seed, screen, database, tell, session.limits(), storage)
             tell("confirming on the literal path")
             confirm(outcome, parsed, audit_scenario)
-    how = f"`gradaudit search {space} --budget {budget} --seed {seed} --rule {rule}` (JAX {jax.__version__}, {jax.default_backend()})"
-    written = write_found(outcome, parsed, out, how)
-    print_search(session.out, parsed.name, outcome, written, budget, f"gradaudit run {out} --rule {rule}")
     if outcome.problem:
         session.err.print(f"{space}: {outcome.problem}", highlight=False)
         return EXIT_INPUT
+    command = f"gradaudit search {space} --budget {budget} --seed {seed} --rule {rule} --out {out}"
+    written = write_found(outcome, parsed, out, f"`{command}` (JAX {jax.__version__}, {jax.default_backend()})")
+    print_search(session.out, parsed.name, outcome, written, budget, f"gradaudit run {out} --rule {rule}")
     return _exit_code(not outcome.found, exit_zero)
 
 

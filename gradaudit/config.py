@@ -106,6 +106,8 @@ def load_config(start: Path) -> tuple[dict, Path | None]:
             or not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in value.values())
         ):
             problems.append(f"{where}: [tool.gradaudit] 'tolerance' must be {{rtol = …, atol = …}} with numbers >= 0, got {value!r}")
+        if key == "cache" and isinstance(value, str) and not value.strip():
+            problems.append(f"{where}: [tool.gradaudit] 'cache' must be a folder (or false for none), got an empty string")
         if key == "jobs" and isinstance(value, int) and not isinstance(value, bool) and value < 0:
             problems.append(f"{where}: [tool.gradaudit] 'jobs' must be 0 or more, got {value!r}")
         if key == "limits" and isinstance(value, dict):

@@ -64,7 +64,7 @@ def select_devices(backend: str | None, devices: str | None) -> list:
     chosen = []
     for part in devices.split(","):
         part = part.strip()
-        if not part.isdigit() or int(part) not in by_id:
+        if not (part.isascii() and part.isdigit()) or int(part) not in by_id:
             raise DeviceError(
                 f"--devices: {part!r} is not a {backend} device id here; allowed: 'all' or ids among "
                 f"{', '.join(str(i) for i in by_id)}, comma-separated"

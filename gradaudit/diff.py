@@ -2,14 +2,14 @@
 
 Scenarios are matched by name and findings by fingerprint (what disagreed), as the baseline gate
 does, so line numbers and counts never make a change. A finding in B and not in A is new, one in
-A and not in B is resolved; a scenario whose status moved is changed.
+A and not in B is resolved; a scenario whose status or findings moved is changed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gradaudit.merge import read_report
+from gradaudit.saved_reports import read_report
 
 DIFF_SCHEMA = "gradaudit.diff/1"
 
@@ -32,7 +32,7 @@ class ReportDiff:
     new: tuple[FindingChange, ...]
     resolved: tuple[FindingChange, ...]
     changed: tuple[tuple[str, str, str], ...]
-    """(scenario, status before, status after) where the status moved."""
+    """(scenario, status before, status after) where the status or the findings moved."""
     added: tuple[str, ...]
     removed: tuple[str, ...]
     unchanged: int
@@ -70,7 +70,7 @@ def _findings(result: dict) -> dict[str, str]:
 
 
 def _devices(environment: dict) -> list[str]:
-    return [d.get("name") or f"{d.get('platform')}:{d.get('id')}" for d in environment.get("devices", []) if isinstance(d, dict)]
+    return [str(d.get("name") or f"{d.get('platform')}:{d.get('id')}") for d in environment.get("devices", [])]
 
 
 def diff_reports(before_path: str, after_path: str) -> ReportDiff:
@@ -93,9 +93,9 @@ def diff_reports(before_path: str, after_path: str) -> ReportDiff:
         had = _findings(was) if was is not None else {}
         new += [FindingChange(name, fp, message) for fp, message in found.items() if fp not in had]
         resolved += [FindingChange(name, fp, message) for fp, message in had.items() if fp not in found]
-        if was is not None and was["status"] != result["status"]:
+        if was is not None and (was["status"] != result["status"] or set(found) != set(had)):
             changed.append((name, was["status"], result["status"]))
-        elif was is not None and set(found) == set(had):
+        elif was is not None:
             unchanged += 1
     return ReportDiff(
         before=before_path,

@@ -420,7 +420,7 @@ class _ScenarioFile:
         return Expectation(status=check.choice(node, "expect", EXPECTED_STATUSES))
 
     def module_folder(self, node: yaml.Node) -> None:
-        """`modules: ../src`: import user modules from this folder, relative to the file."""
+        """`modules: ../src`: import user modules from this folder (relative to the file, or absolute)."""
         value = scalar_value(self.file, node)
         if not isinstance(value, str) or not value:
             raise self.check.fail(node, f"'modules' must be a folder, relative to this file, got {kind_name(node)}")
@@ -437,7 +437,7 @@ class _ScenarioFile:
         try:
             resolve(spec, str(self.modules))
         except FunctionImportError as exc:
-            raise self.check.fail(node, f"{exc} (modules are imported from {self.modules or '.'})") from None
+            raise self.check.fail(node, f"{exc} (modules are imported from {self.modules})") from None
         return spec
 
     def inputs(self, node: yaml.Node, scenario_seed: int) -> tuple[InputSpec, ...]:

@@ -2,34 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from pathlib import Path
 
 from gradaudit.judge import STATUSES
 from gradaudit.results import REPORT_SCHEMA
-
-
-class ReportError(Exception):
-    """A report cannot be used (unreadable, not a report, or not mergeable); the message says which and why."""
-
-
-def read_report(path: str) -> dict:
-    """A gradaudit JSON report, checked to have what merging and diffing read."""
-    try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
-    if not isinstance(document, dict) or document.get("schema") != REPORT_SCHEMA:
-        raise ReportError(f"{path}: not a gradaudit report (schema {REPORT_SCHEMA!r})")
-    if not isinstance(document.get("environment"), dict) or not isinstance(document.get("results"), list):
-        raise ReportError(f"{path}: a gradaudit report needs 'environment' and 'results'")
-    for index, result in enumerate(document["results"]):
-        if not isinstance(result, dict) or not all(k in result for k in ("name", "status", "scenario")):
-            raise ReportError(f"{path}: results[{index}] needs 'name', 'status' and 'scenario'")
-    return document
+from gradaudit.saved_reports import ReportError, read_report
 
 
 def _counts(results: list[dict]) -> dict[str, int]:
@@ -40,9 +17,6 @@ def _counts(results: list[dict]) -> dict[str, int]:
 def merge_reports(paths: list[str]) -> dict:
     """One report from several: results and errors concatenated, every count recomputed."""
     documents = [read_report(p) for p in paths]
-    for path, document in zip(paths, documents, strict=True):
-        if document.get("errors"):
-            raise ReportError(f"{path}: this shard had {len(document['errors'])} input error(s); fix them before merging")
     first = documents[0]
     for path, document in zip(paths[1:], documents[1:], strict=True):
         for key in ("jax", "jaxlib", "rule", "backend"):

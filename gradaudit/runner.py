@@ -235,10 +235,11 @@ def _report(scenarios, results, rule: str, files: tuple[str, ...], groups: int, 
     env = environment(rule, devices)
     timings = {"judge": sum(r.judge_seconds for r in results), "groups": groups}
     env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
-    too_large = tuple(
-        InputError(r.scenario.source, r.findings[0].message) for r in results if r.findings and r.findings[0].error_type == LIMIT_EXCEEDED
-    )
-    return AuditReport(environment=env, results=tuple(results), files=files, timings=timings, errors=too_large)
+    # A scenario a worker found too large is bad input, not a finding: an error of the report, not a result.
+    too_large = [r for r in results if r.findings and r.findings[0].error_type == LIMIT_EXCEEDED]
+    errors = tuple(InputError(r.scenario.source, r.findings[0].message) for r in too_large)
+    kept = tuple(r for r in results if r not in too_large)
+    return AuditReport(environment=env, results=kept, files=files, timings=timings, errors=errors)
 
 
 def _audit_all(

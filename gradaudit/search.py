@@ -19,9 +19,12 @@ and the minimal scenario of each is written out as an ordinary scenario file.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,8 +32,11 @@ import yaml
 
 from gradaudit import dtypes
 from gradaudit.judge import CONSISTENT
+from gradaudit.limits import Limits, check_limits
 from gradaudit.loading import load_text
 from gradaudit.results import ScenarioResult
+from gradaudit.scenario import BINDS, ORDERS, OUTPUTS
+from gradaudit.user_functions import FunctionImportError, resolve
 from gradaudit.yaml_nodes import (
     InputError,
     InvalidInput,
@@ -87,6 +93,39 @@ class SpaceError(Exception):
 # --- reading a space file ---------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Rule:
+    """What a key of a space accepts: alternatives from `allowed`, integers of at least `minimum`
+    (alternatives or a range), numbers (alternatives or a range), or shapes."""
+
+    kind: str
+    allowed: tuple = ()
+    minimum: int | None = None
+
+
+RULES: dict[str, Rule] = {
+    "selector.dtype": Rule("choice", dtypes.SELECTOR_DTYPES),
+    "selector.value": Rule("integer"),
+    "selector.per_element": Rule("choice", (False, True)),
+    "cases": Rule("integer", minimum=1),
+    "shape": Rule("shape"),
+    "dtype": Rule("choice", dtypes.FLOAT_DTYPES),
+    "output": Rule("choice", OUTPUTS),
+    "order": Rule("choice", ORDERS),
+    "seed": Rule("integer", minimum=0),
+    "bind": Rule("choice", BINDS),
+    "input.dtype": Rule("choice", dtypes.INPUT_DTYPES),
+    "input.shape": Rule("shape"),
+    "input.value": Rule("number"),
+}
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+"""A space's name names its files: no folders, no leading dot."""
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class _SpaceReader:
     def __init__(self, file: str):
         self.file = file
@@ -111,32 +150,47 @@ class _SpaceReader:
             return {key: self.plain(value) for key, value in self.mapping(node, "a mapping", tuple(_keys(node))).items()}
         return scalar_value(self.file, node)
 
-    def axis(self, node: yaml.Node, key: str, integer: bool = False) -> Axis:
-        """A list of alternatives, a {min, max} range, or one value (an alternative of its own)."""
+    def alternative(self, node: yaml.Node, key: str, rule: Rule):
+        """One alternative of a key, checked against its rule."""
+        label = key.removeprefix("input.")
+        if rule.kind == "shape":
+            shape = self.plain(node)
+            if not isinstance(shape, list) or not all(_is_integer(d) and d >= 0 for d in shape):
+                raise self.fail(node, f"a shape in '{label}' is a list of sizes >= 0, e.g. [2, 3]; got {kind_name(node)}")
+            return shape
+        value = scalar_value(self.file, node)
+        if rule.kind == "choice" and value not in rule.allowed or rule.kind == "choice" and isinstance(value, bool) != isinstance(rule.allowed[0], bool):
+            raise self.fail(node, f"'{label}' must be among {', '.join(map(str, rule.allowed))}; got {kind_name(node)}")
+        if rule.kind == "integer" and not (_is_integer(value) and (rule.minimum is None or value >= rule.minimum)):
+            at_least = f" >= {rule.minimum}" if rule.minimum is not None else ""
+            raise self.fail(node, f"'{label}' takes integers{at_least}; got {kind_name(node)}")
+        if rule.kind == "number" and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise self.fail(node, f"'{label}' takes numbers; got {kind_name(node)}")
+        return value
+
+    def axis(self, node: yaml.Node, key: str) -> Axis:
+        """A list of alternatives, a {min, max} range (integers and numbers), or one alternative."""
+        rule = RULES[key]
+        label = key.removeprefix("input.")
         if isinstance(node, yaml.MappingNode):
-            bounds = self.mapping(node, f"the range of '{key}'", ("min", "max"))
+            if rule.kind not in ("integer", "number"):
+                raise self.fail(node, f"'{label}' takes a list of alternatives, not a range")
+            bounds = self.mapping(node, f"the range of '{label}'", ("min", "max"))
             if set(bounds) != {"min", "max"}:
-                raise self.fail(node, f"the range of '{key}' needs both min and max, e.g. {{min: -3, max: 3}}")
-            low, high = (scalar_value(self.file, bounds[k]) for k in ("min", "max"))
-            for bound, value in (("min", low), ("max", high)):
-                wanted = int if integer else (int, float)
-                if isinstance(value, bool) or not isinstance(value, wanted):
-                    kind = "an integer" if integer else "a number"
-                    raise self.fail(bounds[bound], f"'{key}' {bound} must be {kind}, got {kind_name(bounds[bound])}")
+                raise self.fail(node, f"the range of '{label}' needs both min and max, e.g. {{min: -3, max: 3}}")
+            low, high = (self.alternative(bounds[k], key, rule) for k in ("min", "max"))
             if low > high:
-                raise self.fail(node, f"the range of '{key}' is empty: min {low} > max {high}")
+                raise self.fail(node, f"the range of '{label}' is empty: min {low} > max {high}")
             return Axis(minimum=low, maximum=high)
-        if isinstance(node, yaml.SequenceNode) and key not in ("shape",):
-            choices = tuple(self.plain(item) for item in sequence_items(self.file, node, f"'{key}'"))
-        elif key == "shape":
+        if rule.kind == "shape":
             if not isinstance(node, yaml.SequenceNode) or not all(isinstance(i, yaml.SequenceNode) for i in node.value):
-                raise self.fail(node, f"'{key}' lists the shapes to try, e.g. [[], [3], [2, 3]]; got {kind_name(node)}")
-            choices = tuple(self.plain(item) for item in node.value)
+                raise self.fail(node, f"'{label}' lists the shapes to try, e.g. [[], [3], [2, 3]]; got {kind_name(node)}")
+            items = list(node.value)
         else:
-            choices = (self.plain(node),)
-        if not choices:
-            raise self.fail(node, f"'{key}' needs at least one alternative")
-        return Axis(choices=choices)
+            items = sequence_items(self.file, node, f"'{label}'") if isinstance(node, yaml.SequenceNode) else [node]
+        if not items:
+            raise self.fail(node, f"'{label}' needs at least one alternative")
+        return Axis(choices=tuple(self.alternative(item, key, rule) for item in items))
 
     def read(self, root: yaml.Node | None) -> Space:
         if root is None:
@@ -147,20 +201,23 @@ class _SpaceReader:
         node = top["search"]
         items = self.mapping(node, "the search space", SPACE_KEYS)
         name = scalar_value(self.file, items["name"]) if "name" in items else None
-        if not isinstance(name, str) or not name:
-            raise self.fail(items.get("name", node), "a search space needs a 'name' (a string the scenarios are named after)")
-        fixed = {k: self.plain(items[k]) for k in FIXED_KEYS if k in items}
+        if not isinstance(name, str) or not NAME.match(name):
+            raise self.fail(
+                items.get("name", node),
+                "a search space needs a 'name' of letters, digits, '-', '_' and '.' (it names the files written)",
+            )
+        fixed = {k: self.fixed(items[k], k) for k in FIXED_KEYS if k in items}
         if "fn" in items:
             misplaced = [k for k in items if k in SELECT_N_KEYS and k not in FUNCTION_KEYS]
             if misplaced:
                 raise self.fail(items[misplaced[0]], f"'{misplaced[0]}' belongs to select_n spaces; a space with 'fn' takes {', '.join(FUNCTION_KEYS)}")
-            fn = scalar_value(self.file, items["fn"])
-            if not isinstance(fn, str) or ":" not in fn:
-                raise self.fail(items["fn"], f"'fn' must be 'module:function', got {kind_name(items['fn'])}")
+            fn = self.function(items["fn"])
             if "inputs" not in items:
                 raise self.fail(node, "a function space needs 'inputs': a list of {dtype, shape, value} ranges")
             inputs = tuple(self.input(n) for n in sequence_items(self.file, items["inputs"], "'inputs'"))
-            axes = {k: self.axis(items[k], k, integer=True) for k in ("bind", "order", "seed") if k in items}
+            if not inputs:
+                raise self.fail(items["inputs"], "'inputs' needs at least one input range")
+            axes = {k: self.axis(items[k], k) for k in ("bind", "order", "seed") if k in items}
             return Space(name=name, file=self.file, axes=axes, fn=fn, inputs=inputs, fixed=fixed)
         for key in ("selector", "cases", "shape"):
             if key not in items:
@@ -169,18 +226,45 @@ class _SpaceReader:
         for key in ("dtype", "value"):
             if key not in selector:
                 raise self.fail(items["selector"], f"the selector needs '{key}'")
-        axes = {f"selector.{k}": self.axis(v, f"selector.{k}", integer=k == "value") for k, v in selector.items()}
-        bad = [d for d in axes["selector.dtype"].choices if d not in dtypes.SELECTOR_DTYPES]
-        if bad or axes["selector.dtype"].is_range:
-            raise self.fail(selector["dtype"], f"selector dtypes must be among {', '.join(dtypes.SELECTOR_DTYPES)}, got {bad[0] if bad else 'a range'}")
-        axes.update({k: self.axis(items[k], k, integer=k in ("cases", "order", "seed")) for k in SELECT_N_KEYS if k in items and k != "selector"})
+        axes = {f"selector.{k}": self.axis(v, f"selector.{k}") for k, v in selector.items()}
+        if not any(dtype == "bool" or _holds(dtype, axes["selector.value"]) for dtype in axes["selector.dtype"].choices):
+            raise self.fail(selector["value"], f"no selector dtype of {', '.join(axes['selector.dtype'].choices)} can hold these values")
+        axes.update({k: self.axis(items[k], k) for k in SELECT_N_KEYS if k in items and k != "selector"})
         return Space(name=name, file=self.file, axes=axes, fixed=fixed)
+
+    def fixed(self, node: yaml.Node, key: str):
+        """eps (a number > 0) and tolerance ({rtol, atol}) hold one value for every scenario."""
+        value = self.plain(node)
+        if key == "eps" and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
+            raise self.fail(node, f"'eps' is one number > 0 for every scenario; got {kind_name(node)}")
+        if key == "tolerance" and not isinstance(value, dict):
+            raise self.fail(node, f"'tolerance' is one {{rtol, atol}} for every scenario; got {kind_name(node)}")
+        return value
+
+    def function(self, node: yaml.Node) -> str:
+        """`module:function`, importable from the space file's folder."""
+        spec = scalar_value(self.file, node)
+        if not isinstance(spec, str) or ":" not in spec:
+            raise self.fail(node, f"'fn' must be 'module:function', got {kind_name(node)}")
+        try:
+            resolve(spec, str(Path(self.file).parent))
+        except FunctionImportError as exc:
+            raise self.fail(node, f"{exc} (modules are imported from {Path(self.file).parent})") from None
+        return spec
 
     def input(self, node: yaml.Node) -> dict[str, Axis]:
         items = self.mapping(node, "an input range", INPUT_KEYS)
         if "dtype" not in items:
             raise self.fail(node, "an input range needs 'dtype' (one or a list of dtypes)")
-        return {k: self.axis(v, k) for k, v in items.items()}
+        return {k: self.axis(v, f"input.{k}") for k, v in items.items()}
+
+
+def _holds(dtype: str, values: Axis) -> bool:
+    """Whether an integer dtype can hold some of these selector values."""
+    low, high = dtypes.integer_range(dtype)
+    if values.is_range:
+        return max(low, values.minimum) <= min(high, values.maximum)
+    return any(low <= v <= high for v in values.choices)
 
 
 def _keys(node: yaml.MappingNode) -> list[str]:
@@ -203,11 +287,21 @@ def read_space(path: Path) -> Space:
 
 
 def _draw_axis(draw, st, axis: Axis, integer: bool = True):
+    """An alternative, or a number in the range: an integer (bounds rounded inwards), else a float."""
     if not axis.is_range:
         return draw(st.sampled_from(axis.choices))
-    if integer or (isinstance(axis.minimum, int) and isinstance(axis.maximum, int)):
-        return draw(st.integers(int(axis.minimum), int(axis.maximum)))
+    if integer:
+        low, high = math.ceil(axis.minimum), math.floor(axis.maximum)
+        assume(low <= high)
+        return draw(st.integers(low, high))
     return draw(st.floats(float(axis.minimum), float(axis.maximum), allow_nan=False, allow_infinity=False))
+
+
+def assume(condition: bool) -> None:
+    """hypothesis.assume, imported only when a search runs."""
+    from hypothesis import assume as hypothesis_assume
+
+    hypothesis_assume(condition)
 
 
 def _nested(draw, element: Callable, shape: list[int]):
@@ -218,17 +312,16 @@ def _nested(draw, element: Callable, shape: list[int]):
 
 def scenario_strategy(space: Space):
     """Scenario entries (dicts as a scenario file holds them), shrinking toward the first alternatives and small values."""
-    from hypothesis import assume
     from hypothesis import strategies as st
 
     @st.composite
     def select_n(draw) -> dict:
         axes = space.axes
-        dtype = draw(st.sampled_from(axes["selector.dtype"].choices))
+        values = axes["selector.value"]
+        dtype = draw(st.sampled_from([d for d in axes["selector.dtype"].choices if d == "bool" or _holds(d, values)]))
         cases = _draw_axis(draw, st, axes["cases"])
         shape = list(draw(st.sampled_from(axes["shape"].choices)))
         per_element = bool(shape) and bool(_draw_axis(draw, st, axes.get("selector.per_element", Axis(choices=(False, True)))))
-        values = axes["selector.value"]
         if dtype == "bool":
             element = lambda: draw(st.booleans())  # noqa: E731
         else:
@@ -315,12 +408,16 @@ class Found:
 class SearchOutcome:
     tried: int = 0
     """Scenarios drawn while exploring (the budget counts the valid ones)."""
+    audited: int = 0
+    """Distinct scenarios audited (drawn, valid, within the limits)."""
     shrinking: int = 0
     """Scenarios tried while shrinking."""
     skipped: Counter = field(default_factory=Counter)
     found: list[Found] = field(default_factory=list)
     problem: str | None = None
     """Why the search stopped early (e.g. every drawn scenario was invalid), or None."""
+    unconfirmed: list[Found] = field(default_factory=list)
+    """Kinds the literal path did not confirm (it found the minimal scenario consistent): not reported."""
 
 
 def search(
@@ -330,6 +427,8 @@ def search(
     audit: Callable[..., ScenarioResult],
     database: Path | None,
     on_progress: Callable[[str], None] = lambda message: None,
+    limits: Limits | None = None,
+    storage: Path | None = None,
 ) -> SearchOutcome:
     """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario.
 
@@ -338,7 +437,29 @@ def search(
     remembered) until the first of that kind, which fails, and shrinks it while the kind holds.
     Two phases rather than hypothesis's own multiple-bug mode, whose generation stops on a clock
     ten seconds after the first failure: this way the same seed gives the same search.
+    Hypothesis keeps its own files in `storage` (under .gradaudit/), not in ./.hypothesis.
     """
+    with _hypothesis_home(storage):
+        return _search(space, budget, seed, audit, database, on_progress, limits)
+
+
+@contextmanager
+def _hypothesis_home(folder: Path | None) -> Iterator[None]:
+    """Hypothesis's home folder set to `folder` for the search only, then restored."""
+    from hypothesis import configuration
+
+    if folder is None:
+        yield
+        return
+    previous = configuration.storage_directory(intent_to_write=False).home_directory
+    configuration.set_hypothesis_home_dir(folder.resolve())
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(previous)
+
+
+def _search(space, budget, seed, audit, database, on_progress, limits) -> SearchOutcome:
     from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
     from hypothesis import seed as seeded
     from hypothesis.database import DirectoryBasedExampleDatabase
@@ -351,9 +472,13 @@ def search(
         text = scenario_text(entry)
         if text not in judged:
             scenarios, errors = load_text(text, space.file)
+            if scenarios and not errors and limits is not None:
+                errors = check_limits(scenarios, limits)
             judged[text] = audit(scenarios[0]) if scenarios and not errors else None
             if judged[text] is None:
-                outcome.skipped[errors[0].message if errors else "no scenario"] += 1
+                outcome.skipped[_reason(errors[0].message) if errors else "no scenario"] += 1
+            else:
+                outcome.audited += 1
         if judged[text] is None:
             reject()
         return judged[text]
@@ -382,8 +507,12 @@ def search(
     try:
         run(explore, (Phase.generate,), None)
     except Unsatisfiable:
-        outcome.problem = "hypothesis could not draw a valid scenario from this space"
+        pass
+    if not outcome.audited:
+        reasons = "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) or "none could be drawn"
+        outcome.problem = f"no valid scenario could be drawn from this space ({reasons})"
         return outcome
+
     def shrinker(kind: Kind, number: int) -> Callable[[dict], None]:
         def shrink(entry: dict) -> None:
             outcome.shrinking += 1
@@ -406,29 +535,45 @@ def search(
     return outcome
 
 
+def _reason(message: str) -> str:
+    """A skip reason without the scenario's name, so that equal reasons count together."""
+    return re.sub(r"^scenario '[^']*' ", "", message)
+
+
 def confirm(outcome: SearchOutcome, space: Space, audit: Callable[..., ScenarioResult]) -> None:
-    """Each minimal scenario audited again by `audit` (the literal path), whose result is what is reported."""
+    """Each minimal scenario audited again by `audit` (the literal path), whose result is what is
+    reported; one the literal path finds consistent is set aside as unconfirmed."""
+    confirmed = []
     for found in outcome.found:
         scenarios, _ = load_text(scenario_text(found.entry), space.file)
         found.result = audit(scenarios[0])
+        (confirmed if found.result.status != CONSISTENT else outcome.unconfirmed).append(found)
+    outcome.found = confirmed
 
 
-def database_folder(space_path: Path, rule: str, root: Path) -> Path:
+def database_folder(space_path: Path, rule: str, storage: Path) -> Path:
     """Where hypothesis keeps this space's examples: one folder per space file content and rule."""
     digest = hashlib.sha256(space_path.read_bytes() + rule.encode()).hexdigest()[:16]
-    return root / "hypothesis" / digest
+    return storage / "examples" / digest
+
+
+FOUND_HEADER = "# Found by `gradaudit search"
+"""How a file written by a search begins (`how` is the command, in backquotes)."""
 
 
 def write_found(outcome: SearchOutcome, space: Space, out: Path, how: str) -> list[Path]:
     """Each minimal scenario as `out/<space name>-<n>.yaml`, with a comment saying how it was found."""
     out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob(f"{space.name}-*.yaml"):
+        if stale.read_text(encoding="utf-8", errors="replace").startswith(FOUND_HEADER):
+            stale.unlink()  # an earlier search's file of this space: its kinds may be gone
     home = Path(space.file).parent.resolve()
     modules = os.path.relpath(home, out.resolve()) if space.fn and home != out.resolve() else None
     written = []
     for number, found in enumerate(outcome.found, 1):
         name = f"{space.name}-{number}"
         entry = {**found.entry, "name": name}
-        status, fingerprints = found.kind
+        status = found.result.status
         shrunk = "shrunk by hypothesis to this minimal scenario" if found.shrunk else "not shrunk (hypothesis did not meet it again)"
         lines = [f"# Found by {how}", f"# and {shrunk}.", f"# Status: {status}. Findings:"]
         lines += [f"#   {f.fingerprint}: {f.message}" for f in found.result.findings]

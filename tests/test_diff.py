@@ -41,7 +41,7 @@ def test_legacy_to_fixed_resolves_every_finding_and_exits_0(reports, tmp_path):
     assert {c["name"]: c["before"] for c in document["changed"]} == failing
     assert {c["after"] for c in document["changed"]} == {"consistent"}
     assert document["summary"]["unchanged"] == len(legacy["results"]) - len(failing)
-    assert f"{len(_fingerprints(legacy))} resolved, {len(failing)} scenarios changed status" in result.stdout
+    assert f"{len(_fingerprints(legacy))} resolved, {len(failing)} scenarios changed, 0 added, 0 removed" in result.stdout
 
 
 def test_fixed_to_legacy_names_each_new_finding_and_exits_1(reports):
@@ -77,7 +77,7 @@ def test_an_upgrade_shows_the_versions_and_added_and_removed_scenarios(reports, 
         (None, "cannot read"),
         ("{\n  nope", ":2:3: not JSON"),
         ('{"schema": "something/1"}', "not a gradaudit report"),
-        ('{"schema": "gradaudit.report/1", "environment": {}, "results": [{"name": "x"}]}', "results[0] needs 'name', 'status' and 'scenario'"),
+        ('{"schema": "gradaudit.report/1", "environment": {}, "results": [{"name": "x"}]}', "results[0] needs 'name', 'status', 'scenario' and 'findings'"),
     ],
 )
 def test_unusable_reports_are_exit_2_with_the_file_named(reports, tmp_path, content, message):
@@ -88,3 +88,35 @@ def test_unusable_reports_are_exit_2_with_the_file_named(reports, tmp_path, cont
     assert result.exit_code == 2
     assert f"{bad}" in result.stderr and message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["results"][0].update(findings=None), "'findings' must be a list of objects"),
+        (lambda d: d["results"][0].update(findings="x"), "'findings' must be a list of objects"),
+        (lambda d: d["results"][0].update(findings=[1, 2]), "'findings' must be a list of objects"),
+        (lambda d: d["results"][0].pop("findings"), "needs 'name', 'status', 'scenario' and 'findings'"),
+        (lambda d: d["results"][0].update(name=["x"]), "'name' and 'status' must be strings"),
+        (lambda d: d["environment"].update(devices=5), "environment.devices must be a list of objects"),
+        (lambda d: d["results"][0].update(status="interrupted"), "was interrupted: the run did not finish"),
+        (lambda d: d.update(errors=[{"message": "bad"}]), "had 1 input error(s)"),
+        (lambda d: d["results"].append(dict(d["results"][0])), "appears twice"),
+    ],
+)
+def test_damaged_or_unfinished_reports_are_refused(reports, tmp_path, edit, message):
+    document = json.loads(reports["legacy"].read_text())
+    edit(document)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document))
+    for args in (("diff", str(reports["legacy"]), str(bad)), ("merge", str(bad), "-o", str(tmp_path / "m.json"))):
+        result = run_cli(*args)
+        assert result.exit_code == 2, (args, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_binary_file_is_not_a_report(reports, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"\xff\xfe")
+    result = run_cli("diff", str(reports["fixed"]), str(bad))
+    assert result.exit_code == 2 and "not UTF-8 text" in result.stderr

@@ -412,7 +412,7 @@ def print_diff(console: Console, diff: ReportDiff, quiet: bool = False) -> None:
         _print_diff_details(console, diff)
     console.print(
         f"{diff.before} → {diff.after}: {len(diff.new)} new findings, {len(diff.resolved)} resolved, "
-        f"{len(diff.changed)} scenarios changed status, {len(diff.added)} added, {len(diff.removed)} removed, "
+        f"{len(diff.changed)} scenarios changed, {len(diff.added)} added, {len(diff.removed)} removed, "
         f"{diff.unchanged} unchanged",
         highlight=False,
     )
@@ -434,7 +434,9 @@ def _print_diff_details(console: Console, diff: ReportDiff) -> None:
             status = Text()
             if name in statuses:
                 before, after = statuses[name]
-                status.append(before, style=STATUS_STYLES.get(before, "")).append(" → ").append(after, style=STATUS_STYLES.get(after, ""))
+                status.append(before, style=STATUS_STYLES.get(before, ""))
+                if after != before:
+                    status.append(" → ").append(after, style=STATUS_STYLES.get(after, ""))
             table.add_row(name, status, "\n".join(c.fingerprint for c in new.get(name, [])), "\n".join(c.fingerprint for c in resolved.get(name, [])))
         console.print(table)
     for change in diff.new:
@@ -458,8 +460,14 @@ def print_search(console: Console, name: str, outcome: SearchOutcome, written: S
     if skipped:
         line += f", {skipped} skipped (" + "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) + ")"
     console.print(line, highlight=False)
+    for found in outcome.unconfirmed:
+        console.print(
+            f"not confirmed: the fast path saw {found.kind[0]} ({', '.join(found.kind[1])}), "
+            "but the literal path finds the minimal scenario consistent; not reported",
+            highlight=False,
+        )
     if not outcome.found:
-        console.print(Text("nothing found: every scenario drawn was consistent", style="green"), highlight=False)
+        console.print(Text(f"nothing found: all {outcome.audited} scenarios audited were consistent", style="green"), highlight=False)
         return
     table = Table(header_style="bold")
     table.add_column("minimal scenario", overflow="fold")

@@ -1,0 +1,64 @@
+"""Reading a JSON report back (`merge`, `diff`): every field they use is checked, so a damaged or
+hand-edited report is a clear input error, never a traceback, and a report of a run that did not
+finish is refused rather than read as 'no findings'."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gradaudit.judge import INTERRUPTED
+from gradaudit.results import REPORT_SCHEMA
+
+
+class ReportError(Exception):
+    """A report cannot be used; the message names the file and what is wrong."""
+
+
+def _check_result(path: str, index: int, result) -> None:
+    where = f"{path}: results[{index}]"
+    if not isinstance(result, dict) or not all(k in result for k in ("name", "status", "scenario", "findings")):
+        raise ReportError(f"{where} needs 'name', 'status', 'scenario' and 'findings'")
+    if not isinstance(result["name"], str) or not isinstance(result["status"], str):
+        raise ReportError(f"{where}: 'name' and 'status' must be strings")
+    if not isinstance(result["scenario"], dict):
+        raise ReportError(f"{where}: 'scenario' must be an object")
+    findings = result["findings"]
+    if not isinstance(findings, list) or not all(
+        isinstance(f, dict) and isinstance(f.get("fingerprint"), str) and isinstance(f.get("message"), str) for f in findings
+    ):
+        raise ReportError(f"{where}: 'findings' must be a list of objects with a string 'fingerprint' and 'message'")
+
+
+def read_report(path: str) -> dict:
+    """A finished run's gradaudit JSON report, with every field merge and diff read checked."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ReportError(f"{path}: not UTF-8 text (byte {exc.start}): not a gradaudit report") from None
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    if not isinstance(document, dict) or document.get("schema") != REPORT_SCHEMA:
+        raise ReportError(f"{path}: not a gradaudit report (schema {REPORT_SCHEMA!r})")
+    environment = document.get("environment")
+    if not isinstance(environment, dict) or not isinstance(document.get("results"), list):
+        raise ReportError(f"{path}: a gradaudit report needs 'environment' and 'results'")
+    devices = environment.get("devices", [])
+    if not isinstance(devices, list) or not all(isinstance(d, dict) for d in devices):
+        raise ReportError(f"{path}: environment.devices must be a list of objects")
+    if document.get("errors"):
+        raise ReportError(
+            f"{path}: this report had {len(document['errors'])} input error(s), so its run audited nothing "
+            "it can vouch for; fix them and run again"
+        )
+    names: set[str] = set()
+    for index, result in enumerate(document["results"]):
+        _check_result(path, index, result)
+        if result["status"] == INTERRUPTED:
+            raise ReportError(f"{path}: results[{index}] ('{result['name']}') was interrupted: the run did not finish")
+        if result["name"] in names:
+            raise ReportError(f"{path}: results[{index}]: scenario '{result['name']}' appears twice")
+        names.add(result["name"])
+    return document
