@@ -155,7 +155,11 @@ def screen(scenario: Scenario, tolerance: tuple[float | None, float | None] = (N
 
 
 def _groups(scenarios: Sequence[Scenario]) -> list[list[int]]:
-    """Indices of scenarios sharing a compiled program, in batches small enough for one call."""
+    """Indices of scenarios sharing a compiled program, in batches small enough for one call.
+
+    A group of one goes straight to the literal path: its program would serve no other scenario,
+    costs about what the literal audit does, and must be followed by it whenever it finds anything.
+    """
     groups: dict[tuple, list[int]] = {}
     for index, scenario in enumerate(scenarios):
         key = group_key(scenario)
@@ -163,6 +167,8 @@ def _groups(scenarios: Sequence[Scenario]) -> list[list[int]]:
             groups.setdefault(key, []).append(index)
     batches = []
     for indices in groups.values():
+        if len(indices) < 2:
+            continue
         size = batch_size(scenarios[indices[0]])
         batches += [indices[start : start + size] for start in range(0, len(indices), size)]
     return batches

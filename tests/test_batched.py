@@ -73,3 +73,12 @@ def test_run_reports_findings_from_the_literal_path_and_consistency_from_the_fas
         assert result.method == ("batched" if result.status == CONSISTENT else "literal")
     assert {r.method for r in literal.results} == {"literal"}
     assert fast.timings["groups"] == len({group_key(s) for s in scenarios})
+
+
+def test_a_group_of_one_goes_straight_to_the_literal_path():
+    scenarios = grid()
+    alone = [scenarios[0], *[s for s in scenarios if group_key(s) != group_key(scenarios[0])][:6]]
+    report = run_audit(alone, rule=FIXED)
+    assert report.results[0].method == "literal" and report.results[0].status == CONSISTENT
+    assert {r.method for r in report.results[1:]} == {"batched"}
+    assert report.timings["groups"] == len({group_key(s) for s in alone[1:]})
