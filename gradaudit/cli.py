@@ -19,6 +19,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 from rich.console import Console
+from rich.text import Text
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -94,12 +95,13 @@ def _console(stream, color: str) -> Console:
     """A rich console; `auto` colour follows rich (NO_COLOR, TERM=dumb, TTY), `always`/`never` force it.
 
     Off a terminal (CI logs, pipes) the width is COLUMNS or 160, so tables are not squeezed to 80.
+    Markup is off: names and messages come from users' files and may hold brackets.
     """
     columns = os.environ.get("COLUMNS", "")
     width = None if stream.isatty() else (int(columns) if columns.isdigit() and int(columns) >= 40 else 160)
     if color == "auto":
-        return Console(file=stream, highlight=False, width=width)
-    return Console(file=stream, force_terminal=color == "always", no_color=color == "never", highlight=False, width=width)
+        return Console(file=stream, highlight=False, markup=False, width=width)
+    return Console(file=stream, force_terminal=color == "always", no_color=color == "never", highlight=False, markup=False, width=width)
 
 
 def _from_config_folder(path: str, folder: Path) -> str:
@@ -459,7 +461,7 @@ class Session:
         elif not options.get("cache_dir"):
             return  # the default cache, silently off where this JAX cannot use it
         if problem:
-            self.err.print(f"[yellow]warning:[/] {problem}")
+            self.err.print(Text("warning: ", style="yellow").append(problem, style=""))
 
     def write_files(self, report=None, comparison=None) -> None:
         from gradaudit.report import ReportFormat, formatter_for
@@ -603,6 +605,8 @@ def merge(reports, output, color, exit_zero) -> int:
         merged = merge_reports(list(reports))
     except ReportError as exc:
         raise InputProblem(str(exc)) from None
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # damage read_report does not name
+        raise InputProblem(f"a report is damaged: {type(exc).__name__}: {exc}") from None
     write_atomic(output, json.dumps(merged, indent=2, allow_nan=False) + "\n")
     session.err.print(counts_line(merged["summary"], prefix=f"merged {len(reports)} reports: "), highlight=False)
     return _exit_code(merged["gate"]["failed"] == 0, exit_zero)
@@ -634,6 +638,8 @@ def diff(before, after, json_path, quiet, color, exit_zero) -> int:
         changes = diff_reports(before, after)
     except ReportError as exc:
         raise InputProblem(str(exc)) from None
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # damage read_report does not name
+        raise InputProblem(f"a report is damaged: {type(exc).__name__}: {exc}") from None
     if json_path:
         write_atomic(json_path, json.dumps(changes.to_dict(), indent=2) + "\n")
     print_diff(session.out, changes, quiet=quiet)
@@ -664,7 +670,7 @@ def search(space, budget, seed, out, rule, no_database, color, exit_zero) -> int
     from gradaudit.report.terminal import print_input_errors, print_search
     from gradaudit.rules import select_n_rule
     from gradaudit.runner import audit_scenario, screen
-    from gradaudit.search import SpaceError, confirm, database_folder, read_space, search as explore, write_found
+    from gradaudit.search import SpaceError, confirm, database_folder, foreign_files, read_space, search as explore, write_found
 
     session = Session(color)
     try:
@@ -678,6 +684,9 @@ def search(space, budget, seed, out, rule, no_database, color, exit_zero) -> int
         raise click.BadParameter(f"cannot create folder {out}: {exc.strerror or exc}", param_hint="--out") from None
     if not os.access(out, os.W_OK):
         raise click.BadParameter(f"folder {out} is not writable", param_hint="--out")
+    foreign = foreign_files(out, parsed.name)
+    if foreign:
+        raise click.BadParameter(f"{foreign[0]} was not written by gradaudit search and would be replaced; choose another folder", param_hint="--out")
     session.use_cache()
     storage = compilation_cache.DEFAULT_FOLDER.parent / "hypothesis"
     database = None if no_database else database_folder(space, rule, storage)

@@ -33,7 +33,7 @@ import yaml
 from gradaudit import dtypes
 from gradaudit.judge import CONSISTENT
 from gradaudit.limits import Limits, check_limits
-from gradaudit.loading import load_text
+from gradaudit.loading import MAX_DEPTH, load_text
 from gradaudit.results import ScenarioResult
 from gradaudit.scenario import BINDS, ORDERS, OUTPUTS
 from gradaudit.user_functions import FunctionImportError, resolve
@@ -118,8 +118,8 @@ RULES: dict[str, Rule] = {
     "input.shape": Rule("shape"),
     "input.value": Rule("number"),
 }
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-"""A space's name names its files: no folders, no leading dot."""
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+"""A space's name names its files: no folders, no leading dot (and at most 100 characters)."""
 
 
 def _is_integer(value) -> bool:
@@ -142,12 +142,18 @@ class _SpaceReader:
                 raise self.fail(key_node, f"unknown key '{key}' in {what} (allowed: {', '.join(allowed)})")
         return {key: value for key, (_, value) in items.items()}
 
-    def plain(self, node: yaml.Node):
-        """A node's Python value (lists and mappings included)."""
+    def plain(self, node: yaml.Node, ancestors: tuple = ()):
+        """A node's Python value (lists and mappings included); a value containing itself through
+        an alias, or nested past MAX_DEPTH, is refused."""
+        if any(node is ancestor for ancestor in ancestors):
+            raise self.fail(node, "this value contains itself through a YAML alias")
+        if len(ancestors) >= MAX_DEPTH:
+            raise self.fail(node, f"this value is nested more than {MAX_DEPTH} levels deep")
+        inside = (*ancestors, node)
         if isinstance(node, yaml.SequenceNode):
-            return [self.plain(item) for item in sequence_items(self.file, node, "a list")]
+            return [self.plain(item, inside) for item in sequence_items(self.file, node, "a list")]
         if isinstance(node, yaml.MappingNode):
-            return {key: self.plain(value) for key, value in self.mapping(node, "a mapping", tuple(_keys(node))).items()}
+            return {key: self.plain(value, inside) for key, value in self.mapping(node, "a mapping", tuple(_keys(node))).items()}
         return scalar_value(self.file, node)
 
     def alternative(self, node: yaml.Node, key: str, rule: Rule):
@@ -164,8 +170,8 @@ class _SpaceReader:
         if rule.kind == "integer" and not (_is_integer(value) and (rule.minimum is None or value >= rule.minimum)):
             at_least = f" >= {rule.minimum}" if rule.minimum is not None else ""
             raise self.fail(node, f"'{label}' takes integers{at_least}; got {kind_name(node)}")
-        if rule.kind == "number" and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise self.fail(node, f"'{label}' takes numbers; got {kind_name(node)}")
+        if rule.kind == "number" and (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)):
+            raise self.fail(node, f"'{label}' takes finite numbers; got {kind_name(node)}")
         return value
 
     def axis(self, node: yaml.Node, key: str) -> Axis:
@@ -201,10 +207,10 @@ class _SpaceReader:
         node = top["search"]
         items = self.mapping(node, "the search space", SPACE_KEYS)
         name = scalar_value(self.file, items["name"]) if "name" in items else None
-        if not isinstance(name, str) or not NAME.match(name):
+        if not isinstance(name, str) or not NAME.fullmatch(name) or len(name) > 100:
             raise self.fail(
                 items.get("name", node),
-                "a search space needs a 'name' of letters, digits, '-', '_' and '.' (it names the files written)",
+                "a search space needs a 'name' of at most 100 letters, digits, '-', '_' and '.' (it names the files written)",
             )
         fixed = {k: self.fixed(items[k], k) for k in FIXED_KEYS if k in items}
         if "fn" in items:
@@ -235,7 +241,7 @@ class _SpaceReader:
     def fixed(self, node: yaml.Node, key: str):
         """eps (a number > 0) and tolerance ({rtol, atol}) hold one value for every scenario."""
         value = self.plain(node)
-        if key == "eps" and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
+        if key == "eps" and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf):
             raise self.fail(node, f"'eps' is one number > 0 for every scenario; got {kind_name(node)}")
         if key == "tolerance" and not isinstance(value, dict):
             raise self.fail(node, f"'tolerance' is one {{rtol, atol}} for every scenario; got {kind_name(node)}")
@@ -281,6 +287,8 @@ def read_space(path: Path) -> Space:
         return _SpaceReader(display).read(root)
     except InvalidInput as exc:
         raise SpaceError([exc.error]) from None
+    except RecursionError:
+        raise SpaceError([InputError(Location(display, 1, 1), "YAML nested too deeply")]) from None
 
 
 # --- drawing scenarios ------------------------------------------------------------------------
@@ -561,12 +569,25 @@ FOUND_HEADER = "# Found by `gradaudit search"
 """How a file written by a search begins (`how` is the command, in backquotes)."""
 
 
+def _numbered(out: Path, name: str) -> list[Path]:
+    """The files a search of space `name` writes in `out`: `<name>-<n>.yaml`."""
+    pattern = re.compile(re.escape(name) + r"-[0-9]+\.yaml")
+    return [path for path in out.glob(f"{name}-*.yaml") if pattern.fullmatch(path.name)]
+
+
+def foreign_files(out: Path, name: str) -> list[Path]:
+    """Files in `out` with the names a search of `name` writes that no search wrote: never overwritten."""
+    return [
+        path for path in _numbered(out, name)
+        if not path.read_text(encoding="utf-8", errors="replace").startswith(FOUND_HEADER)
+    ]
+
+
 def write_found(outcome: SearchOutcome, space: Space, out: Path, how: str) -> list[Path]:
     """Each minimal scenario as `out/<space name>-<n>.yaml`, with a comment saying how it was found."""
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob(f"{space.name}-*.yaml"):
-        if stale.read_text(encoding="utf-8", errors="replace").startswith(FOUND_HEADER):
-            stale.unlink()  # an earlier search's file of this space: its kinds may be gone
+    for stale in _numbered(out, space.name):
+        stale.unlink()  # an earlier search's file of this space (foreign_files refused any other): its kinds may be gone
     home = Path(space.file).parent.resolve()
     modules = os.path.relpath(home, out.resolve()) if space.fn and home != out.resolve() else None
     written = []

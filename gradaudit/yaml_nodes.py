@@ -143,9 +143,19 @@ def scalar_value(file: str, node: yaml.Node):
         return float(node.value)  # YAML 1.1 reads 1e-3 as a string; a plain scalar like that means a number
     constructor = yaml.SafeLoader("")
     try:
-        return constructor.construct_object(node, deep=True)
+        value = constructor.construct_object(node, deep=True)
     except (yaml.YAMLError, ValueError, OverflowError) as exc:
         raise InvalidInput(InputError(node_location(file, node), f"cannot read value {node.value!r}: {exc}")) from None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST_INTEGER:
+        raise InvalidInput(
+            InputError(node_location(file, node), f"integer too large: {len(str(abs(value)))} digits (at most {LARGEST_INTEGER:.0e}, past uint64's range)")
+        )
+    return value
+
+
+LARGEST_INTEGER = 10**20
+"""No dtype holds more (uint64 ends at 1.8e19), and larger integers overflow the float conversions of
+eps, tolerances and values."""
 
 
 def kind_name(node: yaml.Node) -> str:

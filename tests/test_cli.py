@@ -195,3 +195,10 @@ def test_ctrl_c_writes_what_finished_marks_the_rest_and_exits_2(tmp_path, monkey
     assert report["summary"] == {"total": 17, "consistent": 2, "mismatch": 0, "error": 0, "interrupted": 15}
     assert not Path(str(out) + ".partial").exists()
     assert installed_rule() is original_rule
+
+
+def test_brackets_in_names_are_printed_as_written(tmp_path):
+    path = write_yaml(tmp_path, "m.yaml", 'scenarios:\n  - {name: "a[/x] [bold]b", selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n')
+    result = run_cli("run", str(path), "-v")
+    assert result.exit_code == 1 and result.exception is None
+    assert "a[/x] [bold]b" in result.stdout

@@ -102,13 +102,19 @@ def test_unusable_reports_are_exit_2_with_the_file_named(reports, tmp_path, cont
         (lambda d: d["results"][0].update(status="interrupted"), "was interrupted: the run did not finish"),
         (lambda d: d.update(errors=[{"message": "bad"}]), "had 1 input error(s)"),
         (lambda d: d["results"].append(dict(d["results"][0])), "appears twice"),
+        (lambda d: d["results"][0].update(status="weird"), "unknown status 'weird'"),
+        (lambda d: d["results"][0]["scenario"].update(suite=[1]), "whose 'suite' is a string"),
+        (lambda d: d["results"][0].update(outcome=5), "'outcome' must be null or an object"),
+        (lambda d: d.update(gate=5), "'gate' must be an object"),
+        (lambda d: d.update(resolved="abc"), "'resolved' must be a list of objects"),
+        (lambda d: d["environment"].update(big=float("inf")), "not a usable report"),
     ],
 )
 def test_damaged_or_unfinished_reports_are_refused(reports, tmp_path, edit, message):
     document = json.loads(reports["legacy"].read_text())
     edit(document)
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps(document))
+    bad.write_text(json.dumps(document))  # json.dumps writes inf as Infinity, which reports never hold
     for args in (("diff", str(reports["legacy"]), str(bad)), ("merge", str(bad), "-o", str(tmp_path / "m.json"))):
         result = run_cli(*args)
         assert result.exit_code == 2, (args, result.stderr)

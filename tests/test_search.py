@@ -135,7 +135,7 @@ def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_it
         ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: {min: 1, max: 3}}\n", "'shape' takes a list of alternatives, not a range"),
         ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[a]]}\n", "a shape in 'shape' is a list of sizes >= 0"),
         ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[-1]]}\n", "a shape in 'shape' is a list of sizes >= 0"),
-        ("search: {name: a/b, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]]}\n", "a 'name' of letters, digits"),
+        ("search: {name: a/b, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]]}\n", "a 'name' of at most 100 letters, digits"),
         ("search: {name: s, selector: {dtype: [uint8], value: {min: -10, max: -1}}, cases: [2], shape: [[]]}\n", "no selector dtype of uint8 can hold these values"),
         ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [true], shape: [[]]}\n", "'cases' takes integers >= 1"),
         ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], output: [cube]}\n", "'output' must be among identity"),
@@ -145,6 +145,10 @@ def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_it
         ("search: {name: s, fn: 'os:getcwd', inputs: [{dtype: [floaty]}]}\n", "'dtype' must be among"),
         ("search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32, shape: [[1.5]]}]}\n", "a shape in 'shape' is a list of sizes >= 0"),
         ("search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32}], bind: [both, wrong]}\n", "'bind' must be among traced, constant, both"),
+        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [&a [*a]]}\n", "contains itself through a YAML alias"),
+        ("search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32, value: {min: .nan, max: 1}}]}\n", "'value' takes finite numbers"),
+        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], eps: .inf}\n", "'eps' is one number > 0"),
+        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[1000000000000000000000000000]]}\n", "integer too large"),
     ],
 )
 def test_bad_space_files_are_exit_2_with_file_line_col(tmp_path, monkeypatch, text, message):
@@ -183,3 +187,17 @@ def test_float_inputs_with_integer_bounds_are_drawn_as_floats():
     collect()
     assert all(-2 <= v <= 2 for v in drawn)
     assert any(v != int(v) for v in drawn)
+
+
+def test_files_no_search_wrote_are_never_replaced(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_yaml(tmp_path, "space.yaml", "search: {name: x, selector: {dtype: [int8], value: [0, 1]}, cases: [1], shape: [[]]}\n")
+    (tmp_path / "found").mkdir()
+    (tmp_path / "found" / "x-1.yaml").write_text("mine\n")
+    (tmp_path / "found" / "x-y-1.yaml").write_text("# Found by `gradaudit search other.yaml ...`\n")
+    refused = run_cli("search", "space.yaml", "--out", "found", "--budget", "5", "--rule", "legacy", "--no-database")
+    assert refused.exit_code == 2 and "found/x-1.yaml was not written by gradaudit search" in refused.stderr
+    assert (tmp_path / "found" / "x-1.yaml").read_text() == "mine\n"
+    (tmp_path / "found" / "x-1.yaml").unlink()
+    assert run_cli("search", "space.yaml", "--out", "found", "--budget", "5", "--rule", "legacy", "--no-database").exit_code == 1
+    assert (tmp_path / "found" / "x-y-1.yaml").exists() and (tmp_path / "found" / "x-1.yaml").exists()
