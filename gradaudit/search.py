@@ -243,8 +243,12 @@ class _SpaceReader:
         value = self.plain(node)
         if key == "eps" and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf):
             raise self.fail(node, f"'eps' is one number > 0 for every scenario; got {kind_name(node)}")
-        if key == "tolerance" and not isinstance(value, dict):
-            raise self.fail(node, f"'tolerance' is one {{rtol, atol}} for every scenario; got {kind_name(node)}")
+        if key == "tolerance" and not (
+            isinstance(value, dict)
+            and set(value) <= {"rtol", "atol"}
+            and all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < math.inf for v in value.values())
+        ):
+            raise self.fail(node, f"'tolerance' is one {{rtol, atol}} of numbers >= 0 for every scenario; got {kind_name(node)}")
         return value
 
     def function(self, node: yaml.Node) -> str:

@@ -159,11 +159,12 @@ eps, tolerances and values."""
 
 
 def kind_name(node: yaml.Node) -> str:
-    """How a node reads to a user: 'a mapping', 'a list' or the scalar's own kind."""
+    """How a node reads to a user: 'a mapping', 'a list' (with a tag other than the plain one named)
+    or the scalar's own kind."""
     if isinstance(node, yaml.MappingNode):
-        return "a mapping"
+        return "a mapping" if node.tag == _MAPPING_TAG else f"a mapping tagged {node.tag}"
     if isinstance(node, yaml.SequenceNode):
-        return "a list"
+        return "a list" if node.tag == _SEQUENCE_TAG else f"a list tagged {node.tag}"
     kind = _SCALAR_TAGS.get(node.tag)
     if kind == "str":
         return f"'{node.value}'"
