@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -52,8 +54,9 @@ def test_fixed_rule_finds_nothing_within_the_same_budget(tmp_path, monkeypatch):
     write_yaml(tmp_path, "space.yaml", SELECTOR_SPACE)
     result = run_cli("search", "space.yaml", "--budget", "300", "--out", "found", "--rule", "fixed")
     assert result.exit_code == 0, result.stderr
-    assert "nothing found: all" in result.stdout
-    assert "300 scenarios drawn" not in result.stdout or "skipped" in result.stdout
+    audited = int(re.search(r"nothing found: all (\d+) scenarios audited were consistent", result.stdout).group(1))
+    drawn = int(re.search(r"(\d+) scenarios drawn \(budget 300\)", result.stdout).group(1))
+    assert drawn >= 300 and audited >= 200  # the whole budget was spent on (mostly distinct) valid scenarios
     assert not list((tmp_path / "found").glob("*.yaml"))
 
 
