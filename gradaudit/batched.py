@@ -22,6 +22,7 @@ from jax import lax
 
 from gradaudit import dtypes
 from gradaudit.finite_differences import ESTIMATES, MOVES, quotients, rounding
+from gradaudit.jacobians import forward_rows, jacfwd_blocks, jacrev_blocks, reverse_rows
 from gradaudit.judge import CONSISTENT, Tolerances, judge
 from gradaudit.paths import (
     FINITE_DIFFERENCE,
@@ -32,6 +33,7 @@ from gradaudit.paths import (
     JIT_VALUE,
     VALUE,
     PathResult,
+    run_path,
 )
 from gradaudit.scenario import Scenario
 from gradaudit.targets.select_n import OUTPUTS, case_values
@@ -64,7 +66,6 @@ def group_key(scenario: Scenario) -> GroupKey | None:
 def _program(output: str, cases: int):
     """One compiled program per group: value, jacfwd and jacrev of every scenario, and the function
     at every finite-difference point of every scenario (perturbed cases carry a leading axis)."""
-    argnums = tuple(range(cases))
     apply = OUTPUTS[output]
 
     def value(which, *case_arrays):
@@ -72,7 +73,7 @@ def _program(output: str, cases: int):
 
     def derivatives(which, *case_arrays):
         fn = functools.partial(value, which)
-        return fn(*case_arrays), jax.jacfwd(fn, argnums=argnums)(*case_arrays), jax.jacrev(fn, argnums=argnums)(*case_arrays)
+        return fn(*case_arrays), forward_rows(fn, case_arrays), reverse_rows(fn, case_arrays)
 
     def everything(which, case_arrays, perturbed):
         at_points = jax.vmap(lambda *points: jax.vmap(value)(which, *points))(*perturbed)
@@ -81,7 +82,7 @@ def _program(output: str, cases: int):
     return jax.jit(everything)
 
 
-def _points(cases: list[np.ndarray], eps: float) -> tuple[list[np.ndarray], list[tuple[int, int, str]], np.ndarray]:
+def finite_difference_points(cases: list[np.ndarray], eps: float) -> tuple[list[np.ndarray], list[tuple[int, int, str]], np.ndarray]:
     """Every finite-difference point of every scenario: per case, arrays (P, B, ...); what each point is; the moves (P, B)."""
     batch = cases[0].shape[0]
     stacks: list[list[np.ndarray]] = [[] for _ in cases]
@@ -102,7 +103,7 @@ def _points(cases: list[np.ndarray], eps: float) -> tuple[list[np.ndarray], list
     return [np.stack(stack) for stack in stacks], labels, np.stack(moves)
 
 
-def _finite_differences(f0, at_points, labels, moves, cases: list[np.ndarray]) -> dict[str, list[np.ndarray]]:
+def finite_difference_blocks(f0, at_points, labels, moves, cases: list[np.ndarray]) -> dict[str, list[np.ndarray]]:
     """Every estimate for every scenario of the group: name -> per case, arrays (B, outputs, case elements)."""
     batch = cases[0].shape[0]
     out_rounding = rounding(np.asarray(f0).dtype)
@@ -125,6 +126,39 @@ def _finite_differences(f0, at_points, labels, moves, cases: list[np.ndarray]) -
     return columns
 
 
+def scenario_estimates(fd: dict[str, list[np.ndarray]], b: int, out_shape: tuple, shape: tuple) -> dict[str, tuple[np.ndarray, ...]]:
+    """Scenario `b`'s finite-difference estimates, one block per case shaped like jacfwd's (out_shape + shape)."""
+    estimates = {name: tuple(block[b].reshape(out_shape + shape) for block in fd[name]) for name in ESTIMATES}
+    estimates["undefined"] = tuple(m.astype(bool) for m in estimates["undefined"])
+    return estimates
+
+
+def shared_paths(value, forward, reverse, estimates: dict[str, tuple[np.ndarray, ...]]) -> dict[str, PathResult]:
+    """Every first-order path from one compiled computation: the eager paths share the jit paths'
+    answers (each argument a tuple of arrays, or the exception its path raised)."""
+
+    def result(name: str, answer) -> PathResult:
+        if isinstance(answer, BaseException):
+            return run_path(name, functools.partial(_raise, answer))
+        if name == FINITE_DIFFERENCE:
+            return PathResult(name, answer["extrapolated"], estimates=answer)
+        return PathResult(name, answer)
+
+    return {
+        VALUE: result(VALUE, value),
+        JIT_VALUE: result(JIT_VALUE, value),
+        JACFWD: result(JACFWD, forward),
+        JIT_JACFWD: result(JIT_JACFWD, forward),
+        JACREV: result(JACREV, reverse),
+        JIT_JACREV: result(JIT_JACREV, reverse),
+        FINITE_DIFFERENCE: result(FINITE_DIFFERENCE, estimates),
+    }
+
+
+def _raise(exception: BaseException):
+    raise exception
+
+
 def audit_group(scenarios: Sequence[Scenario], tolerances: Sequence[Tolerances], keep_findings: bool = False) -> list[tuple | None]:
     """(results, verdict, …) per scenario where the fast path finds it consistent (any verdict with
     `keep_findings`); None where it must go literal."""
@@ -132,32 +166,23 @@ def audit_group(scenarios: Sequence[Scenario], tolerances: Sequence[Tolerances],
     which = np.stack([s.target.selector.array() for s in scenarios])
     values = [case_values(s) for s in scenarios]
     cases = [np.stack([v[i] for v in values]) for i in range(spec.cases)]
-    perturbed, labels, moves = _points(cases, scenarios[0].eps or dtypes.default_eps(spec.dtype))
+    perturbed, labels, moves = finite_difference_points(cases, scenarios[0].eps or dtypes.default_eps(spec.dtype))
     try:
         program = _program(spec.output, spec.cases)
-        value, forward_jac, reverse_jac, at_points = jax.device_get(program(jnp.asarray(which), cases, perturbed))
-        fd = _finite_differences(value, at_points, labels, moves, cases)
+        value, forward_answers, reverse_answers, at_points = jax.device_get(program(jnp.asarray(which), cases, perturbed))
+        fd = finite_difference_blocks(value, at_points, labels, moves, cases)
     except Exception:  # noqa: BLE001 - whatever went wrong, the literal path will say it scenario by scenario
         return [None] * len(scenarios)
     out_shape = np.shape(value)[1:]
+    shapes = [spec.shape] * spec.cases
     names = tuple(f"case {i}" for i in range(spec.cases))
     outcomes: list[tuple | None] = []
     for b, (scenario, tolerance) in enumerate(zip(scenarios, tolerances, strict=True)):
-        fwd = tuple(np.asarray(j[b]) for j in forward_jac)
-        rev = tuple(np.asarray(j[b]) for j in reverse_jac)
-        estimates = {
-            name: tuple(block[b].reshape(out_shape + spec.shape) for block in fd[name]) for name in ESTIMATES
-        }
-        estimates["undefined"] = tuple(m.astype(bool) for m in estimates["undefined"])
-        results = {
-            VALUE: PathResult(VALUE, (np.asarray(value[b]),)),
-            JIT_VALUE: PathResult(JIT_VALUE, (np.asarray(value[b]),)),
-            JACFWD: PathResult(JACFWD, fwd),
-            JIT_JACFWD: PathResult(JIT_JACFWD, fwd),
-            JACREV: PathResult(JACREV, rev),
-            JIT_JACREV: PathResult(JIT_JACREV, rev),
-            FINITE_DIFFERENCE: PathResult(FINITE_DIFFERENCE, estimates["extrapolated"], estimates=estimates),
-        }
+        fwd = jacfwd_blocks(forward_answers[b], out_shape, shapes)
+        rev = jacrev_blocks([rows[b] for rows in reverse_answers], out_shape, shapes)
+        results = shared_paths(
+            (np.asarray(value[b]),), fwd, rev, scenario_estimates(fd, b, out_shape, spec.shape)
+        )
         judging = time.perf_counter()
         verdict = judge(results, names, tolerance)
         judged = time.perf_counter() - judging

@@ -307,7 +307,7 @@ def run_path(
 
 
 @contextmanager
-def _unfiltered_tracebacks() -> Iterator[None]:
+def unfiltered_tracebacks() -> Iterator[None]:
     """JAX hides its own frames from tracebacks; a diagnosis needs the innermost frame, JAX's included."""
     previous = jax.config.jax_traceback_filtering
     jax.config.update("jax_traceback_filtering", "off")
@@ -323,7 +323,7 @@ def run_paths(targets: Sequence[Target], eps: float | None, order: int = 1, devi
     With devices, every path runs on the first; value and the AD paths run again on each further
     device, named `path@device` (finite differences are the oracle and need running only once).
     """
-    with _unfiltered_tracebacks():
+    with unfiltered_tracebacks():
         if not devices:
             return {name: run_path(name, compute) for name, compute in _paths(targets, eps, order)}
         results = {}

@@ -67,7 +67,8 @@ class Profile:
             f"report {self.phases.get('report', 0):.2f}s; {self.compiled} programs, "
             f"{self.cached} of them read from the compilation cache; "
             f"{methods['batched']} scenarios from the fast path in {report.timings.get('groups', 0):g} groups, "
-            f"{methods['literal']} on the literal path",
+            f"{methods['compiled']} compiled literally in {report.timings.get('bundles', 0):g} bundles, "
+            f"{methods['literal']} one by one on the literal path",
             highlight=False,
             soft_wrap=True,
         )

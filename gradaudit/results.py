@@ -51,7 +51,9 @@ class ScenarioResult:
     outcome: Outcome | None = None
     """Set by the gate; None means: passes when consistent."""
     method: str = "literal"
-    """`literal` (the function as a user calls it) or `batched` (the fast path found it consistent)."""
+    """`literal` (the function as a user calls it, every path on its own), `compiled` (the same function,
+    its jit paths compiled with other scenarios', eager paths sharing their answers) or `batched`
+    (the fast path found it consistent)."""
     judge_seconds: float = 0.0
 
     @property

@@ -13,7 +13,8 @@ from dataclasses import replace
 import jax
 
 from gradaudit import dtypes
-from gradaudit.batched import audit_group, batch_size, group_key
+from gradaudit.batched import MAX_ELEMENTS, audit_group, batch_size, group_key
+from gradaudit.compiled import audit_bundle
 from gradaudit.devices import describe, device_name
 from gradaudit.diagnoses import Evidence, diagnose
 from gradaudit.judge import ERROR, INTERRUPTED, RAISED, Finding, Tolerances, judge
@@ -150,16 +151,21 @@ def screen(scenario: Scenario, tolerance: tuple[float | None, float | None] = (N
         with x64_for(scenario):
             (found,) = audit_group([scenario], [tolerances_for(scenario, tolerance)], keep_findings=True)
         if found is not None:
-            return _batched_result(scenario, found, 0.0, None)
+            return _shared_result(scenario, found, 0.0, None, "batched")
     return audit_scenario(scenario, tolerance)
 
 
-def _groups(scenarios: Sequence[Scenario]) -> list[list[int]]:
-    """Indices of scenarios sharing a compiled program, in batches small enough for one call.
+FAST_PATH_MIN_GROUP = 16
+"""Smaller groups skip the fast path: one group's program costs a compile (about 40 ms here) that
+the compiled literal path, which every finding needs anyway, spends on a few scenarios."""
 
-    A group of one goes straight to the literal path: its program would serve no other scenario,
-    costs about what the literal audit does, and must be followed by it whenever it finds anything.
-    """
+BUNDLE_SCENARIOS = 128
+"""Scenarios traced into one compiled literal program (bench/: larger bundles compile no faster)."""
+
+
+def _groups(scenarios: Sequence[Scenario]) -> list[list[int]]:
+    """Indices of scenarios sharing a fast-path program, in batches small enough for one call;
+    only groups of at least FAST_PATH_MIN_GROUP."""
     groups: dict[tuple, list[int]] = {}
     for index, scenario in enumerate(scenarios):
         key = group_key(scenario)
@@ -167,15 +173,39 @@ def _groups(scenarios: Sequence[Scenario]) -> list[list[int]]:
             groups.setdefault(key, []).append(index)
     batches = []
     for indices in groups.values():
-        if len(indices) < 2:
+        if len(indices) < FAST_PATH_MIN_GROUP:
             continue
         size = batch_size(scenarios[indices[0]])
         batches += [indices[start : start + size] for start in range(0, len(indices), size)]
     return batches
 
 
-def _batched_result(scenario: Scenario, found: tuple, seconds: float, device: str | None) -> ScenarioResult:
+def _bundles(scenarios: Sequence[Scenario], indices: Sequence[int]) -> list[list[int]]:
+    """The scenarios of `indices` the compiled literal path can take, in bundles: one x64 setting each,
+    at most BUNDLE_SCENARIOS scenarios and MAX_ELEMENTS array elements."""
+    by_width: dict[bool, list[int]] = {}
+    for index in indices:
+        if group_key(scenarios[index]) is not None:
+            by_width.setdefault(needs_x64(scenarios[index]), []).append(index)
+    bundles: list[list[int]] = []
+    for members in by_width.values():
+        current: list[int] = []
+        elements = 0
+        for index in members:
+            size = MAX_ELEMENTS // batch_size(scenarios[index])
+            if current and (len(current) == BUNDLE_SCENARIOS or elements + size > MAX_ELEMENTS):
+                bundles.append(current)
+                current, elements = [], 0
+            current.append(index)
+            elements += size
+        bundles += [current] if current else []
+    return bundles
+
+
+def _shared_result(scenario: Scenario, found: tuple, seconds: float, device: str | None, method: str) -> ScenarioResult:
+    """A scenario's result from a program it shared: the fast path's (`batched`) or a bundle's (`compiled`)."""
     results, verdict, names, inputs, judge_seconds = found
+    diagnosis = diagnose(Evidence(paths=results, findings=verdict.findings, notes=verdict.notes)) if verdict.findings else None
     return ScenarioResult(
         scenario=scenario,
         arg_names=names,
@@ -185,8 +215,9 @@ def _batched_result(scenario: Scenario, found: tuple, seconds: float, device: st
         findings=verdict.findings,
         notes=verdict.notes,
         provenance=verdict.provenance,
+        diagnosis=diagnosis,
         seconds=seconds,
-        method="batched",
+        method=method,
         judge_seconds=judge_seconds,
     )
 
@@ -206,21 +237,25 @@ def run_audit(
     """Audit every scenario; `on_result` hears of each as it finishes; results keep the scenarios' order.
 
     The whole run happens under `rule` (see rules.py), on `devices` (default: JAX's default
-    device). Unless `literal` or there are several devices to compare, scenarios that share a
-    compiled program go through the fast path first (batched.py); whatever it does not find
-    consistent is audited on the literal path, whose result the report shows. With `jobs`,
-    workers check each scenario against `limits` first (see workers.py); one too large is an
-    input error of the report.
+    device). Unless `literal` or there are several devices to compare, scenarios in large enough
+    groups go through the fast path first (batched.py); select_n scenarios it does not find
+    consistent, and those in small groups, are audited on the compiled literal path (compiled.py),
+    many to a program; the rest (functions, second order, programs that fail as a whole) one by
+    one on the literal path. The report shows each scenario's result from where it ended. With
+    `jobs`, workers audit those one-by-one scenarios, checking each against `limits` first (see
+    workers.py); one too large is an input error of the report.
     """
     notify = on_result or (lambda result: None)
     results: list[ScenarioResult | None] = [None] * len(scenarios)
-    batches = [] if literal or len(devices) > 1 else _groups(scenarios)
+    shared = not literal and len(devices) <= 1
+    batches = _groups(scenarios) if shared else []
+    counts = {"groups": len(batches), "bundles": 0}
     try:
-        _audit_all(scenarios, results, rule, notify, tolerance, timeout, batches, jobs, tuple(devices), limits)
+        _audit_all(scenarios, results, rule, notify, tolerance, timeout, batches, shared, counts, jobs, tuple(devices), limits)
     except KeyboardInterrupt:
         finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
-        raise AuditInterrupted(_report(scenarios, finished, rule, files, len(batches), devices)) from None
-    return _report(scenarios, results, rule, files, len(batches), devices)
+        raise AuditInterrupted(_report(scenarios, finished, rule, files, counts, devices)) from None
+    return _report(scenarios, results, rule, files, counts, devices)
 
 
 class AuditInterrupted(Exception):
@@ -237,9 +272,9 @@ def _interrupted(scenario: Scenario) -> ScenarioResult:
     )
 
 
-def _report(scenarios, results, rule: str, files: tuple[str, ...], groups: int, devices: Sequence) -> AuditReport:
+def _report(scenarios, results, rule: str, files: tuple[str, ...], counts: dict[str, int], devices: Sequence) -> AuditReport:
     env = environment(rule, devices)
-    timings = {"judge": sum(r.judge_seconds for r in results), "groups": groups}
+    timings = {"judge": sum(r.judge_seconds for r in results), **counts}
     env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
     # A scenario a worker found too large is bad input, not a finding: an error of the report, not a result.
     too_large = [r for r in results if r.findings and r.findings[0].error_type == LIMIT_EXCEEDED]
@@ -248,24 +283,42 @@ def _report(scenarios, results, rule: str, files: tuple[str, ...], groups: int, 
     return AuditReport(environment=env, results=kept, files=files, timings=timings, errors=errors)
 
 
+def _audit_shared(scenarios, indices: list[int], results: list, notify, tolerance, devices: tuple, method: str) -> None:
+    """Audit `indices` in one shared program (the fast path's or a compiled bundle's) and store
+    what it settles: under the fast path only consistent scenarios, in a bundle every scenario,
+    unless the program as a whole fails (the literal path then takes them one by one)."""
+    members = [scenarios[i] for i in indices]
+    tolerances = [tolerances_for(s, tolerance) for s in members]
+    start = time.perf_counter()
+    with x64_for(members[0]), jax.default_device(devices[0]) if devices else nullcontext():
+        if method == "batched":
+            found = audit_group(members, tolerances)
+        else:
+            try:
+                found = audit_bundle(members, tolerances)
+            except Exception:  # noqa: BLE001 - the literal path will say what went wrong, scenario by scenario
+                return
+    share = (time.perf_counter() - start) / len(members)
+    where = device_name(devices[0]) if devices else None
+    for index, outcome in zip(indices, found, strict=True):
+        if outcome is not None:
+            results[index] = _shared_result(scenarios[index], outcome, share, where, method)
+            notify(results[index])
+
+
 def _audit_all(
-    scenarios, results: list, rule: str, notify, tolerance, timeout, batches: list[list[int]], jobs: int, devices: tuple, limits
+    scenarios, results: list, rule: str, notify, tolerance, timeout, batches: list[list[int]], shared: bool, counts: dict,
+    jobs: int, devices: tuple, limits,
 ) -> None:
     """Fill `results` in place, so that an interrupt leaves what finished."""
     with select_n_rule(rule):
-        if batches:
-            placed = jax.default_device(devices[0]) if devices else nullcontext()
-            where = device_name(devices[0]) if devices else None
-            for indices in batches:
-                members = [scenarios[i] for i in indices]
-                start = time.perf_counter()
-                with x64_for(members[0]), placed:
-                    fast = audit_group(members, [tolerances_for(s, tolerance) for s in members])
-                share = (time.perf_counter() - start) / len(members)
-                for index, found in zip(indices, fast, strict=True):
-                    if found is not None:
-                        results[index] = _batched_result(scenarios[index], found, share, where)
-                        notify(results[index])
+        for indices in batches:
+            _audit_shared(scenarios, indices, results, notify, tolerance, devices, "batched")
+        if shared:
+            bundles = _bundles(scenarios, [index for index, result in enumerate(results) if result is None])
+            counts["bundles"] = len(bundles)
+            for indices in bundles:
+                _audit_shared(scenarios, indices, results, notify, tolerance, devices, "compiled")
         remaining = [(index, scenario) for index, scenario in enumerate(scenarios) if results[index] is None]
         if jobs > 0 and remaining:
             from gradaudit.workers import run_in_workers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,7 +11,9 @@ import pytest
 from gradaudit.batched import audit_group, group_key
 from gradaudit.judge import CONSISTENT
 from gradaudit.rules import FIXED, LEGACY, select_n_rule
-from gradaudit.runner import audit_scenario, run_audit, tolerances_for, x64_for
+from gradaudit import runner
+from gradaudit.compiled import audit_bundle
+from gradaudit.runner import FAST_PATH_MIN_GROUP, audit_scenario, needs_x64, run_audit, tolerances_for, x64_for
 from tests.helpers import make_scenario
 
 
@@ -63,22 +66,72 @@ def test_batched_verdicts_equal_literal_verdicts_scenario_by_scenario(rule):
                             )
 
 
-def test_run_reports_findings_from_the_literal_path_and_consistency_from_the_fast_path():
-    scenarios = grid()[:12]
+def _varied(scenarios: list) -> list:
+    """The grid with every output, so nonlinear outputs (which XLA cannot fold away) are compiled too."""
+    outputs = ("identity", "square", "sum_of_squares")
+    return [replace(s, target=replace(s.target, output=outputs[n % 3])) for n, s in enumerate(scenarios)]
+
+
+@pytest.mark.parametrize("rule", [LEGACY, FIXED])
+def test_compiled_bundles_equal_the_literal_path_scenario_by_scenario(rule):
+    scenarios = _varied(grid())
+    by_width: dict = {}
+    for scenario in scenarios:
+        by_width.setdefault(needs_x64(scenario), []).append(scenario)
+    statuses = set()
+    with select_n_rule(rule):
+        for members in by_width.values():
+            with x64_for(members[0]):
+                bundled = audit_bundle(members, [tolerances_for(s) for s in members])
+            for scenario, (paths, verdict, names, inputs, _) in zip(members, bundled, strict=True):
+                with x64_for(scenario):
+                    literal = audit_scenario(scenario)
+                statuses.add(verdict.status)
+                assert verdict.status == literal.status, (rule, scenario.name)
+                assert [(f.kind, f.paths, f.message) for f in verdict.findings] == [
+                    (f.kind, f.paths, f.message) for f in literal.findings
+                ], (rule, scenario.name)
+                assert names == literal.arg_names
+                for name, path in literal.paths.items():
+                    assert paths[name].status == path.status, (rule, scenario.name, name)
+                    if path.error is not None:
+                        assert paths[name].error == path.error
+                    for ours, theirs in zip(paths[name].arrays or (), path.arrays or (), strict=True):
+                        assert np.shape(ours) == np.shape(theirs), (scenario.name, name)
+                        np.testing.assert_allclose(np.asarray(ours, np.float64), np.asarray(theirs, np.float64), rtol=1e-3, atol=1e-3)
+    assert statuses == ({"consistent", "mismatch", "error"} if rule == LEGACY else {"consistent"})
+
+
+def _large_group_and_others() -> list:
+    """One group big enough for the fast path (in- and out-of-range selectors) and small groups beside it."""
+    values = [0, 1, 2, 5, -1, 1, 0, 2, 1, 0, 3, 1, 2, 0, 1, 2]
+    assert len(values) >= FAST_PATH_MIN_GROUP
+    big = [make_scenario("int8", v, 3, (2,), seed=n, name=f"big-{n}") for n, v in enumerate(values)]
+    return big + grid()[:8]
+
+
+def test_consistency_comes_from_the_fast_path_and_findings_from_the_compiled_literal_path():
+    scenarios = _large_group_and_others()
     fast = run_audit(scenarios, rule=LEGACY)
     literal = run_audit(scenarios, rule=LEGACY, literal=True)
     assert [r.status for r in fast.results] == [r.status for r in literal.results]
+    assert [[f.message for f in r.findings] for r in fast.results] == [[f.message for f in r.findings] for r in literal.results]
     assert [r.scenario.name for r in fast.results] == [s.name for s in scenarios]
-    for result in fast.results:
-        assert result.method == ("batched" if result.status == CONSISTENT else "literal")
+    big = fast.results[:16]
+    assert {r.method for r in big if r.status == CONSISTENT} == {"batched"}
+    assert {r.method for r in big if r.status != CONSISTENT} == {"compiled"}
+    assert {r.method for r in fast.results[16:]} == {"compiled"}  # small groups skip the fast path
     assert {r.method for r in literal.results} == {"literal"}
-    assert fast.timings["groups"] == len({group_key(s) for s in scenarios})
+    assert fast.timings["groups"] == 1 and fast.timings["bundles"] >= 1
+    assert any(r.diagnosis is not None for r in fast.results if r.method == "compiled")
 
 
-def test_a_group_of_one_goes_straight_to_the_literal_path():
-    scenarios = grid()
-    alone = [scenarios[0], *[s for s in scenarios if group_key(s) != group_key(scenarios[0])][:6]]
-    report = run_audit(alone, rule=FIXED)
-    assert report.results[0].method == "literal" and report.results[0].status == CONSISTENT
-    assert {r.method for r in report.results[1:]} == {"batched"}
-    assert report.timings["groups"] == len({group_key(s) for s in alone[1:]})
+def test_a_bundle_that_fails_as_a_whole_leaves_its_scenarios_to_the_literal_path(monkeypatch):
+    def broken(scenarios, tolerances):
+        raise RuntimeError("XLA could not compile the bundle")
+
+    monkeypatch.setattr(runner, "audit_bundle", broken)
+    scenarios = grid()[:6]
+    report = run_audit(scenarios, rule=LEGACY)
+    assert {r.method for r in report.results} == {"literal"}
+    assert [r.status for r in report.results] == [r.status for r in run_audit(scenarios, rule=LEGACY, literal=True).results]
