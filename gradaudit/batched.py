@@ -4,9 +4,9 @@ Scenarios with the same selector dtype and shape, case count, case shape and dty
 step form a group. The selector becomes an argument, so one compiled program (value, jacfwd and
 jacrev, vmapped over the group) serves the whole group, and finite differences evaluate one
 compiled forward program on the whole group at once. A scenario the fast path finds consistent is
-reported from it; any other is audited again on the literal path (`runner.audit_scenario`: the
-function exactly as a user calls it, selector captured), which is what its report shows. A test
-over a grid proves both paths give the same verdict scenario by scenario.
+reported from it; any other is audited again with its selector captured as a constant, as a user
+writes it (compiled.py, or the literal path), which is what its report shows. A test over a grid
+proves the fast path and the literal path give the same verdict scenario by scenario.
 """
 
 from __future__ import annotations

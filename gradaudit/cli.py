@@ -261,7 +261,12 @@ audit_options = _options(
         show_default=True,
         help="Seconds a literal-path scenario may take before it is an error.",
     ),
-    click.option("--literal", is_flag=True, help="Audit every scenario on the literal path only (no batched fast path)."),
+    click.option(
+        "--literal",
+        is_flag=True,
+        help="Audit every scenario on its own, every path separately, eager paths too "
+        "(no batched fast path, no compiled bundles).",
+    ),
     click.option(
         "-j",
         "--jobs",
