@@ -46,48 +46,67 @@ def _traced(fn, args: tuple, points: list, failures: dict[str, BaseException]) -
     return answers
 
 
-def audit_bundle(scenarios: Sequence[Scenario], tolerances: Sequence[Tolerances]) -> list[tuple]:
-    """(results, verdict, argument names, inputs, judge seconds) of every scenario, from one compiled
-    program; raises if the program as a whole cannot be compiled or run (the caller then audits
-    each scenario on its own)."""
-    targets = [build(scenario) for scenario in scenarios]
-    stepped = [
-        finite_difference_points([arg[None] for arg in t.args], s.eps or dtypes.default_eps(s.target.dtype))
-        for s, t in zip(scenarios, targets, strict=True)
-    ]
-    failures: list[dict[str, BaseException]] = [{} for _ in scenarios]
+class Bundle:
+    """Many scenarios' literal functions in one program: traced and lowered when made, then compiled
+    by `compile` (XLA releases the GIL there, so the next bundle can be traced meanwhile) and run by
+    `outcomes`. Either may raise if the program as a whole cannot be compiled or run; the caller
+    then audits each scenario on its own."""
 
-    def program(all_args, all_points):
-        return [
-            _traced(target.fn, tuple(args), points, failed)
-            for target, args, points, failed in zip(targets, all_args, all_points, failures, strict=True)
+    def __init__(self, scenarios: Sequence[Scenario]):
+        self.scenarios = list(scenarios)
+        self.targets = [build(scenario) for scenario in self.scenarios]
+        self.stepped = [
+            finite_difference_points([arg[None] for arg in t.args], s.eps or dtypes.default_eps(s.target.dtype))
+            for s, t in zip(self.scenarios, self.targets, strict=True)
         ]
+        self.failures: list[dict[str, BaseException]] = [{} for _ in self.scenarios]
 
-    points = [[stack[:, 0] for stack in perturbed] for perturbed, _, _ in stepped]
-    with unfiltered_tracebacks():
-        everything = jax.device_get(jax.jit(program)([t.args for t in targets], points))
-    outcomes = []
-    for scenario, target, answers, failed, (_, labels, moves), tolerance in zip(
-        scenarios, targets, everything, failures, stepped, tolerances, strict=True
-    ):
-        value = answers.get(VALUE)
-        out_shape = np.shape(value) if value is not None else ()
-        shapes = [arg.shape for arg in target.args]
-        forward = jacfwd_blocks(answers[FORWARD], out_shape, shapes) if FORWARD in answers else failed[FORWARD]
-        reverse = jacrev_blocks(answers[REVERSE], out_shape, shapes) if REVERSE in answers else failed[REVERSE]
-        if POINTS in answers and value is not None:
-            cases = [arg[None] for arg in target.args]
-            blocks = finite_difference_blocks(np.asarray(value)[None], np.asarray(answers[POINTS])[:, None], labels, moves, cases)
-            estimates = scenario_estimates(blocks, 0, out_shape, target.args[0].shape)
-        else:
-            estimates = failed.get(POINTS) or failed[VALUE]
-        results = shared_paths(
-            (np.asarray(value),) if value is not None else failed[VALUE],
-            forward,
-            reverse,
-            estimates,
-        )
-        judging = time.perf_counter()
-        verdict = judge(results, target.arg_names, tolerance)
-        outcomes.append((results, verdict, target.arg_names, target.args, time.perf_counter() - judging))
-    return outcomes
+        def program(all_args, all_points):
+            return [
+                _traced(target.fn, tuple(args), points, failed)
+                for target, args, points, failed in zip(self.targets, all_args, all_points, self.failures, strict=True)
+            ]
+
+        self.inputs = ([t.args for t in self.targets], [[stack[:, 0] for stack in perturbed] for perturbed, _, _ in self.stepped])
+        with unfiltered_tracebacks():
+            self.lowered = jax.jit(program).lower(*self.inputs)
+        self.executable = None
+
+    def compile(self) -> None:
+        self.executable = self.lowered.compile()
+
+    def outcomes(self, tolerances: Sequence[Tolerances]) -> list[tuple]:
+        """(results, verdict, argument names, inputs, judge seconds) of every scenario."""
+        everything = jax.device_get(self.executable(*self.inputs))
+        outcomes = []
+        for target, answers, failed, (_, labels, moves), tolerance in zip(
+            self.targets, everything, self.failures, self.stepped, tolerances, strict=True
+        ):
+            results = _path_results(target, answers, failed, labels, moves)
+            judging = time.perf_counter()
+            verdict = judge(results, target.arg_names, tolerance)
+            outcomes.append((results, verdict, target.arg_names, target.args, time.perf_counter() - judging))
+        return outcomes
+
+
+def _path_results(target, answers: dict, failed: dict[str, BaseException], labels, moves) -> dict:
+    """Every first-order path of one scenario from its compiled answers, or the exception a path raised."""
+    value = answers.get(VALUE)
+    out_shape = np.shape(value) if value is not None else ()
+    shapes = [arg.shape for arg in target.args]
+    forward = jacfwd_blocks(answers[FORWARD], out_shape, shapes) if FORWARD in answers else failed[FORWARD]
+    reverse = jacrev_blocks(answers[REVERSE], out_shape, shapes) if REVERSE in answers else failed[REVERSE]
+    if POINTS in answers and value is not None:
+        cases = [arg[None] for arg in target.args]
+        blocks = finite_difference_blocks(np.asarray(value)[None], np.asarray(answers[POINTS])[:, None], labels, moves, cases)
+        estimates = scenario_estimates(blocks, 0, out_shape, target.args[0].shape)
+    else:
+        estimates = failed.get(POINTS) or failed[VALUE]
+    return shared_paths((np.asarray(value),) if value is not None else failed[VALUE], forward, reverse, estimates)
+
+
+def audit_bundle(scenarios: Sequence[Scenario], tolerances: Sequence[Tolerances]) -> list[tuple]:
+    """Every scenario's outcome (see Bundle.outcomes) from one program, traced, compiled and run here."""
+    bundle = Bundle(scenarios)
+    bundle.compile()
+    return bundle.outcomes(tolerances)

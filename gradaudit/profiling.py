@@ -58,6 +58,7 @@ class Profile:
         judge = report.timings.get("judge", 0.0)
         inside = sum(self.jax.values())
         execute = max(0.0, audit - inside - judge)
+        alongside = inside + judge - audit
         methods = defaultdict(int)
         for result in report.results:
             methods[result.method] += 1
@@ -68,7 +69,8 @@ class Profile:
             f"{self.cached} of them read from the compilation cache; "
             f"{methods['batched']} scenarios from the fast path in {report.timings.get('groups', 0):g} groups, "
             f"{methods['compiled']} compiled literally in {report.timings.get('bundles', 0):g} bundles, "
-            f"{methods['literal']} one by one on the literal path",
+            f"{methods['literal']} one by one on the literal path"
+            + (f" ({alongside:.2f}s of compiling ran alongside tracing)" if alongside > 0.005 else ""),
             highlight=False,
             soft_wrap=True,
         )

@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 
@@ -14,7 +15,7 @@ import jax
 
 from gradaudit import dtypes
 from gradaudit.batched import MAX_ELEMENTS, audit_group, batch_size, group_key
-from gradaudit.compiled import audit_bundle
+from gradaudit.compiled import Bundle
 from gradaudit.devices import describe, device_name
 from gradaudit.diagnoses import Evidence, diagnose
 from gradaudit.judge import ERROR, INTERRUPTED, RAISED, Finding, Tolerances, judge
@@ -286,27 +287,59 @@ def _report(scenarios, results, rule: str, files: tuple[str, ...], counts: dict[
     return AuditReport(environment=env, results=kept, files=files, timings=timings, errors=errors)
 
 
-def _audit_shared(scenarios, indices: list[int], results: list, notify, tolerance, devices: tuple, method: str) -> None:
-    """Audit `indices` in one shared program (the fast path's or a compiled bundle's) and store
-    what it settles: under the fast path only consistent scenarios, in a bundle every scenario,
-    unless the program as a whole fails (the literal path then takes them one by one)."""
-    members = [scenarios[i] for i in indices]
-    tolerances = [tolerances_for(s, tolerance) for s in members]
-    start = time.perf_counter()
-    with x64_for(members[0]), jax.default_device(devices[0]) if devices else nullcontext():
-        if method == "batched":
-            found = audit_group(members, tolerances)
-        else:
-            try:
-                found = audit_bundle(members, tolerances)
-            except Exception:  # noqa: BLE001 - the literal path will say what went wrong, scenario by scenario
-                return
-    share = (time.perf_counter() - start) / len(members)
+def _store(scenarios, indices: list[int], found: list, results: list, notify, seconds: float, devices: tuple, method: str) -> None:
+    """Keep what a shared program settled (None: not settled there), each scenario charged its share of `seconds`."""
     where = device_name(devices[0]) if devices else None
     for index, outcome in zip(indices, found, strict=True):
         if outcome is not None:
-            results[index] = _shared_result(scenarios[index], outcome, share, where, method)
+            results[index] = _shared_result(scenarios[index], outcome, seconds / len(indices), where, method)
             notify(results[index])
+
+
+def _placed(devices: tuple):
+    return jax.default_device(devices[0]) if devices else nullcontext()
+
+
+def _audit_groups(scenarios, batches: list[list[int]], results: list, notify, tolerance, devices: tuple) -> None:
+    """The fast path, group by group: it settles only the scenarios it finds consistent."""
+    for indices in batches:
+        members = [scenarios[i] for i in indices]
+        start = time.perf_counter()
+        with x64_for(members[0]), _placed(devices):
+            found = audit_group(members, [tolerances_for(s, tolerance) for s in members])
+        _store(scenarios, indices, found, results, notify, time.perf_counter() - start, devices, "batched")
+
+
+def _audit_bundles(scenarios, bundles: list[list[int]], results: list, notify, tolerance, devices: tuple) -> None:
+    """The compiled literal path, bundle by bundle, each traced while XLA compiles the one before (in
+    a thread: compiling releases the GIL). A bundle that fails as a whole settles nothing; its
+    scenarios go to the literal path one by one."""
+
+    def finish(indices: list[int], bundle: Bundle, compiling: Future, start: float) -> None:
+        members = [scenarios[i] for i in indices]
+        try:
+            compiling.result()
+            with x64_for(members[0]), _placed(devices):
+                found = bundle.outcomes([tolerances_for(s, tolerance) for s in members])
+        except Exception:  # noqa: BLE001 - the literal path will say what went wrong, scenario by scenario
+            return
+        _store(scenarios, indices, found, results, notify, time.perf_counter() - start, devices, "compiled")
+
+    with ThreadPoolExecutor(max_workers=1) as compiler:
+        previous = None
+        for indices in bundles:
+            members = [scenarios[i] for i in indices]
+            start = time.perf_counter()
+            try:
+                with x64_for(members[0]), _placed(devices):
+                    bundle = Bundle(members)
+            except Exception:  # noqa: BLE001 - as above
+                bundle = None
+            if previous is not None:
+                finish(*previous)
+            previous = (indices, bundle, compiler.submit(bundle.compile), start) if bundle is not None else None
+        if previous is not None:
+            finish(*previous)
 
 
 def _audit_all(
@@ -315,13 +348,11 @@ def _audit_all(
 ) -> None:
     """Fill `results` in place, so that an interrupt leaves what finished."""
     with select_n_rule(rule):
-        for indices in batches:
-            _audit_shared(scenarios, indices, results, notify, tolerance, devices, "batched")
+        _audit_groups(scenarios, batches, results, notify, tolerance, devices)
         if shared:
             bundles = _bundles(scenarios, [index for index, result in enumerate(results) if result is None])
             counts["bundles"] = len(bundles)
-            for indices in bundles:
-                _audit_shared(scenarios, indices, results, notify, tolerance, devices, "compiled")
+            _audit_bundles(scenarios, bundles, results, notify, tolerance, devices)
         remaining = [(index, scenario) for index, scenario in enumerate(scenarios) if results[index] is None]
         if jobs > 0 and remaining:
             from gradaudit.workers import run_in_workers

@@ -11,7 +11,7 @@ import pytest
 from gradaudit.batched import audit_group, group_key
 from gradaudit.judge import CONSISTENT
 from gradaudit.rules import FIXED, LEGACY, select_n_rule
-from gradaudit import runner
+from gradaudit import compiled
 from gradaudit.compiled import audit_bundle
 from gradaudit.runner import FAST_PATH_MIN_GROUP, audit_scenario, needs_x64, run_audit, tolerances_for, x64_for
 from tests.helpers import make_scenario
@@ -127,10 +127,10 @@ def test_consistency_comes_from_the_fast_path_and_findings_from_the_compiled_lit
 
 
 def test_a_bundle_that_fails_as_a_whole_leaves_its_scenarios_to_the_literal_path(monkeypatch):
-    def broken(scenarios, tolerances):
+    def broken(bundle):
         raise RuntimeError("XLA could not compile the bundle")
 
-    monkeypatch.setattr(runner, "audit_bundle", broken)
+    monkeypatch.setattr(compiled.Bundle, "compile", broken)
     scenarios = grid()[:6]
     report = run_audit(scenarios, rule=LEGACY)
     assert {r.method for r in report.results} == {"literal"}
