@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
@@ -21,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from gradaudit import dtypes
-from gradaudit.finite_differences import ESTIMATES, MOVES, quotients, rounding
+from gradaudit.finite_differences import ESTIMATES, MOVES, moved, quotients, rounding
 from gradaudit.jacobians import forward_rows, jacfwd_blocks, jacrev_blocks, reverse_rows
 from gradaudit.judge import CONSISTENT, Tolerances, judge
 from gradaudit.paths import (
@@ -94,12 +95,12 @@ def finite_difference_points(cases: list[np.ndarray], eps: float) -> tuple[list[
             x = flat[:, element].astype(np.float64)
             step = eps * np.maximum(1.0, np.abs(x))
             for label, multiple in MOVES:
-                moved = flat.copy()
-                moved[:, element] = flat[:, element] + (multiple * step).astype(flat.dtype)
+                point = flat.copy()
+                point[:, element] = moved(flat[:, element], multiple * step)
                 for other, stack in enumerate(stacks):
-                    stack.append(moved.reshape(case.shape) if other == index else cases[other])
+                    stack.append(point.reshape(case.shape) if other == index else cases[other])
                 labels.append((index, element, label))
-                moves.append(moved[:, element].astype(np.float64) - x)
+                moves.append(point[:, element].astype(np.float64) - x)
     return [np.stack(stack) for stack in stacks], labels, np.stack(moves)
 
 
@@ -137,19 +138,21 @@ def shared_paths(value, forward, reverse, estimates: dict[str, tuple[np.ndarray,
     """Every first-order path from one compiled computation: the eager paths share the jit paths'
     answers (each argument a tuple of arrays, or the exception its path raised)."""
 
-    def result(name: str, answer) -> PathResult:
+    def result(name: str, answer, twin: str | None = None) -> PathResult:
         if isinstance(answer, BaseException):
-            return run_path(name, functools.partial(_raise, answer))
-        if name == FINITE_DIFFERENCE:
-            return PathResult(name, answer["extrapolated"], estimates=answer)
-        return PathResult(name, answer)
+            computed = run_path(name, functools.partial(_raise, answer))
+        elif name == FINITE_DIFFERENCE:
+            computed = PathResult(name, answer["extrapolated"], estimates=answer)
+        else:
+            computed = PathResult(name, answer)
+        return replace(computed, shared_with=twin)
 
     return {
-        VALUE: result(VALUE, value),
+        VALUE: result(VALUE, value, JIT_VALUE),
         JIT_VALUE: result(JIT_VALUE, value),
-        JACFWD: result(JACFWD, forward),
+        JACFWD: result(JACFWD, forward, JIT_JACFWD),
         JIT_JACFWD: result(JIT_JACFWD, forward),
-        JACREV: result(JACREV, reverse),
+        JACREV: result(JACREV, reverse, JIT_JACREV),
         JIT_JACREV: result(JIT_JACREV, reverse),
         FINITE_DIFFERENCE: result(FINITE_DIFFERENCE, estimates),
     }

@@ -103,10 +103,3 @@ def _path_results(target, answers: dict, failed: dict[str, BaseException], label
     else:
         estimates = failed.get(POINTS) or failed[VALUE]
     return shared_paths((np.asarray(value),) if value is not None else failed[VALUE], forward, reverse, estimates)
-
-
-def audit_bundle(scenarios: Sequence[Scenario], tolerances: Sequence[Tolerances]) -> list[tuple]:
-    """Every scenario's outcome (see Bundle.outcomes) from one program, traced, compiled and run here."""
-    bundle = Bundle(scenarios)
-    bundle.compile()
-    return bundle.outcomes(tolerances)

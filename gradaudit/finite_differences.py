@@ -3,7 +3,7 @@
 Only evaluations of the function are used, never JAX's AD, so these are an oracle independent of
 the rules under audit. Raw estimates are returned; `judge.py` decides where the function is smooth
 (the one-sided estimates close up as the step halves), where it has a kink or a jump (they do not),
-and where nothing can be said (non-finite inputs or outputs).
+and where nothing can be said (non-finite inputs or outputs, or a step too small to move an input).
 """
 
 from __future__ import annotations
@@ -64,7 +64,9 @@ def quotients(f0: np.ndarray, at: dict[str, np.ndarray], move: dict[str, object]
             "left_half": _quotient(f0 - at["minus_half"], np.negative(move["minus_half"])),
             "noise": 4.0 * rounding * scale / np.where(smallest > 0, smallest, np.inf),
         }
-    estimates["undefined"] = ~(np.isfinite(f0) & np.logical_and.reduce([np.isfinite(v) for v in at.values()]))
+    # A step below the input's spacing moves nothing (x + h rounds to x): no estimate there, not a nan to compare.
+    unmoved = np.logical_or.reduce([np.asarray(m, dtype=np.float64) == 0 for m in move.values()])
+    estimates["undefined"] = ~(np.isfinite(f0) & np.logical_and.reduce([np.isfinite(v) for v in at.values()])) | unmoved
     return estimates
 
 
@@ -73,11 +75,19 @@ def rounding(dtype: np.dtype) -> float:
     return float(ml_dtypes.finfo(dtype).eps) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else 0.0
 
 
+def moved(x: np.ndarray, delta) -> np.ndarray:
+    """x + delta rounded once to x's dtype: the exact sum, not x plus a delta already rounded to a
+    half-precision dtype (which can make a move of zero). Every finite-difference point is made here."""
+    x = np.asarray(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (x.astype(np.float64) + delta).astype(x.dtype)
+
+
 def perturbed(flat: np.ndarray, element: int, delta: float) -> tuple[np.ndarray, float]:
     """`flat` with one element moved by `delta` (rounded to its dtype), and the move actually made."""
-    moved = flat.copy()
-    moved[element] = flat[element] + delta
-    return moved, float(moved[element]) - float(flat[element])
+    result = flat.copy()
+    result[element] = moved(flat[element], delta)
+    return result, float(result[element]) - float(flat[element])
 
 
 def differences(forward: Callable[..., Sequence[object]], args: Sequence[np.ndarray], steps: Sequence[float]) -> Differences:

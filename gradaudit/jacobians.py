@@ -32,7 +32,9 @@ def reverse_rows(fn: Callable, args: Sequence) -> tuple[jax.Array, ...]:
     """Per argument, d fn / d arg with one row per output element: shapes (outputs, *arg.shape)."""
     out, pullback = jax.vjp(fn, *args)
     size = int(np.prod(out.shape, dtype=np.int64))
-    return jax.vmap(pullback)(_basis(size, out.dtype).reshape((size, *out.shape)))
+    # A plain function for vmap: given the pullback object itself, JAX formats it (arrays and all)
+    # to name it, slowly enough that a Ctrl-C landing there was swallowed by JAX's bare except.
+    return jax.vmap(lambda cotangent: pullback(cotangent))(_basis(size, out.dtype).reshape((size, *out.shape)))
 
 
 def jacfwd_blocks(rows, out_shape: tuple, arg_shapes: Sequence[tuple]) -> tuple[np.ndarray, ...]:

@@ -400,7 +400,8 @@ def _finite_difference_notes(
             Finding(
                 kind=NOTE,
                 paths=(reference.name,),
-                message=f"non-finite inputs or outputs: {count} of {total} entries have no {label(reference.name)}",
+                message=f"non-finite inputs or outputs, or a step too small to move an input in its dtype: "
+                f"{count} of {total} entries have no {label(reference.name)}",
                 count=count,
                 of=total,
             )

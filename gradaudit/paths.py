@@ -132,6 +132,9 @@ class PathResult:
     """Finite-difference paths only: every estimate per block (see finite_differences.ESTIMATES)."""
     device: str | None = None
     """Where it ran (`cpu:0`), when the run chose devices; None: JAX's default device."""
+    shared_with: str | None = None
+    """The path whose answer this one repeats, not having run on its own: an eager path on the fast
+    path and the compiled literal path, which run only its jit twin. None: it ran."""
 
     @property
     def ok(self) -> bool:

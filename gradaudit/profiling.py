@@ -4,6 +4,7 @@ cache), read from JAX's own monitoring events."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -28,6 +29,8 @@ class Profile:
         self.jax: dict[str, float] = defaultdict(float)
         self.compiled = 0
         self.cached = 0
+        self.background = 0.0
+        """Seconds of compiling in other threads (the compiled literal path compiles while it traces)."""
         if enabled:
             from jax import monitoring
 
@@ -42,6 +45,8 @@ class Profile:
         if name:
             self.jax[name] += duration
             self.compiled += name == "compile"
+            if name == "compile" and threading.current_thread() is not threading.main_thread():
+                self.background += duration
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -56,21 +61,26 @@ class Profile:
             return
         audit = self.phases.get("audit", 0.0)
         judge = report.timings.get("judge", 0.0)
-        inside = sum(self.jax.values())
-        execute = max(0.0, audit - inside - judge)
-        alongside = inside + judge - audit
+        waited = report.timings.get("waited", 0.0)
+        # The main thread traced, lowered, compiled what it compiled itself, waited for the rest, ran and judged.
+        in_main = self.jax["trace"] + self.jax["lower"] + self.jax["compile"] - self.background + waited
+        execute = max(0.0, audit - in_main - judge)
+        alongside = max(0.0, self.background - waited)
+        failed = report.timings.get("failed_bundles", 0)
         methods = defaultdict(int)
         for result in report.results:
             methods[result.method] += 1
         console.print(
             f"profile: load {self.phases.get('load', 0):.2f}s, trace {self.jax['trace']:.2f}s, lower {self.jax['lower']:.2f}s, "
-            f"compile {self.jax['compile']:.2f}s, execute and the rest {execute:.2f}s, judge {judge:.2f}s, "
+            f"compile {self.jax['compile']:.2f}s"
+            + (f" ({alongside:.2f}s of it alongside tracing)" if alongside >= 0.005 else "")
+            + f", execute and the rest {execute:.2f}s, judge {judge:.2f}s, "
             f"report {self.phases.get('report', 0):.2f}s; {self.compiled} programs, "
             f"{self.cached} of them read from the compilation cache; "
             f"{methods['batched']} scenarios from the fast path in {report.timings.get('groups', 0):g} groups, "
-            f"{methods['compiled']} compiled literally in {report.timings.get('bundles', 0):g} bundles, "
-            f"{methods['literal']} one by one on the literal path"
-            + (f" ({alongside:.2f}s of compiling ran alongside tracing)" if alongside > 0.005 else ""),
+            f"{methods['compiled']} compiled literally in {report.timings.get('bundles', 0):g} bundles"
+            + (f" ({failed:g} more failed as a whole)" if failed else "")
+            + f", {methods['literal']} one by one on the literal path",
             highlight=False,
             soft_wrap=True,
         )

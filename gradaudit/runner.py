@@ -18,7 +18,7 @@ from gradaudit.batched import MAX_ELEMENTS, audit_group, batch_size, group_key
 from gradaudit.compiled import Bundle
 from gradaudit.devices import describe, device_name
 from gradaudit.diagnoses import Evidence, diagnose
-from gradaudit.judge import ERROR, INTERRUPTED, RAISED, Finding, Tolerances, judge
+from gradaudit.judge import ERROR, INTERRUPTED, NOTE, RAISED, Finding, Tolerances, judge
 from gradaudit.limits import LIMIT_EXCEEDED, Limits
 from gradaudit.paths import VALUE, run_paths
 from gradaudit.results import AuditReport, ScenarioResult
@@ -253,7 +253,7 @@ def run_audit(
     results: list[ScenarioResult | None] = [None] * len(scenarios)
     shared = not literal and len(devices) <= 1
     batches = _groups(scenarios) if shared else []
-    counts = {"groups": len(batches), "bundles": 0}
+    counts = {"groups": len(batches), "bundles": 0, "failed_bundles": 0, "waited": 0.0}
     try:
         _audit_all(scenarios, results, rule, notify, tolerance, timeout, batches, shared, counts, jobs, tuple(devices), limits)
     except KeyboardInterrupt:
@@ -310,20 +310,33 @@ def _audit_groups(scenarios, batches: list[list[int]], results: list, notify, to
         _store(scenarios, indices, found, results, notify, time.perf_counter() - start, devices, "batched")
 
 
-def _audit_bundles(scenarios, bundles: list[list[int]], results: list, notify, tolerance, devices: tuple) -> None:
+def _audit_bundles(scenarios, bundles: list[list[int]], results: list, notify, tolerance, devices: tuple, counts: dict) -> dict[int, str]:
     """The compiled literal path, bundle by bundle, each traced while XLA compiles the one before (in
-    a thread: compiling releases the GIL). A bundle that fails as a whole settles nothing; its
-    scenarios go to the literal path one by one."""
+    a thread: compiling releases the GIL). A bundle that fails as a whole settles nothing: returns,
+    per scenario of such a bundle, why, and the literal path takes them one by one.
 
-    def finish(indices: list[int], bundle: Bundle, compiling: Future, start: float) -> None:
+    Each scenario is charged its share of its bundle's tracing, of the wait for its compile and of
+    its run; `counts` gets the bundles that worked, those that failed and the time spent waiting."""
+    fallen: dict[int, str] = {}
+
+    def fail(indices: list[int], exc: Exception) -> None:
+        counts["failed_bundles"] += 1
+        reason = f"its compiled bundle failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''})"
+        fallen.update(dict.fromkeys(indices, reason))
+
+    def finish(indices: list[int], bundle: Bundle, compiling: Future, traced: float) -> None:
         members = [scenarios[i] for i in indices]
+        start = time.perf_counter()
         try:
             compiling.result()
+            counts["waited"] += time.perf_counter() - start
             with x64_for(members[0]), _placed(devices):
                 found = bundle.outcomes([tolerances_for(s, tolerance) for s in members])
-        except Exception:  # noqa: BLE001 - the literal path will say what went wrong, scenario by scenario
+        except Exception as exc:  # noqa: BLE001 - the literal path will say what went wrong, scenario by scenario
+            fail(indices, exc)
             return
-        _store(scenarios, indices, found, results, notify, time.perf_counter() - start, devices, "compiled")
+        counts["bundles"] += 1
+        _store(scenarios, indices, found, results, notify, traced + time.perf_counter() - start, devices, "compiled")
 
     with ThreadPoolExecutor(max_workers=1) as compiler:
         previous = None
@@ -333,13 +346,24 @@ def _audit_bundles(scenarios, bundles: list[list[int]], results: list, notify, t
             try:
                 with x64_for(members[0]), _placed(devices):
                     bundle = Bundle(members)
-            except Exception:  # noqa: BLE001 - as above
+            except Exception as exc:  # noqa: BLE001 - as above
+                fail(indices, exc)
                 bundle = None
+            traced = time.perf_counter() - start
             if previous is not None:
                 finish(*previous)
-            previous = (indices, bundle, compiler.submit(bundle.compile), start) if bundle is not None else None
+            previous = (indices, bundle, compiler.submit(bundle.compile), traced) if bundle is not None else None
         if previous is not None:
             finish(*previous)
+    return fallen
+
+
+def _noted(result: ScenarioResult, reason: str | None) -> ScenarioResult:
+    """A literal-path result that got there because its bundle failed says so."""
+    if reason is None:
+        return result
+    note = Finding(kind=NOTE, paths=(), message=f"audited on the literal path: {reason}")
+    return replace(result, notes=(*result.notes, note))
 
 
 def _audit_all(
@@ -349,20 +373,20 @@ def _audit_all(
     """Fill `results` in place, so that an interrupt leaves what finished."""
     with select_n_rule(rule):
         _audit_groups(scenarios, batches, results, notify, tolerance, devices)
+        fallen: dict[int, str] = {}
         if shared:
             bundles = _bundles(scenarios, [index for index, result in enumerate(results) if result is None])
-            counts["bundles"] = len(bundles)
-            _audit_bundles(scenarios, bundles, results, notify, tolerance, devices)
+            fallen = _audit_bundles(scenarios, bundles, results, notify, tolerance, devices, counts)
         remaining = [(index, scenario) for index, scenario in enumerate(scenarios) if results[index] is None]
+
+        def store(index: int, result: ScenarioResult) -> None:
+            results[index] = _noted(result, fallen.get(index))
+            notify(results[index])
+
         if jobs > 0 and remaining:
             from gradaudit.workers import run_in_workers
-
-            def store(index: int, result: ScenarioResult) -> None:
-                results[index] = result
-                notify(result)
 
             run_in_workers(remaining, jobs, rule, tolerance, timeout, tuple(map(device_name, devices)), limits, failed, store)
             return
         for index, scenario in remaining:
-            results[index] = audit_scenario(scenario, tolerance, timeout, devices)
-            notify(results[index])
+            store(index, audit_scenario(scenario, tolerance, timeout, devices))

@@ -11,8 +11,7 @@ import pytest
 from gradaudit.batched import audit_group, group_key
 from gradaudit.judge import CONSISTENT
 from gradaudit.rules import FIXED, LEGACY, select_n_rule
-from gradaudit import compiled
-from gradaudit.compiled import audit_bundle
+from gradaudit import compiled, runner
 from gradaudit.runner import FAST_PATH_MIN_GROUP, audit_scenario, needs_x64, run_audit, tolerances_for, x64_for
 from tests.helpers import make_scenario
 
@@ -73,33 +72,42 @@ def _varied(scenarios: list) -> list:
 
 
 @pytest.mark.parametrize("rule", [LEGACY, FIXED])
-def test_compiled_bundles_equal_the_literal_path_scenario_by_scenario(rule):
+def test_compiled_bundles_equal_the_literal_path_scenario_by_scenario(rule, monkeypatch):
+    monkeypatch.setattr(runner, "BUNDLE_SCENARIOS", 5)  # many bundles: the pipeline traces one while compiling another
     scenarios = _varied(grid())
-    by_width: dict = {}
-    for scenario in scenarios:
-        by_width.setdefault(needs_x64(scenario), []).append(scenario)
-    statuses = set()
-    with select_n_rule(rule):
-        for members in by_width.values():
-            with x64_for(members[0]):
-                bundled = audit_bundle(members, [tolerances_for(s) for s in members])
-            for scenario, (paths, verdict, names, inputs, _) in zip(members, bundled, strict=True):
-                with x64_for(scenario):
-                    literal = audit_scenario(scenario)
-                statuses.add(verdict.status)
-                assert verdict.status == literal.status, (rule, scenario.name)
-                assert [(f.kind, f.paths, f.message) for f in verdict.findings] == [
-                    (f.kind, f.paths, f.message) for f in literal.findings
-                ], (rule, scenario.name)
-                assert names == literal.arg_names
-                for name, path in literal.paths.items():
-                    assert paths[name].status == path.status, (rule, scenario.name, name)
-                    if path.error is not None:
-                        assert paths[name].error == path.error
-                    for ours, theirs in zip(paths[name].arrays or (), path.arrays or (), strict=True):
-                        assert np.shape(ours) == np.shape(theirs), (scenario.name, name)
-                        np.testing.assert_allclose(np.asarray(ours, np.float64), np.asarray(theirs, np.float64), rtol=1e-3, atol=1e-3)
+    compiled = run_audit(scenarios, rule=rule)
+    literal = run_audit(scenarios, rule=rule, literal=True)
+    assert {r.method for r in compiled.results} == {"compiled"}
+    assert compiled.timings["bundles"] >= len(scenarios) / 5 and compiled.timings["failed_bundles"] == 0
+    assert any(needs_x64(s) for s in scenarios) and not all(needs_x64(s) for s in scenarios)
+    for ours, theirs in zip(compiled.results, literal.results, strict=True):
+        name = ours.scenario.name
+        assert ours.status == theirs.status, (rule, name)
+        assert [(f.kind, f.paths, f.message) for f in ours.findings] == [(f.kind, f.paths, f.message) for f in theirs.findings], name
+        assert [n.message for n in ours.notes] == [n.message for n in theirs.notes], name
+        assert ours.arg_names == theirs.arg_names
+        assert set(ours.paths) == set(theirs.paths)
+        for path_name, path in ours.paths.items():
+            # A path that repeats its jit twin's answer is compared with the twin the literal path ran.
+            twin = theirs.paths[path.shared_with or path_name]
+            assert path.status == twin.status, (rule, name, path_name)
+            assert path.error == twin.error, (rule, name, path_name)
+            for mine, other in zip(path.arrays or (), twin.arrays or (), strict=True):
+                assert np.shape(mine) == np.shape(other), (name, path_name)
+                np.testing.assert_allclose(np.asarray(mine, np.float64), np.asarray(other, np.float64), rtol=1e-3, atol=1e-3)
+    statuses = {r.status for r in compiled.results}
     assert statuses == ({"consistent", "mismatch", "error"} if rule == LEGACY else {"consistent"})
+
+
+def test_eager_paths_on_shared_programs_say_which_path_they_repeat():
+    result = run_audit(grid()[:2], rule=LEGACY).results[0]
+    assert result.method == "compiled"
+    assert {name: path.shared_with for name, path in result.paths.items() if path.shared_with} == {
+        "value": "jit_value",
+        "jacfwd": "jit_jacfwd",
+        "jacrev": "jit_jacrev",
+    }
+    assert all(path.shared_with is None for path in run_audit(grid()[:2], rule=LEGACY, literal=True).results[0].paths.values())
 
 
 def _large_group_and_others() -> list:
@@ -135,3 +143,23 @@ def test_a_bundle_that_fails_as_a_whole_leaves_its_scenarios_to_the_literal_path
     report = run_audit(scenarios, rule=LEGACY)
     assert {r.method for r in report.results} == {"literal"}
     assert [r.status for r in report.results] == [r.status for r in run_audit(scenarios, rule=LEGACY, literal=True).results]
+    assert report.timings["bundles"] == 0 and report.timings["failed_bundles"] == 1
+    for result in report.results:
+        assert result.notes[-1].message == (
+            "audited on the literal path: its compiled bundle failed (RuntimeError: XLA could not compile the bundle)"
+        )
+
+
+@pytest.mark.parametrize("literal", [False, True])
+def test_a_step_too_small_to_move_a_bfloat16_input_gives_no_estimate_rather_than_a_mismatch(literal):
+    # bfloat16 holds 284 and 286 but not 285: half of a step of 2 (eps * 284) moves nothing.
+    eps = 2.0 / 284
+    scenarios = [
+        replace(make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[284.0, 2.0], name="moves-by-2"), eps=eps),
+        replace(make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[292.0, 2.0], name="moves-by-1", output="square"), eps=1.0 / 292),
+    ]
+    report = run_audit(scenarios, rule=FIXED, literal=literal)
+    for result in report.results:
+        assert result.status == CONSISTENT, [f.message for f in result.findings]
+        assert any("a step too small to move an input in its dtype" in note.message for note in result.notes)
+    assert {r.method for r in report.results} == {"literal" if literal else "compiled"}

@@ -88,7 +88,9 @@ def test_json_report_fields_for_the_seed_example(tmp_path):
     assert entry["inputs"] == {"case 0": 2.0, "case 1": 5.0}
     paths = entry["paths"]
     first_device = f"{jax.devices()[0].platform}:{jax.devices()[0].id}"
-    assert paths["value"] == {"status": "ok", "value": 5.0, "device": first_device}
+    assert entry["method"] == "compiled"
+    assert paths["value"] == {"status": "ok", "value": 5.0, "device": first_device, "shared_with": "jit_value"}
+    assert paths["jit_value"] == {"status": "ok", "value": 5.0, "device": first_device}
     assert {p["device"] for p in paths.values()} == {first_device}
     assert [d["name"] for d in env["devices"]] == [first_device]
     assert paths["jacfwd"]["jacobians"] == {"case 0": 0.0, "case 1": 1.0}

@@ -214,7 +214,7 @@ def test_kinks_are_notes_but_real_disagreements_stay_findings(suite):
     assert clamp["paths"]["finite_difference"]["jacobians"]["x2"] == 1.0
     assert all(clamp["paths"][p]["jacobians"]["x2"] == 0.0 for p in ("jacfwd", "jacrev", "jit_jacrev", "jit_jacfwd"))
     assert nonfinite["status"] == "consistent"
-    assert any("non-finite inputs or outputs: 3 of 4 entries" in n["message"] for n in nonfinite["notes"])
+    assert any("non-finite inputs or outputs, or a step too small to move an input in its dtype: 3 of 4 entries" in n["message"] for n in nonfinite["notes"])
     assert code == 1
 
 

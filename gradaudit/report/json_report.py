@@ -47,7 +47,8 @@ def array_to_json(array: np.ndarray) -> object:
 
 def path_to_json(result: PathResult, arg_names: tuple[str, ...]) -> dict:
     placed = {} if result.device is None else {"device": result.device}
-    return {**_path_body(result, arg_names), **placed}
+    shared = {} if result.shared_with is None else {"shared_with": result.shared_with}
+    return {**_path_body(result, arg_names), **placed, **shared}
 
 
 def _path_body(result: PathResult, arg_names: tuple[str, ...]) -> dict:
