@@ -22,7 +22,7 @@ import numpy as np
 from jax import lax
 
 from gradaudit import dtypes
-from gradaudit.finite_differences import ESTIMATES, MOVES, moved, quotients, rounding
+from gradaudit.finite_differences import ESTIMATES, MOVES, moved, quotients, rounding, step_size
 from gradaudit.jacobians import forward_rows, jacfwd_blocks, jacrev_blocks, reverse_rows
 from gradaudit.judge import CONSISTENT, Tolerances, judge
 from gradaudit.paths import (
@@ -93,7 +93,7 @@ def finite_difference_points(cases: list[np.ndarray], eps: float) -> tuple[list[
         flat = case.reshape(batch, -1)
         for element in range(flat.shape[1]):
             x = flat[:, element].astype(np.float64)
-            step = eps * np.maximum(1.0, np.abs(x))
+            step = step_size(x, eps, flat.dtype)
             for label, multiple in MOVES:
                 point = flat.copy()
                 point[:, element] = moved(flat[:, element], multiple * step)

@@ -3,11 +3,12 @@
 Only evaluations of the function are used, never JAX's AD, so these are an oracle independent of
 the rules under audit. Raw estimates are returned; `judge.py` decides where the function is smooth
 (the one-sided estimates close up as the step halves), where it has a kink or a jump (they do not),
-and where nothing can be said (non-finite inputs or outputs, or a step too small to move an input).
+and where nothing can be said (non-finite inputs or outputs, or a step that leaves the dtype's range).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -64,15 +65,24 @@ def quotients(f0: np.ndarray, at: dict[str, np.ndarray], move: dict[str, object]
             "left_half": _quotient(f0 - at["minus_half"], np.negative(move["minus_half"])),
             "noise": 4.0 * rounding * scale / np.where(smallest > 0, smallest, np.inf),
         }
-    # A step below the input's spacing moves nothing (x + h rounds to x): no estimate there, not a nan to compare.
-    unmoved = np.logical_or.reduce([np.asarray(m, dtype=np.float64) == 0 for m in move.values()])
-    estimates["undefined"] = ~(np.isfinite(f0) & np.logical_and.reduce([np.isfinite(v) for v in at.values()])) | unmoved
+    # A point that did not move (x non-finite) or left the dtype's range (x + h overflowed) gives no estimate there.
+    unusable = np.logical_or.reduce([~np.isfinite(np.asarray(m, dtype=np.float64)) | (np.asarray(m) == 0) for m in move.values()])
+    estimates["undefined"] = ~(np.isfinite(f0) & np.logical_and.reduce([np.isfinite(v) for v in at.values()])) | unusable
     return estimates
 
 
 def rounding(dtype: np.dtype) -> float:
     """The spacing of a dtype's numbers near 1; 0 for integers."""
     return float(ml_dtypes.finfo(dtype).eps) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else 0.0
+
+
+def step_size(x: np.ndarray, eps: float, dtype) -> np.ndarray:
+    """The step h at x: eps * max(1, |x|), with eps never below the square root of the dtype's machine
+    epsilon. A smaller step cannot tell a wrong derivative from rounding noise (the quotient's noise,
+    about epsilon * |f| / h, outgrows the tolerance, 4 * sqrt(epsilon)), or moves nothing at all: a
+    small `eps` meant for a float32 input, applied to a bfloat16 one, would pass any derivative."""
+    floor = math.sqrt(float(ml_dtypes.finfo(dtype).eps))
+    return max(eps, floor) * np.maximum(1.0, np.abs(np.asarray(x, dtype=np.float64)))
 
 
 def moved(x: np.ndarray, delta) -> np.ndarray:
@@ -93,7 +103,7 @@ def perturbed(flat: np.ndarray, element: int, delta: float) -> tuple[np.ndarray,
 def differences(forward: Callable[..., Sequence[object]], args: Sequence[np.ndarray], steps: Sequence[float]) -> Differences:
     """Estimates of d forward(*args)[k] / d args[j], one input element at a time.
 
-    The step for an element x of argument j is `steps[j] * max(1, |x|)`; each quotient divides by
+    The step for an element x of argument j is `step_size(x, steps[j], its dtype)`; each quotient divides by
     the move actually made in the input's dtype, so rounding of `x + h` does not bias it.
     """
     base = [np.asarray(o) for o in forward(*args)]
@@ -108,7 +118,7 @@ def differences(forward: Callable[..., Sequence[object]], args: Sequence[np.ndar
                 for k in range(len(base)):
                     columns["undefined"][k][:, element] = 1.0
                 continue
-            h = steps[index] * max(1.0, abs(x))
+            h = float(step_size(np.asarray(x), steps[index], np.asarray(arg).dtype))
             values = {}
             for label, multiple in MOVES:
                 moved, taken = perturbed(flat, element, multiple * h)

@@ -400,7 +400,7 @@ def _finite_difference_notes(
             Finding(
                 kind=NOTE,
                 paths=(reference.name,),
-                message=f"non-finite inputs or outputs, or a step too small to move an input in its dtype: "
+                message=f"non-finite inputs or outputs, or a step past the dtype's range: "
                 f"{count} of {total} entries have no {label(reference.name)}",
                 count=count,
                 of=total,

@@ -249,17 +249,49 @@ def run_audit(
     `jobs`, workers audit those one-by-one scenarios, checking each against `limits` first (see
     workers.py); one too large is an input error of the report.
     """
-    notify = on_result or (lambda result: None)
     results: list[ScenarioResult | None] = [None] * len(scenarios)
     shared = not literal and len(devices) <= 1
     batches = _groups(scenarios) if shared else []
     counts = {"groups": len(batches), "bundles": 0, "failed_bundles": 0, "waited": 0.0}
-    try:
-        _audit_all(scenarios, results, rule, notify, tolerance, timeout, batches, shared, counts, jobs, tuple(devices), limits)
-    except KeyboardInterrupt:
-        finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
-        raise AuditInterrupted(_report(scenarios, finished, rule, files, counts, devices)) from None
+    with remembered_interrupt() as check:
+
+        def notify(result: ScenarioResult) -> None:
+            if on_result is not None:
+                on_result(result)
+            check()
+
+        try:
+            _audit_all(scenarios, results, rule, notify, tolerance, timeout, batches, shared, counts, jobs, tuple(devices), limits)
+        except KeyboardInterrupt:
+            finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
+            raise AuditInterrupted(_report(scenarios, finished, rule, files, counts, devices)) from None
     return _report(scenarios, results, rule, files, counts, devices)
+
+
+@contextmanager
+def remembered_interrupt() -> Iterator[Callable[[], None]]:
+    """Ctrl-C raises KeyboardInterrupt as ever, and is remembered: where Python swallows that raise
+    (inside JAX's garbage-collection hook it only prints "Exception ignored"), the check this yields
+    raises it again at the audit's next checkpoint, each result."""
+    pending: list[int] = []
+
+    def check() -> None:
+        if pending:
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield check
+        return
+
+    def interrupt(signum, frame):
+        pending.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class AuditInterrupted(Exception):

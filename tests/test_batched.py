@@ -151,15 +151,18 @@ def test_a_bundle_that_fails_as_a_whole_leaves_its_scenarios_to_the_literal_path
 
 
 @pytest.mark.parametrize("literal", [False, True])
-def test_a_step_too_small_to_move_a_bfloat16_input_gives_no_estimate_rather_than_a_mismatch(literal):
-    # bfloat16 holds 284 and 286 but not 285: half of a step of 2 (eps * 284) moves nothing.
-    eps = 2.0 / 284
+def test_a_step_too_small_for_bfloat16_is_raised_to_one_it_can_resolve(literal):
+    # bfloat16 holds 284 and 286 but not 285: eps * 284 = 2 would leave x + h/2 where it was, and
+    # 1e-6 moves nothing at all; both are raised to sqrt(bfloat16's epsilon) * |x|.
     scenarios = [
-        replace(make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[284.0, 2.0], name="moves-by-2"), eps=eps),
-        replace(make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[292.0, 2.0], name="moves-by-1", output="square"), eps=1.0 / 292),
+        replace(make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[284.0, 2.0], name="step-2"), eps=2.0 / 284),
+        replace(make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[292.0, 2.0], name="tiny", output="square"), eps=1e-6),
     ]
     report = run_audit(scenarios, rule=FIXED, literal=literal)
+    step, tiny = report.results
     for result in report.results:
         assert result.status == CONSISTENT, [f.message for f in result.findings]
-        assert any("a step too small to move an input in its dtype" in note.message for note in result.notes)
+        assert not result.notes, [n.message for n in result.notes]
+    assert [float(b) for b in step.paths["finite_difference"].arrays] == [1.0, 0.0]
+    assert float(tiny.paths["finite_difference"].arrays[0]) == pytest.approx(2 * 292, rel=0.05)  # bfloat16 squares near 85,000 are 512 apart
     assert {r.method for r in report.results} == {"literal" if literal else "compiled"}

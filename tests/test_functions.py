@@ -186,6 +186,26 @@ def test_custom_vjp_forward_paths_are_not_applicable_and_say_why(suite):
     assert code == 1
 
 
+def test_a_wrong_reverse_rule_is_found_even_with_a_step_its_dtype_cannot_take(suite):
+    # eps 1e-5 is below float16's resolution at 10 (a spacing of 2**-7), and a step of a spacing or
+    # two would leave rounding noise larger than the error: the step is raised to sqrt(epsilon) * |x|
+    # and the wrong cube rule (2 x**2 instead of 3 x**2) disagrees with finite differences.
+    code, report = audit(
+        suite,
+        """
+        scenarios:
+          - name: wrong-cube-float16
+            fn: mylib.fns:wrong_cube
+            eps: 1.0e-5
+            inputs: [{dtype: float16, value: 10.0}]
+        """,
+    )
+    entry = only(report)
+    assert entry["status"] == "mismatch" and code == 1
+    assert entry["paths"]["jacrev"]["jacobians"]["x0"] == 200.0
+    assert entry["paths"]["finite_difference"]["jacobians"]["x0"] == pytest.approx(300.0, rel=0.01)
+
+
 def test_kinks_are_notes_but_real_disagreements_stay_findings(suite):
     code, report = audit(
         suite,
@@ -214,7 +234,7 @@ def test_kinks_are_notes_but_real_disagreements_stay_findings(suite):
     assert clamp["paths"]["finite_difference"]["jacobians"]["x2"] == 1.0
     assert all(clamp["paths"][p]["jacobians"]["x2"] == 0.0 for p in ("jacfwd", "jacrev", "jit_jacrev", "jit_jacfwd"))
     assert nonfinite["status"] == "consistent"
-    assert any("non-finite inputs or outputs, or a step too small to move an input in its dtype: 3 of 4 entries" in n["message"] for n in nonfinite["notes"])
+    assert any("non-finite inputs or outputs, or a step past the dtype's range: 3 of 4 entries" in n["message"] for n in nonfinite["notes"])
     assert code == 1
 
 
