@@ -4,9 +4,10 @@ Every scenario keeps its own function with its selector captured as a constant (
 path's target); only the compilation is shared: the jit paths of a whole bundle of scenarios are
 traced into one program and XLA compiles it once. jit(value), the Jacobians by forward and by
 reverse mode (jacobians.py: what `jax.jacfwd` and `jax.jacrev` do) and the function at every
-finite-difference point are computed for each scenario. With the selector a constant XLA folds most of the derivative arithmetic, so a
-scenario adds little to the compile. The eager paths share the compiled answers (`--literal` runs
-every path on its own); an exception while tracing one path is that path's result.
+finite-difference point are computed for each scenario. With the selector a constant, XLA folds
+most of the derivative arithmetic, so a scenario adds little to the compile. The eager paths
+repeat their jit twins' answers (`shared_with`; `--literal` runs every path on its own); an
+exception while tracing one path is that path's result.
 """
 
 from __future__ import annotations
