@@ -54,13 +54,13 @@ class Bundle:
     then audits each scenario on its own."""
 
     def __init__(self, scenarios: Sequence[Scenario]):
-        self.scenarios = list(scenarios)
-        self.targets = [build(scenario) for scenario in self.scenarios]
+        scenarios = list(scenarios)
+        self.targets = [build(scenario) for scenario in scenarios]
         self.stepped = [
             finite_difference_points([arg[None] for arg in t.args], s.eps or dtypes.default_eps(s.target.dtype))
-            for s, t in zip(self.scenarios, self.targets, strict=True)
+            for s, t in zip(scenarios, self.targets, strict=True)
         ]
-        self.failures: list[dict[str, BaseException]] = [{} for _ in self.scenarios]
+        self.failures: list[dict[str, BaseException]] = [{} for _ in scenarios]
 
         def program(all_args, all_points):
             return [
