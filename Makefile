@@ -4,12 +4,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: audit test bench fuzz install clean matrix gpu-check
+.PHONY: audit test test-quick bench fuzz install clean matrix gpu-check
 
+# PYTHONWARNINGS=ignore keeps setuptools' editable-install banner (about folders named like the package) out of the way.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -20,6 +21,10 @@ audit: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The quick loop while editing: every test but those marked slow, stopping at the first failure.
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow" -x -q
 
 # Thousands of mutated scenario files through the loader (the normal test run tries 150).
 fuzz: $(STAMP)

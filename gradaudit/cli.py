@@ -491,6 +491,19 @@ def _exit_code(passed: bool, exit_zero: bool) -> int:
     return EXIT_OK if passed or exit_zero else EXIT_FINDINGS
 
 
+def _say_why_it_failed(console: Console, report) -> None:
+    """The last line when findings make the exit code 1: that they do, and how to accept them."""
+    failed = sum(not r.passed for r in report.results)
+    noun = "scenario fails" if failed == 1 else "scenarios fail"
+    console.print(
+        Text(f"exit 1: {failed} {noun} (findings, not a broken install). ", style="bold")
+        .append("To accept findings you know about: --baseline REPORT (write one with `gradaudit baseline`), "
+                "`expect:` on the scenario, or --exit-zero."),
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 @main.command()
 @paths_argument
 @rule_option
@@ -540,7 +553,10 @@ def run(
         raise interrupted
     if session.refused(report):
         return EXIT_INPUT
-    return _exit_code(report.passed, exit_zero)
+    code = _exit_code(report.passed, exit_zero)
+    if code == EXIT_FINDINGS and not quiet:
+        _say_why_it_failed(session.out, report)
+    return code
 
 
 @main.command("baseline")
@@ -777,7 +793,10 @@ def compare(ctx, args, keyword, shard, rtol, atol, timeout, literal, jobs, json_
     session.write_files(comparison=comparison)
     if session.refused(reports[0]):
         return EXIT_INPUT
-    return _exit_code(reports[-1].passed, exit_zero)
+    code = _exit_code(reports[-1].passed, exit_zero)
+    if code == EXIT_FINDINGS and not quiet:
+        _say_why_it_failed(session.out, reports[-1])
+    return code
 
 
 @main.command(short_help="Explain a diagnosis: what it means and how to fix it.")

@@ -74,12 +74,3 @@ def ad_tolerance(name: str) -> tuple[float, float]:
 
 INPUT_DTYPES: tuple[str, ...] = FLOAT_DTYPES + SELECTOR_DTYPES
 """Dtypes a function input may have: floating ones are differentiated, the others held fixed."""
-
-_SHORT_NAMES = {"bool": "bool", "bfloat16": "bf16"}
-
-
-def short_name(name: str) -> str:
-    """Compact dtype names for tables, as JAX prints them: f32, i8, u32, bf16, bool."""
-    if name in _SHORT_NAMES:
-        return _SHORT_NAMES[name]
-    return name[0] + name.lstrip("abcdefghijklmnopqrstuvwxyz") if not name.startswith("uint") else "u" + name[4:]

@@ -4,8 +4,8 @@ Without either, a scenario passes only when it is consistent. With `expect:`, it
 status (and exception) is the expected one, and fails with "stale expectation" when it is
 consistent against an expected finding, as pytest's strict xfail does. With a baseline report,
 findings already in it are `known` and do not fail; new ones do; baseline findings no longer seen
-are `resolved`. Findings are recognised by scenario name and fingerprint (what disagreed), never
-by line number.
+are `resolved`. Findings are recognised by scenario name and fingerprint (which paths disagreed,
+the class of the wrong value and which entries: see `Finding.fingerprint`), never by line number.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from gradaudit.judge import CONSISTENT, ERROR, INTERRUPTED, RAISED, Finding
 from gradaudit.results import REPORT_SCHEMA, AuditReport, Outcome, ScenarioResult
+from gradaudit.saved_reports import ReportError, check_fingerprints
 
 
 class BaselineError(Exception):
@@ -51,6 +52,10 @@ def load_baseline(path: str) -> Baseline:
             findings[result["name"]] = frozenset(f["fingerprint"] for f in result.get("findings", []))
         except (KeyError, TypeError, AttributeError):
             raise BaselineError(f"{path}: results[{index}] lacks a name or finding fingerprints") from None
+    try:
+        check_fingerprints(path, document)
+    except ReportError as exc:
+        raise BaselineError(str(exc)) from None
     return Baseline(source=path, findings=findings)
 
 

@@ -10,6 +10,7 @@ become notes, not findings.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -77,12 +78,26 @@ class Finding:
     """What each path gave at that entry."""
     error_type: str | None = None
     """For `raised`: the exception's type."""
+    magnitude: float = 0.0
+    """How many times its tolerance the largest difference among the affected entries is (inf where
+    only one side is finite): how the terminal picks a scenario's largest disagreement."""
+    wrong: str = ""
+    """The class of the wrong value (see `wrong_class`): zero, nan, inf, a constant ratio, or value."""
+    entries: str = ""
+    """A stable summary of which entries (or output elements) are affected: `count/of#hash`."""
+
+    @property
+    def signature(self) -> str:
+        """The kind and the paths (and the exception's type): what a search calls one kind of disagreement."""
+        key = f"{self.kind}:{'+'.join(sorted(self.paths))}"
+        return f"{key}:{self.error_type}" if self.error_type else key
 
     @property
     def fingerprint(self) -> str:
-        """What disagreed, independent of line numbers and counts: how a baseline recognises a finding."""
-        key = f"{self.kind}:{'+'.join(sorted(self.paths))}"
-        return f"{key}:{self.error_type}" if self.error_type else key
+        """How a baseline and `diff` recognise a finding: its signature, the class of the wrong value
+        and which entries, never line numbers or the values themselves. Two findings are the same
+        when all three agree (see README, "What makes two findings the same")."""
+        return "|".join(part for part in (self.signature, self.wrong, self.entries) if part)
 
     def to_dict(self) -> dict:
         return {
@@ -94,6 +109,8 @@ class Finding:
             "of": self.of,
             "location": self.location,
             "values": self.values,
+            "wrong": self.wrong,
+            "entries": self.entries,
         }
 
 
@@ -177,26 +194,73 @@ def _undefined(reference: PathResult) -> Masks:
     return tuple(np.asarray(m, dtype=bool) for m in _estimate(reference, "undefined"))
 
 
-def _kinks(reference: PathResult, tolerances: Tolerances) -> Masks:
-    """Entries where the one-sided slopes differ and do not close up as the step halves: a kink or a jump."""
-    masks = []
+SPREAD_ESTIMATES = ("extrapolated", "central", "central_half", "left_half", "right_half")
+"""The estimates whose spread bounds the derivative where the central estimate moves with the step."""
+
+
+SETTLED = 0.25
+"""A one-sided slope has settled when halving the step changes it by at most this fraction of itself."""
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Per block, what finite differences can say at each entry.
+
+    kink: the one-sided slopes disagree beyond the tolerance and do not close up as the step halves
+    (|right/2 - left/2| > slack and > 0.75 |right - left|): a kink or a jump; not compared.
+    moving: not a kink, but the central estimate moves by more than the tolerance when the step
+    halves (near a pole, or strong curvature). Where both one-sided slopes have settled (halving
+    the step changes each by at most SETTLED of itself, beyond the tolerance), the point is smooth
+    enough to judge: compared, with the tolerance widened by `spread`, the range of the central,
+    half-step one-sided and extrapolated estimates, so only AD paths far outside what every
+    estimate says are findings. Where they have not (a jump or a pole the step straddles, whose
+    slopes grow as the step shrinks), the entry is a kink: not compared.
+    undefined: no finite estimate (non-finite inputs or outputs, or a step past the dtype's range).
+    """
+
+    kink: Masks
+    moving: Masks
+    spread: Masks
+    undefined: Masks
+
+    @property
+    def skipped(self) -> Masks:
+        return tuple(k | u for k, u in zip(self.kink, self.undefined, strict=True))
+
+    def allowance(self, noise: Masks) -> Masks:
+        """The rounding noise of each estimate, plus the spread where the estimate moves."""
+        return tuple(n + np.where(m, s, 0.0) for n, m, s in zip(noise, self.moving, self.spread, strict=True))
+
+
+def trust(reference: PathResult, tolerances: Tolerances) -> Trust:
+    """Where finite differences can be trusted (see Trust), from their estimates at two steps."""
+    undefined = _undefined(reference)
+    if reference.estimates is None:
+        zeros = tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.arrays)
+        return Trust(kink=zeros, moving=zeros, spread=tuple(np.zeros(np.shape(a)) for a in reference.arrays), undefined=undefined)
+    kinks, moving, spreads = [], [], []
     names = ("central", "central_half", "left", "right", "left_half", "right_half", "noise")
-    for central, central_half, left, right, left_half, right_half, noise in zip(
-        *(_estimate(reference, name) for name in names), strict=True
+    estimates = [_estimate(reference, name) for name in SPREAD_ESTIMATES]
+    for block, (central, central_half, left, right, left_half, right_half, noise) in enumerate(
+        zip(*(_estimate(reference, name) for name in names), strict=True)
     ):
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             gap = np.abs(right - left)
             gap_half = np.abs(right_half - left_half)
             slack = tolerances.fd_atol + tolerances.fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
             kink = (gap_half > slack) & (gap_half > 0.75 * gap)
-            # A pole or a jump that both sides share still shows: the central estimate moves as the step halves.
-            moving = np.abs(central_half - central) > slack
-            masks.append(np.nan_to_num(kink | moving).astype(bool))
-    return tuple(masks)
-
-
-def _skipped(reference: PathResult, tolerances: Tolerances) -> Masks:
-    return tuple(k | u for k, u in zip(_kinks(reference, tolerances), _undefined(reference), strict=True))
+            moves = np.abs(central_half - central) > slack
+            settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (
+                np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack
+            )
+            kink = np.nan_to_num(kink | (moves & ~settled)).astype(bool) & ~undefined[block]
+            moves = np.nan_to_num(moves).astype(bool) & ~kink & ~undefined[block]
+            stacked = np.stack([np.asarray(e[block], dtype=np.float64) for e in estimates])
+            spread = np.nan_to_num(np.max(stacked, axis=0) - np.min(stacked, axis=0), nan=np.inf, posinf=np.inf)
+        kinks.append(kink)
+        moving.append(moves)
+        spreads.append(spread)
+    return Trust(kink=tuple(kinks), moving=tuple(moving), spread=tuple(spreads), undefined=undefined)
 
 
 # --- provenance -------------------------------------------------------------------------------
@@ -248,6 +312,7 @@ def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing:
         element = _index(prov.output_shape, j)
         prefix = f"element {element}: " if element else ""
         suffix = f" ({len(wrong)} of {total} elements)" if total > 1 else ""
+        sent_nowhere = {not routes[k] for k in wrong}
         findings.append(
             Finding(
                 kind=ROUTING,
@@ -256,6 +321,8 @@ def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing:
                 count=len(wrong),
                 of=total,
                 location=f"out{element}",
+                wrong="mixed" if len(sent_nowhere) > 1 else ("nowhere" if sent_nowhere.pop() else "elsewhere"),
+                entries=entries_summary([np.asarray(wrong)], total),
             )
         )
     return findings
@@ -265,13 +332,19 @@ def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing:
 
 
 def _bad_entries(a, b, rtol: float, atol: float, skip=None, noise=None) -> np.ndarray | None:
-    """Flat indices where `a` is not close to the reference `b` (skipped entries excluded); None when shapes differ."""
+    """Flat indices where `a` is not close to the reference `b` (skipped entries excluded); None when shapes differ.
+
+    Entry by entry: equal values agree (an infinity agrees with the same infinity), NaN agrees with
+    NaN, and finite values agree within atol + rtol * |b| + noise; a non-finite value against a
+    finite one never agrees, however large the tolerance.
+    """
     a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a64.shape != b64.shape:
         return None
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         allowed = atol + rtol * np.abs(b64) + (0.0 if noise is None else noise)
-        close = (np.abs(a64 - b64) <= allowed) | (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
+        finite = np.isfinite(a64) & np.isfinite(b64)
+        close = (finite & (np.abs(a64 - b64) <= allowed)) | (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
     if skip is not None:
         close |= skip
     return np.flatnonzero(~close)
@@ -295,6 +368,37 @@ def _agreement_classes(paths: Sequence[PathResult], rtol: float, atol: float) ->
         else:
             home.append(path)
     return classes
+
+
+RATIO_SPREAD = 0.02
+"""A wrong value is `x<ratio>` when its ratio to the reference varies by at most this (relative) over the entries."""
+
+
+def wrong_class(got: np.ndarray, want: np.ndarray) -> str:
+    """What kind of wrong `got` is against `want` over the disagreeing entries: `nan` (NaN on one side
+    only), `inf` (non-finite against finite), `zero` (got is zero throughout), `x<r>` (a constant
+    ratio r, two significant digits: `x-1` is a sign flip), or `value` (anything else)."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if np.any(np.isnan(got) != np.isnan(want)):
+        return "nan"
+    if np.any(~np.isfinite(got) | ~np.isfinite(want)):
+        return "inf"
+    if np.all(got == 0):
+        return "zero"
+    if np.all(want != 0):
+        ratio = got / want
+        middle = float(np.median(ratio))
+        if np.max(np.abs(ratio - middle)) <= RATIO_SPREAD * abs(middle):
+            return f"x{middle:.2g}"
+    return "value"
+
+
+def entries_summary(indices: Sequence[np.ndarray], of: int) -> str:
+    """`count/of#hash`: how many entries, and a hash of exactly which (per block), stable across runs and machines."""
+    digest = hashlib.sha1()
+    for block in indices:
+        digest.update(np.asarray(block, dtype="<i8").tobytes() + b";")
+    return f"{sum(len(b) for b in indices)}/{of}#{digest.hexdigest()[:8]}"
 
 
 @dataclass(frozen=True)
@@ -329,24 +433,40 @@ class _Comparison:
         these, those = _labels([p.name for p in self.side]), _labels([p.name for p in self.reference])
         verb = "disagrees" if len(self.side) == 1 else "disagree"
         paths = tuple(p.name for p in (*self.side, *self.reference))
-        block = next(i for i, b in enumerate(bad) if b is None or b.size)
-        if bad[block] is None:
+        if any(b is None for b in bad):
+            block = next(i for i, b in enumerate(bad) if b is None)
             message = f"{these} and {those} give derivatives of different shapes for {names[block]}"
-            return Finding(kind=DISAGREEMENT, paths=paths, message=message, count=differing, of=total)
-        flat = int(bad[block][0])
-        got = float(np.asarray(first.arrays[block]).reshape(-1)[flat])
-        want = float(np.asarray(second.arrays[block]).reshape(-1)[flat])
+            return Finding(kind=DISAGREEMENT, paths=paths, message=message, count=differing, of=total, magnitude=np.inf, wrong="shape")
+        got = [np.asarray(a, dtype=np.float64).reshape(-1)[b] for a, b in zip(first.arrays, bad, strict=True)]
+        want = [np.asarray(a, dtype=np.float64).reshape(-1)[b] for a, b in zip(second.arrays, bad, strict=True)]
+        gaps = [self._excess(i, g, w, b) for i, (g, w, b) in enumerate(zip(got, want, bad, strict=True))]
+        # The largest disagreement, in multiples of its tolerance (the first of equals): what a user wants to see first.
+        block = max((i for i in range(len(bad)) if bad[i].size), key=lambda i: (float(np.max(gaps[i])), -i))
+        at = int(np.argmax(gaps[block]))
+        flat = int(bad[block][at])
+        got_value, want_value = float(got[block][at]), float(want[block][at])
         location = _location(first.arrays[block], output_shape, names[block], order, flat)
+        where = "at" if differing == 1 else "largest at"
         return Finding(
             kind=DISAGREEMENT,
             paths=paths,
-            message=f"{these} {verb} with {those} on {differing} of {total} entries; first at {location}: "
-            f"{want:g} from {those}, {got:g} from {these}",
+            message=f"{these} {verb} with {those} on {differing} of {total} entries; {where} {location}: "
+            f"{want_value:g} from {those}, {got_value:g} from {these}",
             count=differing,
             of=total,
             location=location,
-            values={**{p.name: want for p in self.reference}, **{p.name: got for p in self.side}},
+            values={**{p.name: want_value for p in self.reference}, **{p.name: got_value for p in self.side}},
+            magnitude=float(gaps[block][at]),
+            wrong=wrong_class(np.concatenate(got), np.concatenate(want)),
+            entries=entries_summary(bad, total),
         )
+
+    def _excess(self, block: int, got: np.ndarray, want: np.ndarray, bad: np.ndarray) -> np.ndarray:
+        """|got - want| over what the tolerance allows there (inf where only one side is finite)."""
+        noise = 0.0 if self.noise is None else np.asarray(self.noise[block], dtype=np.float64).reshape(-1)[bad]
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            allowed = self.atol + self.rtol * np.abs(want) + noise
+            return np.nan_to_num(np.abs(got - want) / allowed, nan=np.inf)
 
     def disagreeing_elements(self, output_shape: tuple[int, ...]) -> set[int]:
         """Output elements (flat) with at least one differing entry."""
@@ -369,16 +489,25 @@ def _location(block: np.ndarray, output_shape: tuple[int, ...], name: str, order
     return f"{symbol} out{_index(output_shape, out_flat)}/d {name}{_index(in_shape, in_flat)}"
 
 
+def _first_entry(masks: Masks) -> tuple[int, int] | None:
+    """(block, flat index) of the first entry set in `masks`, or None."""
+    for block, mask in enumerate(masks):
+        hits = np.flatnonzero(np.asarray(mask).reshape(-1))
+        if hits.size:
+            return block, int(hits[0])
+    return None
+
+
 def _finite_difference_notes(
-    reference: PathResult, tolerances: Tolerances, output_shape: tuple[int, ...], names: tuple[str, ...], order: int
+    reference: PathResult, trusted: Trust, output_shape: tuple[int, ...], names: tuple[str, ...], order: int
 ) -> list[Finding]:
+    """What finite differences could not judge (kinks, no finite estimate) or judged loosely (moving estimates)."""
     notes = []
-    kinks, undefined = _kinks(reference, tolerances), _undefined(reference)
-    total = sum(np.size(m) for m in kinks)
-    count = sum(int(np.sum(m & ~u)) for m, u in zip(kinks, undefined, strict=True))
-    if count:
-        block = next(i for i, (m, u) in enumerate(zip(kinks, undefined, strict=True)) if np.any(m & ~u))
-        flat = int(np.flatnonzero((kinks[block] & ~undefined[block]).reshape(-1))[0])
+    total = sum(np.size(m) for m in trusted.kink)
+    count = sum(int(np.sum(m)) for m in trusted.kink)
+    first = _first_entry(trusted.kink)
+    if first is not None:
+        block, flat = first
         left = float(_estimate(reference, "left_half")[block].reshape(-1)[flat])
         right = float(_estimate(reference, "right_half")[block].reshape(-1)[flat])
         location = _location(reference.arrays[block], output_shape, names[block], order, flat)
@@ -386,21 +515,43 @@ def _finite_difference_notes(
             Finding(
                 kind=NOTE,
                 paths=(reference.name,),
-                message=f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the right; "
-                f"{count} of {total} entries not compared with {label(reference.name)}",
+                message=f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the right "
+                f"(the one-sided slopes disagree, or grow as the step halves); {count} of {total} entries not compared "
+                f"with {label(reference.name)}",
                 count=count,
                 of=total,
                 location=location,
                 values={"left": left, "right": right},
             )
         )
-    count = sum(int(np.sum(u)) for u in undefined)
+    first = _first_entry(trusted.moving)
+    if first is not None:
+        block, flat = first
+        count = sum(int(np.sum(m)) for m in trusted.moving)
+        central = float(_estimate(reference, "central")[block].reshape(-1)[flat])
+        half = float(_estimate(reference, "central_half")[block].reshape(-1)[flat])
+        spread = float(trusted.spread[block].reshape(-1)[flat])
+        location = _location(reference.arrays[block], output_shape, names[block], order, flat)
+        notes.append(
+            Finding(
+                kind=NOTE,
+                paths=(reference.name,),
+                message=f"near a pole or strong curvature at {location}: the central estimate moved from {central:g} "
+                f"to {half:g} as the step halved, while the one-sided slopes settled; {count} of {total} entries "
+                f"compared with {label(reference.name)} within the spread of its estimates ({spread:g} there)",
+                count=count,
+                of=total,
+                location=location,
+                values={"central": central, "central_half": half, "spread": spread},
+            )
+        )
+    count = sum(int(np.sum(u)) for u in trusted.undefined)
     if count:
         notes.append(
             Finding(
                 kind=NOTE,
                 paths=(reference.name,),
-                message=f"non-finite inputs or outputs, or a step past the dtype's range: "
+                message=f"no finite estimate here: non-finite inputs or outputs, or a step past the dtype's range: "
                 f"{count} of {total} entries have no {label(reference.name)}",
                 count=count,
                 of=total,
@@ -438,12 +589,12 @@ def judge(
         finding = Finding(
             kind=RAISED,
             paths=(VALUE,),
-            message=f"evaluating the function raised {value.error}; no derivative can be checked",
+            message=f"evaluating the function raised {value.error.located()}; no derivative can be checked",
         )
         return Verdict(status=ERROR, findings=(finding,), provenance=None)
     raised = _grouped((name, result.error) for name, result in results.items() if result.error is not None)
     raising = [
-        Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error}", error_type=error.type)
+        Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error.located()}", error_type=error.type)
         for error, paths in raised.items()
     ]
     findings: list[Finding] = []
@@ -471,15 +622,21 @@ def judge(
         references = [results[n] for n in reference_names if results[n].ok]
         if references:
             reference = references[0]
-            skip = _skipped(reference, tolerances)
-            noise = _estimate(reference, "noise")
-            notes += _finite_difference_notes(reference, tolerances, output_shape, names, family.order)
+            trusted = trust(reference, tolerances)
+            skip = trusted.skipped
+            noise = trusted.allowance(_estimate(reference, "noise"))
+            notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
             comparisons += [
                 _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, skip, noise) for side in classes
             ]
-            # Under another binding the function itself may compute something else: compare its references too.
+            # Under another binding the function itself may compute something else: compare its references
+            # too, where both have an estimate.
             comparisons += [
-                _Comparison([other], [reference], tolerances.fd_rtol, tolerances.fd_atol, skip, noise) for other in references[1:]
+                _Comparison(
+                    [other], [reference], tolerances.fd_rtol, tolerances.fd_atol,
+                    tuple(s | u for s, u in zip(skip, _undefined(other), strict=True)), noise,
+                )
+                for other in references[1:]
             ]
             if family.order == 1:
                 for side in classes:

@@ -335,21 +335,27 @@ class _ScenarioFile:
         check = self.check
         errors_before = len(check.errors)
         try:
-            own = check.mapping(node, "a scenario", SCENARIO_KEYS)
+            own, errors = mapping_items(self.file, node, "a scenario")
+            check.errors.extend(errors)
         except InvalidInput as exc:
             check.errors.append(exc.error)
             return None
         # A scenario's own keys decide its kind; a `fn` in defaults only applies to scenarios that say nothing else.
-        if "fn" in own or any(k in own for k in FUNCTION_KEYS):
+        if any(k in own for k in FUNCTION_KEYS):
             kind = "function"
         elif any(k in own for k in SELECT_N_KEYS):
             kind = "select_n"
         else:
             kind = "function" if "fn" in defaults else "select_n"
-        for key, (key_node, _) in own.items():
-            if key not in KIND_KEYS[kind]:
-                other = "a select_n scenario (one with 'selector')" if kind == "select_n" else "a function scenario (one with 'fn')"
-                check.error(key_node, f"'{key}' does not apply to {other} (allowed: {_allowed(KIND_KEYS[kind])})")
+        allowed = KIND_KEYS[kind]
+        described = "a select_n scenario (one with 'selector')" if kind == "select_n" else "a function scenario (one with 'fn')"
+        for key in list(own):
+            key_node = own[key][0]
+            if key not in SCENARIO_KEYS:
+                del own[key]
+                check.error(key_node, f"unknown key '{key}' in a scenario{_did_you_mean(key, allowed)} (allowed in {described}: {_allowed(allowed)})")
+            elif key not in allowed:
+                check.error(key_node, f"'{key}' does not apply to {described} (allowed: {_allowed(allowed)})")
         # Defaults may serve both kinds in one file; keys of the other kind are simply not used.
         items = {**{k: v for k, v in defaults.items() if k in KIND_KEYS[kind]}, **own}
         missing = [key for key in REQUIRED_KEYS[kind] if key not in items]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gradaudit.judge import STATUSES
-from gradaudit.results import REPORT_SCHEMA
+from gradaudit.results import FINGERPRINTS, REPORT_SCHEMA
 from gradaudit.saved_reports import ReportError, read_report
 
 
@@ -42,6 +42,7 @@ def merge_reports(paths: list[str]) -> dict:
     environment["x64"] = any(d["environment"].get("x64") for d in documents)
     return {
         "schema": REPORT_SCHEMA,
+        "fingerprints": FINGERPRINTS,
         "environment": environment,
         "summary": _counts(results),
         "suites": {suite: _counts(members) for suite, members in suites.items()},

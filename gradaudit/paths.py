@@ -7,10 +7,13 @@ function, never JAX's AD, so they are an oracle independent of the rules under a
 
 from __future__ import annotations
 
+import os
+import sysconfig
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -59,16 +62,49 @@ class PathError:
     message: str
     where: str
     """The innermost frame, 'file:line in function', to tell a JAX rule from a user's code."""
+    user_where: str = ""
+    """The innermost frame of the user's own code (outside the standard library, installed packages
+    and gradaudit), relative to the working folder when inside it; '' when none took part."""
 
     @classmethod
     def from_exception(cls, exc: BaseException) -> PathError:
         frames = traceback.extract_tb(exc.__traceback__)
         where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+        mine = [f for f in frames if _is_user_file(f.filename)]
+        user_where = f"{_shown(mine[-1].filename)}:{mine[-1].lineno} in {mine[-1].name}" if mine else ""
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return cls(type=type(exc).__name__, message=message, where=where)
+        return cls(type=type(exc).__name__, message=message, where=where, user_where=user_where)
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}" if self.message else self.type
+
+    def located(self) -> str:
+        """The exception with the user's line that raised it, where there is one: what a user reads first."""
+        return f"{self} (at {self.user_where})" if self.user_where else str(self)
+
+
+_LIBRARY_FOLDERS = tuple(
+    str(Path(folder).resolve()) + os.sep
+    for folder in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], str(Path(__file__).parent)}
+)
+
+
+def _is_user_file(filename: str) -> bool:
+    """Whether a traceback frame is the user's own code: not the standard library, an installed package or gradaudit."""
+    if filename.startswith("<"):
+        return False
+    resolved = str(Path(filename).resolve())
+    parts = Path(resolved).parts
+    return not resolved.startswith(_LIBRARY_FOLDERS) and "site-packages" not in parts and "dist-packages" not in parts
+
+
+def _shown(filename: str) -> str:
+    """A file as a user would type it: relative to the working folder when inside it."""
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if relative.startswith("..") else relative
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ from gradaudit.yaml_nodes import InputError
 
 REPORT_SCHEMA = "gradaudit.report/1"
 COMPARE_SCHEMA = "gradaudit.compare/1"
+FINGERPRINTS = 2
+"""The form of findings' fingerprints a report holds (2: signature, class of the wrong value, entries).
+Baselines and `diff` compare fingerprints of one form only."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +76,9 @@ class AuditReport:
     """(scenario, fingerprint) of baseline findings this run no longer sees."""
     baseline: str | None = None
     """The baseline report the gate used, if any."""
-    timings: dict[str, float] = field(default_factory=dict)
-    """Seconds spent judging, and how many fast-path groups there were (for --profile)."""
+    timings: dict = field(default_factory=dict)
+    """Seconds spent judging, how many fast-path groups and bundles there were, and under `workers`
+    what worker processes spent (for --profile)."""
 
     @property
     def passed(self) -> bool:

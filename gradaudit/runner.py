@@ -25,6 +25,7 @@ from gradaudit.results import AuditReport, ScenarioResult
 from gradaudit.rules import INSTALLED, select_n_rule
 from gradaudit.scenario import Scenario
 from gradaudit.targets import build_targets
+from gradaudit.targets.base import primitives
 from gradaudit.yaml_nodes import InputError
 
 
@@ -128,7 +129,7 @@ def audit_scenario(
     judging = time.perf_counter()
     verdict = judge(results, target.arg_names, tolerances_for(scenario, tolerance), bindings)
     judge_seconds = time.perf_counter() - judging
-    diagnosis = diagnose(Evidence(paths=results, findings=verdict.findings, notes=verdict.notes))
+    diagnosis = diagnose(Evidence(paths=results, findings=verdict.findings, notes=verdict.notes, trace=lambda: primitives(target)))
     return ScenarioResult(
         scenario=scenario,
         arg_names=target.arg_names,
@@ -209,7 +210,10 @@ def _bundles(scenarios: Sequence[Scenario], indices: Sequence[int]) -> list[list
 def _shared_result(scenario: Scenario, found: tuple, seconds: float, device: str | None, method: str) -> ScenarioResult:
     """A scenario's result from a program it shared: the fast path's (`batched`) or a bundle's (`compiled`)."""
     results, verdict, names, inputs, judge_seconds = found
-    diagnosis = diagnose(Evidence(paths=results, findings=verdict.findings, notes=verdict.notes)) if verdict.findings else None
+    evidence = Evidence(
+        paths=results, findings=verdict.findings, notes=verdict.notes, trace=lambda: primitives(build_targets(scenario)[0])
+    )
+    diagnosis = diagnose(evidence) if verdict.findings else None
     return ScenarioResult(
         scenario=scenario,
         arg_names=names,
@@ -310,7 +314,9 @@ def _interrupted(scenario: Scenario) -> ScenarioResult:
 
 def _report(scenarios, results, rule: str, files: tuple[str, ...], counts: dict[str, int], devices: Sequence) -> AuditReport:
     env = environment(rule, devices)
-    timings = {"judge": sum(r.judge_seconds for r in results), **counts}
+    # Judging in worker processes happened alongside: `workers` has it, the main process's figure does not.
+    in_workers = counts.get("workers", {}).get("judge", 0.0)
+    timings = {**counts, "judge": sum(r.judge_seconds for r in results) - in_workers}
     env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
     # A scenario a worker found too large is bad input, not a finding: an error of the report, not a result.
     too_large = [r for r in results if r.findings and r.findings[0].error_type == LIMIT_EXCEEDED]
@@ -418,7 +424,8 @@ def _audit_all(
         if jobs > 0 and remaining:
             from gradaudit.workers import run_in_workers
 
-            run_in_workers(remaining, jobs, rule, tolerance, timeout, tuple(map(device_name, devices)), limits, failed, store)
+            counts["workers"] = {}
+            run_in_workers(remaining, jobs, rule, tolerance, timeout, tuple(map(device_name, devices)), limits, failed, store, counts["workers"])
             return
         for index, scenario in remaining:
             store(index, audit_scenario(scenario, tolerance, timeout, devices))

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from gradaudit.judge import INTERRUPTED, STATUSES
-from gradaudit.results import REPORT_SCHEMA
+from gradaudit.results import FINGERPRINTS, REPORT_SCHEMA
 
 
 class ReportError(Exception):
@@ -37,6 +37,17 @@ def _check_result(path: str, index: int, result) -> None:
         isinstance(f, dict) and isinstance(f.get("fingerprint"), str) and isinstance(f.get("message"), str) for f in findings
     ):
         raise ReportError(f"{where}: 'findings' must be a list of objects with a string 'fingerprint' and 'message'")
+
+
+def check_fingerprints(path: str, document: dict) -> None:
+    """Refuse a report whose fingerprints are of another form than this gradaudit writes: compared
+    with today's, every finding would look new or resolved."""
+    if document.get("fingerprints") != FINGERPRINTS:
+        raise ReportError(
+            f"{path}: written by a gradaudit whose finding fingerprints were of another form "
+            f"(this one writes form {FINGERPRINTS}: paths, class of the wrong value and entries); "
+            "run the audit again to write it anew (`gradaudit baseline` for a baseline)"
+        )
 
 
 def _no_constant(name: str):
@@ -83,4 +94,5 @@ def read_report(path: str) -> dict:
         if result["name"] in names:
             raise ReportError(f"{path}: results[{index}]: scenario '{result['name']}' appears twice")
         names.add(result["name"])
+    check_fingerprints(path, document)
     return document

@@ -125,12 +125,11 @@ class InputSpec:
         return values.reshape(self.shape).astype(dtype)
 
     def describe(self) -> str:
-        """Short form for tables: `f32[300]`, `u8=100`."""
-        short = dtypes.short_name(self.dtype)
+        """Short form for tables, dtypes named as scenario files name them: `float32[300]`, `uint8=100`."""
         if self.value is not None and np.ndim(self.value) == 0:
-            return f"{short}={str(self.value).lower() if isinstance(self.value, bool) else self.value}"
+            return f"{self.dtype}={str(self.value).lower() if isinstance(self.value, bool) else self.value}"
         shape = np.shape(self.value) if self.value is not None else self.shape
-        return f"{short}[{','.join(map(str, shape))}]"
+        return f"{self.dtype}[{','.join(map(str, shape))}]"
 
     def to_dict(self) -> dict:
         return {"dtype": self.dtype, "value": self.value, "shape": list(self.shape), "fill": self.fill, "seed": self.seed}

@@ -403,8 +403,8 @@ Kind = tuple[str, tuple[str, ...]]
 
 
 def kind_of(result: ScenarioResult) -> Kind:
-    """What a disagreement is, independent of the values: its status and its findings' fingerprints."""
-    return result.status, tuple(sorted({f.fingerprint for f in result.findings}))
+    """What a disagreement is, independent of the values and entries: its status and its findings' signatures."""
+    return result.status, tuple(sorted({f.signature for f in result.findings}))
 
 
 @dataclass
@@ -419,9 +419,9 @@ class Found:
 @dataclass
 class SearchOutcome:
     tried: int = 0
-    """Scenarios drawn while exploring (the budget counts the valid ones)."""
+    """Scenarios drawn while exploring, repeats and invalid ones included."""
     audited: int = 0
-    """Distinct scenarios audited (drawn, valid, within the limits)."""
+    """Distinct scenarios audited (drawn, valid, within the limits): the budget counts these."""
     shrinking: int = 0
     """Scenarios tried while shrinking."""
     skipped: Counter = field(default_factory=Counter)
@@ -444,7 +444,8 @@ def search(
 ) -> SearchOutcome:
     """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario.
 
-    Exploring draws `budget` valid scenarios and notes the first of each kind. Then, per kind,
+    Exploring audits `budget` distinct valid scenarios (fewer only when the space holds fewer) and
+    notes the first of each kind. Then, per kind,
     hypothesis runs again with the same seed, so it draws the same scenarios (their audits are
     remembered) until the first of that kind, which fails, and shrinks it while the kind holds.
     Two phases rather than hypothesis's own multiple-bug mode, whose generation stops on a clock
@@ -495,9 +496,9 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
             reject()
         return judged[text]
 
-    def run(test: Callable, phases: tuple, folder: Path | None) -> None:
+    def run(test: Callable, phases: tuple, folder: Path | None, examples: int = budget) -> None:
         settings(
-            max_examples=budget,
+            max_examples=examples,
             database=DirectoryBasedExampleDatabase(str(folder)) if folder else None,
             deadline=None,
             suppress_health_check=list(HealthCheck),
@@ -510,15 +511,18 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
     first: dict[Kind, tuple[dict, ScenarioResult]] = {}
 
     def explore(entry: dict) -> None:
+        if outcome.audited >= budget:
+            raise BudgetSpent  # hypothesis replays the example that stopped it: it stops there again
         outcome.tried += 1
         result = evaluate(entry)
         if result.status != CONSISTENT:
             first.setdefault(kind_of(result), (entry, result))
-        on_progress(f"{outcome.tried} scenarios drawn (budget {budget}), {len(first)} kinds of disagreement")
+        on_progress(f"{outcome.audited} of {budget} scenarios audited, {len(first)} kinds of disagreement")
 
     try:
-        run(explore, (Phase.generate,), None)
-    except Unsatisfiable:
+        # Draws that repeat a scenario, or are invalid, do not count: draw until `budget` distinct ones are audited.
+        run(explore, (Phase.generate,), None, examples=budget * EXPLORE_DRAWS)
+    except (Unsatisfiable, BudgetSpent):
         pass
     if not outcome.audited:
         reasons = "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) or "none could be drawn"
@@ -545,6 +549,15 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
             entry, result = first[kind]
             outcome.found.append(Found(kind, entry, result, shrunk=False))
     return outcome
+
+
+class BudgetSpent(Exception):
+    """Raised into hypothesis once the budget of distinct scenarios is audited, to stop its drawing."""
+
+
+EXPLORE_DRAWS = 10
+"""Draws hypothesis may make per scenario of the budget, so repeats and invalid draws cannot shorten
+the search; a space with fewer distinct valid scenarios ends when hypothesis has drawn them all."""
 
 
 def _reason(message: str) -> str:

@@ -44,6 +44,17 @@ def _import_from(module_name: str, root: Path):
     return importlib.import_module(module_name)
 
 
+def _modules_in(folder: Path) -> list[str]:
+    """The modules a folder offers: its *.py files and its packages (folders with __init__.py)."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p.stem if p.suffix == ".py" else p.name
+        for p in folder.iterdir()
+        if (p.suffix == ".py" and p.is_file()) or (p.is_dir() and (p / "__init__.py").is_file())
+    )
+
+
 def resolve(spec: str, root: str) -> Callable:
     """The callable named by `module:function`, importing `module` with `root` first on the path (where it stays).
 
@@ -53,7 +64,9 @@ def resolve(spec: str, root: str) -> Callable:
     try:
         module = _import_from(module_name, Path(root).resolve())
     except ModuleNotFoundError as exc:
-        raise FunctionImportError(f"cannot import module '{module_name}': {exc}") from None
+        close = difflib.get_close_matches(exc.name or module_name, _modules_in(Path(root)), n=3) if exc.name in (None, module_name.split(".")[0]) else []
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise FunctionImportError(f"cannot import module '{module_name}': {exc}{hint}") from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed (or exited) while importing
         raise FunctionImportError(f"importing '{module_name}' raised {type(exc).__name__}: {exc}") from None
     value = module

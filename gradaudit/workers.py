@@ -29,10 +29,12 @@ def _serve(connection: Connection, rule: str, tolerance: tuple, device_names: tu
     """
     from gradaudit.devices import resolve
     from gradaudit.limits import LIMIT_EXCEEDED, check_limits
+    from gradaudit.profiling import JaxEvents
     from gradaudit.rules import select_n_rule
     from gradaudit.runner import audit_scenario, failed
 
     devices = resolve(device_names)
+    events = JaxEvents()
     with select_n_rule(rule):
         while True:
             item = connection.recv()
@@ -41,9 +43,10 @@ def _serve(connection: Connection, rule: str, tolerance: tuple, device_names: tu
             index, scenario = item
             problems = check_limits([scenario], limits) if limits is not None else []
             if problems:
-                connection.send((index, failed(scenario, problems[0].message, LIMIT_EXCEEDED, 0.0)))
+                result = failed(scenario, problems[0].message, LIMIT_EXCEEDED, 0.0)
             else:
-                connection.send((index, audit_scenario(scenario, tolerance, devices=devices)))
+                result = audit_scenario(scenario, tolerance, devices=devices)
+            connection.send((index, result, {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}))
 
 
 def _signal_name(exitcode: int | None) -> str:
@@ -85,11 +88,13 @@ def run_in_workers(
     limits,
     failed: Callable[[Scenario, str, str, float], ScenarioResult],
     notify: Callable[[int, ScenarioResult], None],
+    totals: dict[str, float] | None = None,
 ) -> None:
     """Audit `items` in `jobs` worker processes; `notify(index, result)` hears of each result.
 
     `failed(scenario, message, error_type, seconds)` builds the result of a scenario whose worker
-    died twice or ran past `timeout`.
+    died twice or ran past `timeout`. `totals` adds up what the workers report of their time (JAX's
+    trace, lower and compile seconds, programs and cache reads, judge and audit seconds).
     """
     context = multiprocessing.get_context("spawn")
     settings = (rule, tolerance, devices, limits)
@@ -107,7 +112,7 @@ def run_in_workers(
                 index, scenario = worker.item
                 if worker.connection in ready:
                     try:
-                        _, result = worker.connection.recv()
+                        _, result, spent = worker.connection.recv()
                     except (EOFError, OSError):
                         worker.process.join(timeout=5)
                         reason = f"crashed: {_signal_name(worker.process.exitcode)}"
@@ -120,6 +125,9 @@ def run_in_workers(
                             notify(index, failed(scenario, f"{reason} (also when retried in a fresh worker)", "WorkerCrash", 0.0))
                         continue
                     worker.item = None
+                    if totals is not None:
+                        for key, value in spent.items():
+                            totals[key] = totals.get(key, 0.0) + value
                     if index in retried:
                         note = Finding(kind=NOTE, paths=(), message=f"retried in a fresh worker: the first one {retried[index]}")
                         result = replace(result, notes=(*result.notes, note))

@@ -15,6 +15,9 @@ from gradaudit.paths import PathError, PathResult
 from gradaudit.scenario import Scenario, SelectN, Selector
 from gradaudit.yaml_nodes import Location
 
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository: its catalog under scenarios/, its README."""
+
 
 @dataclass
 class CliResult:

@@ -39,6 +39,7 @@ def grid() -> list:
     return scenarios
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", [LEGACY, FIXED])
 def test_batched_verdicts_equal_literal_verdicts_scenario_by_scenario(rule):
     scenarios = grid()
@@ -71,6 +72,7 @@ def _varied(scenarios: list) -> list:
     return [replace(s, target=replace(s.target, output=outputs[n % 3])) for n, s in enumerate(scenarios)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", [LEGACY, FIXED])
 def test_compiled_bundles_equal_the_literal_path_scenario_by_scenario(rule, monkeypatch):
     monkeypatch.setattr(runner, "BUNDLE_SCENARIOS", 5)  # many bundles: the pipeline traces one while compiling another
@@ -118,6 +120,7 @@ def _large_group_and_others() -> list:
     return big + grid()[:8]
 
 
+@pytest.mark.slow
 def test_consistency_comes_from_the_fast_path_and_findings_from_the_compiled_literal_path():
     scenarios = _large_group_and_others()
     fast = run_audit(scenarios, rule=LEGACY)

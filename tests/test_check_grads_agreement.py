@@ -6,6 +6,8 @@ fails (or raises) the audit must report a mismatch or an error.
 
 from __future__ import annotations
 
+import pytest
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,6 +63,7 @@ def check_grads_passes(scenario: Scenario) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(select_n_scenarios())
 def test_verdict_agrees_with_check_grads(scenario):

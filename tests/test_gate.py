@@ -205,6 +205,7 @@ def test_pyproject_configuration_is_honoured_and_flags_override_it(tmp_path, mon
     assert "'rule' must be one of installed, legacy, fixed" in run_cli("run").stderr
 
 
+@pytest.mark.slow
 def test_quiet_exit_zero_colour_and_timeout(tmp_path):
     quiet = run_cli("run", REPRESENTATIVE, "--rule", "legacy", "-q", "--exit-zero")
     assert quiet.exit_code == 0
@@ -218,6 +219,7 @@ def test_quiet_exit_zero_colour_and_timeout(tmp_path):
     assert entry["status"] == "error" and entry["findings"][0]["message"] == "timed out after 0.5 s"
 
 
+@pytest.mark.slow
 def test_pytest_plugin_collects_one_item_per_scenario_with_the_same_split(tmp_path):
     def pytest_run(*args):
         return subprocess.run(

@@ -59,7 +59,7 @@ def test_derivative_sent_nowhere_is_a_routing_mismatch():
     ad_vs_ad, versus_fd = disagreements
     assert ad_vs_ad.message == (
         "jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 1 of 2 entries; "
-        "first at d out/d case 1: 1 from jacfwd and jit(jacfwd), 0 from jacrev and jit(jacrev)"
+        "at d out/d case 1: 1 from jacfwd and jit(jacfwd), 0 from jacrev and jit(jacrev)"
     )
     assert (versus_fd.count, versus_fd.of) == (1, 2)
     assert versus_fd.values == {FINITE_DIFFERENCE: 1.0, JACREV: 0.0, JIT_JACREV: 0.0}

@@ -18,6 +18,7 @@ from gradaudit.paths import (
 from gradaudit.report import FileFormat
 from gradaudit.results import (
     COMPARE_SCHEMA,
+    FINGERPRINTS,
     REPORT_SCHEMA,
     AuditReport,
     RuleComparison,
@@ -56,7 +57,10 @@ def _path_body(result: PathResult, arg_names: tuple[str, ...]) -> dict:
         return {"status": "not_applicable", "reason": result.not_applicable}
     if not result.ok:
         error = result.error
-        return {"status": "error", "error": {"type": error.type, "message": error.message, "where": error.where}}
+        return {
+            "status": "error",
+            "error": {"type": error.type, "message": error.message, "where": error.where, "user_where": error.user_where},
+        }
     if base_name(result.name) in (VALUE, JIT_VALUE):
         return {"status": "ok", "value": array_to_json(result.arrays[0])}
     if base_name(result.name) in SECOND_ORDER_PATHS:
@@ -87,6 +91,7 @@ def result_to_json(result: ScenarioResult) -> dict:
 def report_to_json(report: AuditReport) -> dict:
     return {
         "schema": REPORT_SCHEMA,
+        "fingerprints": FINGERPRINTS,
         "environment": report.environment,
         "summary": report.summary,
         "suites": report.suite_summaries(),

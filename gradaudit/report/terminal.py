@@ -19,6 +19,7 @@ from gradaudit.judge import (
     MISMATCH,
     RAISED,
     ROUTING,
+    Finding,
     Sources,
 )
 from gradaudit.paths import (
@@ -242,12 +243,15 @@ def _scenario_cells(result: ScenarioResult) -> tuple[str, ...]:
     return (scenario.name, _selector_cell(result), str(spec.cases), _shape_cell(spec.shape), _value_cell(result))
 
 
-def _headline_findings(result: ScenarioResult, verbose: bool):
-    """The findings worth a line: routing and exceptions first; every finding with -v."""
+def _headline_findings(result: ScenarioResult, verbose: bool) -> tuple[Sequence[Finding], int]:
+    """The findings worth a line, and how many more there are: every finding with -v; else the
+    largest disagreement first (each side's value and where), then routing and exceptions."""
     if verbose:
-        return result.findings
-    headline = [f for f in result.findings if f.kind in (ROUTING, RAISED)]
-    return headline or result.findings[:1]
+        return result.findings, 0
+    disagreements = [f for f in result.findings if f.kind == DISAGREEMENT]
+    largest = [max(disagreements, key=lambda f: f.magnitude)] if disagreements else []
+    headline = largest + [f for f in result.findings if f.kind in (ROUTING, RAISED)]
+    return headline, len(result.findings) - len(headline)
 
 
 def summary_line(report: AuditReport, seconds: float | None = None, prefix: str = "") -> Text:
@@ -305,8 +309,11 @@ def print_report(console: Console, report: AuditReport, verbose: bool = False, q
         console.print()
         for result in shown:
             style = STATUS_STYLES[result.status] if not result.passed else "dim"
-            for finding in _headline_findings(result, verbose):
+            headline, more = _headline_findings(result, verbose)
+            for finding in headline:
                 console.print(_finding_line(result, finding.message, style), highlight=False, soft_wrap=True)
+            if more:
+                console.print(_finding_line(result, f"+{more} more finding{'s' if more > 1 else ''} (-v)", "dim"), highlight=False, soft_wrap=True)
             if result.outcome is not None and (not result.passed or result.findings):
                 marker = "FAILED" if not result.passed else "passes"
                 console.print(_finding_line(result, f"{marker}: {result.outcome.reason}", "bold" if not result.passed else "dim"), highlight=False, soft_wrap=True)
@@ -340,22 +347,32 @@ def print_input_errors(console: Console, errors: Sequence[InputError], audited: 
     console.print(f"{len(errors)} input {noun} in {files} file{'s' if files != 1 else ''}; {consequence}", highlight=False)
 
 
-def comparison_table(comparison: RuleComparison) -> Table:
-    """A row per scenario; per rule, the reverse-mode result (or exception) and the verdict."""
+def comparison_tables(comparison: RuleComparison) -> list[Table]:
+    """A table per target kind, a row per scenario; per rule, the reverse-mode result (or exception) and the verdict."""
     rows = comparison.rows()
-    table = Table(header_style="bold")
-    for header, options in SELECT_N_COLUMNS:
-        table.add_column(header, **options)
-    for rule in comparison.rules:
-        table.add_column(f"jacrev\n{rule}", overflow="fold")
-        table.add_column(f"verdict\n{rule}", no_wrap=True)
-    for row in rows:
-        cells: list[str | Text] = list(_scenario_cells(row[0]))
-        for result in row:
-            cells.append(_path_cell(result, JACREV))
-            cells.append(Text(result.status, style=STATUS_STYLES[result.status]))
-        table.add_row(*cells)
-    return table
+    kinds = (
+        (SELECT_N_COLUMNS, _scenario_cells, _path_cell, "select_n"),
+        (FUNCTION_COLUMNS, _function_cells, _binding_cell, "function"),
+    )
+    tables = []
+    for columns, cells_of, path_cell, kind in kinds:
+        chosen = [row for row in rows if row[0].scenario.target.kind == kind]
+        if not chosen:
+            continue
+        table = Table(header_style="bold")
+        for header, options in columns:
+            table.add_column(header, **options)
+        for rule in comparison.rules:
+            table.add_column(f"jacrev\n{rule}", overflow="fold")
+            table.add_column(f"verdict\n{rule}", no_wrap=True)
+        for row in chosen:
+            cells: list[str | Text] = list(cells_of(row[0]))
+            for result in row:
+                cells.append(path_cell(result, JACREV))
+                cells.append(Text(result.status, style=STATUS_STYLES[result.status]))
+            table.add_row(*cells)
+        tables.append(table)
+    return tables
 
 
 def change_line(comparison: RuleComparison, before: int, after: int) -> Text:
@@ -372,7 +389,8 @@ def change_line(comparison: RuleComparison, before: int, after: int) -> Text:
 
 def print_comparison(console: Console, comparison: RuleComparison, seconds: float | None = None, quiet: bool = False) -> None:
     if not quiet:
-        console.print(comparison_table(comparison))
+        for table in comparison_tables(comparison):
+            console.print(table)
         console.print()
     for rule, report in zip(comparison.rules, comparison.reports, strict=True):
         console.print(summary_line(report, prefix=f"{rule}: "), highlight=False)
@@ -385,7 +403,9 @@ def print_comparison(console: Console, comparison: RuleComparison, seconds: floa
 def _parameters(scenario: Scenario) -> str:
     spec = scenario.target
     if spec.kind == "function":
-        text = f"fn {spec.fn}({', '.join(s.describe() for s in spec.inputs)}), bind {spec.bind}"
+        text = f"fn {spec.fn}({', '.join(s.describe() for s in spec.inputs)})"
+        if any(not s.differentiable for s in spec.inputs):
+            text += f", bind {spec.bind}"
     else:
         text = f"select_n {spec.selector.dtype} {spec.selector.value}, {spec.cases} cases, shape {_shape_cell(spec.shape)}, {spec.dtype}"
         if spec.output != "identity":
@@ -456,9 +476,11 @@ def _by_scenario(changes: Sequence[FindingChange]) -> dict[str, list[FindingChan
 def print_search(console: Console, name: str, outcome: SearchOutcome, written: Sequence, budget: int, reproduce: str) -> None:
     """What a search tried and skipped, and each minimal scenario it wrote with its findings."""
     skipped = sum(outcome.skipped.values())
-    line = f"search {name}: {outcome.tried} scenarios drawn (budget {budget}), {outcome.shrinking} more while shrinking"
+    line = f"search {name}: {outcome.audited} scenarios audited (budget {budget}"
+    line += ")" if outcome.audited >= budget else ": the space holds no more)"
+    line += f", {outcome.shrinking} more while shrinking"
     if skipped:
-        line += f", {skipped} skipped (" + "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) + ")"
+        line += f", {skipped} drawn and skipped (" + "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) + ")"
     console.print(line, highlight=False)
     for found in outcome.unconfirmed:
         console.print(

@@ -24,3 +24,28 @@ class Target:
     fixed: tuple[np.ndarray, ...] = ()
     binding: str = ""
     """'traced' or 'constant' when a scenario runs both ways; '' when it runs one way."""
+
+
+def primitives(target: Target) -> frozenset[str]:
+    """The primitives the target's function binds, in every sub-jaxpr (cond branches, loops, custom
+    rules' calls); a select_n whose selector is an integer is also named `select_n:integer`.
+    A diagnosis that blames a primitive checks it is here."""
+    import jax
+
+    closed = jax.make_jaxpr(target.fn)(*target.args, *target.fixed)
+    found: set[str] = set()
+    _walk(closed.jaxpr, found)
+    return frozenset(found)
+
+
+def _walk(jaxpr, found: set[str]) -> None:
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        found.add(name)
+        if name == "select_n" and np.issubdtype(np.dtype(eqn.invars[0].aval.dtype), np.integer):
+            found.add("select_n:integer")
+        for value in eqn.params.values():
+            for inner in value if isinstance(value, tuple | list) else (value,):
+                sub = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr holds its Jaxpr
+                if hasattr(sub, "eqns"):
+                    _walk(sub, found)

@@ -1,0 +1,154 @@
+"""The judge weighs finite-difference evidence near poles and treats non-finite against finite as a
+disagreement, on functions written here; controls at poles, jumps, kinks and infinities stay consistent."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import run_cli, write_yaml
+
+FUNCTIONS = '''
+import jax
+import jax.numpy as jnp
+from jax.scipy.special import digamma
+
+
+@jax.custom_jvp
+def digamma_asymptotic(x):
+    """digamma, whose derivative comes from trigamma's large-x series: right far out, wrong near the poles."""
+    return digamma(x)
+
+
+@digamma_asymptotic.defjvp
+def _digamma_asymptotic_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    trigamma = 1 / x + 1 / (2 * x**2) + 1 / (6 * x**3)
+    return digamma_asymptotic(x), trigamma * t
+
+
+def pole(x):
+    return digamma(x)
+
+
+def reciprocal(x):
+    return 1.0 / x
+
+
+def floor(x):
+    return jnp.floor(x)
+
+
+def sign(x):
+    return jnp.sign(x)
+
+
+def relu(x):
+    return jax.nn.relu(x)
+
+
+def absolute(x):
+    return jnp.abs(x)
+
+
+def log_of_zero(x):
+    return jnp.log(x * 0.0)
+
+
+def overflow(x):
+    return jnp.exp(x)
+
+
+def vanishing_scale(x, k):
+    """x times log(2^-k): 2^-k is subnormal in float32 for k past 126, which eager evaluation flushes
+    to zero (log: -inf) and a fused jit program does not."""
+    return x * jnp.log(jnp.exp2(-k.astype(jnp.float32)))
+'''
+
+
+def audit(folder, yaml_text: str) -> tuple[int, dict]:
+    (folder / "fns.py").write_text(FUNCTIONS)
+    write_yaml(folder, "suite.yaml", yaml_text)
+    result = run_cli("run", str(folder / "suite.yaml"), "--json", "-")
+    assert result.exception is None, result.stderr
+    return result.exit_code, {r["name"]: r for r in result.json()["results"]}
+
+
+def test_a_wrong_derivative_near_a_pole_is_a_finding_though_the_central_estimate_moves(tmp_path):
+    code, results = audit(
+        tmp_path,
+        """
+        scenarios:
+          - {name: wrong-near-pole, fn: "fns:digamma_asymptotic", inputs: [{dtype: float32, value: [-0.95]}]}
+          - {name: wrong-far-out, fn: "fns:digamma_asymptotic", inputs: [{dtype: float32, value: [40.0]}]}
+          - {name: right-near-pole, fn: "fns:pole", inputs: [{dtype: float32, value: [-0.95, -1.05, -1.96, 0.03]}]}
+        """,
+    )
+    wrong = results["wrong-near-pole"]
+    assert wrong["status"] == "mismatch"
+    (finding,) = [f for f in wrong["findings"] if f["kind"] == "disagreement"]
+    # Every AD path follows the series (about -0.69 at -0.95); every estimate says about 402.
+    assert finding["values"]["finite_difference"] == pytest.approx(402.0, rel=0.02)
+    assert finding["values"]["jacfwd"] == pytest.approx(-0.69, abs=0.01)
+    assert "disagree with finite differences on 1 of 1 entries" in finding["message"]
+    moving = [n for n in wrong["notes"] if "near a pole or strong curvature" in n["message"]]
+    assert len(moving) == 1 and "within the spread of its estimates" in moving[0]["message"]
+    assert (wrong["diagnosis"] or {}).get("id") == "GA012"
+    # Far from the poles the series is right to float32 rounding, and so is JAX's own digamma near them.
+    assert results["wrong-far-out"]["status"] == "consistent"
+    assert results["right-near-pole"]["status"] == "consistent"
+    assert code == 1
+
+
+def test_poles_jumps_kinks_and_infinities_stay_consistent(tmp_path):
+    code, results = audit(
+        tmp_path,
+        """
+        scenarios:
+          - {name: at-the-pole, fn: "fns:reciprocal", inputs: [{dtype: float32, value: [0.0]}]}
+          - {name: step-crosses-the-pole, fn: "fns:reciprocal", inputs: [{dtype: float32, value: [0.002, -0.003, 0.0035]}]}
+          - {name: jump, fn: "fns:floor", inputs: [{dtype: float32, value: [1.0, 0.999, 0.998, 2.9999]}]}
+          - {name: sign-at-zero, fn: "fns:sign", inputs: [{dtype: float32, value: [0.0, 0.001]}]}
+          - {name: relu-at-zero, fn: "fns:relu", inputs: [{dtype: float32, value: [0.0, 1.0]}]}
+          - {name: abs-at-zero, fn: "fns:absolute", inputs: [{dtype: float32, value: [0.0, -2.0]}]}
+          - {name: minus-inf-everywhere, fn: "fns:log_of_zero", inputs: [{dtype: float32, value: 1.0}]}
+          - {name: inf-everywhere, fn: "fns:overflow", inputs: [{dtype: float32, value: 100.0}]}
+        """,
+    )
+    assert {name: r["status"] for name, r in results.items()} == dict.fromkeys(results, "consistent")
+    assert code == 0
+    # Each control says why finite differences were not compared there.
+    kinks = [n["message"] for n in results["relu-at-zero"]["notes"]]
+    assert any(m.startswith("kink or jump at d out[0]/d x0[0]") and "one-sided slopes disagree" in m for m in kinks)
+    undefined = [n["message"] for n in results["at-the-pole"]["notes"]]
+    assert any(m.startswith("no finite estimate here") for m in undefined)
+
+
+def test_non_finite_against_finite_is_a_disagreement_between_eager_and_jit_and_bindings(tmp_path):
+    code, results = audit(
+        tmp_path,
+        """
+        scenarios:
+          - name: subnormal-scale
+            fn: "fns:vanishing_scale"
+            inputs: [{dtype: float32, value: [1.0, 2.0]}, {dtype: int32, value: 130}]
+          - name: normal-scale
+            fn: "fns:vanishing_scale"
+            inputs: [{dtype: float32, value: [1.0, 2.0]}, {dtype: int32, value: 100}]
+        """,
+    )
+    assert results["normal-scale"]["status"] == "consistent"
+    found = results["subnormal-scale"]
+    assert found["status"] == "mismatch"
+    by_paths = {tuple(sorted(f["paths"])): f for f in found["findings"]}
+    # The value: eager evaluation gives -inf, jit with the integer traced and with it captured a finite number.
+    value = by_paths[("jit_value", "jit_value:const", "value")]
+    assert value["wrong"] == "inf"
+    assert value["values"] == {"value": "-inf", "jit_value": pytest.approx(-90.109, rel=1e-4), "jit_value:const": pytest.approx(-90.109, rel=1e-4)}
+    assert "jit(value) and jit(value) with constants disagree with value on 2 of 2 entries" in value["message"]
+    # The Jacobian diag(log 2^-k): eager jacfwd and jacrev give -inf on it (and 0 * -inf = NaN off it), jit finite.
+    eager, jit = ("jacfwd", "jacfwd:const", "jacrev", "jacrev:const"), ("jit_jacfwd", "jit_jacfwd:const", "jit_jacrev", "jit_jacrev:const")
+    jacobian = by_paths[tuple(sorted(eager + jit))]
+    assert jacobian["wrong"] == "nan" and jacobian["count"] == 4
+    assert {jacobian["values"][p] for p in eager} == {"-inf"}
+    assert all(jacobian["values"][p] == pytest.approx(-90.109, rel=1e-4) for p in jit)
+    assert code == 1
