@@ -817,4 +817,4 @@ def explain(diagnosis_id: str | None, color: str) -> None:
         close = difflib.get_close_matches(key, list(BY_ID), n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
         raise click.BadParameter(f"no diagnosis '{diagnosis_id}'{hint} (known: {', '.join(BY_ID)})", param_hint="ID")
-    print_diagnosis(out, BY_ID[key])
+    print_diagnosis(out, BY_ID[key], evidence=True)

@@ -74,6 +74,7 @@ class Diagnosis:
             "explanation": self.explanation,
             "fixes": list(self.fixes),
             "references": list(self.references),
+            "evidence": self.evidence,
         }
 
 

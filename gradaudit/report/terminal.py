@@ -280,9 +280,11 @@ def counts_line(summary: dict[str, int], prefix: str = "") -> Text:
     return text
 
 
-def print_diagnosis(console: Console, diagnosis: Diagnosis, scenarios: Sequence[str] = ()) -> None:
-    """One catalog entry: id and title, what it means, the fixes, and where it was seen."""
+def print_diagnosis(console: Console, diagnosis: Diagnosis, scenarios: Sequence[str] = (), evidence: bool = False) -> None:
+    """One catalog entry: id and title, (with `evidence`) what it must see, what it means, the fixes, and where it was seen."""
     console.print(Text(f"{diagnosis.id} ", style="bold yellow").append(diagnosis.title, style="bold"), highlight=False)
+    if evidence:
+        console.print(Text(f"  matches when: {diagnosis.evidence}", style="italic"), highlight=False)
     console.print(Text("  " + diagnosis.explanation), highlight=False)
     for number, fix in enumerate(diagnosis.fixes, 1):
         console.print(Text(f"  fix {number}: {fix}"), highlight=False)
