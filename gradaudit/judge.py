@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -502,62 +502,46 @@ def _finite_difference_notes(
     reference: PathResult, trusted: Trust, output_shape: tuple[int, ...], names: tuple[str, ...], order: int
 ) -> list[Finding]:
     """What finite differences could not judge (kinks, no finite estimate) or judged loosely (moving estimates)."""
-    notes = []
     total = sum(np.size(m) for m in trusted.kink)
-    count = sum(int(np.sum(m)) for m in trusted.kink)
-    first = _first_entry(trusted.kink)
-    if first is not None:
+    label_ = label(reference.name)
+
+    def note(masks: Masks, estimates: dict[str, tuple[np.ndarray, ...]], describe: Callable[..., str]) -> list[Finding]:
+        """A note at the first entry of `masks`, with each estimate's value there, worded by `describe`."""
+        first = _first_entry(masks)
+        if first is None:
+            return []
         block, flat = first
-        left = float(_estimate(reference, "left_half")[block].reshape(-1)[flat])
-        right = float(_estimate(reference, "right_half")[block].reshape(-1)[flat])
+        count = sum(int(np.sum(m)) for m in masks)
+        values = {name: float(arrays[block].reshape(-1)[flat]) for name, arrays in estimates.items()}
         location = _location(reference.arrays[block], output_shape, names[block], order, flat)
-        notes.append(
-            Finding(
-                kind=NOTE,
-                paths=(reference.name,),
-                message=f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the right "
-                f"(the one-sided slopes disagree, or grow as the step halves); {count} of {total} entries not compared "
-                f"with {label(reference.name)}",
-                count=count,
-                of=total,
-                location=location,
-                values={"left": left, "right": right},
-            )
-        )
-    first = _first_entry(trusted.moving)
-    if first is not None:
-        block, flat = first
-        count = sum(int(np.sum(m)) for m in trusted.moving)
-        central = float(_estimate(reference, "central")[block].reshape(-1)[flat])
-        half = float(_estimate(reference, "central_half")[block].reshape(-1)[flat])
-        spread = float(trusted.spread[block].reshape(-1)[flat])
-        location = _location(reference.arrays[block], output_shape, names[block], order, flat)
-        notes.append(
-            Finding(
-                kind=NOTE,
-                paths=(reference.name,),
-                message=f"near a pole or strong curvature at {location}: the central estimate moved from {central:g} "
-                f"to {half:g} as the step halved, while the one-sided slopes settled; {count} of {total} entries "
-                f"compared with {label(reference.name)} within the spread of its estimates ({spread:g} there)",
-                count=count,
-                of=total,
-                location=location,
-                values={"central": central, "central_half": half, "spread": spread},
-            )
-        )
+        message = describe(location=location, count=count, **values)
+        return [Finding(kind=NOTE, paths=(reference.name,), message=message, count=count, of=total, location=location, values=values)]
+
+    kinks = note(
+        trusted.kink,
+        {"left": _estimate(reference, "left_half"), "right": _estimate(reference, "right_half")},
+        lambda location, count, left, right: f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the "
+        f"right (the one-sided slopes disagree, or grow as the step halves); {count} of {total} entries not compared with {label_}",
+    )
+    moving = note(
+        trusted.moving,
+        {"central": _estimate(reference, "central"), "central_half": _estimate(reference, "central_half"), "spread": trusted.spread},
+        lambda location, count, central, central_half, spread: f"near a pole or strong curvature at {location}: the central "
+        f"estimate moved from {central:g} to {central_half:g} as the step halved, while the one-sided slopes settled; {count} of "
+        f"{total} entries compared with {label_} within the spread of its estimates ({spread:g} there)",
+    )
     count = sum(int(np.sum(u)) for u in trusted.undefined)
-    if count:
-        notes.append(
-            Finding(
-                kind=NOTE,
-                paths=(reference.name,),
-                message=f"no finite estimate here: non-finite inputs or outputs, or a step past the dtype's range: "
-                f"{count} of {total} entries have no {label(reference.name)}",
-                count=count,
-                of=total,
-            )
+    undefined = [
+        Finding(
+            kind=NOTE,
+            paths=(reference.name,),
+            message=f"no finite estimate here: non-finite inputs or outputs, or a step past the dtype's range: "
+            f"{count} of {total} entries have no {label_}",
+            count=count,
+            of=total,
         )
-    return notes
+    ] if count else []
+    return kinks + moving + undefined
 
 
 def _device_findings(
