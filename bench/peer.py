@@ -17,7 +17,7 @@ import yaml  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.test_util import check_grads  # noqa: E402
 
-from gradaudit.scenario import Selector  # noqa: E402
+from gradaudit.model.scenario import Selector  # noqa: E402
 
 
 def main(path: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gradaudit.saved_reports import read_report
+from gradaudit.sources.saved_reports import read_report
 
 DIFF_SCHEMA = "gradaudit.diff/1"
 

@@ -7,48 +7,22 @@ without computing, so the check takes well under a second.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import jax
 import numpy as np
 
-from gradaudit.scenario import Scenario
-from gradaudit.yaml_nodes import InputError
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per scenario and per run; [tool.gradaudit] `limits = {…}` changes them."""
-
-    elements: int = 1_000_000
-    """Elements of one input or case."""
-    cases: int = 1_024
-    """Cases of one select_n."""
-    jacobian: int = 50_000_000
-    """Entries of one scenario's derivative blocks (Jacobians, and Hessians at order 2)."""
-    evaluations: int = 2_000_000
-    """Function evaluations finite differences need for one scenario."""
-    work: int = 2_000_000_000
-    """Derivative entries over the whole run."""
-
-
-LIMIT_NAMES = tuple(Limits.__dataclass_fields__)
+from gradaudit.model.options import Limits
+from gradaudit.model.scenario import Scenario
+from gradaudit.sources.yaml_nodes import InputError
 
 
 def _sizes(scenario: Scenario, trace: bool) -> tuple[list[int], int]:
-    """(sizes of the differentiated inputs, size of the output; 0 when the function is not traced)."""
+    """(sizes of the differentiated inputs, size of the output; 0 when a function is not traced)."""
     spec = scenario.target
-    if spec.kind == "select_n":
-        size = int(np.prod(spec.shape, dtype=np.int64))
-        return [size] * spec.cases, 1 if spec.output == "sum_of_squares" else size
-    if not trace:
+    if spec.kind == "function" and not trace:
         return [int(np.prod(s.shape if s.value is None else np.shape(s.value), dtype=np.int64)) for s in spec.inputs if s.differentiable], 0
-    from gradaudit.targets import build_targets
+    from gradaudit.targets import sizes
 
-    target = build_targets(scenario)[0]
-    shapes = [jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype) for a in (*target.args, *target.fixed)]
-    out = jax.eval_shape(target.fn, *shapes)
-    return [int(np.size(a)) for a in target.args], int(np.prod(np.shape(out), dtype=np.int64))
+    return sizes(scenario)
 
 
 LIMIT_EXCEEDED = "LimitExceeded"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gradaudit.judge import STATUSES
-from gradaudit.results import FINGERPRINTS, REPORT_SCHEMA
-from gradaudit.saved_reports import ReportError, read_report
+from gradaudit.model.findings import STATUSES
+from gradaudit.model.results import FINGERPRINTS, REPORT_SCHEMA
+from gradaudit.sources.saved_reports import ReportError, read_report
 
 
 def _counts(results: list[dict]) -> dict[str, int]:

@@ -20,9 +20,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gradaudit", action="store_true", help="Collect gradaudit scenario files (*.yaml, *.yml) as tests.")
     group.addoption(
         "--gradaudit-rule",
-        default="installed",
+        default=None,
         choices=("installed", "legacy", "fixed"),
-        help="select_n transpose rule to audit under (default: installed).",
+        help="select_n transpose rule to audit under (default: [tool.gradaudit] rule, else installed).",
     )
     group.addoption("--gradaudit-baseline", metavar="REPORT", help="A gradaudit JSON report whose findings are known.")
 
@@ -41,19 +41,23 @@ class ScenarioFailed(Exception):
     """A scenario that fails the gate; carries the text to show."""
 
 
-def _baseline(config: pytest.Config):
-    from gradaudit.gate import load_baseline
+def _options(config: pytest.Config):
+    """The run's Options: `[tool.gradaudit]` (tolerances, limits, rule, cache), then the plugin's flags;
+    audited in this process, as pytest runs tests."""
+    from gradaudit.model.options import check, resolve
+    from gradaudit.sources.config import load_config
 
-    key = "_gradaudit_baseline"
+    key = "_gradaudit_options"
     if not hasattr(config, key):
-        path = config.getoption("gradaudit_baseline")
-        setattr(config, key, load_baseline(path) if path else None)
+        settings, _ = load_config(Path(config.rootpath))
+        given = {"rule": config.getoption("gradaudit_rule"), "baseline": config.getoption("gradaudit_baseline"), "jobs": 0}
+        setattr(config, key, resolve(settings, check({k: v for k, v in given.items() if v is not None}, "keyword")))
     return getattr(config, key)
 
 
 class ScenarioFile(pytest.File):
     def collect(self):
-        from gradaudit.loading import load_paths
+        from gradaudit.sources.scenario_files import load_paths
 
         loaded = load_paths([str(self.path)])
         if loaded.errors:
@@ -73,20 +77,19 @@ class ScenarioItem(pytest.Item):
         self.scenario = scenario
 
     def runtest(self) -> None:
-        from gradaudit.gate import outcome
-        from gradaudit.rules import select_n_rule
-        from gradaudit.runner import audit_scenario
+        from gradaudit.service import audit
 
-        with select_n_rule(self.config.getoption("gradaudit_rule")):
-            result = audit_scenario(self.scenario)
-        verdict = outcome(result, _baseline(self.config))
-        if not verdict.passed:
-            raise ScenarioFailed(_failure_text(result, verdict.reason))
+        report = audit([self.scenario], _options(self.config))
+        if report.errors:
+            raise ScenarioInputError("\n".join(str(error) for error in report.errors))
+        (result,) = report.results
+        if not result.passed:
+            raise ScenarioFailed(_failure_text(result, result.outcome.reason))
         if result.findings:
-            pytest.xfail(verdict.reason)
+            pytest.xfail(result.outcome.reason)
 
     def repr_failure(self, excinfo):
-        if excinfo.errisinstance(ScenarioFailed):
+        if excinfo.errisinstance((ScenarioFailed, ScenarioInputError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 

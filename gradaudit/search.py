@@ -30,14 +30,14 @@ from pathlib import Path
 
 import yaml
 
-from gradaudit import dtypes
-from gradaudit.judge import CONSISTENT
+from gradaudit.model import dtypes
+from gradaudit.model.findings import CONSISTENT
 from gradaudit.limits import Limits, check_limits
-from gradaudit.loading import MAX_DEPTH, load_text
-from gradaudit.results import ScenarioResult
-from gradaudit.scenario import BINDS, ORDERS, OUTPUTS
-from gradaudit.user_functions import FunctionImportError, resolve
-from gradaudit.yaml_nodes import (
+from gradaudit.sources.scenario_files import MAX_DEPTH, load_text
+from gradaudit.model.results import ScenarioResult
+from gradaudit.model.scenario import BINDS, ORDERS, OUTPUTS
+from gradaudit.targets.user_functions import FunctionImportError, resolve
+from gradaudit.sources.yaml_nodes import (
     InputError,
     InvalidInput,
     Location,

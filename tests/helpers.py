@@ -11,9 +11,9 @@ import numpy as np
 from click.testing import CliRunner
 
 from gradaudit.cli import main
-from gradaudit.paths import PathError, PathResult
-from gradaudit.scenario import Scenario, SelectN, Selector
-from gradaudit.yaml_nodes import Location
+from gradaudit.model.paths import PathError, PathResult
+from gradaudit.model.scenario import Scenario, SelectN, Selector
+from gradaudit.sources.yaml_nodes import Location
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: its catalog under scenarios/, its README."""

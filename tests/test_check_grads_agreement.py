@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from jax import lax
 from jax.test_util import check_grads
 
-from gradaudit import dtypes
-from gradaudit.judge import CONSISTENT
-from gradaudit.runner import audit_scenario
-from gradaudit.scenario import Scenario
+from gradaudit.model import dtypes
+from gradaudit.model.findings import CONSISTENT
+from gradaudit.service import audit_one
+from gradaudit.model.scenario import Scenario
 from gradaudit.targets import build_targets
 from tests.helpers import make_scenario
 
@@ -67,7 +67,7 @@ def check_grads_passes(scenario: Scenario) -> bool:
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(select_n_scenarios())
 def test_verdict_agrees_with_check_grads(scenario):
-    result = audit_scenario(scenario)
+    result = audit_one(scenario)
     assert (result.status == CONSISTENT) == check_grads_passes(scenario), (
         scenario,
         result.status,

@@ -11,7 +11,7 @@ from pathlib import Path
 import jax
 import pytest
 
-import gradaudit.runner
+import gradaudit.service
 from tests.helpers import run_cli, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,9 +88,11 @@ def test_json_report_fields_for_the_seed_example(tmp_path):
     assert entry["inputs"] == {"case 0": 2.0, "case 1": 5.0}
     paths = entry["paths"]
     first_device = f"{jax.devices()[0].platform}:{jax.devices()[0].id}"
-    assert entry["method"] == "compiled"
-    assert paths["value"] == {"status": "ok", "value": 5.0, "device": first_device, "shared_with": "jit_value"}
-    assert paths["jit_value"] == {"status": "ok", "value": 5.0, "device": first_device}
+    # A single select_n scenario goes to the bundle engine, its selector captured as a user writes it;
+    # its eager paths ran eagerly, its jit paths under jit: no path repeats another's answer.
+    assert entry["method"] == "bundle"
+    assert paths["value"] == {"status": "ok", "value": 5.0, "device": first_device, "engine": "bundle", "binding": "constant"}
+    assert paths["jit_value"] == {"status": "ok", "value": 5.0, "device": first_device, "engine": "bundle", "binding": "constant"}
     assert {p["device"] for p in paths.values()} == {first_device}
     assert [d["name"] for d in env["devices"]] == [first_device]
     assert paths["jacfwd"]["jacobians"] == {"case 0": 0.0, "case 1": 1.0}
@@ -131,7 +133,7 @@ def test_json_file_is_complete_and_no_temporary_file_is_left(tmp_path):
 
 def test_unwritable_report_location_is_exit_2_before_any_work(tmp_path, monkeypatch):
     path = write_yaml(tmp_path, "ok.yaml", CONSISTENT_FILE)
-    monkeypatch.setattr(gradaudit.runner, "run_audit", lambda *a, **k: pytest.fail("audit ran"))
+    monkeypatch.setattr(gradaudit.service, "_run", lambda *a, **k: pytest.fail("audit ran"))
     result = run_cli("run", str(path), "--json", str(tmp_path / "missing" / "r.json"))
     assert result.exit_code == 2
     assert "folder" in result.stderr and "does not exist" in result.stderr
@@ -143,7 +145,7 @@ def test_internal_error_is_exit_3_with_a_short_message(tmp_path, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(gradaudit.runner, "run_audit", explode)
+    monkeypatch.setattr(gradaudit.service, "_run", explode)
     result = run_cli("run", str(path))
     assert result.exit_code == 3
     assert "internal error: RuntimeError: boom" in result.stderr
@@ -172,11 +174,11 @@ def test_module_entry_point_runs_as_a_process(tmp_path):
 
 
 def test_ctrl_c_writes_what_finished_marks_the_rest_and_exits_2(tmp_path, monkeypatch):
-    from gradaudit import runner
-    from gradaudit.rules import installed_rule
+    from gradaudit.engines import literal
+    from gradaudit.jaxenv import installed_rule
 
     original_rule = installed_rule()
-    real = runner.audit_scenario
+    real = literal.compute
     out = tmp_path / "report.json"
     seen_partial = []
 
@@ -187,7 +189,7 @@ def test_ctrl_c_writes_what_finished_marks_the_rest_and_exits_2(tmp_path, monkey
         seen_partial.append(scenario.name)
         return real(scenario, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "audit_scenario", interrupt_third)
+    monkeypatch.setattr(literal, "compute", interrupt_third)
     result = run_cli("run", SEED_SUITE, "--rule", "fixed", "--literal", "--json", str(out))
     assert result.exit_code == 2
     assert "interrupted: 2 of 17 scenarios had finished" in result.stderr
@@ -205,9 +207,9 @@ def test_a_ctrl_c_swallowed_where_python_ignores_exceptions_still_stops_the_run(
     import signal
     import time
 
-    from gradaudit import runner
+    from gradaudit.engines import literal
 
-    real = runner.audit_scenario
+    real = literal.compute
     audited = []
 
     def swallow_during_second(scenario, *args, **kwargs):
@@ -220,7 +222,7 @@ def test_a_ctrl_c_swallowed_where_python_ignores_exceptions_still_stops_the_run(
                 pass  # what Python does to an exception raised inside a gc callback
         return real(scenario, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "audit_scenario", swallow_during_second)
+    monkeypatch.setattr(literal, "compute", swallow_during_second)
     out = tmp_path / "report.json"
     result = run_cli("run", SEED_SUITE, "--rule", "fixed", "--literal", "--jobs", "0", "--json", str(out))
     assert result.exit_code == 2

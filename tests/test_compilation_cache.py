@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gradaudit.compilation_cache import unsupported
+from gradaudit.jaxenv import cache_unsupported as unsupported
 from tests.helpers import run_cli, write_yaml
 
 needs_cache = pytest.mark.skipif(unsupported() is not None, reason=str(unsupported()))

@@ -41,7 +41,7 @@ def _gradaudit(tmp_path: Path, *args: str, devices: int = 2) -> tuple[subprocess
     report = tmp_path / "report.json"
     report.unlink(missing_ok=True)
     proc = subprocess.run(
-        [sys.executable, "-m", "gradaudit", "run", *args, "--json", str(report), "--no-cache"],
+        [sys.executable, "-m", "gradaudit", "run", *args, "--json", str(report), "--json-detail", "full", "--no-cache"],
         capture_output=True,
         text=True,
         cwd=tmp_path,

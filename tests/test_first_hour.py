@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gradaudit.loading import load_paths
+from gradaudit.sources.scenario_files import load_paths
 from gradaudit.pytest_plugin import _failure_text
-from gradaudit.runner import audit_scenario
+from gradaudit.service import audit_one
 from tests.helpers import ROOT, run_cli, write_yaml
 
 SOFTPLUS = '''
@@ -148,7 +148,7 @@ def test_exceptions_in_user_code_carry_file_line_and_function_everywhere(project
     github = run_cli("run", "audit.yaml", "-k", "raises", "--format", "github")
     assert re.search(r"^::error file=audit\.yaml,line=\d+,.*" + re.escape(where), github.stdout, re.MULTILINE)
     (scenario,) = [s for s in load_paths(["audit.yaml"]).scenarios if s.name == "user-raises"]
-    assert where in _failure_text(audit_scenario(scenario), "error")
+    assert where in _failure_text(audit_one(scenario), "error")
 
 
 def test_a_baseline_does_not_accept_another_wrong_rule(project):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gradaudit.loading import load_paths
+from gradaudit.sources.scenario_files import load_paths
 from tests.helpers import run_cli, write_yaml
 
 FUNCTIONS = '''
@@ -96,7 +96,7 @@ def suite(tmp_path: Path) -> Path:
 
 def audit(folder: Path, yaml_text: str, *args: str) -> tuple[int, dict]:
     write_yaml(folder, "suite.yaml", yaml_text)
-    result = run_cli("run", str(folder / "suite.yaml"), "--json", "-", *args)
+    result = run_cli("run", str(folder / "suite.yaml"), "--json", "-", "--json-detail", "full", *args)
     assert result.exception is None
     return result.exit_code, result.json()
 

@@ -11,7 +11,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gradaudit.loading import load_paths
+from gradaudit.sources.scenario_files import load_paths
 
 EXAMPLES = int(os.environ.get("GRADAUDIT_FUZZ_EXAMPLES", "150"))
 

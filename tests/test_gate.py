@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from gradaudit.cli import main
-from gradaudit.selection import in_shard, matches
+from gradaudit.sources.selection import in_shard, matches
 from tests.helpers import run_cli, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,25 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradaudit.judge import (
-    CONSISTENT,
-    DISAGREEMENT,
-    ERROR,
-    MISMATCH,
-    RAISED,
-    ROUTING,
-    Tolerances,
-    judge,
-)
-from gradaudit.paths import (
-    FINITE_DIFFERENCE,
-    JACFWD,
-    JACREV,
-    JIT_JACFWD,
-    JIT_JACREV,
-    VALUE,
-    PathError,
-)
+from gradaudit.model.findings import CONSISTENT, DISAGREEMENT, ERROR, MISMATCH, RAISED, ROUTING
+from gradaudit.judging.judge import Tolerances, judge
+from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, PathError
 from tests.helpers import path_results
 
 TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)

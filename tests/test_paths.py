@@ -6,20 +6,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gradaudit.judge import CONSISTENT, ERROR, MISMATCH
-from gradaudit.paths import (
-    FINITE_DIFFERENCE,
-    JACFWD,
-    JACREV,
-    JIT_JACFWD,
-    JIT_JACREV,
-    VALUE,
-    finite_difference_jacobians,
-    run_paths,
-)
-from gradaudit.rules import LEGACY, select_n_rule
-from gradaudit.runner import audit_scenario
-from gradaudit.scenario import Scenario
+from gradaudit.model.findings import CONSISTENT, ERROR, MISMATCH
+from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE
+from gradaudit.engines.literal import finite_difference_jacobians, run_paths
+from gradaudit.jaxenv import LEGACY, select_n_rule
+from gradaudit.service import audit_one
+from gradaudit.model.scenario import Scenario
 from gradaudit.targets.base import Target
 from gradaudit.targets.select_n import case_values
 from tests.helpers import make_scenario
@@ -35,7 +27,7 @@ def scalars(result, path):
 
 def test_seed_example_value_five_forward_routes_reverse_loses_it():
     with select_n_rule(LEGACY):
-        result = audit_scenario(scenario(value=2, values=(2.0, 5.0)))
+        result = audit_one(scenario(value=2, values=(2.0, 5.0)))
     assert float(result.paths[VALUE].arrays[0]) == 5.0
     assert scalars(result, JACFWD) == (0.0, 1.0)
     assert scalars(result, JIT_JACFWD) == (0.0, 1.0)
@@ -49,7 +41,7 @@ def test_seed_example_value_five_forward_routes_reverse_loses_it():
 
 def test_single_case_boolean_selector_raises_index_error_in_reverse_only():
     with select_n_rule(LEGACY):
-        result = audit_scenario(scenario(dtype="bool", value=False, cases=1))
+        result = audit_one(scenario(dtype="bool", value=False, cases=1))
     assert result.status == ERROR
     assert result.paths[JACREV].error.type == "IndexError"
     assert result.paths[JIT_JACREV].error.type == "IndexError"
@@ -59,7 +51,7 @@ def test_single_case_boolean_selector_raises_index_error_in_reverse_only():
 
 def test_per_element_selector_provenance_names_each_element():
     with select_n_rule(LEGACY):
-        result = audit_scenario(scenario(value=[-1, 0, 2], shape=(3,)))
+        result = audit_one(scenario(value=[-1, 0, 2], shape=(3,)))
     assert result.provenance.value_from == ((0,), (0,), (1,))
     assert result.provenance.routes[JACFWD] == ((0,), (0,), (1,))
     assert result.provenance.routes[JACREV] == ((), (0,), ())
@@ -72,7 +64,7 @@ def test_per_element_selector_provenance_names_each_element():
 def test_in_range_selectors_are_consistent(selector):
     dtype, value, cases = selector
     shape = (2, 3) if isinstance(value, list) else ()
-    result = audit_scenario(scenario(dtype=dtype, value=value, cases=cases, shape=shape))
+    result = audit_one(scenario(dtype=dtype, value=value, cases=cases, shape=shape))
     assert result.status == CONSISTENT, [f.message for f in result.findings]
     for path in (JACFWD, JIT_JACFWD, JACREV, JIT_JACREV, FINITE_DIFFERENCE):
         total = sum(np.asarray(j, dtype=np.float64) for j in result.paths[path].arrays)

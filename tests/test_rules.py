@@ -11,15 +11,16 @@ from jax import lax
 from jax._src.interpreters import ad
 from jax._src.lax import lax as lax_internal
 
-from gradaudit.paths import (
+from gradaudit.model.paths import (
     HESSIAN_FINITE_DIFFERENCE,
     HESSIAN_FWD_FWD,
     HESSIAN_FWD_REV,
     HESSIAN_REV_REV,
     JIT_HESSIAN_REV_REV,
 )
-from gradaudit.rules import FIXED, LEGACY, VARIANTS, installed_rule, select_n_rule
-from gradaudit.runner import AuditInterrupted, audit_scenario, run_audit
+from gradaudit.jaxenv import FIXED, LEGACY, VARIANTS, installed_rule, select_n_rule
+from gradaudit.model.options import Options
+from gradaudit.service import AuditInterrupted, audit, audit_one
 from tests.helpers import make_scenario, run_cli, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +58,7 @@ def test_rule_is_restored_after_a_failing_run(interrupt):
     # Ctrl-C comes out as AuditInterrupted, carrying the report of what finished.
     expected = AuditInterrupted if isinstance(interrupt, KeyboardInterrupt) else RuntimeError
     with pytest.raises(expected):
-        run_audit([make_scenario(value=2)], rule=FIXED, on_result=fail, literal=True)
+        audit([make_scenario(value=2)], Options(rule=FIXED, literal=True, jobs=0), on_result=fail)
     assert installed_rule() is original
     assert installed_rule() is not VARIANTS[FIXED]
 
@@ -99,7 +100,7 @@ SEED_ROWS = {
 
 
 def test_compare_shows_the_seed_rows_under_both_rules():
-    result = run_cli("compare", REPRESENTATIVE, "--rules", "legacy", "fixed", "--json", "-")
+    result = run_cli("compare", REPRESENTATIVE, "--rules", "legacy", "fixed", "--json", "-", "--json-detail", "full")
     assert result.exit_code == 0  # the last rule is consistent everywhere
     report = result.json()
     assert report["schema"] == "gradaudit.compare/1" and report["rules"] == ["legacy", "fixed"]
@@ -143,13 +144,13 @@ def test_squared_selection_probe_second_derivative():
     probe = make_scenario(value=2, values=(2.0, 5.0), order=2, output="square")
     hessians = (HESSIAN_FWD_REV, HESSIAN_REV_REV, HESSIAN_FWD_FWD, JIT_HESSIAN_REV_REV, HESSIAN_FINITE_DIFFERENCE)
     with select_n_rule(FIXED):
-        fixed = audit_scenario(probe)
+        fixed = audit_one(probe)
     assert fixed.status == "consistent"
     for path in hessians:
         blocks = [float(b) for b in fixed.paths[path].arrays]
         assert blocks == pytest.approx([0.0, 0.0, 0.0, 2.0], abs=1e-3), path  # d2(b^2)/db^2 = 2
     with select_n_rule(LEGACY):
-        legacy = audit_scenario(probe)
+        legacy = audit_one(probe)
     assert legacy.status == "mismatch"
     assert float(legacy.paths[HESSIAN_REV_REV].arrays[3]) == 0.0
     assert float(legacy.paths[HESSIAN_FWD_FWD].arrays[3]) == 2.0
@@ -171,7 +172,7 @@ def test_order_and_output_from_yaml_and_hessian_in_json(tmp_path):
             output: sum_of_squares
         """,
     )
-    result = run_cli("run", str(path), "--rule", "fixed", "--json", "-")
+    result = run_cli("run", str(path), "--rule", "fixed", "--json", "-", "--json-detail", "full")
     assert result.exit_code == 0, result.stderr
     entry = result.json()["results"][0]
     assert entry["scenario"]["order"] == 2 and entry["scenario"]["output"] == "sum_of_squares"

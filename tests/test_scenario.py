@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from gradaudit.loading import load_paths
-from gradaudit.scenario import Selector, Tolerance
+from gradaudit.sources.scenario_files import load_paths
+from gradaudit.model.scenario import Selector, Tolerance
 from tests.helpers import run_cli, write_yaml
 
 VALID = """

@@ -1,20 +1,61 @@
 """What gets differentiated: each scenario family builds Targets, a function and its inputs.
 
-Paths only see Targets, so a new family needs a builder here and nothing else. A scenario yields
+Engines only see Targets, so a new family needs a builder here and nothing else. A scenario yields
 one Target per binding of its fixed inputs (traced arguments, captured constants).
 """
 
 from __future__ import annotations
 
-from gradaudit.scenario import Scenario
+import numpy as np
+
+from gradaudit.model.scenario import Scenario
 from gradaudit.targets import function, select_n
 from gradaudit.targets.base import Target
 
-__all__ = ["Target", "build_targets"]
+__all__ = ["Target", "build_targets", "group_key", "group_targets", "sizes"]
 
 
 def build_targets(scenario: Scenario) -> tuple[Target, ...]:
-    """The Targets a scenario describes, one per binding."""
+    """The Targets a scenario describes, one per binding, exactly as a user writes the function."""
     if scenario.target.kind == "function":
         return function.build(scenario)
     return (select_n.build(scenario),)
+
+
+def group_targets(scenario: Scenario) -> tuple[Target, ...]:
+    """The Targets a vmapped group runs: a select_n with its selector passed in (so scenarios that
+    differ only in their selector share a program), a function as it is."""
+    if scenario.target.kind == "function":
+        return function.build(scenario)
+    return (select_n.build(scenario, traced=True),)
+
+
+def group_key(scenario: Scenario) -> tuple | None:
+    """What scenarios sharing one vmapped program have in common, or None for one no group can take
+    (second order). Values captured as constants are part of the key; traced ones are not."""
+    if scenario.order != 1:
+        return None
+    spec = scenario.target
+    if spec.kind == "select_n":
+        if 0 in spec.shape:
+            return None
+        return ("select_n", spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.shape, spec.dtype, spec.output, scenario.eps)
+    arrays = [s.array() for s in spec.inputs]
+    shapes = tuple((s.dtype, a.shape) for s, a in zip(spec.inputs, arrays, strict=True))
+    captured = tuple(a.tobytes() for s, a in zip(spec.inputs, arrays, strict=True) if not s.differentiable and spec.bind != "traced")
+    return ("function", spec.fn, spec.root, shapes, spec.bind, captured, scenario.eps)
+
+
+def sizes(scenario: Scenario) -> tuple[list[int], int]:
+    """(elements of each differentiated input, elements of the output); a function is traced
+    (`jax.eval_shape`, nothing computed) to learn its output's size."""
+    spec = scenario.target
+    if spec.kind == "select_n":
+        size = int(np.prod(spec.shape, dtype=np.int64))
+        return [size] * spec.cases, 1 if spec.output == "sum_of_squares" else size
+    import jax
+
+    target = build_targets(scenario)[0]
+    shapes = [jax.ShapeDtypeStruct(np.shape(a), np.asarray(a).dtype) for a in (*target.args, *target.fixed)]
+    out = jax.eval_shape(target.fn, *shapes)
+    return [int(np.size(a)) for a in target.args], int(np.prod(np.shape(out), dtype=np.int64))

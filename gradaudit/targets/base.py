@@ -23,7 +23,15 @@ class Target:
     """How findings name each argument ("case 1", "x")."""
     fixed: tuple[np.ndarray, ...] = ()
     binding: str = ""
-    """'traced' or 'constant' when a scenario runs both ways; '' when it runs one way."""
+    """'traced' or 'constant' when a scenario runs both ways (its path names say which); '' when it runs one way."""
+    captured: bool = False
+    """Whether `fn` captures discrete inputs as constants (a select_n selector, a function's integer inputs)."""
+
+    @property
+    def bound(self) -> str:
+        """How the discrete inputs reach `fn`, as paths record it: `traced` (passed in `fixed`),
+        `constant` (captured) or `none` (there are none)."""
+        return "traced" if self.fixed else ("constant" if self.captured else "none")
 
 
 def primitives(target: Target) -> frozenset[str]:

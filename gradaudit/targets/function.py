@@ -7,20 +7,23 @@ pytree: its floating leaves are flattened into one vector so every path answers 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from gradaudit.scenario import FunctionCall, Scenario
+from gradaudit.model.scenario import FunctionCall, Scenario
 from gradaudit.targets.base import Target
-from gradaudit.user_functions import resolve
+from gradaudit.targets.user_functions import resolve
 
 
 class NoFloatingOutput(TypeError):
     """The user's function returned nothing that can be differentiated."""
 
 
+@functools.lru_cache(maxsize=1024)
 def _flat_output(fn: Callable[..., object]) -> Callable[..., object]:
     """`fn` with a pytree output turned into one vector of its floating leaves (an array stays as it is)."""
 
@@ -38,36 +41,55 @@ def _flat_output(fn: Callable[..., object]) -> Callable[..., object]:
     return flat
 
 
-def _interleave(spec: FunctionCall, differentiated: tuple, fixed: tuple) -> list:
-    """The user's positional arguments, rebuilt from the differentiated and fixed inputs in their own order."""
+def _interleave(pattern: tuple[bool, ...], differentiated: tuple, fixed: tuple) -> list:
+    """The user's positional arguments, rebuilt from the differentiated and fixed inputs in their own
+    order (`pattern`: which positions are differentiated)."""
     remaining_d, remaining_f = iter(differentiated), iter(fixed)
-    return [next(remaining_d) if s.differentiable else next(remaining_f) for s in spec.inputs]
+    return [next(remaining_d) if differentiable else next(remaining_f) for differentiable in pattern]
+
+
+# The functions below are made once per user function, argument pattern and captured values, so
+# every scenario of one function calls the same Python function, as a user's code does: JAX's
+# caches of traced and compiled programs (jit's, and the engines' transforms) then serve them all.
+
+
+@functools.lru_cache(maxsize=1024)
+def _traced(fn: Callable, pattern: tuple[bool, ...]) -> Callable:
+    n = sum(pattern)
+
+    def traced(*inputs):
+        return fn(*_interleave(pattern, inputs[:n], inputs[n:]))
+
+    return traced
+
+
+@functools.lru_cache(maxsize=1024)
+def _captured(fn: Callable, pattern: tuple[bool, ...], values: tuple[tuple[bytes, str, tuple[int, ...]], ...]) -> Callable:
+    constants = tuple(jnp.asarray(np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape)) for data, dtype, shape in values)
+
+    def captured(*inputs):
+        return fn(*_interleave(pattern, inputs, constants))
+
+    return captured
 
 
 def build(scenario: Scenario) -> tuple[Target, ...]:
     spec: FunctionCall = scenario.target
     fn = _flat_output(resolve(spec.fn, spec.root))
     arrays = [s.array() for s in spec.inputs]
+    pattern = tuple(s.differentiable for s in spec.inputs)
     args = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if s.differentiable)
     fixed = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if not s.differentiable)
     names = tuple(f"x{i}" for i, s in enumerate(spec.inputs) if s.differentiable)
-    n = len(args)
-
-    def traced(*inputs):
-        return fn(*_interleave(spec, inputs[:n], inputs[n:]))
-
-    constants = tuple(jnp.asarray(a) for a in fixed)
-
-    def captured(*inputs):
-        return fn(*_interleave(spec, inputs, constants))
-
+    traced = _traced(fn, pattern)
     if not fixed:
         return (Target(fn=traced, args=args, arg_names=names),)
+    captured = _captured(fn, pattern, tuple((a.tobytes(), a.dtype.str, a.shape) for a in fixed))
     by_binding = {
         "traced": Target(fn=traced, args=args, arg_names=names, fixed=fixed, binding="traced"),
-        "constant": Target(fn=captured, args=args, arg_names=names, binding="constant"),
+        "constant": Target(fn=captured, args=args, arg_names=names, binding="constant", captured=True),
     }
     if spec.bind == "both":
         return tuple(by_binding.values())
     only = by_binding[spec.bind]
-    return (Target(fn=only.fn, args=only.args, arg_names=names, fixed=only.fixed),)
+    return (Target(fn=only.fn, args=only.args, arg_names=names, fixed=only.fixed, captured=only.captured),)

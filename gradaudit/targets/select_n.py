@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -9,9 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from gradaudit import dtypes
-from gradaudit import scenario as scenario_module
-from gradaudit.scenario import Scenario
+from gradaudit.model import dtypes
+from gradaudit.model import scenario as scenario_module
+from gradaudit.model.scenario import Scenario
 from gradaudit.targets.base import Target
 
 
@@ -40,17 +41,35 @@ OUTPUTS: dict[str, Callable[[jax.Array], jax.Array]] = {
 assert set(OUTPUTS) == set(scenario_module.OUTPUTS)
 
 
-def build(scenario: Scenario) -> Target:
-    """The function as JAX's own testSelectNGrad writes it: the selector a numpy array captured as a constant."""
-    spec = scenario.target
-    which = spec.selector.array()
-    output = OUTPUTS[spec.output]
+@functools.lru_cache(maxsize=1024)
+def _select(which: tuple[bytes, str, tuple[int, ...]] | None, output: str) -> Callable:
+    """`output(lax.select_n(which, *cases))`, with `which` (its bytes, dtype and shape) captured as a
+    numpy constant; with `which` None, passed as the last argument. Made once per selector and
+    output, so scenarios that share them share a function, and JAX's caches serve them all."""
+    apply = OUTPUTS[output]
+    if which is None:
+
+        def select_traced(*inputs):
+            return apply(lax.select_n(inputs[-1], *inputs[:-1]))
+
+        return select_traced
+    data, dtype, shape = which
+    selector = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape)
 
     def select(*cases):
-        return output(lax.select_n(which, *cases))
+        return apply(lax.select_n(selector, *cases))
 
-    return Target(
-        fn=select,
-        args=case_values(scenario),
-        arg_names=tuple(f"case {i}" for i in range(spec.cases)),
-    )
+    return select
+
+
+def build(scenario: Scenario, traced: bool = False) -> Target:
+    """The function as JAX's own testSelectNGrad writes it: the selector a numpy array captured as a
+    constant; with `traced`, the selector passed as the last argument instead (so scenarios that
+    differ only in their selector share one program)."""
+    spec = scenario.target
+    which = spec.selector.array()
+    names = tuple(f"case {i}" for i in range(spec.cases))
+    if traced:
+        return Target(fn=_select(None, spec.output), args=case_values(scenario), arg_names=names, fixed=(which,))
+    key = (which.tobytes(), which.dtype.str, which.shape)
+    return Target(fn=_select(key, spec.output), args=case_values(scenario), arg_names=names, captured=True)

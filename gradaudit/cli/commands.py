@@ -1,0 +1,346 @@
+"""The commands: each reads its flags, calls the audit service or a report tool, and renders."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from gradaudit.cli.app import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputProblem, exit_code, guarded, main
+from gradaudit.cli.flags import (
+    AUDIT,
+    SELECTION,
+    color_option,
+    debug_option,
+    exit_zero_option,
+    flags,
+    options_from,
+    output_options,
+    output_setting,
+    paths_argument,
+    profile_option,
+)
+from gradaudit.cli.session import Session, console, write_atomic
+from gradaudit.model.options import RULES
+
+
+def _paths(paths: Sequence[str]) -> Sequence[str]:
+    return paths or output_setting("paths", ()) or ()
+
+
+def _session(json_path, junit_path, format, color, json_option: str = "--json", options=None) -> Session:
+    return Session(
+        output_setting("color", color),
+        output_setting("json", json_path),
+        output_setting("junit", junit_path),
+        output_setting("format", format),
+        json_option,
+        options.json_detail if options is not None else "findings",
+    )
+
+
+@main.command()
+@paths_argument
+@flags("rule", *SELECTION, "baseline", *AUDIT)
+@profile_option
+@output_options
+@guarded
+def run(paths, profile, json_path, junit_path, format, verbose, quiet, color, exit_zero, **given) -> int:
+    """Audit every scenario in PATHS (YAML files, or folders searched for *.yaml and *.yml).
+
+    Exit 0 when every scenario passes, 1 when any fails, 2 for bad input.
+    """
+    from gradaudit.service import AuditInterrupted
+    from gradaudit.cli.profile import Profile
+    from gradaudit.render.terminal import print_report
+
+    options = options_from(given)
+    session = _session(json_path, junit_path, format, color, options=options)
+    profiler = Profile(enabled=profile)
+    with profiler.phase("load"):
+        loaded = session.load(_paths(paths))
+    if loaded is None:
+        return EXIT_INPUT
+    interrupted = None
+    with profiler.phase("audit"):
+        try:
+            report = session.audit(loaded, options)
+        except AuditInterrupted as exc:
+            interrupted, report = exc, exc.report
+    with profiler.phase("report"):
+        if "rich" in session.formats:
+            print_report(session.out, report, verbose=verbose, quiet=quiet, seconds=session.elapsed())
+        session.annotate(report)
+        session.write_files(report)
+    profiler.print(session.err, report)
+    if interrupted is not None:
+        raise interrupted
+    if session.refused(report):
+        return EXIT_INPUT
+    code = exit_code(report.passed, output_setting("exit_zero", exit_zero))
+    if code == EXIT_FINDINGS and not quiet:
+        session.say_why_it_failed(report)
+    return code
+
+
+@main.command("baseline")
+@paths_argument
+@flags("rule", *SELECTION, *AUDIT)
+@click.option("-o", "--output", required=True, metavar="FILE", help="Where to write the baseline report ('-' for stdout).")
+@color_option
+@debug_option
+@guarded
+def baseline_command(paths, output, color, **given) -> int:
+    """Write a baseline: the JSON report of PATHS, whose findings later runs accept with --baseline.
+
+    Exit 0 when written (findings included), 2 for bad input.
+    """
+    from gradaudit.render.terminal import summary_line
+
+    options = options_from({**given, "baseline": None}).updated(baseline=None)
+    session = Session(output_setting("color", color), json_path=output, formats=("rich",), json_option="-o")
+    loaded = session.load(_paths(paths))
+    if loaded is None:
+        return EXIT_INPUT
+    report = session.audit(loaded, options)
+    session.write_files(report)
+    session.err.print(summary_line(report, session.elapsed(), prefix=f"baseline {output}: "), highlight=False)
+    return EXIT_INPUT if session.refused(report) else EXIT_OK
+
+
+@main.command("list")
+@paths_argument
+@flags(*SELECTION)
+@color_option
+@debug_option
+@guarded
+def list_command(paths, color, **given) -> int:
+    """List the scenarios in PATHS: source, name, suite and parameters, after -k and --shard."""
+    from gradaudit.service import choose
+    from gradaudit.render.terminal import print_listing
+
+    session = Session(output_setting("color", color))
+    loaded = session.load(_paths(paths))
+    if loaded is None:
+        return EXIT_INPUT
+    print_listing(session.out, choose(loaded.scenarios, options_from(given)))
+    return EXIT_OK
+
+
+def _read_reports(action):
+    """Run a report tool, its refusals (unusable or damaged reports) made exit 2."""
+    from gradaudit.sources.saved_reports import ReportError
+
+    try:
+        return action()
+    except ReportError as exc:
+        raise InputProblem(str(exc)) from None
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # damage read_report does not name
+        raise InputProblem(f"a report is damaged: {type(exc).__name__}: {exc}") from None
+
+
+@main.command()
+@click.argument("reports", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", required=True, metavar="FILE", help="Where to write the merged report ('-' for stdout).")
+@color_option
+@exit_zero_option
+@debug_option
+@guarded
+def merge(reports, output, color, exit_zero) -> int:
+    """Merge JSON reports (shards of one run) into one, whose counts equal a single full run's.
+
+    Exit 0 when every merged scenario passed, 1 when any failed, 2 for unusable reports.
+    """
+    from gradaudit.merge import merge_reports
+    from gradaudit.render.terminal import counts_line
+
+    session = Session(output_setting("color", color), json_path=output, json_option="-o")
+    merged = _read_reports(lambda: merge_reports(list(reports)))
+    write_atomic(output, json.dumps(merged, indent=2, allow_nan=False) + "\n")
+    session.err.print(counts_line(merged["summary"], prefix=f"merged {len(reports)} reports: "), highlight=False)
+    return exit_code(merged["gate"]["failed"] == 0, output_setting("exit_zero", exit_zero))
+
+
+@main.command()
+@click.argument("before", type=click.Path())
+@click.argument("after", type=click.Path())
+@click.option("--json", "json_path", metavar="PATH", help="Write the differences as JSON to PATH ('-' for stdout).")
+@click.option("-q", "--quiet", is_flag=True, help="Show only the summary line.")
+@color_option
+@exit_zero_option
+@debug_option
+@guarded
+def diff(before, after, json_path, quiet, color, exit_zero) -> int:
+    """What changed from report BEFORE to report AFTER: new and resolved findings, status changes.
+
+    Read a JAX upgrade this way: a report under the old version, one under the new, then diff.
+    Exit 0 when AFTER has no new finding, 1 when it has, 2 for unusable reports.
+    """
+    from gradaudit.diff import diff_reports
+    from gradaudit.render.terminal import print_diff
+
+    session = Session(output_setting("color", color), json_path=json_path)
+    changes = _read_reports(lambda: diff_reports(before, after))
+    if json_path:
+        write_atomic(json_path, json.dumps(changes.to_dict(), indent=2) + "\n")
+    print_diff(session.out, changes, quiet=quiet)
+    return exit_code(not changes.new, output_setting("exit_zero", exit_zero))
+
+
+@main.command()
+@click.argument("space", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--budget", type=click.IntRange(min=1), default=300, show_default=True, help="Distinct valid scenarios to audit (shrinking comes on top).")
+@click.option("--seed", type=int, default=0, show_default=True, help="The search's random seed: the same seed, the same search.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for the minimal scenario files.")
+@flags("rule", "cache")
+@click.option("--no-database", is_flag=True, help="Neither keep nor replay hypothesis's examples (kept in .gradaudit/hypothesis).")
+@color_option
+@exit_zero_option
+@debug_option
+@guarded
+def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> int:
+    """Let hypothesis explore the scenario space in SPACE and shrink every kind of disagreement
+    to a minimal scenario file in --out, which `gradaudit run` reproduces.
+
+    Exit 0 when the budget ran out with nothing found, 1 when something was, 2 for a bad space file.
+    """
+    import jax
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+    from gradaudit.service import audit_one, prepare, screen
+    from gradaudit.jaxenv import CACHE_FOLDER, select_n_rule
+    from gradaudit.render.terminal import print_input_errors, print_search
+    from gradaudit.search import SpaceError, confirm, database_folder, foreign_files, read_space, search as explore, write_found
+
+    options = options_from(given)
+    session = Session(output_setting("color", color))
+    try:
+        parsed = read_space(space)
+    except SpaceError as exc:
+        print_input_errors(session.err, exc.errors)
+        return EXIT_INPUT
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot create folder {out}: {exc.strerror or exc}", param_hint="--out") from None
+    if not os.access(out, os.W_OK):
+        raise click.BadParameter(f"folder {out} is not writable", param_hint="--out")
+    foreign = foreign_files(out, parsed.name)
+    if foreign:
+        raise click.BadParameter(f"{foreign[0]} was not written by gradaudit search and would be replaced; choose another folder", param_hint="--out")
+    _, warnings = prepare(options)
+    for warning in warnings:
+        session.err.print(f"warning: {warning}", highlight=False)
+    storage = CACHE_FOLDER.parent / "hypothesis"
+    database = None if no_database else database_folder(space, options.rule, storage)
+    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=session.err, transient=True, disable=not session.err.is_terminal) as progress:
+        task = progress.add_task(f"searching {parsed.name}")
+
+        def tell(message: str) -> None:
+            progress.update(task, description=f"searching {parsed.name}: {message}")
+
+        with select_n_rule(options.rule):
+            outcome = explore(parsed, budget, seed, functools.partial(screen, options=options), database, tell, options.limits, storage)
+            tell("confirming on the literal engine")
+            confirm(outcome, parsed, functools.partial(audit_one, options=options))
+    if outcome.problem:
+        session.err.print(f"{space}: {outcome.problem}", highlight=False)
+        return EXIT_INPUT
+    command = f"gradaudit search {space} --budget {budget} --seed {seed} --rule {options.rule} --out {out}"
+    written = write_found(outcome, parsed, out, f"`{command}` (JAX {jax.__version__}, {jax.default_backend()})")
+    print_search(session.out, parsed.name, outcome, written, budget, f"gradaudit run {out} --rule {options.rule}")
+    return exit_code(not outcome.found, output_setting("exit_zero", exit_zero))
+
+
+def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Separate `--rules A B ...` (or `--rules=A,B`) from the paths around it."""
+    paths: list[str] = []
+    rules: list[str] = []
+    taking_rules = False
+    for arg in args:
+        if arg == "--rules":
+            taking_rules = True
+        elif arg.startswith("--rules="):
+            rules.extend(r for r in arg.split("=", 1)[1].split(",") if r)
+            taking_rules = False
+        elif arg.startswith("-") and arg != "-":
+            raise click.UsageError(f"no such option: {arg}")
+        elif taking_rules and arg in RULES:
+            rules.append(arg)
+        elif taking_rules and not Path(arg).exists():
+            rules.append(arg)  # not a path either: reported below as an unknown rule
+        else:
+            taking_rules = False
+            paths.append(arg)
+    unknown = [r for r in rules if r not in RULES]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], RULES, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise click.BadParameter(f"unknown rule '{unknown[0]}'{hint} (allowed: {', '.join(RULES)})", param_hint="--rules")
+    if len(rules) < 2 or len(set(rules)) != len(rules):
+        raise click.BadParameter(f"give two or more different rules from {', '.join(RULES)}, e.g. --rules legacy fixed", param_hint="--rules")
+    return paths, rules
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, required=True, metavar="PATH... --rules RULE RULE...")
+@flags(*SELECTION, *AUDIT)
+@output_options
+@guarded
+def compare(args, json_path, junit_path, format, verbose, quiet, color, exit_zero, **given) -> int:
+    """Audit PATHs under each of two or more select_n transpose rules and show what changed.
+
+    RULE is installed, legacy or fixed. Exit 0 when the last rule passes everywhere, else 1.
+    """
+    from gradaudit.model.results import RuleComparison
+    from gradaudit.render.terminal import print_comparison, print_report
+
+    paths, rules = split_rules(args)
+    options = options_from(given).updated(baseline=None)
+    session = _session(json_path, junit_path, format, color, options=options)
+    loaded = session.load(_paths(paths))
+    if loaded is None:
+        return EXIT_INPUT
+    reports = tuple(session.audit(loaded, options.updated(rule=rule), f"{rule} rule") for rule in rules)
+    comparison = RuleComparison(rules=tuple(rules), reports=reports)
+    if "rich" in session.formats:
+        print_comparison(session.out, comparison, session.elapsed(), quiet=quiet)
+        if verbose:
+            for rule, report in zip(rules, reports, strict=True):
+                session.out.rule(f"{rule} rule")
+                print_report(session.out, report, verbose=True)
+    session.annotate(comparison=comparison)
+    session.write_files(comparison=comparison)
+    if session.refused(reports[0]):
+        return EXIT_INPUT
+    code = exit_code(reports[-1].passed, output_setting("exit_zero", exit_zero))
+    if code == EXIT_FINDINGS and not quiet:
+        session.say_why_it_failed(reports[-1])
+    return code
+
+
+@main.command(short_help="Explain a diagnosis: what it means and how to fix it.")
+@click.argument("diagnosis_id", required=False, metavar="ID")
+@color_option
+def explain(diagnosis_id: str | None, color: str) -> None:
+    """Explain diagnosis ID (e.g. GA002): what it means and how to fix it. Without ID, list them all."""
+    from gradaudit.judging.diagnoses import BY_ID, CATALOG
+    from gradaudit.render.terminal import print_diagnosis
+
+    out = console(sys.stdout, color)
+    if diagnosis_id is None:
+        for diagnosis in CATALOG:
+            out.print(f"{diagnosis.id}  {diagnosis.title}", highlight=False)
+        return
+    key = diagnosis_id.upper()
+    if key not in BY_ID:
+        close = difflib.get_close_matches(key, list(BY_ID), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise click.BadParameter(f"no diagnosis '{diagnosis_id}'{hint} (known: {', '.join(BY_ID)})", param_hint="ID")
+    print_diagnosis(out, BY_ID[key], evidence=True)

@@ -1,0 +1,184 @@
+"""What one command invocation shares: consoles, report files, progress, the clock."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from gradaudit.model.options import Options
+
+
+def write_atomic(target: str, text: str) -> None:
+    """Write `text` to `target` (or stdout for '-') so that readers never see half a file."""
+    if target == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(target)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a report is an ordinary file
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def check_writable(option: str, target: str | None) -> None:
+    """Fail before any work is done if a report could not be written where asked."""
+    if target is None or target == "-":
+        return
+    path = Path(target)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise click.BadParameter(f"'{target}' is a folder; give a file name", param_hint=option)
+    if not parent.is_dir():
+        raise click.BadParameter(f"folder '{parent}' does not exist", param_hint=option)
+    if not os.access(parent, os.W_OK):
+        raise click.BadParameter(f"folder '{parent}' is not writable", param_hint=option)
+
+
+def console(stream, color: str | None) -> Console:
+    """A rich console; `auto` colour follows rich (NO_COLOR, TERM=dumb, TTY), `always`/`never` force it.
+
+    Off a terminal (CI logs, pipes) the width is COLUMNS or 160, so tables are not squeezed to 80.
+    Markup is off: names and messages come from users' files and may hold brackets.
+    """
+    columns = os.environ.get("COLUMNS", "")
+    width = None if stream.isatty() else (int(columns) if columns.isdigit() and int(columns) >= 40 else 160)
+    if color in (None, "auto"):
+        return Console(file=stream, highlight=False, markup=False, width=width)
+    return Console(file=stream, force_terminal=color == "always", no_color=color == "never", highlight=False, markup=False, width=width)
+
+
+class Session:
+    """Consoles and report targets of one invocation, checked before any work is done."""
+
+    def __init__(
+        self,
+        color: str | None = None,
+        json_path: str | None = None,
+        junit_path: str | None = None,
+        formats=(),
+        json_option: str = "--json",
+        json_detail: str = "findings",
+    ):
+        check_writable(json_option, json_path)
+        check_writable("--junit", junit_path)
+        if json_path == "-" and junit_path == "-":
+            raise click.BadParameter("only one report can go to stdout", param_hint="--junit")
+        report_on_stdout = "-" in (json_path, junit_path)
+        if report_on_stdout and "github" in (formats or ()):
+            raise click.BadParameter("annotations and a report cannot both go to stdout: write the report to a file", param_hint="--format github")
+        self.json_path, self.junit_path, self.json_detail = json_path, junit_path, json_detail
+        # Results as they finish, one JSON line each, beside the report: a killed run's work stays readable.
+        self.partial = Path(json_path + ".partial") if json_path and json_path != "-" else None
+        # Under GitHub Actions annotations come by themselves, unless a report already has stdout.
+        in_actions = os.environ.get("GITHUB_ACTIONS") == "true" and not report_on_stdout
+        self.formats = set(formats or ()) or ({"rich", "github"} if in_actions else {"rich"})
+        # With a report or annotations on stdout alone, the human report moves to stderr so stdout stays parseable.
+        to_stderr = "-" in (json_path, junit_path) or "rich" not in self.formats
+        self.out = console(sys.stderr if to_stderr else sys.stdout, color)
+        self.err = console(sys.stderr, color)
+        self.started = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def load(self, paths: Sequence[str]):
+        """Scenarios from `paths`, or None after reporting every input error (and writing the reports)."""
+        from gradaudit.model.results import AuditReport
+        from gradaudit.render.terminal import print_input_errors
+        from gradaudit.sources.scenario_files import load_paths
+
+        if not paths:
+            raise click.UsageError("give PATH... (scenario files or folders), or set paths in [tool.gradaudit]")
+        loaded = load_paths(paths)
+        for note in loaded.notes:
+            self.err.print(note, style="dim", highlight=False, soft_wrap=True)
+        if loaded.errors:
+            print_input_errors(self.err, loaded.errors)
+            self.write_files(AuditReport(environment={}, errors=tuple(loaded.errors), files=tuple(loaded.files)))
+            return None
+        return loaded
+
+    def audit(self, loaded, options: Options, label: str = ""):
+        """The service's audit of the loaded scenarios, with a progress bar on a terminal's stderr and
+        each result appended to the `.partial` file as it finishes."""
+        from gradaudit.service import audit, choose
+        from gradaudit.render.json_report import result_line
+
+        chosen = choose(loaded.scenarios, options)
+        partial = self.partial.open("w", encoding="utf-8") if self.partial else None
+
+        def finished(result) -> None:
+            progress.advance(task)
+            if partial is not None:
+                partial.write(result_line(result))
+                partial.flush()
+
+        columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=self.err, transient=True, disable=not self.err.is_terminal) as progress:
+            task = progress.add_task(f"auditing ({label or options.rule + ' rule'})", total=len(chosen))
+            try:
+                report = audit(chosen, options.updated(keyword=None, shard=None), files=tuple(loaded.files), on_result=finished)
+            finally:
+                if partial is not None:
+                    partial.close()
+        for warning in report.warnings:
+            self.err.print(Text("warning: ", style="yellow").append(warning, style=""))
+        return report
+
+    def refused(self, report) -> bool:
+        """Print the scenarios found too large (input errors found before or during the run), if any."""
+        from gradaudit.render.terminal import print_input_errors
+
+        if report.errors:
+            print_input_errors(self.err, report.errors, audited=bool(report.results))
+        return bool(report.errors)
+
+    def write_files(self, report=None, comparison=None) -> None:
+        from gradaudit.render import ReportFormat, formatter_for
+
+        for target, fmt in ((self.json_path, ReportFormat.JSON), (self.junit_path, ReportFormat.JUNIT)):
+            if target:
+                renderer = formatter_for(fmt, json_detail=self.json_detail)
+                write_atomic(target, renderer.render(report) if comparison is None else renderer.render_comparison(comparison))
+        if self.partial is not None:
+            self.partial.unlink(missing_ok=True)
+
+    def annotate(self, report=None, comparison=None) -> None:
+        from gradaudit.render import ReportFormat, formatter_for
+
+        if "github" in self.formats:
+            renderer = formatter_for(ReportFormat.GITHUB)
+            sys.stdout.write(renderer.render(report) if comparison is None else renderer.render_comparison(comparison))
+            sys.stdout.flush()
+
+    def say_why_it_failed(self, report) -> None:
+        """The last line when findings make the exit code 1: that they do, and how to accept them."""
+        failed = sum(not r.passed for r in report.results)
+        noun = "scenario fails" if failed == 1 else "scenarios fail"
+        self.out.print(
+            Text(f"exit 1: {failed} {noun} (findings, not a broken install). ", style="bold").append(
+                "To accept findings you know about: --baseline REPORT (write one with `gradaudit baseline`), "
+                "`expect:` on the scenario, or --exit-zero."
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )

@@ -1,0 +1,143 @@
+"""The engine protocol: a batch of scenarios in, every path of each out, however it was batched.
+
+An engine takes scenarios and yields, per scenario it could take, a `Computed`: the PathResult of
+every path (each saying which engine computed it and how the discrete inputs were bound), or the
+failure that stopped the scenario. It neither judges nor decides what to report: the service
+(`audit.py`) judges every Computed the same way, whichever engine made it. Engines differ only in
+how they batch: one scenario at a time (literal), many scenarios' functions in one program
+(bundle), or one function vmapped over many scenarios' inputs (group).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import numpy as np
+
+from gradaudit.model.findings import Note
+from gradaudit.model.paths import (
+    FINITE_DIFFERENCE,
+    NOT_APPLICABLE,
+    JACFWD,
+    JACREV,
+    JIT_JACFWD,
+    JIT_JACREV,
+    JIT_VALUE,
+    VALUE,
+    PathError,
+    PathResult,
+    path_name,
+)
+from gradaudit.model.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a scenario has no paths: it timed out, its worker crashed, or it was too large."""
+
+    message: str
+    error_type: str
+    """`TimeoutError`, `WorkerCrash`, or `LimitExceeded` (bad input: an error of the report, not a result)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Computed:
+    """One scenario's paths from one engine (or the failure that stopped it)."""
+
+    paths: dict[str, PathResult]
+    arg_names: tuple[str, ...] = ()
+    inputs: tuple[np.ndarray, ...] = ()
+    """The values the paths were evaluated at, one per differentiated argument."""
+    bindings: tuple[str, ...] = ("",)
+    """The bindings the path names carry (see model.paths.path_name): ('',) or ('traced', 'constant')."""
+    seconds: float = 0.0
+    """This scenario's share of the engine's time."""
+    engine: str = "literal"
+    failure: Failure | None = None
+    notes: tuple[Note, ...] = ()
+    primitives: Callable[[], frozenset[str]] | None = None
+    """The primitives of the scenario's function (traced on first use), for diagnoses."""
+
+
+def failed(failure: Failure, seconds: float = 0.0, engine: str = "literal") -> Computed:
+    return Computed(paths={}, seconds=seconds, engine=engine, failure=failure)
+
+
+class Engine(Protocol):
+    """Computes every path of the scenarios it can take."""
+
+    name: str
+
+    def run(self, scenarios: Sequence[Scenario]) -> Iterator[tuple[int, Computed]]:
+        """(position in `scenarios`, its paths) for each scenario this engine takes, as each is
+        done; scenarios it does not yield are left to another engine."""
+
+
+def run_path(
+    name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str, tuple[np.ndarray, ...]]], device: str | None = None
+) -> PathResult:
+    """Run one path, turning an exception into data: not applicable when it says so, else an error."""
+    try:
+        computed = compute()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - an exception (sys.exit too) is a result here, not a failure
+        error = PathError.from_exception(exc)
+        for inapplicable in NOT_APPLICABLE:
+            if inapplicable.matches(name, exc):
+                return PathResult(name=name, arrays=None, not_applicable=inapplicable.reason, device=device)
+        return PathResult(name=name, arrays=None, error=error, device=device)
+    if isinstance(computed, dict):
+        return PathResult(name=name, arrays=computed["extrapolated"], estimates=computed, device=device)
+    return PathResult(name=name, arrays=computed, device=device)
+
+
+def _raise(exception: BaseException):
+    raise exception
+
+
+def first_order_paths(
+    value_eager,
+    value_jit,
+    forward_eager,
+    forward_jit,
+    reverse_eager,
+    reverse_jit,
+    estimates,
+    engine: str,
+    binding: str,
+    label: str = "",
+    with_value: bool = True,
+    device: str | None = None,
+) -> dict[str, PathResult]:
+    """The first-order paths of one scenario from what an engine computed: each answer a tuple of
+    arrays (the estimates dict for finite differences), the exception its path raised, or None
+    for a path the engine did not compute. `binding`
+    is recorded on each path; `label` is the binding its name carries (see path_name); the eager
+    `value` is computed once per scenario, with its first binding; `device` is where they ran."""
+
+    def result(base: str, answer) -> PathResult:
+        name = path_name(base, label)
+        if isinstance(answer, BaseException):
+            computed = run_path(name, functools.partial(_raise, answer))
+        elif base == FINITE_DIFFERENCE:
+            computed = PathResult(name, answer["extrapolated"], estimates=answer)
+        else:
+            computed = PathResult(name, tuple(np.asarray(a) for a in answer))
+        return replace(computed, engine=engine, binding=binding, device=device)
+
+    answers = {
+        VALUE: value_eager,
+        JIT_VALUE: value_jit,
+        JACFWD: forward_eager,
+        JIT_JACFWD: forward_jit,
+        JACREV: reverse_eager,
+        JIT_JACREV: reverse_jit,
+        FINITE_DIFFERENCE: estimates,
+    }
+    return {
+        path_name(base, label): result(base, answer)
+        for base, answer in answers.items()
+        if answer is not None and (base != VALUE or with_value)
+    }

@@ -1,0 +1,232 @@
+"""The literal engine: each path of one scenario on its own, as a user would call it.
+
+Every path returns a PathResult holding either its arrays or the exception it raised, so one
+failing path never hides what the others say. Finite differences use only evaluations of the
+function, never JAX's AD, so they are an oracle independent of the rules under audit.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gradaudit.engines.base import Computed, Failure, failed, run_path
+from gradaudit.jaxenv import device_name, unfiltered_tracebacks, x64_for
+from gradaudit.limits import LIMIT_EXCEEDED, check_limits
+from gradaudit.model import dtypes
+from gradaudit.model.options import Limits
+from gradaudit.model.paths import (
+    DEVICE_SEPARATOR,
+    FINITE_DIFFERENCE,
+    HESSIAN_FINITE_DIFFERENCE,
+    HESSIAN_FWD_FWD,
+    HESSIAN_FWD_REV,
+    HESSIAN_REV_REV,
+    JACFWD,
+    JACREV,
+    JIT_HESSIAN_REV_REV,
+    JIT_JACFWD,
+    JIT_JACREV,
+    JIT_VALUE,
+    NOT_APPLICABLE,
+    VALUE,
+    PathResult,
+    path_name,
+)
+from gradaudit.numerics.finite_differences import differences
+from gradaudit.model.scenario import Scenario
+from gradaudit.targets import build_targets
+from gradaudit.targets.base import Target, primitives
+
+
+Transform = Callable[[Callable[..., object], tuple[int, ...]], Callable[..., object]]
+"""Maps (function, argnums) to a function returning its derivative blocks, nested per argnum."""
+
+FIRST_ORDER: dict[str, Transform] = {
+    JACFWD: lambda fn, argnums: jax.jacfwd(fn, argnums=argnums),
+    JIT_JACFWD: lambda fn, argnums: jax.jit(jax.jacfwd(fn, argnums=argnums)),
+    JACREV: lambda fn, argnums: jax.jacrev(fn, argnums=argnums),
+    JIT_JACREV: lambda fn, argnums: jax.jit(jax.jacrev(fn, argnums=argnums)),
+}
+SECOND_ORDER: dict[str, Transform] = {
+    HESSIAN_FWD_REV: lambda fn, argnums: jax.jacfwd(jax.jacrev(fn, argnums=argnums), argnums=argnums),
+    HESSIAN_REV_REV: lambda fn, argnums: jax.jacrev(jax.jacrev(fn, argnums=argnums), argnums=argnums),
+    HESSIAN_FWD_FWD: lambda fn, argnums: jax.jacfwd(jax.jacfwd(fn, argnums=argnums), argnums=argnums),
+    JIT_HESSIAN_REV_REV: lambda fn, argnums: jax.jit(jax.jacrev(jax.jacrev(fn, argnums=argnums), argnums=argnums)),
+}
+
+
+
+@functools.lru_cache(maxsize=1024)
+def transformed(fn: Callable, transform: str, argnums: tuple[int, ...]) -> Callable:
+    """`fn` under the path `transform` (FIRST_ORDER or SECOND_ORDER), made once per function: a user
+    calling jit(jacrev(f)) at many points reuses one compiled program, and so does the audit."""
+    return {**FIRST_ORDER, **SECOND_ORDER}[transform](fn, argnums)
+
+
+def ad_blocks(target: Target, transform: str, order: int) -> tuple[np.ndarray, ...]:
+    """Derivative blocks by one AD path: Jacobians per argument, or Hessian blocks [i][j] row-major."""
+    argnums = tuple(range(len(target.args)))
+    result = transformed(target.fn, transform, argnums)(*target.args, *target.fixed)
+    if order == 1:
+        return tuple(np.asarray(result[i]) for i in argnums)  # type: ignore[index]
+    return tuple(np.asarray(result[i][j]) for i in argnums for j in argnums)  # type: ignore[index]
+
+
+def steps(target: Target, eps: float | None) -> list[float]:
+    """Each argument's finite-difference eps: the scenario's, or its dtype's default."""
+    return [eps if eps is not None else dtypes.default_eps(np.dtype(arg.dtype).name) for arg in target.args]
+
+
+def _compiled_or_eager(fn: Callable, args: Sequence, compiled: Callable | None = None) -> Callable:
+    """`jit(fn)` (or `compiled`, the jit of fn another path made), or `fn` itself when jit cannot
+    compile it (Python control flow on inputs)."""
+    compiled = compiled or jax.jit(fn)
+    try:
+        compiled(*args)
+    except Exception as exc:  # noqa: BLE001 - only the inapplicable kinds fall back; others propagate
+        if not any(rule.compiled_only and rule.matches(JIT_VALUE, exc) for rule in NOT_APPLICABLE):
+            raise
+        return fn
+    return compiled
+
+
+def finite_difference_jacobians(target: Target, eps: float | None, compiled: Callable | None = None) -> dict[str, tuple[np.ndarray, ...]]:
+    """Jacobians from evaluations of the function alone (compiled where jit can): the oracle independent of AD.
+
+    `compiled` is jit(target.fn) when the jit_value path made it already: one compilation serves both.
+    """
+    fixed = target.fixed
+    forward = _compiled_or_eager(target.fn, (*target.args, *fixed), compiled)
+    return differences(lambda *a: (forward(*a, *fixed),), target.args, steps(target, eps))
+
+
+def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tuple[np.ndarray, ...]]:
+    """Hessian blocks [i][j] as finite differences of the Jacobian.
+
+    The Jacobian comes from jacfwd, which never uses a transpose rule; where forward mode does not
+    apply (a custom_vjp function), from jacrev, whose first-order answer is checked on its own.
+    """
+    argnums = tuple(range(len(target.args)))
+    fixed = target.fixed
+    jacobian = transformed(target.fn, JIT_JACFWD, argnums)
+    try:
+        jacobian(*target.args, *fixed)
+    except TypeError as exc:
+        if not NOT_APPLICABLE[0].matches(JACFWD, exc):
+            raise
+        jacobian = transformed(target.fn, JIT_JACREV, argnums)
+    return differences(lambda *a: tuple(jacobian(*a, *fixed)), target.args, steps(target, eps))
+
+
+def run_paths(targets: Sequence[Target], eps: float | None, order: int = 1, devices: Sequence = ()) -> dict[str, PathResult]:
+    """Every path up to `order` for each binding of the target, in the order reports show them.
+
+    With devices, every path runs on the first; value and the AD paths run again on each further
+    device, named `path@device` (finite differences are the oracle and need running only once).
+    """
+    with unfiltered_tracebacks():
+        if not devices:
+            return {name: replace(run_path(name, compute), binding=binding) for name, binding, compute in _paths(targets, eps, order)}
+        results = {}
+        for index, device in enumerate(devices):
+            where = device_name(device)
+            suffix = "" if index == 0 else DEVICE_SEPARATOR + where
+            with jax.default_device(device):
+                for name, binding, compute in _paths(targets, eps, order, references=index == 0):
+                    results[name + suffix] = replace(run_path(name + suffix, compute, where), binding=binding)
+        return results
+
+
+def _paths(targets: Sequence[Target], eps: float | None, order: int, references: bool = True) -> Iterator[tuple[str, str, Callable]]:
+    """(name, binding, compute) of every path, in report order; finite differences only with `references`.
+
+    `value` is the function called eagerly on JAX arrays, as a user would, once; `jit_value` per binding.
+    """
+    first = targets[0]
+    yield VALUE, first.bound, lambda: (np.asarray(first.fn(*map(jnp.asarray, (*first.args, *first.fixed)))),)
+    for target in targets:
+        binding, bound = target.binding, target.bound
+        compiled = jax.jit(target.fn)
+        yield path_name(JIT_VALUE, binding), bound, lambda tg=target, c=compiled: (np.asarray(c(*tg.args, *tg.fixed)),)
+        for base in FIRST_ORDER:
+            yield path_name(base, binding), bound, lambda t=base, tg=target: ad_blocks(tg, t, 1)
+        if references:
+            yield path_name(FINITE_DIFFERENCE, binding), bound, lambda tg=target, c=compiled: finite_difference_jacobians(tg, eps, c)
+        if order >= 2:
+            for base in SECOND_ORDER:
+                yield path_name(base, binding), bound, lambda t=base, tg=target: ad_blocks(tg, t, 2)
+            if references:
+                yield path_name(HESSIAN_FINITE_DIFFERENCE, binding), bound, lambda tg=target: finite_difference_hessian(tg, eps)
+
+
+class ScenarioTimeout(BaseException):
+    """Raised by the alarm when a scenario runs past its timeout; a BaseException so paths do not catch it."""
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt the body after `seconds` (main thread, POSIX). Code inside XLA is interrupted when it returns."""
+    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise ScenarioTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def compute(scenario: Scenario, timeout: float | None = None, devices: Sequence = (), limits: Limits | None = None) -> Computed:
+    """Every path of one scenario (on each of `devices`), or a timeout after `timeout` seconds.
+
+    With `limits`, the scenario is first checked against them with its function traced (under the
+    timeout too); one too large is a LimitExceeded failure, unaudited."""
+    start = time.perf_counter()
+    try:
+        with time_limit(timeout), x64_for(scenario):
+            problems = check_limits([scenario], limits) if limits is not None else []
+            if problems:
+                return failed(Failure(problems[0].message, LIMIT_EXCEEDED), time.perf_counter() - start)
+            targets = build_targets(scenario)
+            results = run_paths(targets, scenario.eps, scenario.order, devices)
+    except ScenarioTimeout:
+        return failed(Failure(f"timed out after {timeout:g} s", "TimeoutError"), time.perf_counter() - start)
+    target = targets[0]
+    return Computed(
+        paths=results,
+        arg_names=target.arg_names,
+        inputs=target.args,
+        bindings=tuple(t.binding for t in targets),
+        seconds=time.perf_counter() - start,
+        primitives=lambda: primitives(target),
+    )
+
+
+class LiteralEngine:
+    """Each scenario on its own, every path by JAX's own transform of its name, as a user calls them;
+    with `limits`, each scenario checked against them first, its function traced."""
+
+    name = "literal"
+
+    def __init__(self, timeout: float | None = None, devices: Sequence = (), limits: Limits | None = None):
+        self.timeout, self.devices, self.limits = timeout, tuple(devices), limits
+
+    def run(self, scenarios: Sequence[Scenario]) -> Iterator[tuple[int, Computed]]:
+        for index, scenario in enumerate(scenarios):
+            yield index, compute(scenario, self.timeout, self.devices, self.limits)

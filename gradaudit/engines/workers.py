@@ -1,0 +1,165 @@
+"""Worker processes (`--jobs N`): users' code that crashes, aborts or hangs takes down only its worker.
+
+A worker receives batches of scenarios (those of one function together, so they share its
+programs), audits each on the literal engine under the run's rule, judges what it computed
+(`judging.assess`, as the parent would) and sends each result back as it is done. The parent
+hands out batches, kills a worker whose scenario runs past the timeout, and replaces any worker
+that dies. A batch that dies keeps the results it sent; its unfinished scenarios go back in the
+queue one by one. Memory corruption can kill a worker a scenario or two after the one that caused
+it, so a scenario whose worker died is retried once in a fresh worker before it is blamed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from multiprocessing.connection import Connection, wait
+
+from gradaudit.engines.base import Failure
+from gradaudit.model.findings import Note
+from gradaudit.model.options import Options
+from gradaudit.model.results import ScenarioResult
+from gradaudit.model.scenario import Scenario
+
+DONE = "done"
+
+
+Batch = tuple[tuple[int, Scenario], ...]
+"""Scenarios, with their positions in the run, that one worker audits one after another."""
+
+
+def _serve(connection: Connection, options: Options, device_names: tuple[str, ...]) -> None:
+    """The worker's loop: receive a Batch, send back (index, result, time spent) per scenario, then DONE."""
+    from gradaudit.engines.literal import LiteralEngine
+    from gradaudit.jaxenv import JaxEvents, devices_named, select_n_rule
+    from gradaudit.judging.assess import assess
+
+    literal = LiteralEngine(options.timeout, devices_named(device_names), options.limits)
+    events = JaxEvents()
+
+    with select_n_rule(options.rule):
+        while True:
+            batch = connection.recv()
+            if batch is None:
+                return
+            scenarios = [scenario for _, scenario in batch]
+            for position, paths in literal.run(scenarios):
+                result = assess(scenarios[position], paths, options.tolerance)
+                spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
+                connection.send((batch[position][0], result, spent))
+            connection.send(DONE)
+
+
+def signal_name(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return signal.Signals(-exitcode).name
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+class _Worker:
+    def __init__(self, context, settings: tuple):
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, *settings), daemon=True)
+        self.process.start()
+        child.close()
+        self.batch: Batch | None = None
+        self.pending: set[int] = set()
+        self.started = 0.0
+
+    def give(self, batch: Batch) -> None:
+        self.batch, self.pending, self.started = batch, {index for index, _ in batch}, time.monotonic()
+        self.connection.send(batch)
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=5)
+        self.connection.close()
+
+
+def run_in_workers(
+    batches: Sequence[Batch],
+    jobs: int,
+    options: Options,
+    devices: tuple[str, ...],
+    notify: Callable[[int, ScenarioResult], None],
+    failure: Callable[[Scenario, Failure], ScenarioResult],
+    totals: dict[str, float] | None = None,
+) -> None:
+    """Audit `batches` in `jobs` worker processes; `notify(index, result)` hears of each result.
+
+    A batch whose worker dies or times out sends its unfinished scenarios back to the queue, one
+    batch each, except the scenario it was on: retried
+    once in a fresh worker if it died, then `failure(scenario, Failure(...))`; one past
+    `options.timeout` (counted from the batch's previous result) gets a timeout failure at once.
+    `totals` adds up what the workers report of their time (JAX's trace, lower and compile seconds,
+    programs and cache reads, judge and audit seconds).
+    """
+    context = multiprocessing.get_context("spawn")
+    settings = (options, devices)
+    queue = list(batches)
+    scenarios = {index: scenario for batch in batches for index, scenario in batch}
+    retried: dict[int, str] = {}
+    workers = [_Worker(context, settings) for _ in range(min(jobs, len(queue)))]
+
+    def lost(worker: _Worker, reason: str, timed_out: bool) -> None:
+        """The worker's batch did not finish: the scenario it was on (the first unfinished, as a batch
+        runs in order) is retried once or fails; the rest go back in the queue, one each."""
+        batch = worker.batch
+        worker.stop()
+        workers[workers.index(worker)] = _Worker(context, settings)
+        unfinished = [index for index, _ in batch if index in worker.pending]
+        for position, index in enumerate(unfinished):
+            if position > 0:
+                queue.insert(0, ((index, scenarios[index]),))
+            elif timed_out:
+                notify(index, failure(scenarios[index], Failure(f"timed out after {options.timeout:g} s", "TimeoutError")))
+            elif index not in retried:
+                retried[index] = reason
+                queue.insert(0, ((index, scenarios[index]),))
+            else:
+                notify(index, failure(scenarios[index], Failure(f"{reason} (also when retried in a fresh worker)", "WorkerCrash")))
+
+    try:
+        while queue or any(w.batch is not None for w in workers):
+            for worker in workers:
+                if worker.batch is None and queue:
+                    worker.give(queue.pop(0))
+            busy = [w for w in workers if w.batch is not None]
+            ready = wait([w.connection for w in busy], timeout=0.2)
+            for worker in busy:
+                if worker.connection in ready:
+                    try:
+                        message = worker.connection.recv()
+                    except (EOFError, OSError):
+                        worker.process.join(timeout=5)
+                        lost(worker, f"crashed: {signal_name(worker.process.exitcode)}", timed_out=False)
+                        continue
+                    if message == DONE:
+                        worker.batch = None
+                        continue
+                    index, result, spent = message
+                    worker.pending.discard(index)
+                    worker.started = time.monotonic()  # the timeout is per scenario: the next one starts now
+                    if totals is not None:
+                        for key, value in spent.items():
+                            totals[key] = totals.get(key, 0.0) + value
+                    if index in retried:
+                        result = replace(result, notes=(*result.notes, Note(message=f"retried in a fresh worker: the first one {retried[index]}")))
+                    notify(index, result)
+                elif options.timeout and time.monotonic() - worker.started > options.timeout:
+                    lost(worker, "timed out", timed_out=True)
+    finally:
+        for worker in workers:
+            if worker.process.is_alive():
+                try:
+                    worker.connection.send(None)
+                except (OSError, BrokenPipeError):
+                    pass
+            worker.stop()

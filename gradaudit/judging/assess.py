@@ -1,0 +1,43 @@
+"""From what an engine computed to a scenario's result: judged, diagnosed, the same way for every engine."""
+
+from __future__ import annotations
+
+import time
+
+from gradaudit.engines.base import Computed
+from gradaudit.judging.diagnoses import Evidence, diagnose
+from gradaudit.judging.judge import judge, tolerances_for
+from gradaudit.model.findings import ERROR, RAISED, Finding
+from gradaudit.model.paths import VALUE
+from gradaudit.model.results import ScenarioResult
+from gradaudit.model.scenario import Scenario
+
+
+def assess(scenario: Scenario, computed: Computed, tolerance: tuple[float | None, float | None] = (None, None)) -> ScenarioResult:
+    """The scenario's verdict, findings, notes and diagnosis from its paths; an error result when
+    the engine could not compute them (a timeout, a crashed worker, a scenario too large)."""
+    if computed.failure is not None:
+        finding = Finding(kind=RAISED, paths=(VALUE,), message=computed.failure.message, error_type=computed.failure.error_type)
+        return ScenarioResult(
+            scenario=scenario, arg_names=(), inputs=(), status=ERROR, paths={}, findings=(finding,), provenance=None,
+            seconds=computed.seconds, method=computed.engine, notes=computed.notes,
+        )
+    started = time.perf_counter()
+    verdict = judge(computed.paths, computed.arg_names, tolerances_for(scenario, tolerance), computed.bindings)
+    evidence = Evidence(paths=computed.paths, findings=verdict.findings, notes=verdict.notes, trace=computed.primitives or frozenset)
+    diagnosis = diagnose(evidence)
+    judged = time.perf_counter() - started
+    return ScenarioResult(
+        scenario=scenario,
+        arg_names=computed.arg_names,
+        inputs=computed.inputs,
+        status=verdict.status,
+        paths=computed.paths,
+        findings=verdict.findings,
+        notes=(*verdict.notes, *computed.notes),
+        provenance=verdict.provenance,
+        diagnosis=diagnosis,
+        seconds=computed.seconds + judged,
+        method=computed.engine,
+        judge_seconds=judged,
+    )

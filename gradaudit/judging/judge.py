@@ -1,0 +1,583 @@
+"""Comparison of paths: provenance, findings, notes and the scenario's status.
+
+Selection is checked twice, as the seed teaches: which argument supplied each output value
+(read off finite differences, so independent of JAX's AD and lowering) and which argument each
+AD path sends that output's derivative to. Then the full derivative blocks are compared entry by
+entry, AD paths with each other (to rounding) and each with finite differences (to a dtype-aware
+tolerance), except where finite differences see a kink or a non-finite value: those entries
+become notes, not findings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gradaudit.model import dtypes
+from gradaudit.model.findings import (
+    CONSISTENT,
+    DISAGREEMENT,
+    ERROR,
+    MISMATCH,
+    RAISED,
+    ROUTING,
+    Finding,
+    Note,
+    Provenance,
+    Sources,
+    Verdict,
+)
+from gradaudit.model.scenario import Scenario
+from gradaudit.model.paths import (
+    AD_PATHS,
+    FAMILIES,
+    FINITE_DIFFERENCE,
+    JIT_VALUE,
+    VALUE,
+    ORDERS,
+    PathResult,
+    base_name,
+    block_names,
+    label,
+    path_name,
+    primary_name,
+)
+
+Masks = tuple[np.ndarray, ...]
+"""One boolean array per derivative block."""
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How close two paths must be: |a - b| <= atol + rtol * |b| (plus the rounding noise of finite differences)."""
+
+    fd_rtol: float
+    fd_atol: float
+    ad_rtol: float
+    ad_atol: float
+
+
+def tolerances_for(scenario: Scenario, default: tuple[float | None, float | None] = (None, None)) -> Tolerances:
+    """The scenario's own tolerance, else the run's default (--rtol/--atol), else its dtype's."""
+    fd_rtol, fd_atol = dtypes.default_tolerance(scenario.precision_dtype)
+    fd_rtol = fd_rtol if default[0] is None else default[0]
+    fd_atol = fd_atol if default[1] is None else default[1]
+    if scenario.tolerance is not None:
+        fd_rtol, fd_atol = scenario.tolerance.rtol, scenario.tolerance.atol
+    ad_rtol, ad_atol = dtypes.ad_tolerance(scenario.precision_dtype)
+    return Tolerances(fd_rtol=fd_rtol, fd_atol=fd_atol, ad_rtol=ad_rtol, ad_atol=ad_atol)
+
+
+def _index(shape: tuple[int, ...], flat: int) -> str:
+    if not shape:
+        return ""
+    return "[" + ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]"
+
+
+def _and(words: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _names(sources: Sources, arg_names: tuple[str, ...]) -> str:
+    return _and([arg_names[i] for i in sources])
+
+
+def _labels(paths: Sequence[str]) -> str:
+    return _and([label(p) for p in paths])
+
+
+def _grouped(items: Iterable[tuple[str, object]]) -> dict[object, list[str]]:
+    """Paths grouped by what they said, in path order, so one finding names every path that said it."""
+    groups: dict[object, list[str]] = {}
+    for path, said in items:
+        groups.setdefault(said, []).append(path)
+    return groups
+
+
+def _rows(block: np.ndarray, output_shape: tuple[int, ...]) -> np.ndarray:
+    """A block as (output elements, input elements)."""
+    size = int(np.prod(output_shape, dtype=np.int64))
+    return np.asarray(block).reshape(size, -1) if np.size(block) else np.zeros((size, 0))
+
+
+# --- finite differences: where they can be trusted -------------------------------------------
+
+
+def _estimate(reference: PathResult, name: str) -> tuple[np.ndarray, ...]:
+    """One finite-difference estimate per block; a reference without estimates (given as plain arrays) has only its values."""
+    if reference.estimates is not None:
+        return reference.estimates[name]
+    if name == "undefined":
+        return tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.arrays)
+    if name == "noise":
+        return tuple(np.zeros(np.shape(a)) for a in reference.arrays)
+    return reference.arrays
+
+
+def _undefined(reference: PathResult) -> Masks:
+    return tuple(np.asarray(m, dtype=bool) for m in _estimate(reference, "undefined"))
+
+
+SPREAD_ESTIMATES = ("extrapolated", "central", "central_half", "left_half", "right_half")
+"""The estimates whose spread bounds the derivative where the central estimate moves with the step."""
+
+
+SETTLED = 0.25
+"""A one-sided slope has settled when halving the step changes it by at most this fraction of itself."""
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Per block, what finite differences can say at each entry.
+
+    kink: the one-sided slopes disagree beyond the tolerance and do not close up as the step halves
+    (|right/2 - left/2| > slack and > 0.75 |right - left|): a kink or a jump; not compared.
+    moving: not a kink, but the central estimate moves by more than the tolerance when the step
+    halves (near a pole, or strong curvature). Where both one-sided slopes have settled (halving
+    the step changes each by at most SETTLED of itself, beyond the tolerance), the point is smooth
+    enough to judge: compared, with the tolerance widened by `spread`, the range of the central,
+    half-step one-sided and extrapolated estimates, so only AD paths far outside what every
+    estimate says are findings. Where they have not (a jump or a pole the step straddles, whose
+    slopes grow as the step shrinks), the entry is a kink: not compared.
+    undefined: no finite estimate (non-finite inputs or outputs, or a step past the dtype's range).
+    """
+
+    kink: Masks
+    moving: Masks
+    spread: Masks
+    undefined: Masks
+
+    @property
+    def skipped(self) -> Masks:
+        return tuple(k | u for k, u in zip(self.kink, self.undefined, strict=True))
+
+    def allowance(self, noise: Masks) -> Masks:
+        """The rounding noise of each estimate, plus the spread where the estimate moves."""
+        return tuple(n + np.where(m, s, 0.0) for n, m, s in zip(noise, self.moving, self.spread, strict=True))
+
+
+def trust(reference: PathResult, tolerances: Tolerances) -> Trust:
+    """Where finite differences can be trusted (see Trust), from their estimates at two steps."""
+    undefined = _undefined(reference)
+    if reference.estimates is None:
+        zeros = tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.arrays)
+        return Trust(kink=zeros, moving=zeros, spread=tuple(np.zeros(np.shape(a)) for a in reference.arrays), undefined=undefined)
+    kinks, moving, spreads = [], [], []
+    names = ("central", "central_half", "left", "right", "left_half", "right_half", "noise")
+    estimates = [_estimate(reference, name) for name in SPREAD_ESTIMATES]
+    for block, (central, central_half, left, right, left_half, right_half, noise) in enumerate(
+        zip(*(_estimate(reference, name) for name in names), strict=True)
+    ):
+        with np.errstate(invalid="ignore", over="ignore"):
+            gap = np.abs(right - left)
+            gap_half = np.abs(right_half - left_half)
+            slack = tolerances.fd_atol + tolerances.fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
+            kink = (gap_half > slack) & (gap_half > 0.75 * gap)
+            moves = np.abs(central_half - central) > slack
+            settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (
+                np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack
+            )
+            kink = np.nan_to_num(kink | (moves & ~settled)).astype(bool) & ~undefined[block]
+            moves = np.nan_to_num(moves).astype(bool) & ~kink & ~undefined[block]
+            stacked = np.stack([np.asarray(e[block], dtype=np.float64) for e in estimates])
+            spread = np.nan_to_num(np.max(stacked, axis=0) - np.min(stacked, axis=0), nan=np.inf, posinf=np.inf)
+        kinks.append(kink)
+        moving.append(moves)
+        spreads.append(spread)
+    return Trust(kink=tuple(kinks), moving=tuple(moving), spread=tuple(spreads), undefined=undefined)
+
+
+# --- provenance -------------------------------------------------------------------------------
+
+
+def _sources(blocks: Sequence[np.ndarray], output_shape: tuple[int, ...], threshold: float) -> tuple[Sources, ...]:
+    """For each output element, the arguments whose block row is non-zero beyond `threshold`."""
+    size = int(np.prod(output_shape, dtype=np.int64))
+    depends = [np.any(np.abs(_rows(b, output_shape).astype(np.float64)) > threshold, axis=1) for b in blocks]
+    return tuple(tuple(i for i, dep in enumerate(depends) if dep[j]) for j in range(size))
+
+
+def provenance(results: dict[str, PathResult], threshold: float, bindings: Sequence[str] = ("",)) -> Provenance | None:
+    """Provenance from finite differences and the first-order AD paths; None when the function cannot be evaluated.
+
+    At a kink the central difference can vanish while each side has a slope, so the one-sided
+    slopes count as evidence that the input supplied the value.
+    """
+    value, fd = _value(results, bindings), results[path_name(FINITE_DIFFERENCE, bindings[0])]
+    if not value.ok or not fd.ok:
+        return None
+    shape = tuple(np.shape(value.arrays[0]))
+    evidence = [
+        np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0)
+        for central, left, right in zip(fd.arrays, _estimate(fd, "left"), _estimate(fd, "right"), strict=True)
+    ]
+    routes = {
+        name: _sources(results[name].arrays, shape, threshold)
+        for binding in bindings
+        for name in (path_name(p, binding) for p in AD_PATHS)
+        if name in results and results[name].ok
+    }
+    return Provenance(output_shape=shape, value_from=_sources(evidence, shape, threshold), routes=routes)
+
+
+def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing: dict[str, set[int]]) -> list[Finding]:
+    """Elements whose derivative a path sends elsewhere than the value came from, where its numbers also disagree."""
+    findings = []
+    total = len(prov.value_from)
+    for routes, paths in _grouped(prov.routes.items()).items():
+        elements = set().union(*(disagreeing.get(p, set()) for p in paths))
+        wrong = [j for j, (want, got) in enumerate(zip(prov.value_from, routes, strict=True)) if want != got and j in elements]
+        if not wrong:
+            continue
+        j = wrong[0]
+        supplied = f"value from {_names(prov.value_from[j], arg_names)}" if prov.value_from[j] else "value from no input"
+        verb = "sends" if len(paths) == 1 else "send"
+        sent = f"{verb} it to {_names(routes[j], arg_names)}" if routes[j] else f"{verb} it nowhere"
+        element = _index(prov.output_shape, j)
+        prefix = f"element {element}: " if element else ""
+        suffix = f" ({len(wrong)} of {total} elements)" if total > 1 else ""
+        sent_nowhere = {not routes[k] for k in wrong}
+        findings.append(
+            Finding(
+                kind=ROUTING,
+                paths=tuple(paths),
+                message=f"{prefix}{supplied} · {_labels(paths)} {sent}{suffix}",
+                count=len(wrong),
+                of=total,
+                location=f"out{element}",
+                wrong="mixed" if len(sent_nowhere) > 1 else ("nowhere" if sent_nowhere.pop() else "elsewhere"),
+                entries=entries_summary([np.asarray(wrong)], total),
+            )
+        )
+    return findings
+
+
+# --- numeric comparison -----------------------------------------------------------------------
+
+
+def _bad_entries(a, b, rtol: float, atol: float, skip=None, noise=None) -> np.ndarray | None:
+    """Flat indices where `a` is not close to the reference `b` (skipped entries excluded); None when shapes differ.
+
+    Entry by entry: equal values agree (an infinity agrees with the same infinity), NaN agrees with
+    NaN, and finite values agree within atol + rtol * |b| + noise; a non-finite value against a
+    finite one never agrees, however large the tolerance.
+    """
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a64.shape != b64.shape:
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        allowed = atol + rtol * np.abs(b64) + (0.0 if noise is None else noise)
+        finite = np.isfinite(a64) & np.isfinite(b64)
+        close = (finite & (np.abs(a64 - b64) <= allowed)) | (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
+    if skip is not None:
+        close |= skip
+    return np.flatnonzero(~close)
+
+
+def _agree(first: PathResult, second: PathResult, rtol: float, atol: float) -> bool:
+    for a, b in zip(first.arrays, second.arrays, strict=True):
+        bad = _bad_entries(a, b, rtol, atol)
+        if bad is None or bad.size:
+            return False
+    return True
+
+
+def _agreement_classes(paths: Sequence[PathResult], rtol: float, atol: float) -> list[list[PathResult]]:
+    """Paths grouped with the first earlier path they agree with, so a finding names every path on each side."""
+    classes: list[list[PathResult]] = []
+    for path in paths:
+        home = next((c for c in classes if _agree(path, c[0], rtol, atol)), None)
+        if home is None:
+            classes.append([path])
+        else:
+            home.append(path)
+    return classes
+
+
+RATIO_SPREAD = 0.02
+"""A wrong value is `x<ratio>` when its ratio to the reference varies by at most this (relative) over the entries."""
+
+
+def wrong_class(got: np.ndarray, want: np.ndarray) -> str:
+    """What kind of wrong `got` is against `want` over the disagreeing entries: `nan` (NaN on one side
+    only), `inf` (non-finite against finite), `zero` (got is zero throughout), `x<r>` (a constant
+    ratio r, two significant digits: `x-1` is a sign flip), or `value` (anything else)."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if np.any(np.isnan(got) != np.isnan(want)):
+        return "nan"
+    if np.any(~np.isfinite(got) | ~np.isfinite(want)):
+        return "inf"
+    if np.all(got == 0):
+        return "zero"
+    if np.all(want != 0):
+        ratio = got / want
+        middle = float(np.median(ratio))
+        if np.max(np.abs(ratio - middle)) <= RATIO_SPREAD * abs(middle):
+            return f"x{middle:.2g}"
+    return "value"
+
+
+def entries_summary(indices: Sequence[np.ndarray], of: int) -> str:
+    """`count/of#hash`: how many entries, and a hash of exactly which (per block), stable across runs and machines."""
+    digest = hashlib.sha1()
+    for block in indices:
+        digest.update(np.asarray(block, dtype="<i8").tobytes() + b";")
+    return f"{sum(len(b) for b in indices)}/{of}#{digest.hexdigest()[:8]}"
+
+
+@dataclass(frozen=True)
+class _Comparison:
+    """How one side's blocks compare with a reference side's."""
+
+    side: Sequence[PathResult]
+    reference: Sequence[PathResult]
+    rtol: float
+    atol: float
+    skip: Masks | None = None
+    noise: Masks | None = None
+
+    def bad(self) -> list[np.ndarray | None]:
+        first, second = self.side[0], self.reference[0]
+        return [
+            _bad_entries(
+                a, b, self.rtol, self.atol,
+                None if self.skip is None else self.skip[i],
+                None if self.noise is None else self.noise[i],
+            )
+            for i, (a, b) in enumerate(zip(first.arrays, second.arrays, strict=True))
+        ]
+
+    def finding(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> Finding | None:
+        first, second = self.side[0], self.reference[0]
+        bad = self.bad()
+        differing = sum(np.size(a) if b is None else b.size for a, b in zip(first.arrays, bad, strict=True))
+        if not differing:
+            return None
+        total = sum(np.size(a) for a in first.arrays)
+        these, those = _labels([p.name for p in self.side]), _labels([p.name for p in self.reference])
+        verb = "disagrees" if len(self.side) == 1 else "disagree"
+        paths = tuple(p.name for p in (*self.side, *self.reference))
+        if any(b is None for b in bad):
+            block = next(i for i, b in enumerate(bad) if b is None)
+            message = f"{these} and {those} give derivatives of different shapes for {names[block]}"
+            return Finding(kind=DISAGREEMENT, paths=paths, message=message, count=differing, of=total, magnitude=np.inf, wrong="shape")
+        got = [np.asarray(a, dtype=np.float64).reshape(-1)[b] for a, b in zip(first.arrays, bad, strict=True)]
+        want = [np.asarray(a, dtype=np.float64).reshape(-1)[b] for a, b in zip(second.arrays, bad, strict=True)]
+        gaps = [self._excess(i, g, w, b) for i, (g, w, b) in enumerate(zip(got, want, bad, strict=True))]
+        # The largest disagreement, in multiples of its tolerance (the first of equals): what a user wants to see first.
+        block = max((i for i in range(len(bad)) if bad[i].size), key=lambda i: (float(np.max(gaps[i])), -i))
+        at = int(np.argmax(gaps[block]))
+        flat = int(bad[block][at])
+        got_value, want_value = float(got[block][at]), float(want[block][at])
+        location = _location(first.arrays[block], output_shape, names[block], order, flat)
+        where = "at" if differing == 1 else "largest at"
+        return Finding(
+            kind=DISAGREEMENT,
+            paths=paths,
+            message=f"{these} {verb} with {those} on {differing} of {total} entries; {where} {location}: "
+            f"{want_value:g} from {those}, {got_value:g} from {these}",
+            count=differing,
+            of=total,
+            location=location,
+            values={**{p.name: want_value for p in self.reference}, **{p.name: got_value for p in self.side}},
+            magnitude=float(gaps[block][at]),
+            wrong=wrong_class(np.concatenate(got), np.concatenate(want)),
+            entries=entries_summary(bad, total),
+        )
+
+    def _excess(self, block: int, got: np.ndarray, want: np.ndarray, bad: np.ndarray) -> np.ndarray:
+        """|got - want| over what the tolerance allows there (inf where only one side is finite)."""
+        noise = 0.0 if self.noise is None else np.asarray(self.noise[block], dtype=np.float64).reshape(-1)[bad]
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            allowed = self.atol + self.rtol * np.abs(want) + noise
+            return np.nan_to_num(np.abs(got - want) / allowed, nan=np.inf)
+
+    def disagreeing_elements(self, output_shape: tuple[int, ...]) -> set[int]:
+        """Output elements (flat) with at least one differing entry."""
+        elements: set[int] = set()
+        for a, bad in zip(self.side[0].arrays, self.bad(), strict=True):
+            in_size = max(1, int(np.size(a) // max(1, int(np.prod(output_shape, dtype=np.int64)))))
+            if bad is None:
+                elements.update(range(int(np.prod(output_shape, dtype=np.int64))))
+            else:
+                elements.update(int(i) // in_size for i in bad)
+        return elements
+
+
+def _location(block: np.ndarray, output_shape: tuple[int, ...], name: str, order: int, flat: int) -> str:
+    in_shape = np.shape(block)[len(output_shape):]
+    out_flat, in_flat = divmod(flat, max(1, int(np.prod(in_shape, dtype=np.int64))))
+    if order == 0:
+        return f"out{_index(output_shape, out_flat)}"
+    symbol = "d" if order == 1 else f"d{order}"
+    return f"{symbol} out{_index(output_shape, out_flat)}/d {name}{_index(in_shape, in_flat)}"
+
+
+def _first_entry(masks: Masks) -> tuple[int, int] | None:
+    """(block, flat index) of the first entry set in `masks`, or None."""
+    for block, mask in enumerate(masks):
+        hits = np.flatnonzero(np.asarray(mask).reshape(-1))
+        if hits.size:
+            return block, int(hits[0])
+    return None
+
+
+def _finite_difference_notes(
+    reference: PathResult, trusted: Trust, output_shape: tuple[int, ...], names: tuple[str, ...], order: int
+) -> list[Note]:
+    """What finite differences could not judge (kinks, no finite estimate) or judged loosely (moving estimates)."""
+    total = sum(np.size(m) for m in trusted.kink)
+    label_ = label(reference.name)
+
+    def note(masks: Masks, estimates: dict[str, tuple[np.ndarray, ...]], describe: Callable[..., str]) -> list[Note]:
+        """A note at the first entry of `masks`, with each estimate's value there, worded by `describe`."""
+        first = _first_entry(masks)
+        if first is None:
+            return []
+        block, flat = first
+        count = sum(int(np.sum(m)) for m in masks)
+        values = {name: float(arrays[block].reshape(-1)[flat]) for name, arrays in estimates.items()}
+        location = _location(reference.arrays[block], output_shape, names[block], order, flat)
+        message = describe(location=location, count=count, **values)
+        return [Note(paths=(reference.name,), message=message, count=count, of=total, location=location, values=values)]
+
+    kinks = note(
+        trusted.kink,
+        {"left": _estimate(reference, "left_half"), "right": _estimate(reference, "right_half")},
+        lambda location, count, left, right: f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the "
+        f"right (the one-sided slopes disagree, or grow as the step halves); {count} of {total} entries not compared with {label_}",
+    )
+    moving = note(
+        trusted.moving,
+        {"central": _estimate(reference, "central"), "central_half": _estimate(reference, "central_half"), "spread": trusted.spread},
+        lambda location, count, central, central_half, spread: f"near a pole or strong curvature at {location}: the central "
+        f"estimate moved from {central:g} to {central_half:g} as the step halved, while the one-sided slopes settled; {count} of "
+        f"{total} entries compared with {label_} within the spread of its estimates ({spread:g} there)",
+    )
+    count = sum(int(np.sum(u)) for u in trusted.undefined)
+    undefined = [
+        Note(
+            paths=(reference.name,),
+            message=f"no finite estimate here: non-finite inputs or outputs, or a step past the dtype's range: "
+            f"{count} of {total} entries have no {label_}",
+            count=count,
+            of=total,
+        )
+    ] if count else []
+    return kinks + moving + undefined
+
+
+def _device_findings(
+    results: dict[str, PathResult], arg_names: tuple[str, ...], output_shape: tuple[int, ...], tolerances: Tolerances
+) -> list[Finding]:
+    """Each path on a further device against the same path on the first: they should agree to rounding."""
+    findings = []
+    for name, result in results.items():
+        primary = results.get(primary_name(name))
+        if primary is None or primary is result or not (result.ok and primary.ok):
+            continue
+        order = ORDERS[base_name(name)]
+        names = ("",) if order == 0 else block_names(arg_names, order)
+        found = _Comparison([result], [primary], tolerances.ad_rtol, tolerances.ad_atol).finding(output_shape, names, order)
+        if found:
+            findings.append(found)
+    return findings
+
+
+def _value(results: dict[str, PathResult], bindings: Sequence[str]) -> PathResult:
+    """The function's value as the paths saw it: eager evaluation, or (where an engine computed no
+    eager paths, as a search's quick screen does not) its jit evaluation."""
+    return results.get(VALUE) or results[path_name(JIT_VALUE, bindings[0])]
+
+
+def judge(
+    results: dict[str, PathResult],
+    arg_names: tuple[str, ...],
+    tolerances: Tolerances,
+    bindings: Sequence[str] = ("",),
+) -> Verdict:
+    """The verdict on one scenario from all its paths' results (one set of paths per binding)."""
+    value = _value(results, bindings)
+    if not value.ok:
+        finding = Finding(
+            kind=RAISED,
+            paths=(VALUE,),
+            message=f"evaluating the function raised {value.error.located()}; no derivative can be checked",
+        )
+        return Verdict(status=ERROR, findings=(finding,), provenance=None)
+    raised = _grouped((name, result.error) for name, result in results.items() if result.error is not None)
+    raising = [
+        Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error.located()}", error_type=error.type)
+        for error, paths in raised.items()
+    ]
+    findings: list[Finding] = []
+    notes = [
+        Note(paths=(name,), message=f"{label(name)} does not apply: {result.not_applicable}")
+        for name, result in results.items()
+        if result.not_applicable
+    ]
+    output_shape = tuple(np.shape(value.arrays[0]))
+    compiled = [r for r in (results.get(path_name(JIT_VALUE, b)) for b in bindings) if r is not None and r.ok and r is not value]
+    for side in _agreement_classes(compiled, tolerances.ad_rtol, tolerances.ad_atol):
+        found = _Comparison(side, [value], tolerances.ad_rtol, tolerances.ad_atol).finding(output_shape, ("",), 0)
+        if found:
+            findings.append(found)
+    disagreeing: dict[str, set[int]] = {}
+    for family in FAMILIES:
+        ad_names, reference_names = family.bound(bindings)
+        if reference_names[0] not in results:
+            continue
+        names = block_names(arg_names, family.order)
+        classes = _agreement_classes([results[n] for n in ad_names if n in results and results[n].ok], tolerances.ad_rtol, tolerances.ad_atol)
+        comparisons = [
+            _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol) for earlier, later in itertools.combinations(classes, 2)
+        ]
+        references = [results[n] for n in reference_names if results[n].ok]
+        if references:
+            reference = references[0]
+            trusted = trust(reference, tolerances)
+            skip = trusted.skipped
+            noise = trusted.allowance(_estimate(reference, "noise"))
+            notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
+            comparisons += [
+                _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, skip, noise) for side in classes
+            ]
+            # Under another binding the function itself may compute something else: compare its references
+            # too, where both have an estimate.
+            comparisons += [
+                _Comparison(
+                    [other], [reference], tolerances.fd_rtol, tolerances.fd_atol,
+                    tuple(s | u for s, u in zip(skip, _undefined(other), strict=True)), noise,
+                )
+                for other in references[1:]
+            ]
+            if family.order == 1:
+                for side in classes:
+                    elements = _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, skip, noise).disagreeing_elements(output_shape)
+                    for path in side:
+                        disagreeing[path.name] = elements
+        for comparison in comparisons:
+            found = comparison.finding(output_shape, names, family.order)
+            if found:
+                findings.append(found)
+    findings += _device_findings(results, arg_names, output_shape, tolerances)
+    prov = provenance(results, tolerances.fd_atol, bindings)
+    first_order = [results[p] for p in FAMILIES[0].bound(bindings)[0] if p in results]
+    if first_order and all(r.not_applicable for r in first_order):
+        raising.append(
+            Finding(kind=RAISED, paths=tuple(r.name for r in first_order), message="no derivative path applies to this function: nothing was checked", error_type="NotApplicable")
+        )
+    routing = _routing_findings(prov, arg_names, disagreeing) if prov is not None else []
+    findings = raising + routing + findings
+    if any(f.kind == RAISED for f in findings):
+        status = ERROR
+    elif findings:
+        status = MISMATCH
+    else:
+        status = CONSISTENT
+    return Verdict(status=status, findings=tuple(findings), provenance=prov, notes=tuple(notes))

@@ -1,0 +1,131 @@
+"""The audit's results as data: what renderers read and nothing else writes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gradaudit.judging.diagnoses import Diagnosis
+from gradaudit.model.findings import CONSISTENT, INTERRUPTED, STATUSES, Finding, Note, Provenance
+from gradaudit.model.paths import PathResult
+from gradaudit.model.scenario import Scenario
+from gradaudit.sources.yaml_nodes import InputError
+
+REPORT_SCHEMA = "gradaudit.report/1"
+COMPARE_SCHEMA = "gradaudit.compare/1"
+FINGERPRINTS = 2
+"""The form of findings' fingerprints a report holds (2: signature, class of the wrong value, entries).
+Baselines and `diff` compare fingerprints of one form only."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Whether a scenario passes the gate (see gate.py), and why."""
+
+    passed: bool
+    reason: str
+    new: tuple[str, ...] = ()
+    """Fingerprints of findings that fail the run."""
+    known: tuple[str, ...] = ()
+    """Fingerprints of findings a baseline or an expectation accepts."""
+
+    def to_dict(self) -> dict:
+        return {"passed": self.passed, "reason": self.reason, "new": list(self.new), "known": list(self.known)}
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioResult:
+    """One scenario's paths, provenance, findings and status."""
+
+    scenario: Scenario
+    arg_names: tuple[str, ...]
+    inputs: tuple[np.ndarray, ...]
+    """The values the paths were evaluated at, one per argument."""
+    status: str
+    paths: dict[str, PathResult]
+    findings: tuple[Finding, ...]
+    provenance: Provenance | None
+    seconds: float
+    notes: tuple[Note, ...] = ()
+    """What the audit saw but did not count against the scenario: kinks, paths that do not apply."""
+    diagnosis: Diagnosis | None = None
+    outcome: Outcome | None = None
+    """Set by the gate; None means: passes when consistent."""
+    method: str = "literal"
+    """The engine that computed the paths reported: `literal`, `bundle` or `group` (see engines/)."""
+    judge_seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome.passed if self.outcome is not None else self.status == CONSISTENT
+
+
+@dataclass(frozen=True, eq=False)
+class AuditReport:
+    """A whole run: where it ran, what it found, and any input errors."""
+
+    environment: dict
+    results: tuple[ScenarioResult, ...] = ()
+    errors: tuple[InputError, ...] = ()
+    files: tuple[str, ...] = field(default_factory=tuple)
+    resolved: tuple[tuple[str, str], ...] = ()
+    """(scenario, fingerprint) of baseline findings this run no longer sees."""
+    baseline: str | None = None
+    """The baseline report the gate used, if any."""
+    warnings: tuple[str, ...] = ()
+    """What the run worked around and a user should know (a cache folder it could not use)."""
+    timings: dict = field(default_factory=dict)
+    """Seconds spent judging, how many fast-path groups and bundles there were, and under `workers`
+    what worker processes spent (for --profile)."""
+
+    @property
+    def passed(self) -> bool:
+        """Whether the run passes: every scenario passes its gate."""
+        return all(result.passed for result in self.results)
+
+    def gate_summary(self) -> dict[str, int]:
+        """Scenarios passing and failing the gate, and findings new, known and resolved."""
+        return {
+            "passed": sum(r.passed for r in self.results),
+            "failed": sum(not r.passed for r in self.results),
+            "new": sum(len(r.outcome.new) for r in self.results if r.outcome),
+            "known": sum(len(r.outcome.known) for r in self.results if r.outcome),
+            "resolved": len(self.resolved),
+        }
+
+    @property
+    def summary(self) -> dict[str, int]:
+        return _counts(self.results)
+
+    def suite_summaries(self) -> dict[str, dict[str, int]]:
+        """Counts per suite (top folder), in the order suites first appear."""
+        suites: dict[str, list[ScenarioResult]] = {}
+        for result in self.results:
+            suites.setdefault(result.scenario.suite, []).append(result)
+        return {suite: _counts(results) for suite, results in suites.items()}
+
+
+def _counts(results) -> dict[str, int]:
+    counts = Counter(result.status for result in results)
+    summary = {"total": len(results), **{status: counts.get(status, 0) for status in STATUSES}}
+    if counts.get(INTERRUPTED):
+        summary[INTERRUPTED] = counts[INTERRUPTED]
+    return summary
+
+
+@dataclass(frozen=True, eq=False)
+class RuleComparison:
+    """The same scenarios audited under several select_n transpose rules, in the order given."""
+
+    rules: tuple[str, ...]
+    reports: tuple[AuditReport, ...]
+
+    def rows(self) -> list[tuple[ScenarioResult, ...]]:
+        """Per scenario, its result under each rule."""
+        return list(zip(*(report.results for report in self.reports), strict=True))
+
+    def transitions(self, before: int, after: int) -> Counter[tuple[str, str]]:
+        """How many scenarios went from each status under rule `before` to each under rule `after`."""
+        return Counter((row[before].status, row[after].status) for row in self.rows())

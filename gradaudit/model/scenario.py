@@ -1,0 +1,198 @@
+"""The Scenario model: one question put to every derivative path, as plain frozen data.
+
+A scenario's target is either the seed's `select_n` family or a user's function; loading
+(`loading.py`) builds these from YAML and knows nothing of JAX transforms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gradaudit.model import dtypes
+from gradaudit.sources.yaml_nodes import Location
+
+NestedValue = Any
+"""A scalar or a (rectangular) nested list of scalars, as written in YAML."""
+
+OUTPUTS = ("identity", "square", "sum_of_squares")
+"""What a select_n scenario applies to the selected value: itself, its square, the sum of squares."""
+FILLS = ("arange", "zeros", "ones", "normal")
+"""How a function input without a `value` is filled."""
+BINDS = ("traced", "constant", "both")
+"""How a function's fixed (integer or boolean) inputs reach it: as traced arguments, captured constants, or both."""
+ORDERS = (1, 2)
+EXPECTED_STATUSES = ("consistent", "mismatch", "error")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """The discrete input of `select_n`: held constant, never differentiated."""
+
+    dtype: str
+    value: NestedValue
+
+    def array(self) -> np.ndarray:
+        return np.asarray(self.value, dtype=dtypes.numpy_dtype(self.dtype))
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Allowed difference between AD and finite differences: |ad - fd| <= atol + rtol * |fd|."""
+
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """The outcome a scenario is known to have (pytest's strict xfail): meeting it passes, anything else fails."""
+
+    status: str
+    """consistent, mismatch or error."""
+    exception: str | None = None
+    """For `error`: the exception type some path must raise (e.g. IndexError)."""
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "exception": self.exception}
+
+
+@dataclass(frozen=True)
+class SelectN:
+    """`lax.select_n(selector, *cases)` with a captured selector; the cases are differentiated."""
+
+    selector: Selector
+    cases: int
+    shape: tuple[int, ...]
+    dtype: str
+    values: tuple[NestedValue, ...] | None = None
+    """Explicit case values, one per case; None: deterministic, pairwise distinct values from the seed."""
+    output: str = "identity"
+    """What is applied to the selected value before differentiation (see OUTPUTS)."""
+
+    kind = "select_n"
+
+    @property
+    def named_dtypes(self) -> tuple[str, ...]:
+        return (self.dtype, self.selector.dtype)
+
+    @property
+    def float_dtypes(self) -> tuple[str, ...]:
+        return (self.dtype,)
+
+    def to_dict(self) -> dict:
+        return {
+            "selector": {"dtype": self.selector.dtype, "value": self.selector.value},
+            "cases": self.cases,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "values": None if self.values is None else list(self.values),
+            "output": self.output,
+        }
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One positional argument of a user's function: floating inputs are differentiated, others held fixed."""
+
+    dtype: str
+    value: NestedValue = None
+    shape: tuple[int, ...] = ()
+    fill: str | None = None
+    """When no value is given: arange, zeros, ones or normal."""
+    seed: int = 0
+    """For `fill: normal`."""
+
+    @property
+    def differentiable(self) -> bool:
+        return self.dtype in dtypes.FLOAT_DTYPES
+
+    def array(self) -> np.ndarray:
+        dtype = dtypes.numpy_dtype(self.dtype)
+        if self.value is not None:
+            return np.asarray(self.value, dtype=np.float64 if self.differentiable else None).astype(dtype)
+        size = int(np.prod(self.shape, dtype=np.int64))
+        if self.fill == "arange":
+            values = np.arange(size, dtype=np.float64)
+        elif self.fill == "ones":
+            values = np.ones(size)
+        elif self.fill == "normal":
+            values = np.random.default_rng(self.seed).standard_normal(size)
+        else:
+            values = np.zeros(size)
+        return values.reshape(self.shape).astype(dtype)
+
+    def describe(self) -> str:
+        """Short form for tables, dtypes named as scenario files name them: `float32[300]`, `uint8=100`."""
+        if self.value is not None and np.ndim(self.value) == 0:
+            return f"{self.dtype}={str(self.value).lower() if isinstance(self.value, bool) else self.value}"
+        shape = np.shape(self.value) if self.value is not None else self.shape
+        return f"{self.dtype}[{','.join(map(str, shape))}]"
+
+    def to_dict(self) -> dict:
+        return {"dtype": self.dtype, "value": self.value, "shape": list(self.shape), "fill": self.fill, "seed": self.seed}
+
+
+@dataclass(frozen=True)
+class FunctionCall:
+    """A user's function `module:function`, imported with the scenario file's folder on the path."""
+
+    fn: str
+    root: str
+    """The scenario file's folder, from which `fn`'s module is imported."""
+    inputs: tuple[InputSpec, ...]
+    bind: str = "both"
+
+    kind = "function"
+
+    @property
+    def named_dtypes(self) -> tuple[str, ...]:
+        return tuple(spec.dtype for spec in self.inputs)
+
+    @property
+    def float_dtypes(self) -> tuple[str, ...]:
+        return tuple(spec.dtype for spec in self.inputs if spec.differentiable)
+
+    def to_dict(self) -> dict:
+        return {"fn": self.fn, "inputs": [spec.to_dict() for spec in self.inputs], "bind": self.bind}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One question put to every derivative path."""
+
+    name: str
+    source: Location
+    target: SelectN | FunctionCall
+    seed: int = 0
+    tolerance: Tolerance | None = None
+    """None: the least precise floating dtype's default (see `dtypes.default_tolerance`)."""
+    eps: float | None = None
+    """Finite-difference step relative to max(1, |x|); None: each input dtype's default."""
+    order: int = 1
+    """Highest derivative order checked: 2 adds the Hessian paths."""
+    suite: str = ""
+    """The catalog suite (top folder) the scenario came from, for per-suite summaries."""
+    expect: Expectation | None = None
+
+    @property
+    def precision_dtype(self) -> str:
+        """The least precise floating dtype among the differentiated inputs; tolerances follow it."""
+        floats = self.target.float_dtypes or ("float32",)
+        return max(floats, key=dtypes.machine_epsilon)
+
+    def to_dict(self) -> dict:
+        """The normalized scenario, as loaded, for reports."""
+        return {
+            "name": self.name,
+            "kind": self.target.kind,
+            **self.target.to_dict(),
+            "seed": self.seed,
+            "tolerance": None if self.tolerance is None else {"rtol": self.tolerance.rtol, "atol": self.tolerance.atol},
+            "eps": self.eps,
+            "order": self.order,
+            "suite": self.suite,
+            "expect": None if self.expect is None else self.expect.to_dict(),
+        }

@@ -1,0 +1,48 @@
+"""Renderers: each turns an AuditReport into one output format and only reads the report.
+
+File formats share one small interface, `FileFormat.render(report) -> str` (and
+`render_comparison` for `compare`), chosen by the `ReportFormat` enum; `formatter_for` fails
+loudly if a format is added without a renderer.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+
+from gradaudit.model.results import AuditReport, RuleComparison
+
+
+class ReportFormat(str, enum.Enum):
+    """The machine-readable formats: JSON and JUnit XML files, GitHub Actions annotations on stdout."""
+
+    JSON = "json"
+    JUNIT = "junit"
+    GITHUB = "github"
+
+
+class FileFormat(ABC):
+    """A report format written to a file (or stdout) as text."""
+
+    @abstractmethod
+    def render(self, report: AuditReport) -> str:
+        """The whole report in this format."""
+
+    @abstractmethod
+    def render_comparison(self, comparison: RuleComparison) -> str:
+        """A `compare` run (one audit per rule) in this format."""
+
+
+def formatter_for(fmt: ReportFormat, json_detail: str = "findings") -> FileFormat:
+    from gradaudit.render.github import GithubFormat
+    from gradaudit.render.json_report import JsonFormat
+    from gradaudit.render.junit import JunitFormat
+
+    formatters: dict[ReportFormat, FileFormat] = {
+        ReportFormat.JSON: JsonFormat(json_detail),
+        ReportFormat.JUNIT: JunitFormat(),
+        ReportFormat.GITHUB: GithubFormat(),
+    }
+    missing = set(ReportFormat) - set(formatters)
+    assert not missing, f"no renderer for {missing}"
+    return formatters[fmt]

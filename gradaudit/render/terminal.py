@@ -1,0 +1,505 @@
+"""The rich terminal report: a table of scenarios, their findings as file:line lines, one summary line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gradaudit.judging.diagnoses import BY_ID, Diagnosis
+from gradaudit.diff import FindingChange, ReportDiff
+from gradaudit.model.findings import (
+    CONSISTENT,
+    DISAGREEMENT,
+    ERROR,
+    INTERRUPTED,
+    MISMATCH,
+    RAISED,
+    ROUTING,
+    Finding,
+    Sources,
+)
+from gradaudit.model.paths import (
+    AD_PATHS,
+    FAMILIES,
+    FINITE_DIFFERENCE,
+    JACFWD,
+    JACREV,
+    JIT_JACFWD,
+    PATH_LABELS,
+    PathResult,
+    base_name,
+    path_name,
+)
+from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
+from gradaudit.model.scenario import Scenario
+from gradaudit.search import SearchOutcome
+from gradaudit.sources.yaml_nodes import InputError
+
+STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta", INTERRUPTED: "yellow"}
+NOWHERE = "·"
+MAX_TUPLE_CASES = 3
+"""Scalar scenarios with up to this many cases show the gradient tuple, as the seed's table does."""
+
+
+def _grid(shape: tuple[int, ...], cells: Sequence[str]) -> str:
+    """Cells laid out like numpy prints arrays: `[a b c]`, `[[a b] [c d]]`."""
+    if not shape:
+        return cells[0]
+    step = int(np.prod(shape[1:], dtype=np.int64))
+    parts = [_grid(shape[1:], cells[i * step : (i + 1) * step]) for i in range(shape[0])]
+    return "[" + " ".join(parts) + "]"
+
+
+def _routes_cell(shape: tuple[int, ...], routes: Sequence[Sources]) -> str:
+    """Per output element, the case(s) it is routed to; a scalar reads 'case 1' or 'nowhere'."""
+    if not shape:
+        return "case " + "|".join(str(i) for i in routes[0]) if routes[0] else "nowhere"
+    return _grid(shape, ["|".join(str(i) for i in r) if r else NOWHERE for r in routes])
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _selector_cell(result: ScenarioResult) -> str:
+    selector = result.scenario.target.selector
+    value = selector.array()
+    if selector.dtype == "bool":
+        # Arrays of booleans stay readable as T/F; a scalar is spelt out as in YAML.
+        words = ("T", "F") if value.ndim else ("true", "false")
+        cells = [words[0] if v else words[1] for v in value.reshape(-1)]
+    else:
+        cells = [str(v) for v in value.reshape(-1)]
+    return f"{selector.dtype} {_grid(value.shape, cells)}"
+
+
+def _path_cell(result: ScenarioResult, name: str) -> Text:
+    """A first-order path: its gradient tuple (scalar output, scalar cases, few cases) or its routing."""
+    path: PathResult | None = result.paths.get(name)
+    if path is None:  # the scenario never got this far (timed out, interrupted)
+        return Text("—", style="dim")
+    involved = any(name in finding.paths for finding in result.findings)
+    style = "red" if involved else ""
+    if not path.ok:
+        return Text(path.error.type, style="magenta")
+    if len(path.arrays) <= MAX_TUPLE_CASES and all(np.size(jac) == 1 for jac in path.arrays):
+        numbers = [_number(float(np.asarray(jac).reshape(-1)[0])) for jac in path.arrays]
+        return Text("(" + ", ".join(numbers) + ("," if len(numbers) == 1 else "") + ")", style=style)
+    prov = result.provenance
+    if prov is None:
+        return Text("ok", style=style)
+    routes = prov.value_from if name == FINITE_DIFFERENCE else prov.routes[name]
+    return Text(_routes_cell(prov.output_shape, routes), style=style)
+
+
+def _second_order_cell(result: ScenarioResult) -> Text:
+    """For order 2: the reference Hessian's diagonal (small scalar cases) and how many Hessian paths disagree."""
+    if result.scenario.order < 2:
+        return Text("")
+    family = FAMILIES[1]
+    if family.reference not in result.paths:
+        return Text("—", style="dim")
+    reference = result.paths[family.reference]
+    text = Text()
+    n = len(result.arg_names)
+    if reference.ok and n <= MAX_TUPLE_CASES and all(np.size(block) == 1 for block in reference.arrays):
+        diagonal = [_number(float(np.asarray(reference.arrays[i * n + i]).reshape(-1)[0])) for i in range(n)]
+        text.append("(" + ", ".join(diagonal) + ("," if n == 1 else "") + ") ")
+    # Blame the paths that disagree with the reference (or raised); without a reference, any disagreement.
+    blamed = family.reference if reference.ok else None
+    wrong = [
+        p
+        for p in family.ad_paths
+        if (result.paths[p].error is not None if p in result.paths else False)
+        or any(p in f.paths and (blamed is None or blamed in f.paths) for f in result.findings)
+    ]
+    if wrong:
+        text.append(f"{len(wrong)} differ", style="red")  # the findings lines name them
+    else:
+        text.append("agree", style="green")
+    return text
+
+
+def _value_cell(result: ScenarioResult) -> str:
+    prov = result.provenance
+    if prov is None:
+        return "?"
+    return _routes_cell(prov.output_shape, prov.value_from)
+
+
+def _shape_cell(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _shown_paths(results: Sequence[ScenarioResult]) -> list[str]:
+    """First-order path columns; jit(jacfwd) only where it says something jacfwd does not, to save width."""
+    return [
+        name
+        for name in (*AD_PATHS, FINITE_DIFFERENCE)
+        if name != JIT_JACFWD or any(str(_path_cell(r, JIT_JACFWD)) != str(_path_cell(r, JACFWD)) for r in results)
+    ]
+
+
+Column = tuple[str, dict]
+"""A column's header and its rich options."""
+
+SELECT_N_COLUMNS: tuple[Column, ...] = (
+    ("scenario", {"overflow": "fold"}),  # no min_width: rich then crops instead of folding
+    ("selector", {"overflow": "fold"}),
+    ("cases", {"justify": "right", "no_wrap": True}),
+    ("shape", {"no_wrap": True}),
+    ("value from", {"overflow": "fold"}),
+)
+FUNCTION_COLUMNS: tuple[Column, ...] = (
+    ("scenario", {"overflow": "fold"}),
+    ("function", {"overflow": "fold"}),
+    ("inputs", {"overflow": "fold"}),
+    ("bind", {"no_wrap": True}),
+)
+
+
+def _table(
+    results: Sequence[ScenarioResult],
+    leading: Sequence[Column],
+    leading_cells: Callable[[ScenarioResult], Sequence[str | Text]],
+    paths: Sequence[str],
+    path_cell: Callable[[ScenarioResult, str], Text],
+) -> Table:
+    """Leading columns describing the scenario, a column per path, order 2, verdict and diagnosis."""
+    table = Table(header_style="bold")
+    for header, options in leading:
+        table.add_column(header, **options)
+    for name in paths:
+        table.add_column(PATH_LABELS[name].replace(" ", "\n"), overflow="fold")
+    second_order = any(r.scenario.order >= 2 for r in results)
+    if second_order:
+        table.add_column("order 2\n(fd diagonal)", overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    diagnosed = any(r.diagnosis for r in results)
+    if diagnosed:
+        table.add_column("diagnosis", no_wrap=True)
+    for result in results:
+        table.add_row(
+            *leading_cells(result),
+            *(path_cell(result, name) for name in paths),
+            *([_second_order_cell(result)] if second_order else []),
+            Text(result.status, style=STATUS_STYLES[result.status]),
+            *([Text(result.diagnosis.id if result.diagnosis else "", style="bold yellow")] if diagnosed else []),
+        )
+    return table
+
+
+def select_n_table(results: Sequence[ScenarioResult]) -> Table:
+    return _table(results, SELECT_N_COLUMNS, _scenario_cells, _shown_paths(results), _path_cell)
+
+
+def function_table(results: Sequence[ScenarioResult]) -> Table:
+    """User functions: the function, its inputs and binding, and how each path fared."""
+    return _table(results, FUNCTION_COLUMNS, _function_cells, (*AD_PATHS, FINITE_DIFFERENCE), _binding_cell)
+
+
+def _function_cells(result: ScenarioResult) -> tuple[str, ...]:
+    spec = result.scenario.target
+    fixed = any(not s.differentiable for s in spec.inputs)
+    return (result.scenario.name, spec.fn, " ".join(s.describe() for s in spec.inputs), spec.bind if fixed else "")
+
+
+def _blamed(result: ScenarioResult, name: str) -> bool:
+    """Whether a path is on the wrong side of a finding: against finite differences where they could be compared."""
+    references = [p for p in result.paths if base_name(p) in (FINITE_DIFFERENCE, FAMILIES[1].reference)]
+    return any(
+        name in f.paths and (f.kind != DISAGREEMENT or not references or any(r in f.paths for r in references))
+        for f in result.findings
+    )
+
+
+def _binding_cell(result: ScenarioResult, base: str) -> Text:
+    """A function scenario's path across its bindings: ok, differs, n/a or the exception raised."""
+    parts = []
+    for name in (base, path_name(base, "constant")):
+        path = result.paths.get(name)
+        if path is None:
+            continue
+        suffix = " (const)" if name != base else ""
+        if path.not_applicable:
+            parts.append(Text("n/a" + suffix, style="dim"))
+        elif path.error is not None:
+            parts.append(Text(path.error.type + suffix, style="magenta"))
+        elif base != FINITE_DIFFERENCE and _blamed(result, name):
+            parts.append(Text("differs" + suffix, style="red"))
+        elif base == FINITE_DIFFERENCE and any(name in n.paths and "kink" in n.message for n in result.notes):
+            parts.append(Text("kink" + suffix, style="yellow"))
+        elif not suffix:
+            parts.append(Text("ok", style="green"))
+    return Text(" / ").join(parts) if parts else Text("")
+
+
+def _scenario_cells(result: ScenarioResult) -> tuple[str, ...]:
+    scenario, spec = result.scenario, result.scenario.target
+    return (scenario.name, _selector_cell(result), str(spec.cases), _shape_cell(spec.shape), _value_cell(result))
+
+
+def _headline_findings(result: ScenarioResult, verbose: bool) -> tuple[Sequence[Finding], int]:
+    """The findings worth a line, and how many more there are: every finding with -v; else the
+    largest disagreement first (each side's value and where), then routing and exceptions."""
+    if verbose:
+        return result.findings, 0
+    disagreements = [f for f in result.findings if f.kind == DISAGREEMENT]
+    largest = [max(disagreements, key=lambda f: f.magnitude)] if disagreements else []
+    headline = largest + [f for f in result.findings if f.kind in (ROUTING, RAISED)]
+    return headline, len(result.findings) - len(headline)
+
+
+def summary_line(report: AuditReport, seconds: float | None = None, prefix: str = "") -> Text:
+    text = counts_line(report.summary, prefix)
+    gate = report.gate_summary()
+    accepted = [r for r in report.results if r.passed and r.status != CONSISTENT]
+    if report.baseline is not None:
+        text.append(f"; {gate['new']} new, {gate['known']} known, {gate['resolved']} resolved (baseline {report.baseline})")
+    elif accepted or any(r.scenario.expect for r in report.results):
+        text.append(f"; {gate['passed']} passed, {gate['failed']} failed")
+    if seconds is not None:
+        text.append(f" in {seconds:.1f}s")
+    return text
+
+
+def counts_line(summary: dict[str, int], prefix: str = "") -> Text:
+    """'17 scenarios: 6 consistent, 9 mismatch, 2 error'."""
+    noun = "scenario" if summary["total"] == 1 else "scenarios"
+    text = Text(f"{prefix}{summary['total']} {noun}: ")
+    for i, status in enumerate((CONSISTENT, MISMATCH, ERROR, INTERRUPTED)):
+        if status not in summary:
+            continue
+        if i:
+            text.append(", ")
+        text.append(f"{summary[status]} {status}", style=STATUS_STYLES[status] if summary[status] else "")
+    return text
+
+
+def print_diagnosis(console: Console, diagnosis: Diagnosis, scenarios: Sequence[str] = (), evidence: bool = False) -> None:
+    """One catalog entry: id and title, (with `evidence`) what it must see, what it means, the fixes, and where it was seen."""
+    console.print(Text(f"{diagnosis.id} ", style="bold yellow").append(diagnosis.title, style="bold"), highlight=False)
+    if evidence:
+        console.print(Text(f"  matches when: {diagnosis.evidence}", style="italic"), highlight=False)
+    console.print(Text("  " + diagnosis.explanation), highlight=False)
+    for number, fix in enumerate(diagnosis.fixes, 1):
+        console.print(Text(f"  fix {number}: {fix}"), highlight=False)
+    for reference in diagnosis.references:
+        console.print(Text(f"  see {reference}", style="dim"), highlight=False)
+    if scenarios:
+        console.print(Text(f"  seen in: {', '.join(scenarios)}", style="dim"), highlight=False)
+
+
+def _finding_line(result: ScenarioResult, message: str, style: str) -> Text:
+    line = Text(f"{result.scenario.source}: ", style="bold")
+    line.append(f"{result.scenario.name}: ")
+    return line.append(message, style=style)
+
+
+def print_report(console: Console, report: AuditReport, verbose: bool = False, quiet: bool = False, seconds: float | None = None) -> None:
+    """Tables (non-consistent scenarios only unless verbose), findings, diagnoses, then the summary."""
+    shown = [r for r in report.results if verbose or r.status != CONSISTENT or not r.passed]
+    if shown and not quiet:
+        select_n = [r for r in shown if r.scenario.target.kind == "select_n"]
+        functions = [r for r in shown if r.scenario.target.kind == "function"]
+        for table in ([select_n_table(select_n)] if select_n else []) + ([function_table(functions)] if functions else []):
+            console.print(table)
+        console.print()
+        for result in shown:
+            style = STATUS_STYLES[result.status] if not result.passed else "dim"
+            headline, more = _headline_findings(result, verbose)
+            for finding in headline:
+                console.print(_finding_line(result, finding.message, style), highlight=False, soft_wrap=True)
+            if more:
+                console.print(_finding_line(result, f"+{more} more finding{'s' if more > 1 else ''} (-v)", "dim"), highlight=False, soft_wrap=True)
+            if result.outcome is not None and (not result.passed or result.findings):
+                marker = "FAILED" if not result.passed else "passes"
+                console.print(_finding_line(result, f"{marker}: {result.outcome.reason}", "bold" if not result.passed else "dim"), highlight=False, soft_wrap=True)
+            if verbose:
+                for note in result.notes:
+                    console.print(_finding_line(result, "note: " + note.message, "dim"), highlight=False, soft_wrap=True)
+        console.print()
+        seen: dict[str, list[str]] = {}
+        for result in shown:
+            if result.diagnosis is not None:
+                seen.setdefault(result.diagnosis.id, []).append(result.scenario.name)
+        for diagnosis_id, names in seen.items():
+            print_diagnosis(console, BY_ID[diagnosis_id], names)
+            console.print()
+    suites = report.suite_summaries()
+    if len(suites) > 1 and not quiet:
+        for suite, counts in suites.items():
+            console.print(counts_line(counts, prefix=f"  {suite}: "), highlight=False)
+    for name, fingerprint in report.resolved if not quiet else ():
+        console.print(Text(f"resolved since the baseline: {name}: {fingerprint}", style="green"), highlight=False)
+    console.print(summary_line(report, seconds), highlight=False)
+
+
+def print_input_errors(console: Console, errors: Sequence[InputError], audited: bool = False) -> None:
+    """Every input error as `file:line:col: message`, then a count."""
+    for error in errors:
+        console.print(Text(str(error.location) + ": ", style="bold").append(error.message, style="red"), highlight=False, soft_wrap=True)
+    files = len({error.location.file for error in errors})
+    noun = "error" if len(errors) == 1 else "errors"
+    consequence = "the other scenarios were audited" if audited else "nothing was audited"
+    console.print(f"{len(errors)} input {noun} in {files} file{'s' if files != 1 else ''}; {consequence}", highlight=False)
+
+
+def comparison_tables(comparison: RuleComparison) -> list[Table]:
+    """A table per target kind, a row per scenario; per rule, the reverse-mode result (or exception) and the verdict."""
+    rows = comparison.rows()
+    kinds = (
+        (SELECT_N_COLUMNS, _scenario_cells, _path_cell, "select_n"),
+        (FUNCTION_COLUMNS, _function_cells, _binding_cell, "function"),
+    )
+    tables = []
+    for columns, cells_of, path_cell, kind in kinds:
+        chosen = [row for row in rows if row[0].scenario.target.kind == kind]
+        if not chosen:
+            continue
+        table = Table(header_style="bold")
+        for header, options in columns:
+            table.add_column(header, **options)
+        for rule in comparison.rules:
+            table.add_column(f"jacrev\n{rule}", overflow="fold")
+            table.add_column(f"verdict\n{rule}", no_wrap=True)
+        for row in chosen:
+            cells: list[str | Text] = list(cells_of(row[0]))
+            for result in row:
+                cells.append(path_cell(result, JACREV))
+                cells.append(Text(result.status, style=STATUS_STYLES[result.status]))
+            table.add_row(*cells)
+        tables.append(table)
+    return tables
+
+
+def change_line(comparison: RuleComparison, before: int, after: int) -> Text:
+    """What changed between two rules: 'legacy → fixed: 11 changed (9 mismatch → consistent, …), 6 unchanged'."""
+    transitions = comparison.transitions(before, after)
+    changed = {pair: n for pair, n in sorted(transitions.items()) if pair[0] != pair[1]}
+    unchanged = sum(n for pair, n in transitions.items() if pair[0] == pair[1])
+    text = Text(f"{comparison.rules[before]} → {comparison.rules[after]}: ")
+    if not changed:
+        return text.append(f"no verdict changed ({unchanged} unchanged)")
+    detail = ", ".join(f"{n} {before} → {after}" for (before, after), n in changed.items())
+    return text.append(f"{sum(changed.values())} changed ({detail}), {unchanged} unchanged")
+
+
+def print_comparison(console: Console, comparison: RuleComparison, seconds: float | None = None, quiet: bool = False) -> None:
+    if not quiet:
+        for table in comparison_tables(comparison):
+            console.print(table)
+        console.print()
+    for rule, report in zip(comparison.rules, comparison.reports, strict=True):
+        console.print(summary_line(report, prefix=f"{rule}: "), highlight=False)
+    for before in range(len(comparison.rules) - 1):
+        console.print(change_line(comparison, before, before + 1), highlight=False)
+    if seconds is not None:
+        console.print(f"in {seconds:.1f}s", highlight=False)
+
+
+def _parameters(scenario: Scenario) -> str:
+    spec = scenario.target
+    if spec.kind == "function":
+        text = f"fn {spec.fn}({', '.join(s.describe() for s in spec.inputs)})"
+        if any(not s.differentiable for s in spec.inputs):
+            text += f", bind {spec.bind}"
+    else:
+        text = f"select_n {spec.selector.dtype} {spec.selector.value}, {spec.cases} cases, shape {_shape_cell(spec.shape)}, {spec.dtype}"
+        if spec.output != "identity":
+            text += f", output {spec.output}"
+    if scenario.order > 1:
+        text += f", order {scenario.order}"
+    if scenario.expect is not None:
+        text += f", expect {scenario.expect.status}" + (f" ({scenario.expect.exception})" if scenario.expect.exception else "")
+    return text
+
+
+def print_listing(console: Console, scenarios: Sequence[Scenario]) -> None:
+    """One line per scenario, `file:line:col: name [suite] parameters`, then a count."""
+    for scenario in scenarios:
+        line = Text(f"{scenario.source}: ", style="bold").append(scenario.name).append(f" [{scenario.suite}] ", style="dim")
+        console.print(line.append(_parameters(scenario)), highlight=False, soft_wrap=True)
+    console.print(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}", highlight=False)
+
+
+def print_diff(console: Console, diff: ReportDiff, quiet: bool = False) -> None:
+    """Environment changes; a row per scenario whose status or findings changed; what each new
+    finding says; one summary line (alone when `quiet`)."""
+    if not quiet:
+        _print_diff_details(console, diff)
+    console.print(
+        f"{diff.before} → {diff.after}: {len(diff.new)} new findings, {len(diff.resolved)} resolved, "
+        f"{len(diff.changed)} scenarios changed, {len(diff.added)} added, {len(diff.removed)} removed, "
+        f"{diff.unchanged} unchanged",
+        highlight=False,
+    )
+
+
+def _print_diff_details(console: Console, diff: ReportDiff) -> None:
+    for key, (before, after) in diff.environment.items():
+        console.print(f"{key}: {before} → {after}", highlight=False)
+    new, resolved = _by_scenario(diff.new), _by_scenario(diff.resolved)
+    statuses = {name: (before, after) for name, before, after in diff.changed}
+    names = list(dict.fromkeys([*statuses, *new, *resolved]))
+    if names:
+        table = Table(header_style="bold")
+        table.add_column("scenario", overflow="fold")
+        table.add_column("status", no_wrap=True)
+        table.add_column("new findings", overflow="fold", style="bold red")
+        table.add_column("resolved findings", overflow="fold", style="green")
+        for name in names:
+            status = Text()
+            if name in statuses:
+                before, after = statuses[name]
+                status.append(before, style=STATUS_STYLES.get(before, ""))
+                if after != before:
+                    status.append(" → ").append(after, style=STATUS_STYLES.get(after, ""))
+            table.add_row(name, status, "\n".join(c.fingerprint for c in new.get(name, [])), "\n".join(c.fingerprint for c in resolved.get(name, [])))
+        console.print(table)
+    for change in diff.new:
+        console.print(Text(f"new: {change.scenario}: ", style="bold red").append(change.message, style=""), highlight=False)
+    for title, scenarios in (("added", diff.added), ("removed", diff.removed)):
+        if scenarios:
+            console.print(f"{title} scenarios ({len(scenarios)}): {', '.join(scenarios)}", highlight=False)
+
+
+def _by_scenario(changes: Sequence[FindingChange]) -> dict[str, list[FindingChange]]:
+    grouped: dict[str, list[FindingChange]] = {}
+    for change in changes:
+        grouped.setdefault(change.scenario, []).append(change)
+    return grouped
+
+
+def print_search(console: Console, name: str, outcome: SearchOutcome, written: Sequence, budget: int, reproduce: str) -> None:
+    """What a search tried and skipped, and each minimal scenario it wrote with its findings."""
+    skipped = sum(outcome.skipped.values())
+    line = f"search {name}: {outcome.audited} scenarios audited (budget {budget}"
+    line += ")" if outcome.audited >= budget else ": the space holds no more)"
+    line += f", {outcome.shrinking} more while shrinking"
+    if skipped:
+        line += f", {skipped} drawn and skipped (" + "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) + ")"
+    console.print(line, highlight=False)
+    for found in outcome.unconfirmed:
+        console.print(
+            f"not confirmed: the fast path saw {found.kind[0]} ({', '.join(found.kind[1])}), "
+            "but the literal path finds the minimal scenario consistent; not reported",
+            highlight=False,
+        )
+    if not outcome.found:
+        console.print(Text(f"nothing found: all {outcome.audited} scenarios audited were consistent", style="green"), highlight=False)
+        return
+    table = Table(header_style="bold")
+    table.add_column("minimal scenario", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("findings", overflow="fold")
+    for path, found in zip(written, outcome.found, strict=True):
+        status = found.result.status
+        fingerprints = dict.fromkeys(f.fingerprint for f in found.result.findings)
+        table.add_row(str(path), Text(status, style=STATUS_STYLES.get(status, "")), "\n".join(fingerprints))
+    console.print(table)
+    console.print(f"{len(outcome.found)} kind{'s' if len(outcome.found) != 1 else ''} of disagreement found; reproduce: {reproduce}", highlight=False)

@@ -1,0 +1,308 @@
+"""The audit service: scenarios in, an AuditReport out. No click and no rich: the command line, the
+pytest plugin and the Python API are thin callers of `audit`.
+
+One call selects (-k, --shard), checks limits, sets JAX up (rule, compilation cache, devices),
+runs the engines, judges and diagnoses what they computed (`judging.assess`, the same for every
+engine) and applies the gate (expectations, baseline). Which engine computes a scenario:
+
+1. select_n scenarios in groups of at least GROUP_MIN_SELECT_N sharing a program: the group
+   engine, with the selector passed in; a scenario it finds consistent is reported from it.
+2. Every other select_n scenario: the bundle engine, with its selector captured as a user writes
+   it; what it finds is reported.
+3. Functions, and everything the engines above could not take (second order, several devices, a
+   bundle that failed as a whole), and everything with --literal: the literal engine, one
+   scenario at a time (in worker processes with --jobs), scenarios of one function one after the
+   other, so that, as in a user's code, they share its traced and compiled programs. (A vmapped
+   group or a bundle can compute what a function does unbatched and alone otherwise: a NaN that
+   batched XLA code turns into 0, a constant folded in one program and not in another; so only
+   select_n, whose grids prove those engines right, goes through them.)
+So every finding is reproduced with the scenario's function exactly as a user writes it before it
+is reported.
+"""
+
+from __future__ import annotations
+
+import platform
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from gradaudit.model.findings import CONSISTENT, INTERRUPTED
+from gradaudit.model.findings import Note
+from gradaudit.model.options import OptionError, Options
+from gradaudit.model.results import AuditReport, ScenarioResult
+from gradaudit.model.scenario import Scenario
+from gradaudit.sources.selection import parse_shard, select
+from gradaudit.sources.yaml_nodes import InputError
+
+GROUP_MIN_SELECT_N = 16
+"""Smaller select_n groups go to bundles: a group's programs (eager ops for its shapes, one jit
+program) cost about what a bundle spends on some 8 scenarios, and a bundle reports findings too."""
+
+
+class AuditInterrupted(Exception):
+    """Ctrl-C (or SIGTERM) during an audit: carries the report of what finished, the rest marked interrupted."""
+
+    def __init__(self, report: AuditReport):
+        super().__init__("interrupted")
+        self.report = report
+
+
+def environment(rule: str, devices: Sequence = ()) -> dict:
+    """Where the audit ran: the facts a finding belongs to (`devices`: the ones audited on)."""
+    import jax
+    import jaxlib
+
+    from gradaudit.jaxenv import describe
+
+    devices = list(devices) or jax.devices()[:1]
+    return {
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "python": platform.python_version(),
+        "backend": devices[0].platform,
+        "devices": [describe(d) for d in devices],
+        "rule": rule,
+        "x64": bool(jax.config.jax_enable_x64),
+    }
+
+
+def choose(scenarios: Sequence[Scenario], options: Options) -> list[Scenario]:
+    """The scenarios -k and --shard select; OptionError for an unreadable expression or shard, or a
+    keyword that matches nothing."""
+    try:
+        shard = parse_shard(options.shard) if options.shard else None
+        chosen = select(scenarios, options.keyword, shard)
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
+    if options.keyword and not chosen and not shard:
+        raise OptionError(f"no scenario name matches {options.keyword!r}")
+    return chosen
+
+
+def prepare(options: Options) -> tuple[list, list[str]]:
+    """Turn on JAX's compilation cache as `options` say; the devices to audit on, and warnings
+    (a cache folder that cannot be used: the run goes on without it)."""
+    from gradaudit import jaxenv
+
+    warnings = []
+    if options.cache is not None:
+        problem = jaxenv.cache_unsupported()
+        if problem is None:
+            problem = jaxenv.enable_cache(Path(options.cache))
+        elif options.cache == str(jaxenv.CACHE_FOLDER):
+            problem = None  # the default cache, silently off where this JAX cannot use it
+        if problem:
+            warnings.append(problem)
+    try:
+        devices = jaxenv.select_devices(options.backend, options.devices)
+    except jaxenv.DeviceError as exc:
+        raise OptionError(str(exc)) from None
+    return devices, warnings
+
+
+def audit(
+    scenarios: Sequence[Scenario],
+    options: Options | None = None,
+    *,
+    files: tuple[str, ...] = (),
+    on_result: Callable[[ScenarioResult], None] | None = None,
+) -> AuditReport:
+    """Audit `scenarios` as `options` say: the report of every chosen scenario, gated.
+
+    Raises OptionError for options that cannot be used (nothing is audited then), and
+    AuditInterrupted, carrying the report of what finished, on Ctrl-C. Scenarios too large for
+    `options.limits` are the report's input errors.
+    """
+    from gradaudit.judging.gate import apply_gate, load_baseline
+    from gradaudit.limits import check_limits
+
+    options = options or Options()
+    chosen = choose(scenarios, options)
+    baseline = load_baseline(options.baseline) if options.baseline else None
+    # Users' functions are traced for their sizes by the literal engine, under its timeout.
+    too_large = check_limits(chosen, options.limits, trace=False)
+    devices, warnings = prepare(options)
+    if too_large:
+        return AuditReport(environment=environment(options.rule, devices), errors=tuple(too_large), files=files, warnings=tuple(warnings))
+    try:
+        report = _run(chosen, options, devices, on_result, files)
+    except AuditInterrupted as exc:
+        raise AuditInterrupted(replace(apply_gate(exc.report, baseline), warnings=tuple(warnings))) from None
+    return replace(apply_gate(report, baseline), warnings=tuple(warnings))
+
+
+@contextmanager
+def remembered_interrupt() -> Iterator[Callable[[], None]]:
+    """Ctrl-C raises KeyboardInterrupt as ever, and is remembered: where Python swallows that raise
+    (inside JAX's garbage-collection hook it only prints "Exception ignored"), the check this yields
+    raises it again at the audit's next checkpoint, each result."""
+    pending: list[int] = []
+
+    def check() -> None:
+        if pending:
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield check
+        return
+
+    def interrupt(signum, frame):
+        pending.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted(scenario: Scenario) -> ScenarioResult:
+    return ScenarioResult(
+        scenario=scenario, arg_names=(), inputs=(), status=INTERRUPTED, paths={}, findings=(), provenance=None, seconds=0.0
+    )
+
+
+def _report(scenarios, results, options: Options, files, counts: dict, devices) -> AuditReport:
+    from gradaudit.jaxenv import needs_x64
+    from gradaudit.limits import LIMIT_EXCEEDED
+
+    env = environment(options.rule, devices)
+    # Judging in worker processes happened alongside: `workers` has it, the main process's figure does not.
+    in_workers = counts.get("workers", {}).get("judge", 0.0)
+    timings = {**counts, "judge": sum(r.judge_seconds for r in results) - in_workers}
+    env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
+    # A scenario a worker found too large is bad input, not a finding: an error of the report, not a result.
+    too_large = [r for r in results if r.findings and r.findings[0].error_type == LIMIT_EXCEEDED]
+    errors = tuple(InputError(r.scenario.source, r.findings[0].message) for r in too_large)
+    kept = tuple(r for r in results if r not in too_large)
+    return AuditReport(environment=env, results=kept, files=files, timings=timings, errors=errors)
+
+
+def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_result, files) -> AuditReport:
+    """Every scenario through the engines (see the module's docstring), under the options' rule."""
+    from gradaudit.jaxenv import select_n_rule
+
+    results: list[ScenarioResult | None] = [None] * len(scenarios)
+    counts: dict = {"groups": 0, "bundles": 0, "failed_bundles": 0, "waited": 0.0}
+    with select_n_rule(options.rule), remembered_interrupt() as check:
+
+        def settle(index: int, result: ScenarioResult) -> None:
+            results[index] = result
+            if on_result is not None:
+                on_result(result)
+            check()
+
+        try:
+            _engines(scenarios, options, devices, settle, counts)
+        except KeyboardInterrupt:
+            finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
+            raise AuditInterrupted(_report(scenarios, finished, options, files, counts, devices)) from None
+    return _report(scenarios, results, options, files, counts, devices)
+
+
+def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, settle, counts: dict) -> None:
+    from gradaudit.engines.bundle import BundleEngine
+    from gradaudit.engines.group import GroupEngine
+    from gradaudit.engines.literal import LiteralEngine
+    from gradaudit.judging.assess import assess
+
+    settled = [False] * len(scenarios)
+    fallen: dict[int, str] = {}
+
+    def positions(wanted: Callable[[Scenario], bool]) -> list[int]:
+        return [i for i, s in enumerate(scenarios) if wanted(s) and not settled[i]]
+
+    def take(index: int, result: ScenarioResult) -> None:
+        if index in fallen:
+            result = replace(result, notes=(*result.notes, Note(message=f"audited on the literal engine: {fallen[index]}")))
+        settled[index] = True
+        settle(index, result)
+
+    def run(engine, indices: list[int], consistent_only: bool = False) -> None:
+        for position, computed in engine.run([scenarios[i] for i in indices]):
+            index = indices[position]
+            result = assess(scenarios[index], computed, options.tolerance)
+            if result.status == CONSISTENT or not consistent_only:
+                take(index, result)
+
+    def bundled(indices: list[int]) -> BundleEngine:
+        engine = BundleEngine(devices=devices)
+        run(engine, indices)
+        counts.update({k: counts.get(k, 0) + v for k, v in engine.counts.items()})
+        fallen.update({indices[p]: why for p, why in engine.fallen.items()})
+        return engine
+
+    shared = not options.literal and len(devices) <= 1
+    if shared:
+        select_n = positions(lambda s: s.target.kind == "select_n")
+        group = GroupEngine(min_size=GROUP_MIN_SELECT_N, devices=devices)
+        counts["groups"] += len(group.groups([scenarios[i] for i in select_n]))
+        run(group, select_n, consistent_only=True)
+        bundled(positions(lambda s: s.target.kind == "select_n"))
+    if options.jobs > 0:
+        from gradaudit.engines.base import failed
+        from gradaudit.engines.workers import run_in_workers
+        from gradaudit.jaxenv import device_name
+
+        counts["workers"] = {}
+        run_in_workers(
+            [tuple((i, scenarios[i]) for i in batch) for batch in _literal_batches(scenarios, positions(lambda s: True), options.jobs)],
+            options.jobs,
+            options,
+            tuple(map(device_name, devices)),
+            take,
+            lambda scenario, why: assess(scenario, failed(why), options.tolerance),
+            counts["workers"],
+        )
+        return
+    run(LiteralEngine(options.timeout, devices, options.limits), sorted(positions(lambda s: True), key=lambda i: _family(scenarios[i])))
+
+
+def _family(scenario: Scenario) -> tuple:
+    """What scenarios calling one function with one shape have in common (captured values aside):
+    audited one after another in one process, they share its traced and compiled programs."""
+    spec = scenario.target
+    if spec.kind == "select_n":
+        return ("select_n", spec.selector.dtype, spec.cases, spec.shape, spec.dtype, spec.output, scenario.order)
+    return ("function", spec.fn, spec.root, tuple(s.dtype for s in spec.inputs), spec.bind, scenario.order)
+
+
+def _literal_batches(scenarios: Sequence[Scenario], indices: list[int], jobs: int) -> list[list[int]]:
+    """The literal engine's work for `jobs` workers: scenarios of one family together, in batches
+    small enough that every worker has some (a hang or a crash costs a batch only its unfinished part)."""
+    families: dict[tuple, list[int]] = {}
+    for index in indices:
+        families.setdefault(_family(scenarios[index]), []).append(index)
+    size = max(1, min(LITERAL_BATCH, -(-len(indices) // jobs)))
+    return [members[start : start + size] for members in families.values() for start in range(0, len(members), size)]
+
+
+LITERAL_BATCH = 32
+"""Most scenarios a worker takes at once on the literal engine."""
+
+
+def audit_one(scenario: Scenario, options: Options | None = None) -> ScenarioResult:
+    """One scenario on the literal engine, in this process, judged (not gated), under the current rule."""
+    from gradaudit.engines.literal import compute
+    from gradaudit.judging.assess import assess
+
+    options = options or Options()
+    return assess(scenario, compute(scenario, options.timeout), options.tolerance)
+
+
+def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult:
+    """A quick verdict on one scenario: the group engine's where it applies, findings included and not
+    confirmed; else the literal engine's. For exploring many scenarios (`gradaudit search`), whose
+    findings are confirmed with `audit_one` before anyone sees them. Runs under the current rule."""
+    from gradaudit.engines.group import GroupEngine
+    from gradaudit.judging.assess import assess
+
+    options = options or Options()
+    for _, computed in GroupEngine(eager=False).run([scenario]):
+        return assess(scenario, computed, options.tolerance)
+    return audit_one(scenario, options)

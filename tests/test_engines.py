@@ -1,0 +1,191 @@
+"""Engines never change a verdict and compute what their paths' names say: on grids, the group and
+bundle engines give the literal engine's statuses, findings, notes and arrays, scenario by scenario."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from gradaudit.engines import bundle
+from gradaudit.engines.bundle import BundleEngine
+from gradaudit.engines.group import GroupEngine
+from gradaudit.engines.literal import LiteralEngine
+from gradaudit.jaxenv import FIXED, LEGACY, needs_x64, select_n_rule
+from gradaudit.judging.assess import assess
+from gradaudit.model.findings import CONSISTENT
+from gradaudit.model.options import Options
+from gradaudit.service import GROUP_MIN_SELECT_N, audit
+from gradaudit.sources.scenario_files import load_paths
+from tests.helpers import ROOT, make_scenario
+
+
+def run_audit(scenarios, rule, literal=False):
+    return audit(scenarios, Options(rule=rule, literal=literal, jobs=0, cache=None))
+
+
+def grid() -> list:
+    """Several scenarios per group (same dtypes, shapes and case count), selectors in and out of range."""
+    rng = np.random.default_rng(7)
+    scenarios = []
+    for number, (dtype, cases, shape, full) in enumerate(
+        itertools.product(("int32", "uint8", "bool", "int8"), (1, 2, 3), ((), (3,), (2, 2)), (False, True))
+    ):
+        if (dtype == "bool" and cases > 2) or (full and not shape) or number % 3:
+            continue
+        for copy in range(3):
+            size = int(np.prod(shape)) if full else 1
+            if dtype == "bool":
+                values = rng.integers(0, 2, size).astype(bool).tolist()
+            else:
+                values = rng.integers(0 if dtype == "uint8" else -1, cases + 2, size).tolist()
+            value = np.array(values, dtype=object).reshape(shape).tolist() if full else values[0]
+            case_dtype = ("float32", "float16", "float64", "bfloat16")[number % 4]
+            scenarios.append(
+                make_scenario(dtype, value, cases, shape, dtype=case_dtype, seed=copy, name=f"{dtype}-{cases}-{shape}-{full}-{copy}")
+            )
+    return scenarios
+
+
+def _same(ours, theirs, rule) -> None:
+    """Two results of one scenario agree: status, findings, notes, and every path's answer to rounding."""
+    name = ours.scenario.name
+    assert ours.status == theirs.status, (rule, name, [f.message for f in theirs.findings])
+    assert [(f.kind, f.paths, f.message) for f in ours.findings] == [(f.kind, f.paths, f.message) for f in theirs.findings], name
+    assert [n.message for n in ours.notes] == [n.message for n in theirs.notes], name
+    assert ours.arg_names == theirs.arg_names
+    assert list(ours.paths) == list(theirs.paths)
+    for path_name, path in ours.paths.items():
+        other = theirs.paths[path_name]
+        assert path.status == other.status, (rule, name, path_name)
+        assert (path.error.type, path.error.message) == (other.error.type, other.error.message) if path.error else other.error is None
+        for mine, theirs_array in zip(path.arrays or (), other.arrays or (), strict=True):
+            assert np.shape(mine) == np.shape(theirs_array), (name, path_name)
+            np.testing.assert_allclose(np.asarray(mine, np.float64), np.asarray(theirs_array, np.float64), rtol=1e-3, atol=1e-3)
+
+
+def _literal(scenarios):
+    return [assess(s, computed) for s, (_, computed) in zip(scenarios, LiteralEngine().run(scenarios), strict=True)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rule", [LEGACY, FIXED])
+def test_the_group_engine_gives_the_literal_verdicts_and_arrays_scenario_by_scenario(rule):
+    scenarios = grid()
+    engine = GroupEngine()
+    assert len(engine.groups(scenarios)) < len(scenarios)  # the grid really batches
+    with select_n_rule(rule):
+        grouped = {index: assess(scenarios[index], computed) for index, computed in engine.run(scenarios)}
+        literal = _literal(scenarios)
+    assert len(grouped) == len(scenarios)
+    for index, result in grouped.items():
+        # Findings are reported from another engine; what the service reports from a group is a
+        # consistent scenario, and there the group must agree with the literal engine on everything.
+        assert (result.status == CONSISTENT) == (literal[index].status == CONSISTENT), (rule, result.scenario.name)
+        if result.status == CONSISTENT:
+            _same(result, literal[index], rule)
+    assert {p.engine for r in grouped.values() for p in r.paths.values()} == {"group"}
+    assert {p.binding for r in grouped.values() for p in r.paths.values()} == {"traced"}
+
+
+def _varied(scenarios: list) -> list:
+    """The grid with every output, so nonlinear outputs (which XLA cannot fold away) are compiled too."""
+    outputs = ("identity", "square", "sum_of_squares")
+    return [replace(s, target=replace(s.target, output=outputs[n % 3])) for n, s in enumerate(scenarios)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rule", [LEGACY, FIXED])
+def test_bundles_give_the_literal_results_scenario_by_scenario(rule):
+    scenarios = _varied(grid())
+    engine = BundleEngine(size=5)  # many bundles: each traced while the one before compiles
+    with select_n_rule(rule):
+        bundled = {index: assess(scenarios[index], computed) for index, computed in engine.run(scenarios)}
+        literal = _literal(scenarios)
+    assert len(bundled) == len(scenarios) and engine.counts["bundles"] >= len(scenarios) / 5 and not engine.fallen
+    assert any(needs_x64(s) for s in scenarios) and not all(needs_x64(s) for s in scenarios)
+    for index, result in bundled.items():
+        _same(result, literal[index], rule)
+    assert {p.engine for r in bundled.values() for p in r.paths.values()} == {"bundle"}
+    statuses = {r.status for r in bundled.values()}
+    assert statuses == ({"consistent", "mismatch", "error"} if rule == LEGACY else {"consistent"})
+
+
+def test_every_path_ran_where_it_says_and_none_repeats_another():
+    """Eager paths computed eagerly: an exception that only eager jacfwd raises shows there alone."""
+    result = run_audit(grid()[:2], LEGACY).results[0]
+    assert result.method == "bundle"
+    assert {p.engine for p in result.paths.values()} == {"bundle"} and {p.binding for p in result.paths.values()} == {"constant"}
+    literal = run_audit(grid()[:2], LEGACY, literal=True).results[0]
+    assert {p.engine for p in literal.paths.values()} == {"literal"}
+
+
+def _large_group_and_others() -> list:
+    """One group big enough for the group engine (in- and out-of-range selectors) and small groups beside it."""
+    values = [0, 1, 2, 5, -1, 1, 0, 2, 1, 0, 3, 1, 2, 0, 1, 2]
+    assert len(values) >= GROUP_MIN_SELECT_N
+    big = [make_scenario("int8", v, 3, (2,), seed=n, name=f"big-{n}") for n, v in enumerate(values)]
+    return big + grid()[:8]
+
+
+@pytest.mark.slow
+def test_consistency_comes_from_the_group_engine_and_findings_from_bundles():
+    scenarios = _large_group_and_others()
+    fast = run_audit(scenarios, LEGACY)
+    literal = run_audit(scenarios, LEGACY, literal=True)
+    assert [r.status for r in fast.results] == [r.status for r in literal.results]
+    assert [[f.message for f in r.findings] for r in fast.results] == [[f.message for f in r.findings] for r in literal.results]
+    assert [r.scenario.name for r in fast.results] == [s.name for s in scenarios]
+    big = fast.results[:16]
+    assert {r.method for r in big if r.status == CONSISTENT} == {"group"}
+    assert {r.method for r in big if r.status != CONSISTENT} == {"bundle"}
+    assert {r.method for r in fast.results[16:]} == {"bundle"}  # small groups go to bundles
+    assert {r.method for r in literal.results} == {"literal"}
+    assert fast.timings["groups"] == 1 and fast.timings["bundles"] >= 1
+    assert any(r.diagnosis is not None for r in fast.results if r.method == "bundle")
+
+
+@pytest.mark.slow
+def test_the_catalog_gets_the_literal_engines_verdicts():
+    """The default run (groups, bundles, literal functions) and --literal agree on every catalog scenario."""
+    scenarios = load_paths([str(ROOT / "scenarios")]).scenarios
+    default, literal = run_audit(scenarios, LEGACY), run_audit(scenarios, LEGACY, literal=True)
+    for ours, theirs in zip(default.results, literal.results, strict=True):
+        assert ours.status == theirs.status, ours.scenario.name
+        assert [f.fingerprint for f in ours.findings] == [f.fingerprint for f in theirs.findings], ours.scenario.name
+
+
+def test_a_bundle_that_fails_as_a_whole_leaves_its_scenarios_to_the_literal_engine(monkeypatch):
+    def broken(self):
+        raise RuntimeError("XLA could not compile the bundle")
+
+    monkeypatch.setattr(bundle.Bundle, "compile", broken)
+    scenarios = grid()[:6]
+    report = run_audit(scenarios, LEGACY)
+    assert {r.method for r in report.results} == {"literal"}
+    assert [r.status for r in report.results] == [r.status for r in run_audit(scenarios, LEGACY, literal=True).results]
+    assert report.timings["bundles"] == 0 and report.timings["failed_bundles"] == 1
+    for result in report.results:
+        assert result.notes[-1].message == (
+            "audited on the literal engine: its compiled bundle failed (RuntimeError: XLA could not compile the bundle)"
+        )
+
+
+@pytest.mark.parametrize("literal", [False, True])
+def test_a_step_too_small_for_bfloat16_is_raised_to_one_it_can_resolve(literal):
+    # bfloat16 holds 284 and 286 but not 285: eps * 284 = 2 would leave x + h/2 where it was, and
+    # 1e-6 moves nothing at all; both are raised to sqrt(bfloat16's epsilon) * |x|.
+    scenarios = [
+        replace(make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[284.0, 2.0], name="step-2"), eps=2.0 / 284),
+        replace(make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[292.0, 2.0], name="tiny", output="square"), eps=1e-6),
+    ]
+    report = run_audit(scenarios, FIXED, literal=literal)
+    step, tiny = report.results
+    for result in report.results:
+        assert result.status == CONSISTENT, [f.message for f in result.findings]
+        assert not result.notes, [n.message for n in result.notes]
+    assert [float(b) for b in step.paths["finite_difference"].arrays] == [1.0, 0.0]
+    assert float(tiny.paths["finite_difference"].arrays[0]) == pytest.approx(2 * 292, rel=0.05)  # bfloat16 squares near 85,000 are 512 apart
+    assert {r.method for r in report.results} == {"literal" if literal else "bundle"}
