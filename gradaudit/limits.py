@@ -12,7 +12,7 @@ import numpy as np
 
 from gradaudit.model.options import Limits
 from gradaudit.model.scenario import Scenario
-from gradaudit.sources.yaml_nodes import InputError
+from gradaudit.model.errors import InputError
 
 
 def _sizes(scenario: Scenario, trace: bool) -> tuple[list[int], int]:

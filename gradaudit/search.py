@@ -36,11 +36,9 @@ from gradaudit.limits import Limits, check_limits
 from gradaudit.sources.scenario_files import MAX_DEPTH, load_text
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import BINDS, ORDERS, OUTPUTS
-from gradaudit.targets.user_functions import FunctionImportError, resolve
+from gradaudit.sources.user_modules import FunctionImportError, resolve
+from gradaudit.model.errors import InputError, InvalidInput, Location
 from gradaudit.sources.yaml_nodes import (
-    InputError,
-    InvalidInput,
-    Location,
     kind_name,
     mapping_items,
     node_location,

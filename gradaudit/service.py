@@ -36,7 +36,7 @@ from gradaudit.model.options import OptionError, Options
 from gradaudit.model.results import AuditReport, ScenarioResult
 from gradaudit.model.scenario import Scenario
 from gradaudit.sources.selection import parse_shard, select
-from gradaudit.sources.yaml_nodes import InputError
+from gradaudit.model.errors import InputError
 
 GROUP_MIN_SELECT_N = 16
 """Smaller select_n groups go to bundles: a group's programs (eager ops for its shapes, one jit
@@ -245,8 +245,8 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         run(group, select_n, consistent_only=True)
         bundled(positions(lambda s: s.target.kind == "select_n"))
     if options.jobs > 0:
-        from gradaudit.engines.base import failed
-        from gradaudit.engines.workers import run_in_workers
+        from gradaudit.model.computed import failed
+        from gradaudit.isolation import run_in_workers
         from gradaudit.jaxenv import device_name
 
         counts["workers"] = {}

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from gradaudit.cli import main
 from gradaudit.model.paths import PathError, PathResult
 from gradaudit.model.scenario import Scenario, SelectN, Selector
-from gradaudit.sources.yaml_nodes import Location
+from gradaudit.model.errors import Location
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: its catalog under scenarios/, its README."""

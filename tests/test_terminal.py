@@ -12,7 +12,7 @@ from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD,
 from gradaudit.render.terminal import print_input_errors, print_report
 from gradaudit.model.results import AuditReport, ScenarioResult
 from gradaudit.model.scenario import Scenario, SelectN, Selector
-from gradaudit.sources.yaml_nodes import InputError, Location
+from gradaudit.model.errors import InputError, Location
 from tests.helpers import path_results
 
 TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)

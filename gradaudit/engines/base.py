@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
 
-from gradaudit.model.findings import Note
+from gradaudit.model.computed import Computed
 from gradaudit.model.paths import (
     FINITE_DIFFERENCE,
     NOT_APPLICABLE,
@@ -32,38 +32,6 @@ from gradaudit.model.paths import (
     path_name,
 )
 from gradaudit.model.scenario import Scenario
-
-
-@dataclass(frozen=True)
-class Failure:
-    """Why a scenario has no paths: it timed out, its worker crashed, or it was too large."""
-
-    message: str
-    error_type: str
-    """`TimeoutError`, `WorkerCrash`, or `LimitExceeded` (bad input: an error of the report, not a result)."""
-
-
-@dataclass(frozen=True, eq=False)
-class Computed:
-    """One scenario's paths from one engine (or the failure that stopped it)."""
-
-    paths: dict[str, PathResult]
-    arg_names: tuple[str, ...] = ()
-    inputs: tuple[np.ndarray, ...] = ()
-    """The values the paths were evaluated at, one per differentiated argument."""
-    bindings: tuple[str, ...] = ("",)
-    """The bindings the path names carry (see model.paths.path_name): ('',) or ('traced', 'constant')."""
-    seconds: float = 0.0
-    """This scenario's share of the engine's time."""
-    engine: str = "literal"
-    failure: Failure | None = None
-    notes: tuple[Note, ...] = ()
-    primitives: Callable[[], frozenset[str]] | None = None
-    """The primitives of the scenario's function (traced on first use), for diagnoses."""
-
-
-def failed(failure: Failure, seconds: float = 0.0, engine: str = "literal") -> Computed:
-    return Computed(paths={}, seconds=seconds, engine=engine, failure=failure)
 
 
 class Engine(Protocol):

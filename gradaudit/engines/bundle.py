@@ -23,7 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradaudit.engines.base import Computed, first_order_paths
+from gradaudit.model.computed import Computed
+
+from gradaudit.engines.base import first_order_paths
 from gradaudit.engines.group import MAX_ELEMENTS, batch_size, computations
 from gradaudit.engines.literal import steps
 from gradaudit.jaxenv import device_name, needs_x64, unfiltered_tracebacks, x64_for

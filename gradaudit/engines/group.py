@@ -20,7 +20,9 @@ from contextlib import nullcontext
 import jax
 import numpy as np
 
-from gradaudit.engines.base import Computed, first_order_paths
+from gradaudit.model.computed import Computed
+
+from gradaudit.engines.base import first_order_paths
 from gradaudit.engines.literal import steps
 from gradaudit.jaxenv import device_name, unfiltered_tracebacks, x64_for
 from gradaudit.model.scenario import Scenario

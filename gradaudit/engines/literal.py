@@ -19,7 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradaudit.engines.base import Computed, Failure, failed, run_path
+from gradaudit.model.computed import Computed, Failure, failed
+
+from gradaudit.engines.base import run_path
 from gradaudit.jaxenv import device_name, unfiltered_tracebacks, x64_for
 from gradaudit.limits import LIMIT_EXCEEDED, check_limits
 from gradaudit.model import dtypes

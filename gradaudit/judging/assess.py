@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from gradaudit.engines.base import Computed
+from gradaudit.model.computed import Computed
 from gradaudit.judging.diagnoses import Evidence, diagnose
 from gradaudit.judging.judge import judge, tolerances_for
 from gradaudit.model.findings import ERROR, RAISED, Finding

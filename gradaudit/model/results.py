@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gradaudit.judging.diagnoses import Diagnosis
 from gradaudit.model.findings import CONSISTENT, INTERRUPTED, STATUSES, Finding, Note, Provenance
 from gradaudit.model.paths import PathResult
 from gradaudit.model.scenario import Scenario
-from gradaudit.sources.yaml_nodes import InputError
+from gradaudit.model.errors import InputError
+
+if TYPE_CHECKING:
+    from gradaudit.judging.diagnoses import Diagnosis
 
 REPORT_SCHEMA = "gradaudit.report/1"
 COMPARE_SCHEMA = "gradaudit.compare/1"

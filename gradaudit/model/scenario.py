@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from gradaudit.model import dtypes
-from gradaudit.sources.yaml_nodes import Location
+from gradaudit.model.errors import Location
 
 NestedValue = Any
 """A scalar or a (rectangular) nested list of scalars, as written in YAML."""

@@ -37,7 +37,7 @@ from gradaudit.model.paths import (
 from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.model.scenario import Scenario
 from gradaudit.search import SearchOutcome
-from gradaudit.sources.yaml_nodes import InputError
+from gradaudit.model.errors import InputError
 
 STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta", INTERRUPTED: "yellow"}
 NOWHERE = "·"

@@ -40,11 +40,9 @@ from gradaudit.sources.sweep import (
     combinations,
     skipped_summary,
 )
-from gradaudit.targets.user_functions import FunctionImportError, resolve
+from gradaudit.sources.user_modules import FunctionImportError, resolve
+from gradaudit.model.errors import InputError, InvalidInput, Location
 from gradaudit.sources.yaml_nodes import (
-    InputError,
-    InvalidInput,
-    Location,
     kind_name,
     mapping_items,
     node_location,

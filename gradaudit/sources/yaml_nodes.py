@@ -7,10 +7,11 @@ the last of two duplicate keys. Only the tags `safe_load` understands for scalar
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from gradaudit.model.errors import InputError, InvalidInput, Location
 
 try:  # The C loader is several times faster and gives the same nodes and marks.
     _Loader: type = yaml.CSafeLoader
@@ -27,45 +28,6 @@ _SCALAR_TAGS = {
 _MAPPING_TAG = "tag:yaml.org,2002:map"
 _EXPONENT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 _SEQUENCE_TAG = "tag:yaml.org,2002:seq"
-
-
-@dataclass(frozen=True, order=True)
-class Location:
-    """A place in an input file, 1-based as editors count."""
-
-    file: str
-    line: int
-    col: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
-
-
-@dataclass(frozen=True)
-class InputError:
-    """One problem with the user's input: where it is and what is wrong (and what is allowed)."""
-
-    location: Location
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.location}: {self.message}"
-
-    def to_dict(self) -> dict:
-        return {
-            "file": self.location.file,
-            "line": self.location.line,
-            "col": self.location.col,
-            "message": self.message,
-        }
-
-
-class InvalidInput(Exception):
-    """Raised by a check that cannot go on; carries the error to record."""
-
-    def __init__(self, error: InputError):
-        super().__init__(str(error))
-        self.error = error
 
 
 def node_location(file: str, node: yaml.Node) -> Location:

@@ -1,7 +1,8 @@
 """What gets differentiated: each scenario family builds Targets, a function and its inputs.
 
 Engines only see Targets, so a new family needs a builder here and nothing else. A scenario yields
-one Target per binding of its fixed inputs (traced arguments, captured constants).
+one Target per binding of its fixed inputs (traced arguments, captured constants). The builders
+(and JAX) are imported when a target is built, so reading scenario files needs no JAX.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from gradaudit.model.scenario import Scenario
-from gradaudit.targets import function, select_n
 from gradaudit.targets.base import Target
 
 __all__ = ["Target", "build_targets", "group_key", "group_targets", "sizes"]
@@ -17,6 +17,8 @@ __all__ = ["Target", "build_targets", "group_key", "group_targets", "sizes"]
 
 def build_targets(scenario: Scenario) -> tuple[Target, ...]:
     """The Targets a scenario describes, one per binding, exactly as a user writes the function."""
+    from gradaudit.targets import function, select_n
+
     if scenario.target.kind == "function":
         return function.build(scenario)
     return (select_n.build(scenario),)
@@ -25,6 +27,8 @@ def build_targets(scenario: Scenario) -> tuple[Target, ...]:
 def group_targets(scenario: Scenario) -> tuple[Target, ...]:
     """The Targets a vmapped group runs: a select_n with its selector passed in (so scenarios that
     differ only in their selector share a program), a function as it is."""
+    from gradaudit.targets import function, select_n
+
     if scenario.target.kind == "function":
         return function.build(scenario)
     return (select_n.build(scenario, traced=True),)

@@ -16,7 +16,7 @@ import numpy as np
 
 from gradaudit.model.scenario import FunctionCall, Scenario
 from gradaudit.targets.base import Target
-from gradaudit.targets.user_functions import resolve
+from gradaudit.sources.user_modules import resolve
 
 
 class NoFloatingOutput(TypeError):

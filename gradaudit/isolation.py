@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 
-from gradaudit.engines.base import Failure
+from gradaudit.model.computed import Failure
 from gradaudit.model.findings import Note
 from gradaudit.model.options import Options
 from gradaudit.model.results import ScenarioResult

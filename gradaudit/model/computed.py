@@ -1,0 +1,43 @@
+"""What an engine computed for one scenario, as data: every path, or the failure that stopped it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from gradaudit.model.findings import Note
+from gradaudit.model.paths import PathResult
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a scenario has no paths: it timed out, its worker crashed, or it was too large."""
+
+    message: str
+    error_type: str
+    """`TimeoutError`, `WorkerCrash`, or `LimitExceeded` (bad input: an error of the report, not a result)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Computed:
+    """One scenario's paths from one engine (or the failure that stopped it)."""
+
+    paths: dict[str, PathResult]
+    arg_names: tuple[str, ...] = ()
+    inputs: tuple[np.ndarray, ...] = ()
+    """The values the paths were evaluated at, one per differentiated argument."""
+    bindings: tuple[str, ...] = ("",)
+    """The bindings the path names carry (see model.paths.path_name): ('',) or ('traced', 'constant')."""
+    seconds: float = 0.0
+    """This scenario's share of the engine's time."""
+    engine: str = "literal"
+    failure: Failure | None = None
+    notes: tuple[Note, ...] = ()
+    primitives: Callable[[], frozenset[str]] | None = None
+    """The primitives of the scenario's function (traced on first use), for diagnoses."""
+
+
+def failed(failure: Failure, seconds: float = 0.0, engine: str = "literal") -> Computed:
+    return Computed(paths={}, seconds=seconds, engine=engine, failure=failure)

@@ -1,0 +1,118 @@
+"""The layout keeps its promises: imports go one way between the parts, and what needs no JAX imports none."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.helpers import ROOT, write_yaml
+
+ALLOWED: dict[str, set[str]] = {
+    "model": set(),
+    "sources": {"model"},
+    "jaxenv": {"model"},
+    "numerics": set(),
+    "targets": {"model", "sources"},
+    "limits": {"model", "targets"},
+    "engines": {"model", "sources", "targets", "numerics", "jaxenv", "limits"},
+    "judging": {"model", "sources"},
+    "diff": {"model", "sources"},
+    "merge": {"model", "sources"},
+    "search": {"model", "sources", "limits"},
+    "isolation": {"model", "engines", "jaxenv", "judging"},
+    "service": {"model", "sources", "jaxenv", "limits", "engines", "judging", "isolation"},
+    "render": {"model", "judging", "diff", "search"},
+    "pytest_plugin": {"model", "sources", "service"},
+    "cli": {"model", "sources", "jaxenv", "judging", "service", "search", "render", "diff", "merge"},
+}
+"""What each part of gradaudit may import (beside itself): lower layers only, so data flows one way."""
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "gradaudit"
+
+
+def _imports(tree: ast.AST) -> list[str]:
+    """Modules of gradaudit a file imports at run time (imports under `if TYPE_CHECKING:` only name types)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            node.body = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gradaudit."):
+            found.append(node.module)
+        elif isinstance(node, ast.ImportFrom) and node.module == "gradaudit":
+            found += [f"gradaudit.{alias.name}" for alias in node.names]
+    return found
+
+
+def test_imports_go_one_way_between_the_parts():
+    package = ROOT / "gradaudit"
+    wrong = []
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        part = _part(module)
+        if part not in ALLOWED:
+            assert part in ("__init__", "__main__"), f"{path}: a new part of gradaudit needs its place in ALLOWED"
+            continue
+        for imported in _imports(ast.parse(path.read_text())):
+            other = _part(imported)
+            if other != part and other not in ALLOWED[part]:
+                wrong.append(f"{path.relative_to(ROOT)} imports {imported}")
+    assert not wrong, "\n".join(wrong)
+
+
+BLOCK_JAX = "import sys; sys.modules['jax'] = None; sys.modules['jaxlib'] = None\n"
+"""Run first: any later `import jax` fails, as if JAX were not installed."""
+
+
+def _without_jax(code: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK_JAX + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"},
+        timeout=120,
+    )
+
+
+def test_import_and_the_commands_that_audit_nothing_need_no_jax(tmp_path):
+    report = ROOT / "reports" / "select_n-jax-0.10.2-cpu.json"
+    proc = _without_jax(
+        f"""
+        import gradaudit
+        assert gradaudit.__version__ and gradaudit.Options().rule == "installed"
+        from gradaudit.cli import main
+        for args in (["--help"], ["run", "--help"], ["explain"], ["explain", "GA002"], ["diff", {str(report)!r}, {str(report)!r}, "-q"],
+                     ["merge", {str(report)!r}, "-o", "merged.json"], ["list", {str(ROOT / "scenarios" / "select_n")!r}]):
+            try:
+                main(args)
+            except SystemExit as exc:
+                assert exc.code in (0, 1, None), (args, exc.code)  # 1: the merged report has findings
+        print("no jax needed")
+        """,
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.rstrip().endswith("no jax needed")
+    assert "merged 1 reports: 17 scenarios" in proc.stderr
+
+
+@pytest.mark.parametrize("flag", [None, "--gradaudit"])
+def test_a_pytest_session_imports_jax_only_when_it_audits(tmp_path, flag):
+    write_yaml(tmp_path, "test_plain.py", "def test_nothing():\n    assert 1 + 1 == 2\n")
+    write_yaml(tmp_path, "s.yaml", "scenarios:\n  - {name: s, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n")
+    args = ["-q", "-p", "no:cacheprovider", "test_plain.py"] + ([flag, "s.yaml"] if flag else [])
+    proc = _without_jax(f"import pytest; sys.exit(pytest.main({args!r}))", tmp_path)
+    if flag is None:
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        assert "1 passed" in proc.stdout
+    else:
+        assert proc.returncode != 0 and "jax" in proc.stdout  # auditing needs JAX, and says so
