@@ -479,7 +479,7 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
     outcome = SearchOutcome()
     judged: dict[str, ScenarioResult | None] = {}
 
-    def evaluate(entry: dict) -> ScenarioResult:
+    def evaluate(entry: dict, exploring: bool = False) -> ScenarioResult:
         text = scenario_text(entry)
         if text not in judged:
             scenarios, errors = load_text(text, space.file)
@@ -489,7 +489,7 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
             if judged[text] is None:
                 outcome.skipped[_reason(errors[0].message) if errors else "no scenario"] += 1
             else:
-                outcome.audited += 1
+                outcome.audited += exploring  # the budget counts what exploring audits; shrinking comes on top
         if judged[text] is None:
             reject()
         return judged[text]
@@ -512,7 +512,7 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
         if outcome.audited >= budget:
             raise BudgetSpent  # hypothesis replays the example that stopped it: it stops there again
         outcome.tried += 1
-        result = evaluate(entry)
+        result = evaluate(entry, exploring=True)
         if result.status != CONSISTENT:
             first.setdefault(kind_of(result), (entry, result))
         on_progress(f"{outcome.audited} of {budget} scenarios audited, {len(first)} kinds of disagreement")

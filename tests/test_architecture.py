@@ -20,7 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "targets": {"model", "sources"},
     "limits": {"model", "targets"},
     "engines": {"model", "sources", "targets", "numerics", "jaxenv", "limits"},
-    "judging": {"model", "sources"},
+    "judging": {"model", "sources", "numerics"},
     "diff": {"model", "sources"},
     "merge": {"model", "sources"},
     "search": {"model", "sources", "limits"},

@@ -54,6 +54,24 @@ def clamp(lo, x, hi):
     return lax.clamp(lo, x, hi)
 
 
+def stopped(x):
+    """Wrong by stop_gradient (relu, a library custom_jvp, is only a bystander)."""
+    return jax.nn.relu(x) + x * lax.stop_gradient(x)
+
+
+def sqrt_of_square(x):
+    """NaN gradient at 0 from sqrt, not from a where (softplus selects inside its own rule)."""
+    return jnp.sqrt(x * x) + jax.nn.softplus(x)
+
+
+@jax.custom_vjp
+def reads_with_zero_rule(x, i):
+    return x[i] * 2.0
+
+
+reads_with_zero_rule.defvjp(lambda x, i: (reads_with_zero_rule(x, i), None), lambda _, g: (jnp.zeros(2, g.dtype), None))
+
+
 def raises(x):
     return helper(x)
 
@@ -85,6 +103,16 @@ scenarios:
   - name: user-raises
     fn: userlib:raises
     inputs: [{dtype: float32, value: 1.0}]
+  - name: stop-gradient
+    fn: userlib:stopped
+    inputs: [{dtype: float32, value: [1.0, 2.0]}]
+  - name: sqrt-at-zero
+    fn: userlib:sqrt_of_square
+    inputs: [{dtype: float32, value: [0.0, 2.0]}]
+  - name: custom-vjp-in-range-read
+    fn: userlib:reads_with_zero_rule
+    inputs: [{dtype: float32, value: [1.0, 2.0]}, {dtype: int32, value: 1}]
+    bind: traced
 """
 
 
@@ -111,6 +139,9 @@ def test_diagnoses_claim_only_what_their_evidence_shows(project):
         "select-out-of-range": "GA002",  # select_n with an integer selector, reverse-only
         "clamp-inverted": "GA011",  # forward and reverse alike: not GA002's reverse-mode claim
         "user-raises": None,
+        "stop-gradient": None,  # relu is a custom_jvp of JAX's, not the user's: no GA012
+        "sqrt-at-zero": None,  # softplus's select_n is inside its own rule: no GA006
+        "custom-vjp-in-range-read": "GA007",  # forward mode did not run: no GA010, however reverse routes
     }
     assert {name: r["status"] for name, r in report.items()} == {
         "softplus-wrong": "mismatch",
@@ -120,6 +151,9 @@ def test_diagnoses_claim_only_what_their_evidence_shows(project):
         "select-out-of-range": "mismatch",
         "clamp-inverted": "mismatch",
         "user-raises": "error",
+        "stop-gradient": "mismatch",
+        "sqrt-at-zero": "mismatch",
+        "custom-vjp-in-range-read": "mismatch",
     }
 
 

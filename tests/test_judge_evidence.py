@@ -58,6 +58,22 @@ def overflow(x):
     return jnp.exp(x)
 
 
+def fast_cosine(x):
+    """A period (2 pi / 3000) shorter than the finite-difference step: the steps alias it."""
+    return jnp.cos(3000.0 * x)
+
+
+def positional_encoding(x):
+    """NeRF's encoding, frequencies up to 2^10 pi."""
+    frequencies = (2.0 ** jnp.arange(11, dtype=x.dtype))[None, :] * jnp.pi
+    return jnp.concatenate([jnp.sin(frequencies * x[:, None]), jnp.cos(frequencies * x[:, None])], axis=-1)
+
+
+def signed_power(x):
+    """A vertical tangent at 0: AD says inf, every finite difference a finite slope that grows as the step shrinks."""
+    return jnp.where(x >= 0, 1.0, -1.0) * jnp.abs(x) ** 0.7
+
+
 def vanishing_scale(x, k):
     """x times log(2^-k): 2^-k is subnormal in float32 for k past 126, which eager evaluation flushes
     to zero (log: -inf) and a fused jit program does not."""
@@ -111,6 +127,11 @@ def test_poles_jumps_kinks_and_infinities_stay_consistent(tmp_path):
           - {name: relu-at-zero, fn: "fns:relu", inputs: [{dtype: float32, value: [0.0, 1.0]}]}
           - {name: abs-at-zero, fn: "fns:absolute", inputs: [{dtype: float32, value: [0.0, -2.0]}]}
           - {name: minus-inf-everywhere, fn: "fns:log_of_zero", inputs: [{dtype: float32, value: 1.0}]}
+          - {name: aliased-period, fn: "fns:fast_cosine", inputs: [{dtype: float32, value: [0.7272802, 0.96239007, 0.1]}]}
+          - {name: positional-encoding, fn: "fns:positional_encoding", inputs: [{dtype: float32, fill: normal, shape: [6]}]}
+          - {name: vertical-tangent, fn: "fns:signed_power", inputs: [{dtype: float32, value: [0.0]}]}
+          - {name: pole-reached-in-bfloat16, fn: "fns:reciprocal", inputs: [{dtype: bfloat16, value: [0.28125, 0.3]}]}
+          - {name: pole-reached-in-float16, fn: "fns:reciprocal", inputs: [{dtype: float16, value: [0.0125]}]}
           - {name: inf-everywhere, fn: "fns:overflow", inputs: [{dtype: float32, value: 100.0}]}
         """,
     )

@@ -42,7 +42,7 @@ def batch_size(scenario: Scenario) -> int:
     """How many scenarios like this one fit in one group (or bundle); 0 when even one does not."""
     inputs, n_out = sizes(scenario)
     n_in = sum(inputs)
-    return MAX_ELEMENTS // (16 * n_in * max(n_out, 1) + n_in + n_out)
+    return MAX_ELEMENTS // (20 * n_in * max(n_out, 1) + n_in + n_out)
 
 
 def computations(fn: Callable, n: int) -> dict[str, Callable]:

@@ -105,11 +105,19 @@ def _sent_nowhere(evidence: Evidence) -> list[Finding]:
     return [f for f in evidence.findings if f.kind == ROUTING and f.wrong in ("nowhere", "mixed")]
 
 
+def _forward_ran(evidence: Evidence) -> bool:
+    """Whether forward mode computed Jacobians (it does not apply to a custom_vjp function)."""
+    return any(base_name(name) in FORWARD_PATHS and path.ok for name, path in evidence.paths.items())
+
+
 def _reverse_only_sends_nowhere(evidence: Evidence) -> bool:
-    """The value came from an input; reverse paths send its derivative nowhere, forward paths route it right."""
+    """The value came from an input; reverse paths send its derivative nowhere, forward paths (which
+    ran) route it right."""
     routing = [f for f in evidence.findings if f.kind == ROUTING]
-    return any(_modes(f.paths) == {"reverse"} for f in _sent_nowhere(evidence)) and not any(
-        "forward" in _modes(f.paths) for f in routing
+    return (
+        _forward_ran(evidence)
+        and any(_modes(f.paths) == {"reverse"} for f in _sent_nowhere(evidence))
+        and not any("forward" in _modes(f.paths) for f in routing)
     )
 
 
@@ -119,10 +127,14 @@ def _every_mode_sends_nowhere(evidence: Evidence) -> bool:
 
 
 def _only_against_finite_differences(evidence: Evidence) -> bool:
-    """AD paths agree with each other, and disagree with finite differences of the function."""
+    """Forward and reverse paths ran and agree with each other, and disagree with finite differences
+    of the function."""
     disagreements = [f for f in evidence.findings if f.kind == DISAGREEMENT]
-    return bool(disagreements) and all("reference" in _modes(f.paths) for f in disagreements) and any(
-        _modes(f.paths) & {"forward", "reverse"} for f in disagreements
+    return (
+        _forward_ran(evidence)
+        and bool(disagreements)
+        and all("reference" in _modes(f.paths) for f in disagreements)
+        and any({"forward", "reverse"} <= _modes(f.paths) for f in disagreements)
     )
 
 
@@ -228,9 +240,30 @@ CATALOG: tuple[Diagnosis, ...] = (
         matches=lambda evidence: _every_mode_sends_nowhere(evidence) and evidence.binds("clamp"),
     ),
     Diagnosis(
+        id="GA007",
+        title="a custom_vjp backward rule disagrees with the function it differentiates",
+        evidence="forward mode does not apply (custom_vjp) and reverse paths disagree with finite differences; "
+        "the function calls a custom_vjp of the user's own code",
+        explanation=(
+            "The function is a jax.custom_vjp (forward mode does not apply), and its reverse-mode derivative "
+            "differs from finite differences of the function itself: the hand-written bwd rule computes "
+            "something other than the derivative of fwd's output, or uses the residuals wrongly."
+        ),
+        fixes=(
+            "Check the bwd rule against jax.grad of the undecorated function at the inputs the finding names.",
+            "Check that fwd saves the residuals bwd expects, in the order it unpacks them.",
+            "Make bwd return one cotangent per primal input, shaped like that input.",
+        ),
+        references=("https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",),
+        matches=lambda evidence: _not_applicable("custom_vjp")(evidence)
+        and _reverse_disagrees_with_finite_differences(evidence)
+        and evidence.binds("custom_vjp_call:user", "custom_vjp_call_jaxpr:user"),
+    ),
+    Diagnosis(
         id="GA012",
         title="a custom_jvp rule disagrees with the function it differentiates",
-        evidence="every AD path agrees with the others and all disagree with finite differences; the function binds custom_jvp_call",
+        evidence="forward and reverse paths agree with each other and all disagree with finite differences; the function "
+        "calls a custom_jvp of the user's own code",
         explanation=(
             "The function (or something it calls) is a jax.custom_jvp, and forward and reverse mode, which both "
             "follow its hand-written JVP rule, agree with each other but not with finite differences of the function "
@@ -243,7 +276,7 @@ CATALOG: tuple[Diagnosis, ...] = (
             "Where the rule is meant for stability (log-sum-exp, softplus), compare it with the plain formula on both tails.",
         ),
         references=("https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",),
-        matches=lambda evidence: _only_against_finite_differences(evidence) and evidence.binds("custom_jvp_call"),
+        matches=lambda evidence: _only_against_finite_differences(evidence) and evidence.binds("custom_jvp_call:user"),
     ),
     Diagnosis(
         id="GA003",
@@ -301,7 +334,8 @@ CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA006",
         title="a NaN from a branch that was not selected poisons the gradient",
-        evidence="an AD path gives NaN where finite differences of the function give a finite number; the function binds select_n",
+        evidence="an AD path gives NaN where finite differences of the function give a finite number; AD differentiates a "
+        "select_n of the function (jnp.where, lax.select; not one inside a library's own derivative rule)",
         explanation=(
             "jnp.where (and lax.select) differentiate both branches and multiply the unselected one's derivative "
             "by zero; if that derivative is inf or NaN (log, sqrt or division at a point the branch was meant to "
@@ -313,26 +347,6 @@ CATALOG: tuple[Diagnosis, ...] = (
         ),
         references=("https://docs.jax.dev/en/latest/faq.html#gradients-contain-nan-where-using-where",),
         matches=lambda evidence: _nan_gradient(evidence) and evidence.binds("select_n"),
-    ),
-    Diagnosis(
-        id="GA007",
-        title="a custom_vjp backward rule disagrees with the function it differentiates",
-        evidence="forward mode does not apply (custom_vjp) and reverse paths disagree with finite differences; "
-        "the function binds custom_vjp_call",
-        explanation=(
-            "The function is a jax.custom_vjp (forward mode does not apply), and its reverse-mode derivative "
-            "differs from finite differences of the function itself: the hand-written bwd rule computes "
-            "something other than the derivative of fwd's output, or uses the residuals wrongly."
-        ),
-        fixes=(
-            "Check the bwd rule against jax.grad of the undecorated function at the inputs the finding names.",
-            "Check that fwd saves the residuals bwd expects, in the order it unpacks them.",
-            "Make bwd return one cotangent per primal input, shaped like that input.",
-        ),
-        references=("https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",),
-        matches=lambda evidence: _not_applicable("custom_vjp")(evidence)
-        and _reverse_disagrees_with_finite_differences(evidence)
-        and evidence.binds("custom_vjp_call", "custom_vjp_call_jaxpr"),
     ),
     Diagnosis(
         id="GA009",

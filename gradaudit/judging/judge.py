@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gradaudit.model import dtypes
+from gradaudit.numerics.finite_differences import CHECK
 from gradaudit.model.findings import (
     CONSISTENT,
     DISAGREEMENT,
@@ -127,8 +128,15 @@ SPREAD_ESTIMATES = ("extrapolated", "central", "central_half", "left_half", "rig
 """The estimates whose spread bounds the derivative where the central estimate moves with the step."""
 
 
-SETTLED = 0.25
+SETTLED = 0.1
 """A one-sided slope has settled when halving the step changes it by at most this fraction of itself."""
+CONVERGING = 0.05
+"""A moving central estimate can still be judged when halving the step changes it by at most this
+fraction of itself: near a pole a smooth function's estimate moves by a fraction of a percent, where
+a step longer than the function's period (aliasing) moves it by tens of percent."""
+CHECK_WEIGHT = CHECK**2 * 4 / 3
+"""c(CHECK h) = extrapolated + CHECK_WEIGHT (c(h) - c(h/2)) where c(s) = f' + C s^2, as a smooth
+function's central differences are."""
 
 
 @dataclass(frozen=True)
@@ -136,14 +144,19 @@ class Trust:
     """Per block, what finite differences can say at each entry.
 
     kink: the one-sided slopes disagree beyond the tolerance and do not close up as the step halves
-    (|right/2 - left/2| > slack and > 0.75 |right - left|): a kink or a jump; not compared.
+    (|right/2 - left/2| > slack and > 0.75 |right - left|): a kink or a jump; or the central
+    differences at h, h/2 and CHECK * h do not follow a smooth function's c(s) = f' + C s^2 (the
+    third misses what the first two predict by more than the tolerance): a period the steps alias,
+    a pole or cusp they reach. Not compared.
     moving: not a kink, but the central estimate moves by more than the tolerance when the step
     halves (near a pole, or strong curvature). Where both one-sided slopes have settled (halving
-    the step changes each by at most SETTLED of itself, beyond the tolerance), the point is smooth
-    enough to judge: compared, with the tolerance widened by `spread`, the range of the central,
-    half-step one-sided and extrapolated estimates, so only AD paths far outside what every
-    estimate says are findings. Where they have not (a jump or a pole the step straddles, whose
-    slopes grow as the step shrinks), the entry is a kink: not compared.
+    the step changes each by at most SETTLED of itself, beyond the tolerance) and the central
+    estimate converges (it moved by at most CONVERGING of itself), the point is smooth enough to
+    judge: compared, with the tolerance widened by `spread`, the range of the central, half-step
+    one-sided and extrapolated estimates, so only AD paths far outside what every estimate says
+    are findings (an infinite AD value there is not compared: finite differences cannot confirm a
+    vertical tangent). Where they have not (a jump or a pole the step straddles, a slope that grows
+    as the step shrinks, a period shorter than the step), the entry is a kink: not compared.
     undefined: no finite estimate (non-finite inputs or outputs, or a step past the dtype's range).
     """
 
@@ -155,6 +168,14 @@ class Trust:
     @property
     def skipped(self) -> Masks:
         return tuple(k | u for k, u in zip(self.kink, self.undefined, strict=True))
+
+    def skipped_for(self, path: PathResult) -> Masks:
+        """What is not compared with `path`: kinks, undefined entries, and moving entries where the
+        path is not finite."""
+        return tuple(
+            s | (m & ~np.isfinite(np.asarray(a, dtype=np.float64)))
+            for s, m, a in zip(self.skipped, self.moving, path.arrays, strict=True)
+        )
 
     def allowance(self, noise: Masks) -> Masks:
         """The rounding noise of each estimate, plus the spread where the estimate moves."""
@@ -168,9 +189,9 @@ def trust(reference: PathResult, tolerances: Tolerances) -> Trust:
         zeros = tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.arrays)
         return Trust(kink=zeros, moving=zeros, spread=tuple(np.zeros(np.shape(a)) for a in reference.arrays), undefined=undefined)
     kinks, moving, spreads = [], [], []
-    names = ("central", "central_half", "left", "right", "left_half", "right_half", "noise")
+    names = ("extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise")
     estimates = [_estimate(reference, name) for name in SPREAD_ESTIMATES]
-    for block, (central, central_half, left, right, left_half, right_half, noise) in enumerate(
+    for block, (extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise) in enumerate(
         zip(*(_estimate(reference, name) for name in names), strict=True)
     ):
         with np.errstate(invalid="ignore", over="ignore"):
@@ -178,11 +199,16 @@ def trust(reference: PathResult, tolerances: Tolerances) -> Trust:
             gap_half = np.abs(right_half - left_half)
             slack = tolerances.fd_atol + tolerances.fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
             kink = (gap_half > slack) & (gap_half > 0.75 * gap)
-            moves = np.abs(central_half - central) > slack
+            scale = np.maximum.reduce([np.abs(central), np.abs(central_half), np.abs(central_check)])
+            predicted = extrapolated + CHECK_WEIGHT * (central - central_half)
+            kink |= np.abs(central_check - predicted) > tolerances.fd_atol + tolerances.fd_rtol * scale + 4 * noise
+            moved = np.abs(central_half - central)
+            moves = moved > tolerances.fd_atol + tolerances.fd_rtol * scale
             settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (
                 np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack
             )
-            kink = np.nan_to_num(kink | (moves & ~settled)).astype(bool) & ~undefined[block]
+            converging = moved <= CONVERGING * np.abs(central_half)
+            kink = np.nan_to_num(kink | (moves & ~(settled & converging))).astype(bool) & ~undefined[block]
             moves = np.nan_to_num(moves).astype(bool) & ~kink & ~undefined[block]
             stacked = np.stack([np.asarray(e[block], dtype=np.float64) for e in estimates])
             spread = np.nan_to_num(np.max(stacked, axis=0) - np.min(stacked, axis=0), nan=np.inf, posinf=np.inf)
@@ -450,7 +476,8 @@ def _finite_difference_notes(
         trusted.kink,
         {"left": _estimate(reference, "left_half"), "right": _estimate(reference, "right_half")},
         lambda location, count, left, right: f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the "
-        f"right (the one-sided slopes disagree, or grow as the step halves); {count} of {total} entries not compared with {label_}",
+        f"right (the one-sided slopes disagree, or the estimates do not converge as the step shrinks); {count} of {total} "
+        f"entries not compared with {label_}",
     )
     moving = note(
         trusted.moving,
@@ -545,7 +572,8 @@ def judge(
             noise = trusted.allowance(_estimate(reference, "noise"))
             notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
             comparisons += [
-                _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, skip, noise) for side in classes
+                _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, trusted.skipped_for(side[0]), noise)
+                for side in classes
             ]
             # Under another binding the function itself may compute something else: compare its references
             # too, where both have an estimate.
@@ -558,7 +586,9 @@ def judge(
             ]
             if family.order == 1:
                 for side in classes:
-                    elements = _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, skip, noise).disagreeing_elements(output_shape)
+                    elements = _Comparison(
+                        side, [reference], tolerances.fd_rtol, tolerances.fd_atol, trusted.skipped_for(side[0]), noise
+                    ).disagreeing_elements(output_shape)
                     for path in side:
                         disagreeing[path.name] = elements
         for comparison in comparisons:

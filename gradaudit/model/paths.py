@@ -64,7 +64,7 @@ class PathError:
     def from_exception(cls, exc: BaseException) -> PathError:
         frames = traceback.extract_tb(exc.__traceback__)
         where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
-        mine = [f for f in frames if _is_user_file(f.filename)]
+        mine = [f for f in frames if is_user_file(f.filename)]
         user_where = f"{_shown(mine[-1].filename)}:{mine[-1].lineno} in {mine[-1].name}" if mine else ""
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return cls(type=type(exc).__name__, message=message, where=where, user_where=user_where)
@@ -83,7 +83,7 @@ _LIBRARY_FOLDERS = tuple(
 )
 
 
-def _is_user_file(filename: str) -> bool:
+def is_user_file(filename: str) -> bool:
     """Whether a traceback frame is the user's own code: not the standard library, an installed package or gradaudit."""
     if filename.startswith("<"):
         return False

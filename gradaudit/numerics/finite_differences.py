@@ -16,13 +16,21 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-ESTIMATES = ("extrapolated", "central", "central_half", "left", "right", "left_half", "right_half", "noise", "undefined")
+ESTIMATES = (
+    "extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise", "undefined",
+)
 """Arrays per (output, argument) block: the Richardson extrapolation (4 c(h/2) - c(h)) / 3 of the
-central differences, which cancels their h^2 error; central differences at steps h and h/2;
-one-sided differences at h and h/2; the rounding noise expected in a difference quotient; and
-where inputs or outputs are non-finite."""
+central differences, which cancels their h^2 error; central differences at steps h, h/2 and, to
+check that they converge as a smooth function's do, CHECK * h; one-sided differences at h and h/2;
+the rounding noise expected in a difference quotient; and where inputs or outputs are non-finite."""
 
-MOVES: tuple[tuple[str, float], ...] = (("plus", 1.0), ("minus", -1.0), ("plus_half", 0.5), ("minus_half", -0.5))
+CHECK = 0.7
+"""The third step, as a multiple of h: no power of two, so a period that h and h/2 both span a whole
+number of times (where both central differences vanish, whatever the derivative) does not fit it."""
+
+MOVES: tuple[tuple[str, float], ...] = (
+    ("plus", 1.0), ("minus", -1.0), ("plus_half", 0.5), ("minus_half", -0.5), ("plus_check", CHECK), ("minus_check", -CHECK),
+)
 """Where the function is evaluated, as multiples of the step h."""
 
 
@@ -102,12 +110,14 @@ def quotients(f0: np.ndarray, at: dict[str, np.ndarray], move: dict[str, object]
     with np.errstate(all="ignore"):
         central = quotient(at["plus"] - at["minus"], np.subtract(move["plus"], move["minus"]))
         central_half = quotient(at["plus_half"] - at["minus_half"], np.subtract(move["plus_half"], move["minus_half"]))
+        central_check = quotient(at["plus_check"] - at["minus_check"], np.subtract(move["plus_check"], move["minus_check"]))
         smallest = np.minimum(np.abs(move["plus_half"]), np.abs(move["minus_half"]))
         scale = np.maximum.reduce([np.abs(at["plus"]), np.abs(at["minus"]), np.abs(f0)])
         estimates = {
             "extrapolated": (4 * central_half - central) / 3,
             "central": central,
             "central_half": central_half,
+            "central_check": central_check,
             "right": quotient(at["plus"] - f0, move["plus"]),
             "left": quotient(f0 - at["minus"], np.negative(move["minus"])),
             "right_half": quotient(at["plus_half"] - f0, move["plus_half"]),

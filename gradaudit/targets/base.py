@@ -34,10 +34,17 @@ class Target:
         return "traced" if self.fixed else ("constant" if self.captured else "none")
 
 
+CUSTOM_RULES = ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr")
+"""Primitives that call a function with a hand-written derivative rule."""
+
+
 def primitives(target: Target) -> frozenset[str]:
-    """The primitives the target's function binds, in every sub-jaxpr (cond branches, loops, custom
-    rules' calls); a select_n whose selector is an integer is also named `select_n:integer`.
-    A diagnosis that blames a primitive checks it is here."""
+    """The primitives AD differentiates in the target's function, sub-jaxprs included (cond
+    branches, loops), but not inside a function with its own derivative rule, whose insides AD
+    never differentiates; such a call is also named `<primitive>:user` when the function is the
+    user's own code (not an installed library's: jax.nn.relu is a custom_jvp too). A select_n
+    whose selector is an integer is also named `select_n:integer`. A diagnosis that blames a
+    primitive checks it is here."""
     import jax
 
     closed = jax.make_jaxpr(target.fn)(*target.args, *target.fixed)
@@ -47,11 +54,20 @@ def primitives(target: Target) -> frozenset[str]:
 
 
 def _walk(jaxpr, found: set[str]) -> None:
+    from gradaudit.model.paths import is_user_file
+
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         found.add(name)
         if name == "select_n" and np.issubdtype(np.dtype(eqn.invars[0].aval.dtype), np.integer):
             found.add("select_n:integer")
+        if name in CUSTOM_RULES:
+            called = eqn.params.get("call_jaxpr") or eqn.params.get("fun_jaxpr")
+            info = getattr(getattr(called, "jaxpr", called), "debug_info", None)
+            source = getattr(info, "func_src_info", "") or ""
+            if " at " in source and is_user_file(source.rsplit(" at ", 1)[1].rsplit(":", 1)[0]):
+                found.add(f"{name}:user")
+            continue
         for value in eqn.params.values():
             for inner in value if isinstance(value, tuple | list) else (value,):
                 sub = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr holds its Jaxpr
