@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+from function_grid import FUNCTIONS  # noqa: E402
+from function_grid import grid as function_grid  # noqa: E402
 from grid import grid  # noqa: E402
 
 
@@ -54,18 +56,20 @@ def _cell(value, form: str, unit: str = "") -> str:
 def markdown(document: dict) -> str:
     """The table of reports/bench.md; peak memory is the largest single process (max RSS)."""
     lines = [
-        f"Machine: {document['machine']}; rule: {document['rule']}; whole processes, median of the repetitions; "
-        "cold: an empty JAX compilation cache, warm: a rerun with it filled; peak: the largest process's max RSS.",
+        f"Machine: {document['machine']}; grid: {document['grid']}; rule: {document['rule']}; whole processes, median of the "
+        "repetitions; cold: an empty JAX compilation cache, warm: a rerun with it filled; peak: the largest process's max RSS; "
+        "JSON: the size of gradaudit's --json report.",
         "",
         "| scenarios | check_grads loop cold (s) | gradaudit cold (s) | ratio cold | check_grads loop warm (s) "
-        "| gradaudit warm (s) | ratio warm | gradaudit peak (MB) | peer peak (MB) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| gradaudit warm (s) | ratio warm | gradaudit peak (MB) | peer peak (MB) | JSON (MB) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in document["rows"]:
         lines.append(
             f"| {row['size']} | {_cell(row['peer_cold_seconds'], '.2f')} | {row['gradaudit_cold_seconds']:.2f} "
             f"| {_cell(row['ratio_cold'], '.2f', 'x')} | {_cell(row['peer_warm_seconds'], '.2f')} | {row['gradaudit_warm_seconds']:.2f} "
-            f"| {_cell(row['ratio_warm'], '.2f', 'x')} | {row['gradaudit_cold_peak_mb']:.0f} | {_cell(row['peer_cold_peak_mb'], '.0f')} |"
+            f"| {_cell(row['ratio_warm'], '.2f', 'x')} | {row['gradaudit_cold_peak_mb']:.0f} | {_cell(row['peer_cold_peak_mb'], '.0f')} "
+            f"| {row['json_mb']:.1f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -76,6 +80,13 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--peer-max", type=int, default=1000, help="Largest grid the (slow) peer loop runs on.")
     parser.add_argument("--rule", default="installed")
+    parser.add_argument(
+        "--grid",
+        choices=("select_n", "functions"),
+        default="select_n",
+        help="select_n: testSelectNGrad-style grids of SIZE scenarios; functions: ten functions of the catalog's kinds "
+        "(bench/functions/fns.py) at SIZE/10 points each, against check_grads on each",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "reports")
     args = parser.parse_args()
     import jax
@@ -85,9 +96,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for size in args.sizes:
             path = Path(folder) / f"grid-{size}.yaml"
-            path.write_text(yaml.safe_dump({"scenarios": grid(size)}, sort_keys=False, width=200))
-            ours_cmd = [sys.executable, "-m", "gradaudit", "run", str(path), "-q", "--exit-zero", "--rule", args.rule]
-            peer_cmd = [sys.executable, str(ROOT / "bench" / "peer.py"), str(path)]
+            report = Path(folder) / f"report-{size}.json"
+            if args.grid == "functions":
+                scenarios = function_grid(size // len(FUNCTIONS))
+                (Path(folder) / "fns.py").write_text((ROOT / "bench" / "functions" / "fns.py").read_text())
+                peer_cmd = [sys.executable, str(ROOT / "bench" / "function_peer.py"), str(path)]
+            else:
+                scenarios = grid(size)
+                peer_cmd = [sys.executable, str(ROOT / "bench" / "peer.py"), str(path)]
+            path.write_text(yaml.safe_dump({"scenarios": scenarios}, sort_keys=False, width=200))
+            ours_cmd = [sys.executable, "-m", "gradaudit", "run", str(path), "-q", "--exit-zero", "--rule", args.rule, "--json", str(report)]
             repetitions = args.repetitions if size <= 1000 else 1
             runs: dict[str, list] = {key: [] for key in ("peer_cold", "peer_warm", "gradaudit_cold", "gradaudit_warm")}
             for repetition in range(repetitions):
@@ -101,7 +119,7 @@ def main() -> None:
                     full = [*command, str(cache)] if name == "gradaudit" else command
                     runs[f"{name}_cold"].append(measure(full, cache))
                     runs[f"{name}_warm"].append(measure(full, cache))
-            row = {"size": size, "repetitions": repetitions}
+            row = {"size": size, "repetitions": repetitions, "json_mb": report.stat().st_size / 2**20}
             for key, measured in runs.items():
                 row[f"{key}_seconds"] = statistics.median(m[0] for m in measured) if measured else None
                 row[f"{key}_peak_mb"] = max(m[1] for m in measured) if measured else None
@@ -112,8 +130,8 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row), flush=True)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, JAX {jax.__version__} ({jax.default_backend()})"
-    document = {"machine": machine, "rule": args.rule, "rows": rows}
-    args.out.mkdir(exist_ok=True)
+    document = {"machine": machine, "rule": args.rule, "grid": args.grid, "rows": rows}
+    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(document, indent=2) + "\n")
     table = markdown(document)
     (args.out / "bench.md").write_text(table)
