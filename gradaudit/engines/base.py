@@ -109,3 +109,41 @@ def first_order_paths(
         for base, answer in answers.items()
         if answer is not None and (base != VALUE or with_value)
     }
+
+
+VALUE_, FORWARD_, REVERSE_ = "value", "forward", "reverse"
+"""What engines compute for each scenario (computations keyed so): its value, jax.jacfwd's and jax.jacrev's blocks."""
+
+
+def assembled(
+    eager: dict,
+    eager_failures: dict,
+    compiled: dict,
+    compiled_failures: dict,
+    reference,
+    member: int | None = None,
+    **recorded,
+) -> dict[str, PathResult]:
+    """One scenario's first-order paths from an engine's eager and compiled answers (computations
+    keyed VALUE_, FORWARD_, REVERSE_; with `member`, answers for a whole group, this scenario at
+    that index of their leading axis) and its finite-difference estimates (or the exception that
+    stopped them). `recorded` goes to first_order_paths (engine, binding, label, with_value, device)."""
+
+    def pick(answers: dict, failures: dict, name: str):
+        if name not in answers:
+            return failures.get(name) or failures.get(VALUE_)  # None where nothing was computed
+        answer = answers[name]
+        if name == VALUE_:
+            return (answer if member is None else answer[member],)
+        return tuple(block if member is None else block[member] for block in answer)
+
+    return first_order_paths(
+        pick(eager, eager_failures, VALUE_),
+        pick(compiled, compiled_failures, VALUE_),
+        pick(eager, eager_failures, FORWARD_),
+        pick(compiled, compiled_failures, FORWARD_),
+        pick(eager, eager_failures, REVERSE_),
+        pick(compiled, compiled_failures, REVERSE_),
+        reference,
+        **recorded,
+    )

@@ -25,7 +25,7 @@ import numpy as np
 
 from gradaudit.model.computed import Computed
 
-from gradaudit.engines.base import first_order_paths
+from gradaudit.engines.base import VALUE_, assembled
 from gradaudit.engines.group import MAX_ELEMENTS, batch_size, computations
 from gradaudit.engines.literal import steps
 from gradaudit.jaxenv import device_name, needs_x64, unfiltered_tracebacks, x64_for
@@ -34,15 +34,15 @@ from gradaudit.numerics.finite_differences import estimates, points, scenario_es
 from gradaudit.targets import build_targets, group_key
 from gradaudit.targets.base import Target, primitives
 
-VALUE, FORWARD, REVERSE, POINTS = "value", "forward", "reverse", "points"
+VALUE, POINTS = VALUE_, "points"
 
-BUNDLE_SCENARIOS = 256
-"""Scenarios traced into one program; on the 1,000-scenario grid 64, 128, 256, 512 and 1,024 took
-12.1, 11.3, 10.3, 10.7 and 11.2 s (and peak memory grows with the bundle)."""
+BUNDLE_SCENARIOS = 64
+"""Scenarios traced into one program: on the 1,000-scenario grid, bundles of 256 and of 64 took the
+same time (65.7 and 64.3 s) and peaked at 1.54 and 1.06 GB: XLA's memory grows with the program."""
 
 
 def _compute(target: Target, inputs: Sequence, failures: dict[str, BaseException]) -> dict:
-    """A target's value and Jacobian rows by forward and by reverse mode at `inputs` (its arguments,
+    """A target's value and Jacobian blocks by jax.jacfwd and jax.jacrev at `inputs` (its arguments,
     then its traced fixed inputs); a computation that raises is left out and its exception kept."""
     answers = {}
     for name, function in computations(target.fn, len(target.args)).items():
@@ -123,30 +123,15 @@ class Bundle:
 def _paths(target: Target, compiled: dict, failed: dict, eager: dict, eager_failed: dict, where, with_value: bool, device: str | None) -> dict:
     """One target's first-order paths from its compiled and eager answers."""
 
-    def pick(answers: dict, failures: dict, name: str):
-        if name not in answers:
-            return failures.get(name) or failures.get(VALUE)
-        return (answers[VALUE],) if name == VALUE else tuple(answers[name])
-
     if POINTS in compiled and VALUE in compiled:
         args = [np.asarray(arg)[None] for arg in target.args]
         blocks = estimates([np.asarray(compiled[VALUE])[None]], [np.asarray(compiled[POINTS])[:, None]], where, args)
         reference = scenario_estimates(blocks, 0, [(0, j) for j in range(len(args))])
     else:
         reference = failed.get(POINTS) or failed[VALUE]
-    return first_order_paths(
-        pick(eager, eager_failed, VALUE),
-        pick(compiled, failed, VALUE),
-        pick(eager, eager_failed, FORWARD),
-        pick(compiled, failed, FORWARD),
-        pick(eager, eager_failed, REVERSE),
-        pick(compiled, failed, REVERSE),
-        reference,
-        engine="bundle",
-        binding=target.bound,
-        label=target.binding,
-        with_value=with_value,
-        device=device,
+    return assembled(
+        eager, eager_failed, compiled, failed, reference,
+        engine="bundle", binding=target.bound, label=target.binding, with_value=with_value, device=device,
     )
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from gradaudit.model.computed import Computed
 
-from gradaudit.engines.base import first_order_paths
+from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, assembled
 from gradaudit.engines.literal import steps
 from gradaudit.jaxenv import device_name, unfiltered_tracebacks, x64_for
 from gradaudit.model.scenario import Scenario
@@ -35,7 +35,7 @@ MAX_ELEMENTS = 4_000_000
 rows, estimates); larger groups are split, and a scenario that alone would exceed it is left to
 another engine."""
 
-VALUE, FORWARD, REVERSE, POINTS = "value", "forward", "reverse", "points"
+VALUE, FORWARD, REVERSE, POINTS = VALUE_, FORWARD_, REVERSE_, "points"
 
 
 def batch_size(scenario: Scenario) -> int:
@@ -104,32 +104,15 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
         compiled = jax.device_get(program((*args, *fixed), where.stacks))
         blocks = estimates([compiled[VALUE]], [compiled[POINTS]], where, args) if VALUE in compiled and POINTS in compiled else None
         for b in range(len(members)):
-
-            def pick(answers: dict, failures: dict, name: str):
-                if name not in answers:
-                    return failures.get(name) or failures.get(VALUE)  # None where nothing was computed
-                if name == VALUE:
-                    return (answers[VALUE][b],)
-                return tuple(block[b] for block in answers[name])
-
             reference = scenario_estimates(blocks, b, [(0, j) for j in range(n)]) if blocks is not None else (
                 jit_failures.get(POINTS) or jit_failures.get(VALUE)
             )
-            computed_paths = first_order_paths(
-                    pick(eager, eager_failures, VALUE),
-                    pick(compiled, jit_failures, VALUE),
-                    pick(eager, eager_failures, FORWARD),
-                    pick(compiled, jit_failures, FORWARD),
-                    pick(eager, eager_failures, REVERSE),
-                    pick(compiled, jit_failures, REVERSE),
-                    reference,
-                    engine="group",
-                    binding=first.bound,
-                    label=first.binding,
-                    with_value=t == 0,
-                    device=device,
+            paths[b].update(
+                assembled(
+                    eager, eager_failures, compiled, jit_failures, reference, member=b,
+                    engine="group", binding=first.bound, label=first.binding, with_value=t == 0, device=device,
                 )
-            paths[b].update(computed_paths)
+            )
     share = (time.perf_counter() - started) / len(members)
     return [
         Computed(

@@ -74,18 +74,7 @@ class Finding:
         return "|".join(part for part in (self.signature, self.wrong, self.entries) if part)
 
     def to_dict(self) -> dict:
-        return {
-            "fingerprint": self.fingerprint,
-            "kind": self.kind,
-            "paths": list(self.paths),
-            "message": self.message,
-            "count": self.count,
-            "of": self.of,
-            "location": self.location,
-            "values": self.values,
-            "wrong": self.wrong,
-            "entries": self.entries,
-        }
+        return {"fingerprint": self.fingerprint, "kind": self.kind, **_described(self), "wrong": self.wrong, "entries": self.entries}
 
 
 @dataclass(frozen=True)
@@ -101,15 +90,19 @@ class Note:
     values: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {
-            "kind": "note",
-            "paths": list(self.paths),
-            "message": self.message,
-            "count": self.count,
-            "of": self.of,
-            "location": self.location,
-            "values": self.values,
-        }
+        return {"kind": "note", **_described(self)}
+
+
+def _described(said: Finding | Note) -> dict:
+    """What findings and notes both say, as reports keep it."""
+    return {
+        "paths": list(said.paths),
+        "message": said.message,
+        "count": said.count,
+        "of": said.of,
+        "location": said.location,
+        "values": said.values,
+    }
 
 
 @dataclass(frozen=True)
