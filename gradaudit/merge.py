@@ -56,6 +56,7 @@ def merge_reports(paths: list[str]) -> dict:
         },
         "resolved": resolved,
         "files": list(dict.fromkeys(f for d in documents for f in d.get("files", []))),
+        "diagnoses": dict(sorted({k: v for d in documents for k, v in d.get("diagnoses", {}).items()}.items())),
         "results": results,
         "errors": [e for d in documents for e in d.get("errors", [])],
         "merged_from": paths,

@@ -6,7 +6,11 @@ runs the engines, judges and diagnoses what they computed (`judging.assess`, the
 engine) and applies the gate (expectations, baseline). Which engine computes a scenario:
 
 1. select_n scenarios in groups of at least GROUP_MIN_SELECT_N sharing a program: the group
-   engine, with the selector passed in; a scenario it finds consistent is reported from it.
+   engine, with the selector passed in (its eager paths one eager vmap of the group, its jit
+   paths each scenario's own call of the compiled function). A scenario is reported from it when
+   its eager and jit paths tell one story (`_one_story`): consistent, or every finding naming an
+   eager path and its jit twin together, so the jit paths, the user's function called alone,
+   reproduce it; any other (an eager answer the batched run alone gave) goes on to the next engine.
 2. Every other select_n scenario: the bundle engine, with its selector captured as a user writes
    it; what it finds is reported.
 3. Functions, and everything the engines above could not take (second order, several devices, a
@@ -30,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from gradaudit.model.findings import CONSISTENT, INTERRUPTED
+from gradaudit.model.findings import INTERRUPTED
 from gradaudit.model.findings import Note
 from gradaudit.model.options import OptionError, Options
 from gradaudit.model.results import AuditReport, ScenarioResult
@@ -223,11 +227,11 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         settled[index] = True
         settle(index, result)
 
-    def run(engine, indices: list[int], consistent_only: bool = False) -> None:
+    def run(engine, indices: list[int], keep: Callable[[ScenarioResult], bool] = lambda result: True) -> None:
         for position, computed in engine.run([scenarios[i] for i in indices]):
             index = indices[position]
             result = assess(scenarios[index], computed, options.tolerance)
-            if result.status == CONSISTENT or not consistent_only:
+            if keep(result):
                 take(index, result)
 
     def bundled(indices: list[int]) -> BundleEngine:
@@ -242,7 +246,7 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         select_n = positions(lambda s: s.target.kind == "select_n")
         group = GroupEngine(min_size=GROUP_MIN_SELECT_N, devices=devices)
         counts["groups"] += len(group.groups([scenarios[i] for i in select_n]))
-        run(group, select_n, consistent_only=True)
+        run(group, select_n, keep=_one_story)
         bundled(positions(lambda s: s.target.kind == "select_n"))
     if options.jobs > 0:
         from gradaudit.model.computed import failed
@@ -261,6 +265,23 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         )
         return
     run(LiteralEngine(options.timeout, devices, options.limits), sorted(positions(lambda s: True), key=lambda i: _family(scenarios[i])))
+
+
+def _one_story(result: ScenarioResult) -> bool:
+    """Whether no finding sets an eager path against its jit twin (`jacrev` against `jit_jacrev`,
+    `value` against `jit_value`): where eager and jit agree, the jit paths, each the user's
+    function compiled and called on its own, reproduce every finding."""
+    from gradaudit.model.paths import JIT_JACFWD, JIT_JACREV, JIT_VALUE
+
+    twins = {JIT_VALUE, JIT_JACFWD, JIT_JACREV}
+    for finding in result.findings:
+        named = set(finding.paths)
+        for name in named:
+            jit, eager = name.startswith("jit_"), "jit_" + name
+            twin = name.removeprefix("jit_") if jit else eager
+            if (name.split(":")[0] in twins or eager.split(":")[0] in twins) and twin not in named:
+                return False
+    return True
 
 
 def _family(scenario: Scenario) -> tuple:

@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from gradaudit.engines import bundle
+from gradaudit.engines import bundle, group
 from gradaudit.engines.bundle import BundleEngine
 from gradaudit.engines.group import GroupEngine
 from gradaudit.engines.literal import LiteralEngine
@@ -131,7 +131,7 @@ def _large_group_and_others() -> list:
 
 
 @pytest.mark.slow
-def test_consistency_comes_from_the_group_engine_and_findings_from_bundles():
+def test_a_group_reports_what_its_jit_paths_reproduce_and_bundles_take_the_rest():
     scenarios = _large_group_and_others()
     fast = run_audit(scenarios, LEGACY)
     literal = run_audit(scenarios, LEGACY, literal=True)
@@ -139,12 +139,57 @@ def test_consistency_comes_from_the_group_engine_and_findings_from_bundles():
     assert [[f.message for f in r.findings] for r in fast.results] == [[f.message for f in r.findings] for r in literal.results]
     assert [r.scenario.name for r in fast.results] == [s.name for s in scenarios]
     big = fast.results[:16]
-    assert {r.method for r in big if r.status == CONSISTENT} == {"group"}
-    assert {r.method for r in big if r.status != CONSISTENT} == {"bundle"}
+    # Out-of-range selectors: eager (vmapped) and jit (each scenario's own call) jacrev agree in
+    # being wrong, so the jit paths reproduce the finding and the group reports it.
+    assert {r.method for r in big} == {"group"} and {r.status for r in big} == {"consistent", "mismatch"}
+    assert {p.binding for r in big for p in r.paths.values()} == {"traced"}
     assert {r.method for r in fast.results[16:]} == {"bundle"}  # small groups go to bundles
     assert {r.method for r in literal.results} == {"literal"}
     assert fast.timings["groups"] == 1 and fast.timings["bundles"] >= 1
-    assert any(r.diagnosis is not None for r in fast.results if r.method == "bundle")
+    assert all(r.diagnosis is not None for r in big if r.status != CONSISTENT)
+
+
+def _eager_reverse_zeroed_for(member: int):
+    """The group engine's eager computations, with jacrev's answer zeroed for one member: an
+    eager answer that only the batched run gives."""
+    real = group._batched
+
+    def batched(fn, n):
+        computations = dict(real(fn, n))
+        reverse = computations[group.REVERSE]
+
+        def zeroed(*inputs):
+            blocks = reverse(*inputs)
+            return tuple(block.at[member].set(0.0) for block in blocks)
+
+        computations[group.REVERSE] = zeroed
+        return computations
+
+    return batched
+
+
+@pytest.mark.slow
+def test_a_member_whose_eager_and_jit_paths_split_is_audited_again_as_written(monkeypatch):
+    scenarios = _large_group_and_others()[:16]
+    in_range = next(i for i, s in enumerate(scenarios) if 0 <= s.target.selector.value < 3)
+    monkeypatch.setattr(group, "_batched", _eager_reverse_zeroed_for(in_range))
+    report = run_audit(scenarios, LEGACY)
+    assert report.results[in_range].method == "bundle" and report.results[in_range].status == CONSISTENT
+    assert {r.method for i, r in enumerate(report.results) if i != in_range} == {"group"}
+
+
+def test_a_member_whose_batched_value_is_not_its_own_is_left_to_another_engine(monkeypatch):
+    real = group._at_points
+
+    def shifted(fn, points_of, signature):
+        program = real(fn, points_of, signature)
+        return lambda inputs, stacks: (lambda centre, at: (centre.at[0].add(1.0), at))(*program(inputs, stacks))
+
+    monkeypatch.setattr(group, "_at_points", shifted)
+    scenarios = _large_group_and_others()[:16]
+    with select_n_rule(LEGACY):
+        taken = dict(GroupEngine().run(scenarios))
+    assert sorted(taken) == list(range(1, 16))
 
 
 @pytest.mark.slow

@@ -264,8 +264,8 @@ def test_diagnoses_for_routing_nan_gradients_and_closed_over_refs(suite):
     assert nan["status"] == "mismatch" and nan["diagnosis"]["id"] == "GA006"
     assert ref["status"] == "error"
     assert ref["paths"]["jacrev"]["error"]["message"].startswith("performing a set/swap operation with a differentiated value")
-    diagnosis = ref["diagnosis"]
-    assert diagnosis["id"] == "GA003"
+    assert ref["diagnosis"]["id"] == "GA003"
+    diagnosis = report["diagnoses"]["GA003"]
     assert len(diagnosis["fixes"]) == 4
     assert diagnosis["fixes"][0].startswith("Move the Ref inside the differentiated function's argument list")
     assert "lax.stop_gradient" in diagnosis["fixes"][2]

@@ -158,11 +158,12 @@ def merge(reports, output, color, exit_zero) -> int:
     Exit 0 when every merged scenario passed, 1 when any failed, 2 for unusable reports.
     """
     from gradaudit.merge import merge_reports
+    from gradaudit.render.json_report import dump
     from gradaudit.render.terminal import counts_line
 
     session = Session(output_setting("color", color), json_path=output, json_option="-o")
     merged = _read_reports(lambda: merge_reports(list(reports)))
-    write_atomic(output, json.dumps(merged, indent=2, allow_nan=False) + "\n")
+    write_atomic(output, dump(merged))
     session.err.print(counts_line(merged["summary"], prefix=f"merged {len(reports)} reports: "), highlight=False)
     return exit_code(merged["gate"]["failed"] == 0, output_setting("exit_zero", exit_zero))
 

@@ -121,12 +121,10 @@ def assembled(
     compiled: dict,
     compiled_failures: dict,
     reference,
-    member: int | None = None,
     **recorded,
 ) -> dict[str, PathResult]:
     """One scenario's first-order paths from an engine's eager and compiled answers (computations
-    keyed VALUE_, FORWARD_, REVERSE_; with `member`, answers for a whole group, this scenario at
-    that index of their leading axis) and its finite-difference estimates (or the exception that
+    keyed VALUE_, FORWARD_, REVERSE_) and its finite-difference estimates (or the exception that
     stopped them). `recorded` goes to first_order_paths (engine, binding, label, with_value, device)."""
 
     def pick(answers: dict, failures: dict, name: str):
@@ -134,8 +132,8 @@ def assembled(
             return failures.get(name) or failures.get(VALUE_)  # None where nothing was computed
         answer = answers[name]
         if name == VALUE_:
-            return (answer if member is None else answer[member],)
-        return tuple(block if member is None else block[member] for block in answer)
+            return (answer,)
+        return tuple(answer)
 
     return first_order_paths(
         pick(eager, eager_failures, VALUE_),

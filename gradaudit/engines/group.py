@@ -1,13 +1,15 @@
-"""The group engine: one function vmapped over many scenarios' inputs, eagerly and under jit.
+"""The group engine: scenarios that share one function, its programs compiled once for them all.
 
 Scenarios that share a program (`targets.group_key`: a select_n family with its selector passed
 in, or a user's function with the same input shapes, dtypes and captured constants) form a group.
-Every path runs for the whole group at once: `value`, `jacfwd` and `jacrev` as an eager
-`jax.vmap` (op by op, as eager calls run), `jit_value`, `jit_jacfwd` and `jit_jacrev` as the same
-under `jax.jit`, and finite differences from the compiled function at every point of every
-scenario. A group's paths are recorded with the binding its program used (a select_n
-selector is `traced` here); the service reports a scenario from its group only where every path
-agrees, and audits any other again as the user writes it.
+The eager paths (`value`, `jacfwd`, `jacrev`) run for the whole group as one eager `jax.vmap`, op
+by op as eager calls run; the jit paths are `jax.jit` of the function, of `jax.jacfwd` and of
+`jax.jacrev`, compiled once and called for each scenario on its own inputs, exactly as a user
+calls them; finite differences come from the function vmapped over every point of every
+scenario, compiled once. A member whose vmapped value differs from its own jit value is not
+yielded (its batched points would not be its function's). Paths record the binding the group used
+(a select_n selector is `traced` here); the service keeps a member's result where its eager and
+jit paths tell one story, and audits any other again as the user writes it.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ MAX_ELEMENTS = 4_000_000
 rows, estimates); larger groups are split, and a scenario that alone would exceed it is left to
 another engine."""
 
-VALUE, FORWARD, REVERSE, POINTS = VALUE_, FORWARD_, REVERSE_, "points"
+VALUE, FORWARD, REVERSE = VALUE_, FORWARD_, REVERSE_
 
 
 def batch_size(scenario: Scenario) -> int:
@@ -54,7 +56,7 @@ def computations(fn: Callable, n: int) -> dict[str, Callable]:
 
 
 def _answers(compute: dict[str, Callable], inputs: Sequence, failures: dict[str, BaseException]) -> dict:
-    """Each computation's answer for the group (vmapped); one that raises is left out, its exception kept."""
+    """Each computation's answer; one that raises is left out, its exception kept."""
     answers = {}
     for name, function in compute.items():
         try:
@@ -71,51 +73,81 @@ def _batched(fn: Callable, n: int) -> dict[str, Callable]:
 
 
 @functools.lru_cache(maxsize=256)
-def _program(fn: Callable, n: int, points_of: int, signature: tuple) -> tuple[Callable, dict[str, BaseException]]:
-    """The jit paths of a group and the function at every finite-difference point, as one compiled
-    program, made once per function and shape of its inputs (groups alike in both reuse it); the
-    computations that raised while it was traced, which every call of it shares."""
-    batched = _batched(fn, n)
-    failures: dict[str, BaseException] = {}
+def _compiled(fn: Callable, n: int) -> dict[str, Callable]:
+    """jax.jit of each of one scenario's computations (unbatched): the jit paths as a user calls
+    them, made once per function, so the scenarios of a group share each compiled program."""
+    return {name: jax.jit(function) for name, function in computations(fn, n).items()}
+
+
+@functools.lru_cache(maxsize=256)
+def _at_points(fn: Callable, points_of: int, signature: tuple) -> Callable:
+    """The function, vmapped over a group, at its inputs and at every finite-difference point, as
+    one compiled program made once per function and shape of its inputs."""
+    batched = jax.vmap(fn)
 
     def program(inputs, point_stacks):
-        answers = _answers(batched, inputs, failures)
-        at_points = {POINTS: lambda: jax.vmap(lambda *p: batched[VALUE](*p, *inputs[points_of:]))(*point_stacks)}
-        return {**answers, **_answers(at_points, (), failures)}
+        fixed = inputs[points_of:]
+        return batched(*inputs), jax.vmap(lambda *p: batched(*p, *fixed))(*point_stacks)
 
-    return jax.jit(program), failures
+    return jax.jit(program)
 
 
-def _group(members: Sequence[Scenario], started: float, device: str | None, with_eager: bool) -> list[Computed]:
+def _each(compiled: dict[str, Callable], inputs: Sequence) -> tuple[dict, dict[str, BaseException]]:
+    """One member's jit paths, unbatched: each compiled computation called on its own inputs."""
+    failures: dict[str, BaseException] = {}
+    return jax.device_get(_answers(compiled, inputs, failures)), failures
+
+
+def _same(a, b) -> bool:
+    """Whether two evaluations of the function agree to a few roundings of its dtype (NaN with NaN)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not np.issubdtype(a.dtype, np.inexact):
+        return bool(np.array_equal(a, b))
+    wide_a, wide_b = a.astype(np.float64), b.astype(np.float64)
+    return bool(np.allclose(wide_a, wide_b, rtol=8 * float(np.finfo(a.dtype).eps), atol=0.0, equal_nan=True))
+
+
+def _group(members: Sequence[Scenario], started: float, device: str | None, with_eager: bool) -> list[Computed | None]:
     """Every first-order path of every member, per binding of their targets (the jit ones alone
-    without `with_eager`)."""
+    without `with_eager`); None for a member whose function gave another value vmapped than called
+    on its own (the batched finite differences would not be its own)."""
     targets = [group_targets(m) for m in members]
     paths: list[dict] = [{} for _ in members]
+    unlike = [False] * len(members)
     for t, first in enumerate(targets[0]):
         n = len(first.args)
         args = [np.stack([ts[t].args[i] for ts in targets]) for i in range(n)]
         fixed = [np.stack([ts[t].fixed[i] for ts in targets]) for i in range(len(first.fixed))]
         where = points(args, steps(first, members[0].eps))
-        batched = _batched(first.fn, n)
         eager_failures: dict[str, BaseException] = {}
-        eager = jax.device_get(_answers(batched, (*args, *fixed), eager_failures)) if with_eager else {}
+        eager = jax.device_get(_answers(_batched(first.fn, n), (*args, *fixed), eager_failures)) if with_eager else {}
         signature = tuple((a.shape, a.dtype.str) for a in (*args, *fixed, *where.stacks))
-        program, jit_failures = _program(first.fn, n, len(args), signature)
-        compiled = jax.device_get(program((*args, *fixed), where.stacks))
-        blocks = estimates([compiled[VALUE]], [compiled[POINTS]], where, args) if VALUE in compiled and POINTS in compiled else None
-        for b in range(len(members)):
-            reference = scenario_estimates(blocks, b, [(0, j) for j in range(n)]) if blocks is not None else (
-                jit_failures.get(POINTS) or jit_failures.get(VALUE)
-            )
+        centre, blocks, stopped = None, None, None
+        try:
+            centre, at_points = jax.device_get(_at_points(first.fn, n, signature)((*args, *fixed), where.stacks))
+            blocks = estimates([centre], [at_points], where, args)
+        except Exception as exc:  # noqa: BLE001 - the finite differences' result is this exception
+            stopped = exc
+        compiled = _compiled(first.fn, n)
+        for b, ts in enumerate(targets):
+            mine, mine_failed = _each(compiled, (*ts[t].args, *ts[t].fixed))
+            if centre is not None and VALUE in mine and not _same(centre[b], mine[VALUE]):
+                unlike[b] = True
+            reference = scenario_estimates(blocks, b, [(0, j) for j in range(n)]) if blocks is not None else stopped
+            eager_b = {name: answer[b] if name == VALUE else tuple(block[b] for block in answer) for name, answer in eager.items()}
             paths[b].update(
                 assembled(
-                    eager, eager_failures, compiled, jit_failures, reference, member=b,
+                    eager_b, eager_failures, mine, mine_failed, reference,
                     engine="group", binding=first.bound, label=first.binding, with_value=t == 0, device=device,
                 )
             )
     share = (time.perf_counter() - started) / len(members)
     return [
-        Computed(
+        None
+        if unlike[b]
+        else Computed(
             paths=paths[b],
             arg_names=ts[0].arg_names,
             inputs=ts[0].args,
@@ -171,4 +203,4 @@ class GroupEngine:
                     computed = _group(members, started, device_name(self.devices[0]) if self.devices else None, self.eager)
             except Exception:  # noqa: BLE001 - a group that fails as a whole settles nothing: the next engine takes its scenarios
                 continue
-            yield from zip(indices, computed, strict=True)
+            yield from ((index, c) for index, c in zip(indices, computed, strict=True) if c is not None)

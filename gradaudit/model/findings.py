@@ -74,7 +74,9 @@ class Finding:
         return "|".join(part for part in (self.signature, self.wrong, self.entries) if part)
 
     def to_dict(self) -> dict:
-        return {"fingerprint": self.fingerprint, "kind": self.kind, **_described(self), "wrong": self.wrong, "entries": self.entries}
+        """As reports keep it; `entries` lives in the fingerprint, and a field with nothing to say
+        (no location, no values, no class of wrong value) is left out."""
+        return {"fingerprint": self.fingerprint, "kind": self.kind, **_described(self), **({"wrong": self.wrong} if self.wrong else {})}
 
 
 @dataclass(frozen=True)
@@ -95,14 +97,12 @@ class Note:
 
 def _described(said: Finding | Note) -> dict:
     """What findings and notes both say, as reports keep it."""
-    return {
-        "paths": list(said.paths),
-        "message": said.message,
-        "count": said.count,
-        "of": said.of,
-        "location": said.location,
-        "values": said.values,
-    }
+    described = {"paths": list(said.paths), "message": said.message, "count": said.count, "of": said.of}
+    if said.location is not None:
+        described["location"] = said.location
+    if said.values:
+        described["values"] = said.values
+    return described
 
 
 @dataclass(frozen=True)

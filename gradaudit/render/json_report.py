@@ -33,17 +33,67 @@ def _plain(value: object) -> object:
 
 
 def array_to_json(array: np.ndarray) -> object:
+    """An array as nested lists; floats that are all whole numbers (one-hot Jacobians) written as
+    integers, which JSON reads as the same numbers in a third of the text."""
     array = np.asarray(array)
     if array.dtype.kind in "biu":
         return array.tolist()
-    return np.asarray(array, dtype=np.float64).tolist()
+    wide = np.asarray(array, dtype=np.float64)
+    if wide.size and np.all(np.isfinite(wide)) and np.all(wide == np.round(wide)) and np.all(np.abs(wide) < 2**53):
+        return wide.astype(np.int64).tolist()
+    return wide.tolist()
 
 
-def path_to_json(result: PathResult, arg_names: tuple[str, ...], arrays: bool = True) -> dict:
-    """A path as the report keeps it; without `arrays`, only its status and where and how it ran."""
-    placed = {} if result.device is None else {"device": result.device}
+def path_to_json(result: PathResult, arg_names: tuple[str, ...], arrays: bool = True, same: dict[str, str] | None = None) -> dict:
+    """A path as the report keeps it: without `arrays`, only its status; with `same` given, its
+    `engine`, `binding` and `device` only where they differ from those (the result's own)."""
+    recorded = {"engine": result.engine, "binding": result.binding, **({} if result.device is None else {"device": result.device})}
     body = _path_body(result, arg_names) if arrays or not result.ok else {"status": "ok"}
-    return {**body, "engine": result.engine, "binding": result.binding, **placed}
+    return {**body, **{key: value for key, value in recorded.items() if same is None or same.get(key) != value}}
+
+
+def _equal(a: PathResult, b: PathResult) -> bool:
+    """Whether two paths' arrays hold the same numbers (NaN where NaN): the same in the report."""
+    return (
+        a.ok and b.ok and len(a.arrays) == len(b.arrays)
+        and all(
+            np.shape(x) == np.shape(y) and np.array_equal(np.asarray(x, np.float64), np.asarray(y, np.float64), equal_nan=True)
+            for x, y in zip(a.arrays, b.arrays, strict=True)
+        )
+    )
+
+
+def _paths_to_json(result: ScenarioResult, arrays: bool, detail: str, same: dict[str, str]) -> dict:
+    """Every path; with detail `findings`, a path whose arrays hold the same numbers as a path
+    written before it (of the same kind: a value, Jacobians, Hessians) says `"equals": that path`
+    instead of repeating them. Each path was computed on its own; only the writing is shared."""
+    written: dict[str, PathResult] = {}
+    document = {}
+    for name, path in result.paths.items():
+        twin = None
+        if arrays and detail != "full" and path.ok:
+            twin = next((w for w, other in written.items() if _kind(w) == _kind(name) and _equal(other, path)), None)
+        if twin is None:
+            document[name] = path_to_json(path, result.arg_names, arrays, same)
+            written[name] = path
+        else:
+            document[name] = {**path_to_json(path, result.arg_names, False, same), "equals": twin}
+    return document
+
+
+def _provenance(entries: list[dict]) -> list[dict]:
+    """Per routing, the output elements that share it: `{"elements": [...], "value_from": [...],
+    path: [...]}`, elements in order, so a 300-element output routed one way is one entry."""
+    grouped: dict[str, dict] = {}
+    for entry in entries:
+        routing = {key: value for key, value in entry.items() if key != "element"}
+        grouped.setdefault(json.dumps(routing), {"elements": [], **routing})["elements"].append(entry["element"])
+    return list(grouped.values())
+
+
+def _kind(name: str) -> str:
+    base = base_name(name)
+    return "value" if base in (VALUE, JIT_VALUE) else ("hessian" if base in SECOND_ORDER_PATHS else "jacobians")
 
 
 def _path_body(result: PathResult, arg_names: tuple[str, ...]) -> dict:
@@ -65,24 +115,37 @@ def _path_body(result: PathResult, arg_names: tuple[str, ...]) -> dict:
 
 def result_to_json(result: ScenarioResult, detail: str = "full") -> dict:
     """A scenario's result; with detail `findings`, a consistent scenario's paths keep only their
-    status (its arrays agree, so its inputs, provenance and verdict are the evidence kept)."""
+    status (its arrays agree, so its inputs, provenance and verdict are the evidence kept). Its
+    diagnosis is named by id: the report's `diagnoses` holds each one's text once."""
     scenario = result.scenario
     arrays = detail == "full" or bool(result.findings)
+    first = next(iter(result.paths.values()), None)
+    same = {} if first is None else {"engine": result.method, "binding": first.binding, "device": first.device}
     return {
         "name": scenario.name,
         "source": f"{scenario.source.file}:{scenario.source.line}",
-        "scenario": scenario.to_dict(),
+        "scenario": {key: value for key, value in scenario.to_dict().items() if value is not None and key != "name"},
         "status": result.status,
         "method": result.method,
+        **{key: value for key, value in same.items() if key != "engine" and value is not None},
         "seconds": round(result.seconds, 6),
         "inputs": {name: array_to_json(a) for name, a in zip(result.arg_names, result.inputs, strict=True)},
-        "paths": {name: path_to_json(path, result.arg_names, arrays) for name, path in result.paths.items()},
-        "provenance": None if result.provenance is None or not arrays else result.provenance.to_list(result.arg_names),
+        "paths": _paths_to_json(result, arrays, detail, same),
+        "provenance": None if result.provenance is None or not arrays else _provenance(result.provenance.to_list(result.arg_names)),
         "findings": [finding.to_dict() for finding in result.findings],
         "notes": [note.to_dict() for note in result.notes],
-        "diagnosis": None if result.diagnosis is None else result.diagnosis.to_dict(),
+        "diagnosis": None if result.diagnosis is None else {"id": result.diagnosis.id},
         "outcome": None if result.outcome is None else result.outcome.to_dict(),
     }
+
+
+def _diagnoses(results) -> dict:
+    """Each diagnosis the results name, by id: title, explanation, evidence, fixes and references, once."""
+    found = {}
+    for result in results:
+        if result.diagnosis is not None and result.diagnosis.id not in found:
+            found[result.diagnosis.id] = result.diagnosis.to_dict()
+    return dict(sorted(found.items()))
 
 
 def report_to_json(report: AuditReport, detail: str = "full") -> dict:
@@ -97,6 +160,7 @@ def report_to_json(report: AuditReport, detail: str = "full") -> dict:
         "files": list(report.files),
         "warnings": list(report.warnings),
         "detail": detail,
+        "diagnoses": _diagnoses(report.results),
         "results": [result_to_json(result, detail) for result in report.results],
         "errors": [error.to_dict() for error in report.errors],
     }
@@ -124,8 +188,21 @@ def result_line(result: ScenarioResult) -> str:
     return json.dumps(_plain(result_to_json(result, "findings")), allow_nan=False) + "\n"
 
 
-def _dump(document: dict) -> str:
-    return json.dumps(_plain(document), indent=2, allow_nan=False) + "\n"
+def _layout(value: object, indent: str = "") -> str:
+    """Objects one key a line; a list of objects one object a line, each compact: a report of
+    10,000 scenarios stays a file of 10,000 lines that diff and grep read, not of millions."""
+    inner = indent + "  "
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(key)}: {_layout(v, inner)}" for key, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return "[\n" + ",\n".join(inner + json.dumps(v, allow_nan=False, separators=(",", ":")) for v in value) + f"\n{indent}]"
+    return json.dumps(value, allow_nan=False)
+
+
+def dump(document: dict) -> str:
+    """A report document as gradaudit writes it (strict JSON, laid out by `_layout`)."""
+    return _layout(_plain(document)) + "\n"
 
 
 class JsonFormat(FileFormat):
@@ -133,7 +210,7 @@ class JsonFormat(FileFormat):
         self.detail = detail
 
     def render(self, report: AuditReport) -> str:
-        return _dump(report_to_json(report, self.detail))
+        return dump(report_to_json(report, self.detail))
 
     def render_comparison(self, comparison: RuleComparison) -> str:
-        return _dump(comparison_to_json(comparison, self.detail))
+        return dump(comparison_to_json(comparison, self.detail))
