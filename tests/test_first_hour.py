@@ -199,7 +199,7 @@ def test_a_baseline_does_not_accept_another_wrong_rule(project):
 
     (result,) = json.loads((project / "swapped.json").read_text())["results"]
     (new,) = result["outcome"]["new"]
-    assert new.startswith("disagreement:finite_difference+jacfwd+jacrev+jit_jacfwd+jit_jacrev|x3|4/16#")
+    assert result["findings"][new]["fingerprint"].startswith("disagreement:finite_difference+jacfwd+jacrev+jit_jacfwd+jit_jacrev|x3|4/16#")
 
 
 def test_an_old_baseline_is_refused_with_what_to_do(project):

@@ -6,7 +6,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import click
@@ -17,10 +17,12 @@ from rich.text import Text
 from gradaudit.model.options import Options
 
 
-def write_atomic(target: str, text: str) -> None:
-    """Write `text` to `target` (or stdout for '-') so that readers never see half a file."""
+def write_atomic(target: str, text: str | Iterable[str]) -> None:
+    """Write `text` (or its pieces, in order) to `target` (or stdout for '-') so that readers never
+    see half a file."""
+    pieces = [text] if isinstance(text, str) else text
     if target == "-":
-        sys.stdout.write(text)
+        sys.stdout.writelines(pieces)
         sys.stdout.flush()
         return
     path = Path(target)
@@ -30,7 +32,7 @@ def write_atomic(target: str, text: str) -> None:
     try:
         os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a report is an ordinary file
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.writelines(pieces)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, path)

@@ -10,7 +10,6 @@ how they batch: one scenario at a time (literal), many scenarios' functions in o
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Protocol
@@ -47,22 +46,22 @@ class Engine(Protocol):
 def run_path(
     name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str, tuple[np.ndarray, ...]]], device: str | None = None
 ) -> PathResult:
-    """Run one path, turning an exception into data: not applicable when it says so, else an error."""
+    """Run one path, turning an exception into data (see `failed_path`)."""
     try:
         computed = compute()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - an exception (sys.exit too) is a result here, not a failure
-        error = PathError.from_exception(exc)
-        for inapplicable in NOT_APPLICABLE:
-            if inapplicable.matches(name, exc):
-                return PathResult(name=name, arrays=None, not_applicable=inapplicable.reason, device=device)
-        return PathResult(name=name, arrays=None, error=error, device=device)
+        return failed_path(name, exc, device)
     if isinstance(computed, dict):
         return PathResult(name=name, arrays=computed["extrapolated"], estimates=computed, device=device)
     return PathResult(name=name, arrays=computed, device=device)
 
 
-def _raise(exception: BaseException):
-    raise exception
+def failed_path(name: str, exc: BaseException, device: str | None = None) -> PathResult:
+    """A path that raised `exc`: not applicable when the exception says so, else an error."""
+    for inapplicable in NOT_APPLICABLE:
+        if inapplicable.matches(name, exc):
+            return PathResult(name=name, arrays=None, not_applicable=inapplicable.reason, device=device)
+    return PathResult(name=name, arrays=None, error=PathError.from_exception(exc), device=device)
 
 
 def first_order_paths(
@@ -88,7 +87,7 @@ def first_order_paths(
     def result(base: str, answer) -> PathResult:
         name = path_name(base, label)
         if isinstance(answer, BaseException):
-            computed = run_path(name, functools.partial(_raise, answer))
+            computed = failed_path(name, answer)
         elif base == FINITE_DIFFERENCE:
             computed = PathResult(name, answer["extrapolated"], estimates=answer)
         else:

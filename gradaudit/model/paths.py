@@ -6,6 +6,7 @@ No JAX here: the transforms that compute paths live in `engines/`.
 
 from __future__ import annotations
 
+import functools
 import os
 import sysconfig
 import traceback
@@ -83,8 +84,10 @@ _LIBRARY_FOLDERS = tuple(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def is_user_file(filename: str) -> bool:
-    """Whether a traceback frame is the user's own code: not the standard library, an installed package or gradaudit."""
+    """Whether a traceback frame is the user's own code: not the standard library, an installed
+    package or gradaudit (remembered per file: a deep JAX traceback names the same files often)."""
     if filename.startswith("<"):
         return False
     resolved = str(Path(filename).resolve())

@@ -34,9 +34,6 @@ class Outcome:
     known: tuple[str, ...] = ()
     """Fingerprints of findings a baseline or an expectation accepts."""
 
-    def to_dict(self) -> dict:
-        return {"passed": self.passed, "reason": self.reason, "new": list(self.new), "known": list(self.known)}
-
 
 @dataclass(frozen=True, eq=False)
 class ScenarioResult:

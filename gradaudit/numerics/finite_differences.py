@@ -161,8 +161,9 @@ def estimates(f0: Sequence[np.ndarray], at_points: Sequence[np.ndarray], where: 
 
 
 def scenario_estimates(blocks: Blocks, b: int, pairs: Sequence[tuple[int, int]]) -> dict[str, tuple[np.ndarray, ...]]:
-    """Scenario `b`'s estimates for the (output, argument) `pairs`, one block each, as a path keeps them."""
-    return {name: tuple(blocks[name][k][j][b] for k, j in pairs) for name in ESTIMATES}
+    """Scenario `b`'s estimates for the (output, argument) `pairs`, one block each, as a path keeps
+    them: copies, so a scenario's result does not keep its whole group's arrays alive."""
+    return {name: tuple(np.array(blocks[name][k][j][b]) for k, j in pairs) for name in ESTIMATES}
 
 
 def differences(forward: Callable[..., Sequence[object]], args: Sequence[np.ndarray], steps: Sequence[float]) -> dict[str, tuple[np.ndarray, ...]]:

@@ -1,6 +1,6 @@
 """Renderers: each turns an AuditReport into one output format and only reads the report.
 
-File formats share one small interface, `FileFormat.render(report) -> str` (and
+File formats share one small interface, `FileFormat.render(report)`, the text whole or piece by piece (and
 `render_comparison` for `compare`), chosen by the `ReportFormat` enum; `formatter_for` fails
 loudly if a format is added without a renderer.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 
 from gradaudit.model.results import AuditReport, RuleComparison
 
@@ -25,11 +26,12 @@ class FileFormat(ABC):
     """A report format written to a file (or stdout) as text."""
 
     @abstractmethod
-    def render(self, report: AuditReport) -> str:
-        """The whole report in this format."""
+    def render(self, report: AuditReport) -> str | Iterable[str]:
+        """The whole report in this format: its text, or its pieces in order (a large report is
+        written as it is made, never whole in memory)."""
 
     @abstractmethod
-    def render_comparison(self, comparison: RuleComparison) -> str:
+    def render_comparison(self, comparison: RuleComparison) -> str | Iterable[str]:
         """A `compare` run (one audit per rule) in this format."""
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -81,6 +82,16 @@ def _paths_to_json(result: ScenarioResult, arrays: bool, detail: str, same: dict
     return document
 
 
+def _outcome(result: ScenarioResult) -> dict:
+    """The gate's outcome; `new` and `known` name the findings by their position in `findings`
+    (the first with each fingerprint), not by repeating their fingerprints."""
+    first: dict[str, int] = {}
+    for position, finding in enumerate(result.findings):
+        first.setdefault(finding.fingerprint, position)
+    outcome = result.outcome
+    return {"passed": outcome.passed, "reason": outcome.reason, "new": [first[f] for f in outcome.new], "known": [first[f] for f in outcome.known]}
+
+
 def _provenance(entries: list[dict]) -> list[dict]:
     """Per routing, the output elements that share it: `{"elements": [...], "value_from": [...],
     path: [...]}`, elements in order, so a 300-element output routed one way is one entry."""
@@ -135,7 +146,7 @@ def result_to_json(result: ScenarioResult, detail: str = "full") -> dict:
         "findings": [finding.to_dict() for finding in result.findings],
         "notes": [note.to_dict() for note in result.notes],
         "diagnosis": None if result.diagnosis is None else {"id": result.diagnosis.id},
-        "outcome": None if result.outcome is None else result.outcome.to_dict(),
+        "outcome": None if result.outcome is None else _outcome(result),
     }
 
 
@@ -161,7 +172,7 @@ def report_to_json(report: AuditReport, detail: str = "full") -> dict:
         "warnings": list(report.warnings),
         "detail": detail,
         "diagnoses": _diagnoses(report.results),
-        "results": [result_to_json(result, detail) for result in report.results],
+        "results": _Rows(result_to_json(result, detail) for result in report.results),
         "errors": [error.to_dict() for error in report.errors],
     }
 
@@ -188,29 +199,57 @@ def result_line(result: ScenarioResult) -> str:
     return json.dumps(_plain(result_to_json(result, "findings")), allow_nan=False) + "\n"
 
 
-def _layout(value: object, indent: str = "") -> str:
-    """Objects one key a line; a list of objects one object a line, each compact: a report of
-    10,000 scenarios stays a file of 10,000 lines that diff and grep read, not of millions."""
+class _Rows:
+    """A list of objects made one at a time as the report is written (the results): a report of
+    10,000 scenarios is never whole in memory."""
+
+    def __init__(self, rows: Iterable[dict]):
+        self.rows = rows
+
+
+def _chunks(value: object, indent: str = "") -> Iterator[str]:
+    """The document's text, piece by piece: objects one key a line; a list of objects one object a
+    line, each compact, so a report of 10,000 scenarios is a file of 10,000 lines that diff and
+    grep read, not of millions. Strict JSON: non-finite numbers become strings (see `_plain`)."""
     inner = indent + "  "
     if isinstance(value, dict) and value:
-        items = [f"{inner}{json.dumps(key)}: {_layout(v, inner)}" for key, v in value.items()]
-        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        return "[\n" + ",\n".join(inner + json.dumps(v, allow_nan=False, separators=(",", ":")) for v in value) + f"\n{indent}]"
-    return json.dumps(value, allow_nan=False)
+        yield "{"
+        for position, (key, item) in enumerate(value.items()):
+            yield f"{',' if position else ''}\n{inner}{json.dumps(key)}: "
+            yield from _chunks(item, inner)
+        yield f"\n{indent}}}"
+    elif isinstance(value, _Rows) or (isinstance(value, list) and value and all(isinstance(v, dict) for v in value)):
+        rows = value.rows if isinstance(value, _Rows) else value
+        written = 0
+        for row in rows:
+            yield f"{',' if written else '['}\n{inner}{_compact(row)}"
+            written += 1
+        yield f"\n{indent}]" if written else "[]"
+    else:
+        yield json.dumps(_plain(value), allow_nan=False)
+
+
+def _compact(row: dict) -> str:
+    """One object on one line; `_plain` walks it only when it holds a non-finite number."""
+    try:
+        return json.dumps(row, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        return json.dumps(_plain(row), allow_nan=False, separators=(",", ":"))
 
 
 def dump(document: dict) -> str:
-    """A report document as gradaudit writes it (strict JSON, laid out by `_layout`)."""
-    return _layout(_plain(document)) + "\n"
+    """A report document as gradaudit writes it (see `_chunks`), whole."""
+    return "".join(_chunks(document)) + "\n"
 
 
 class JsonFormat(FileFormat):
     def __init__(self, detail: str = "findings"):
         self.detail = detail
 
-    def render(self, report: AuditReport) -> str:
-        return dump(report_to_json(report, self.detail))
+    def render(self, report: AuditReport) -> Iterator[str]:
+        yield from _chunks(report_to_json(report, self.detail))
+        yield "\n"
 
-    def render_comparison(self, comparison: RuleComparison) -> str:
-        return dump(comparison_to_json(comparison, self.detail))
+    def render_comparison(self, comparison: RuleComparison) -> Iterator[str]:
+        yield from _chunks(comparison_to_json(comparison, self.detail))
+        yield "\n"
