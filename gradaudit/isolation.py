@@ -1,8 +1,10 @@
 """Worker processes (`--jobs N`): users' code that crashes, aborts or hangs takes down only its worker.
 
-A worker receives batches of scenarios (those of one function together, so they share its
-programs), audits each on the literal engine under the run's rule, judges what it computed
-(`judging.assess`, as the parent would) and sends each result back as it is done. The parent
+A worker receives batches of scenarios, each for one engine: `literal` (scenarios of one function
+together, so they share its programs, each audited on its own) or `group` (one group of the group
+engine). It audits them under the run's rule, judges what it computed (`judging.assess`, as the
+parent would) and sends each result back as it is done; a group member whose result the group
+engine may not report (`judging.assess.one_story`) comes back as left to another engine. The parent
 hands out batches, kills a worker whose scenario runs past the timeout, and replaces any worker
 that dies. A batch that dies keeps the results it sent; its unfinished scenarios go back in the
 queue one by one. Memory corruption can kill a worker a scenario or two after the one that caused
@@ -30,26 +32,37 @@ DONE = "done"
 Batch = tuple[tuple[int, Scenario], ...]
 """Scenarios, with their positions in the run, that one worker audits one after another."""
 
+LITERAL, GROUP = "literal", "group"
+"""The engines a batch can be for."""
+
 
 def _serve(connection: Connection, options: Options, device_names: tuple[str, ...]) -> None:
-    """The worker's loop: receive a Batch, send back (index, result, time spent) per scenario, then DONE."""
+    """The worker's loop: receive (engine, Batch), send back (index, result or None when left to
+    another engine, time spent) per scenario, then DONE."""
+    from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
     from gradaudit.jaxenv import JaxEvents, devices_named, select_n_rule
-    from gradaudit.judging.assess import assess
+    from gradaudit.judging.assess import assess, one_story
 
-    literal = LiteralEngine(options.timeout, devices_named(device_names), options.limits)
+    devices = devices_named(device_names)
+    engines = {LITERAL: LiteralEngine(options.timeout, devices, options.limits), GROUP: GroupEngine(devices=devices)}
     events = JaxEvents()
 
     with select_n_rule(options.rule):
         while True:
-            batch = connection.recv()
-            if batch is None:
+            message = connection.recv()
+            if message is None:
                 return
+            engine, batch = message
             scenarios = [scenario for _, scenario in batch]
-            for position, paths in literal.run(scenarios):
+            answered = set()
+            for position, paths in engines[engine].run(scenarios):
                 result = assess(scenarios[position], paths, options.tolerance)
                 spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
-                connection.send((batch[position][0], result, spent))
+                answered.add(position)
+                connection.send((batch[position][0], result if engine == LITERAL or one_story(result) else None, spent))
+            for position in sorted(set(range(len(batch))) - answered):
+                connection.send((batch[position][0], None, events.take()))
             connection.send(DONE)
 
 
@@ -72,9 +85,9 @@ class _Worker:
         self.pending: set[int] = set()
         self.started = 0.0
 
-    def give(self, batch: Batch) -> None:
+    def give(self, engine: str, batch: Batch) -> None:
         self.batch, self.pending, self.started = batch, {index for index, _ in batch}, time.monotonic()
-        self.connection.send(batch)
+        self.connection.send((engine, batch))
 
     def stop(self) -> None:
         if self.process.is_alive():
@@ -91,11 +104,13 @@ def run_in_workers(
     notify: Callable[[int, ScenarioResult], None],
     failure: Callable[[Scenario, Failure], ScenarioResult],
     totals: dict[str, float] | None = None,
+    engine: str = LITERAL,
 ) -> None:
-    """Audit `batches` in `jobs` worker processes; `notify(index, result)` hears of each result.
+    """Audit `batches` on `engine` in `jobs` worker processes; `notify(index, result)` hears of each
+    result (a group member the group engine may not report is not notified: another engine's).
 
     A batch whose worker dies or times out sends its unfinished scenarios back to the queue, one
-    batch each, except the scenario it was on: retried
+    literal batch each, except the scenario it was on (for a group, its first unfinished one): retried
     once in a fresh worker if it died, then `failure(scenario, Failure(...))`; one past
     `options.timeout` (counted from the batch's previous result) gets a timeout failure at once.
     `totals` adds up what the workers report of their time (JAX's trace, lower and compile seconds,
@@ -103,7 +118,7 @@ def run_in_workers(
     """
     context = multiprocessing.get_context("spawn")
     settings = (options, devices)
-    queue = list(batches)
+    queue: list[tuple[str, Batch]] = [(engine, batch) for batch in batches]
     scenarios = {index: scenario for batch in batches for index, scenario in batch}
     retried: dict[int, str] = {}
     workers = [_Worker(context, settings) for _ in range(min(jobs, len(queue)))]
@@ -117,12 +132,12 @@ def run_in_workers(
         unfinished = [index for index, _ in batch if index in worker.pending]
         for position, index in enumerate(unfinished):
             if position > 0:
-                queue.insert(0, ((index, scenarios[index]),))
+                queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
             elif timed_out:
                 notify(index, failure(scenarios[index], Failure(f"timed out after {options.timeout:g} s", "TimeoutError")))
             elif index not in retried:
                 retried[index] = reason
-                queue.insert(0, ((index, scenarios[index]),))
+                queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
             else:
                 notify(index, failure(scenarios[index], Failure(f"{reason} (also when retried in a fresh worker)", "WorkerCrash")))
 
@@ -130,7 +145,7 @@ def run_in_workers(
         while queue or any(w.batch is not None for w in workers):
             for worker in workers:
                 if worker.batch is None and queue:
-                    worker.give(queue.pop(0))
+                    worker.give(*queue.pop(0))
             busy = [w for w in workers if w.batch is not None]
             ready = wait([w.connection for w in busy], timeout=0.2)
             for worker in busy:
@@ -150,6 +165,8 @@ def run_in_workers(
                     if totals is not None:
                         for key, value in spent.items():
                             totals[key] = totals.get(key, 0.0) + value
+                    if result is None:
+                        continue
                     if index in retried:
                         result = replace(result, notes=(*result.notes, Note(message=f"retried in a fresh worker: the first one {retried[index]}")))
                     notify(index, result)

@@ -5,21 +5,21 @@ One call selects (-k, --shard), checks limits, sets JAX up (rule, compilation ca
 runs the engines, judges and diagnoses what they computed (`judging.assess`, the same for every
 engine) and applies the gate (expectations, baseline). Which engine computes a scenario:
 
-1. select_n scenarios in groups of at least GROUP_MIN_SELECT_N sharing a program: the group
-   engine, with the selector passed in (its eager paths one eager vmap of the group, its jit
-   paths each scenario's own call of the compiled function). A scenario is reported from it when
-   its eager and jit paths tell one story (`_one_story`): consistent, or every finding naming an
-   eager path and its jit twin together, so the jit paths, the user's function called alone,
-   reproduce it; any other (an eager answer the batched run alone gave) goes on to the next engine.
+1. Scenarios in groups of at least GROUP_MIN sharing a program (select_n families with the
+   selector passed in; calls of one user function with the same shapes, dtypes and captured
+   values): the group engine, in worker processes with --jobs (a group a batch). Its eager paths
+   are one eager vmap of the group; its jit paths each scenario's own call of jax.jit of the
+   function, of jax.jacfwd and of jax.jacrev. A scenario is reported from it when its eager and
+   jit paths tell one story (`judging.assess.one_story`): consistent, or every finding naming an
+   eager path and its jit twin together, so that the jit paths, the user's function called on its
+   own, reproduce it. Any other (an answer only the batched run gave: a NaN that batched XLA code
+   turns into 0) goes on to the next engine.
 2. Every other select_n scenario: the bundle engine, with its selector captured as a user writes
    it; what it finds is reported.
-3. Functions, and everything the engines above could not take (second order, several devices, a
-   bundle that failed as a whole), and everything with --literal: the literal engine, one
-   scenario at a time (in worker processes with --jobs), scenarios of one function one after the
-   other, so that, as in a user's code, they share its traced and compiled programs. (A vmapped
-   group or a bundle can compute what a function does unbatched and alone otherwise: a NaN that
-   batched XLA code turns into 0, a constant folded in one program and not in another; so only
-   select_n, whose grids prove those engines right, goes through them.)
+3. Everything else (functions in smaller groups, second order, several devices, a bundle that
+   failed as a whole, group members left over) and everything with --literal: the literal engine,
+   one scenario at a time (in worker processes with --jobs), scenarios of one function one after
+   the other, so that, as in a user's code, they share its traced and compiled programs.
 So every finding is reproduced with the scenario's function exactly as a user writes it before it
 is reported.
 """
@@ -42,7 +42,7 @@ from gradaudit.model.scenario import Scenario
 from gradaudit.sources.selection import parse_shard, select
 from gradaudit.model.errors import InputError
 
-GROUP_MIN_SELECT_N = 16
+GROUP_MIN = 16
 """Smaller select_n groups go to bundles: a group's programs (eager ops for its shapes, one jit
 program) cost about what a bundle spends on some 8 scenarios, and a bundle reports findings too."""
 
@@ -213,7 +213,7 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
     from gradaudit.engines.bundle import BundleEngine
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
-    from gradaudit.judging.assess import assess
+    from gradaudit.judging.assess import assess, one_story
 
     settled = [False] * len(scenarios)
     fallen: dict[int, str] = {}
@@ -241,47 +241,42 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         fallen.update({indices[p]: why for p, why in engine.fallen.items()})
         return engine
 
-    shared = not options.literal and len(devices) <= 1
-    if shared:
-        select_n = positions(lambda s: s.target.kind == "select_n")
-        group = GroupEngine(min_size=GROUP_MIN_SELECT_N, devices=devices)
-        counts["groups"] += len(group.groups([scenarios[i] for i in select_n]))
-        run(group, select_n, keep=_one_story)
-        bundled(positions(lambda s: s.target.kind == "select_n"))
-    if options.jobs > 0:
-        from gradaudit.model.computed import failed
+    def in_workers(batches: list[list[int]], engine: str) -> None:
+        """Batches audited in worker processes on `engine`; what they do not settle is left unsettled."""
         from gradaudit.isolation import run_in_workers
         from gradaudit.jaxenv import device_name
+        from gradaudit.model.computed import failed
 
-        counts["workers"] = {}
         run_in_workers(
-            [tuple((i, scenarios[i]) for i in batch) for batch in _literal_batches(scenarios, positions(lambda s: True), options.jobs)],
+            [tuple((i, scenarios[i]) for i in batch) for batch in batches],
             options.jobs,
             options,
             tuple(map(device_name, devices)),
             take,
             lambda scenario, why: assess(scenario, failed(why), options.tolerance),
-            counts["workers"],
+            counts.setdefault("workers", {}),
+            engine,
         )
+
+    def grouped(kind: str) -> None:
+        """Scenarios of `kind` in groups of at least GROUP_MIN on the group engine."""
+        indices = positions(lambda s: s.target.kind == kind)
+        group = GroupEngine(min_size=GROUP_MIN, devices=devices)
+        batches = [[indices[p] for p in batch] for batch in group.groups([scenarios[i] for i in indices])]
+        counts["groups"] += len(batches)
+        if options.jobs > 0 and batches:
+            in_workers(batches, "group")
+        elif batches:
+            run(group, indices, keep=one_story)
+
+    if not options.literal and len(devices) <= 1:
+        grouped("select_n")
+        bundled(positions(lambda s: s.target.kind == "select_n"))
+        grouped("function")
+    if options.jobs > 0:
+        in_workers(_literal_batches(scenarios, positions(lambda s: True), options.jobs), "literal")
         return
     run(LiteralEngine(options.timeout, devices, options.limits), sorted(positions(lambda s: True), key=lambda i: _family(scenarios[i])))
-
-
-def _one_story(result: ScenarioResult) -> bool:
-    """Whether no finding sets an eager path against its jit twin (`jacrev` against `jit_jacrev`,
-    `value` against `jit_value`): where eager and jit agree, the jit paths, each the user's
-    function compiled and called on its own, reproduce every finding."""
-    from gradaudit.model.paths import JIT_JACFWD, JIT_JACREV, JIT_VALUE
-
-    twins = {JIT_VALUE, JIT_JACFWD, JIT_JACREV}
-    for finding in result.findings:
-        named = set(finding.paths)
-        for name in named:
-            jit, eager = name.startswith("jit_"), "jit_" + name
-            twin = name.removeprefix("jit_") if jit else eager
-            if (name.split(":")[0] in twins or eager.split(":")[0] in twins) and twin not in named:
-                return False
-    return True
 
 
 def _family(scenario: Scenario) -> tuple:

@@ -17,7 +17,7 @@ from gradaudit.jaxenv import FIXED, LEGACY, needs_x64, select_n_rule
 from gradaudit.judging.assess import assess
 from gradaudit.model.findings import CONSISTENT
 from gradaudit.model.options import Options
-from gradaudit.service import GROUP_MIN_SELECT_N, audit
+from gradaudit.service import GROUP_MIN, audit
 from gradaudit.sources.scenario_files import load_paths
 from tests.helpers import ROOT, make_scenario
 
@@ -125,7 +125,7 @@ def test_every_path_ran_where_it_says_and_none_repeats_another():
 def _large_group_and_others() -> list:
     """One group big enough for the group engine (in- and out-of-range selectors) and small groups beside it."""
     values = [0, 1, 2, 5, -1, 1, 0, 2, 1, 0, 3, 1, 2, 0, 1, 2]
-    assert len(values) >= GROUP_MIN_SELECT_N
+    assert len(values) >= GROUP_MIN
     big = [make_scenario("int8", v, 3, (2,), seed=n, name=f"big-{n}") for n, v in enumerate(values)]
     return big + grid()[:8]
 
