@@ -234,3 +234,48 @@ def test_a_step_too_small_for_bfloat16_is_raised_to_one_it_can_resolve(literal):
     assert [float(b) for b in step.paths["finite_difference"].arrays] == [1.0, 0.0]
     assert float(tiny.paths["finite_difference"].arrays[0]) == pytest.approx(2 * 292, rel=0.05)  # bfloat16 squares near 85,000 are 512 apart
     assert {r.method for r in report.results} == {"literal" if literal else "bundle"}
+
+
+FUNCTION_GROUPS = '''
+import jax.numpy as jnp
+
+
+def max_all(x):
+    return jnp.max(x)
+
+
+def scaled_take(x, i):
+    return 2.0 * jnp.take(x, i, mode="clip")
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs", [0, 2])
+def test_function_groups_give_the_literal_engines_verdicts(tmp_path, jobs):
+    """A user's function called at many points forms a group (here with NaN inputs, whose batched
+    derivative may differ from the unbatched one, and integer inputs captured and traced); every
+    verdict equals the literal engine's, and what a group reports, its jit paths reproduce."""
+    (tmp_path / "fns.py").write_text(FUNCTION_GROUPS)
+    rng = np.random.default_rng(3)
+    lines = ["scenarios:"]
+    for n in range(2 * GROUP_MIN + 2):
+        values = [float(v) for v in np.round(rng.standard_normal(3), 3)]
+        if n % 3 == 0:
+            values[n % 3] = ".nan"
+        lines += [f"  - name: max-{n}", "    fn: fns:max_all", f"    inputs: [{{dtype: float32, value: [{', '.join(map(str, values))}]}}]"]
+        lines += [
+            f"  - name: take-{n}",
+            "    fn: fns:scaled_take",
+            f"    inputs: [{{dtype: float32, value: [1.0, 2.0, 3.0]}}, {{dtype: int32, value: {2 if n % 2 else 5}}}]",
+        ]
+    (tmp_path / "groups.yaml").write_text("\n".join(lines).replace("'.nan'", ".nan") + "\n")
+    scenarios = load_paths([str(tmp_path / "groups.yaml")]).scenarios
+    default = audit(scenarios, Options(rule=LEGACY, jobs=jobs, cache=None))
+    literal = audit(scenarios, Options(rule=LEGACY, jobs=jobs, cache=None, literal=True))
+    for ours, theirs in zip(default.results, literal.results, strict=True):
+        assert ours.status == theirs.status, ours.scenario.name
+        assert [f.fingerprint for f in ours.findings] == [f.fingerprint for f in theirs.findings], ours.scenario.name
+    grouped = [r for r in default.results if r.method == "group"]
+    assert default.timings["groups"] >= 2 and len(grouped) >= GROUP_MIN
+    assert {p.binding for r in grouped if r.scenario.name.startswith("take") for p in r.paths.values()} == {"traced", "constant"}
+    assert {r.method for r in literal.results} == {"literal"}
