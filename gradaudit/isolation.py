@@ -45,7 +45,10 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
     from gradaudit.judging.assess import assess, one_story
 
     devices = devices_named(device_names)
-    engines = {LITERAL: LiteralEngine(options.timeout, devices, options.limits), GROUP: GroupEngine(devices=devices)}
+    engines = {
+        LITERAL: LiteralEngine(options.timeout, devices, options.limits),
+        GROUP: GroupEngine(devices=devices, timeout=options.timeout, limits=options.limits),
+    }
     events = JaxEvents()
 
     with select_n_rule(options.rule):
@@ -60,7 +63,7 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
                 result = assess(scenarios[position], paths, options.tolerance)
                 spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
                 answered.add(position)
-                connection.send((batch[position][0], result if engine == LITERAL or one_story(result) else None, spent))
+                connection.send((batch[position][0], result if engine == LITERAL or one_story(result, options.tolerance) else None, spent))
             for position in sorted(set(range(len(batch))) - answered):
                 connection.send((batch[position][0], None, events.take()))
             connection.send(DONE)
@@ -81,12 +84,13 @@ class _Worker:
         self.process = context.Process(target=_serve, args=(child, *settings), daemon=True)
         self.process.start()
         child.close()
+        self.engine = LITERAL
         self.batch: Batch | None = None
         self.pending: set[int] = set()
         self.started = 0.0
 
     def give(self, engine: str, batch: Batch) -> None:
-        self.batch, self.pending, self.started = batch, {index for index, _ in batch}, time.monotonic()
+        self.engine, self.batch, self.pending, self.started = engine, batch, {index for index, _ in batch}, time.monotonic()
         self.connection.send((engine, batch))
 
     def stop(self) -> None:
@@ -131,7 +135,7 @@ def run_in_workers(
         workers[workers.index(worker)] = _Worker(context, settings)
         unfinished = [index for index, _ in batch if index in worker.pending]
         for position, index in enumerate(unfinished):
-            if position > 0:
+            if position > 0 or worker.engine == GROUP:  # a group computes its members together: none is to blame
                 queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
             elif timed_out:
                 notify(index, failure(scenarios[index], Failure(f"timed out after {options.timeout:g} s", "TimeoutError")))

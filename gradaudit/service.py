@@ -9,11 +9,10 @@ engine) and applies the gate (expectations, baseline). Which engine computes a s
    selector passed in; calls of one user function with the same shapes, dtypes and captured
    values): the group engine, in worker processes with --jobs (a group a batch). Its eager paths
    are one eager vmap of the group; its jit paths each scenario's own call of jax.jit of the
-   function, of jax.jacfwd and of jax.jacrev. A scenario is reported from it when its eager and
-   jit paths tell one story (`judging.assess.one_story`): consistent, or every finding naming an
-   eager path and its jit twin together, so that the jit paths, the user's function called on its
-   own, reproduce it. Any other (an answer only the batched run gave: a NaN that batched XLA code
-   turns into 0) goes on to the next engine.
+   function, of jax.jacfwd and of jax.jacrev. A scenario is reported from it when each eager
+   path agrees with its jit twin (`judging.assess.one_story`), so that the jit paths, the user's
+   function called on that scenario alone, reproduce every finding. Any other (an answer only the
+   batched run gave: a NaN that batched XLA code turns into 0) goes on to the next engine.
 2. Every other select_n scenario: the bundle engine, with its selector captured as a user writes
    it; what it finds is reported.
 3. Everything else (functions in smaller groups, second order, several devices, a bundle that
@@ -261,15 +260,16 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         )
 
     def grouped(kind: str) -> None:
-        """Scenarios of `kind` in groups of at least GROUP_MIN on the group engine."""
+        """Scenarios of `kind` in groups of at least GROUP_MIN on the group engine: in workers, a
+        group a batch, grouped here without tracing users' code; else in this process."""
         indices = positions(lambda s: s.target.kind == kind)
-        group = GroupEngine(min_size=GROUP_MIN, devices=devices)
-        batches = [[indices[p] for p in batch] for batch in group.groups([scenarios[i] for i in indices])]
+        group = GroupEngine(min_size=GROUP_MIN, devices=devices, timeout=options.timeout, limits=options.limits)
+        batches = [[indices[p] for p in batch] for batch in group.keyed([scenarios[i] for i in indices])]
         counts["groups"] += len(batches)
         if options.jobs > 0 and batches:
             in_workers(batches, "group")
         elif batches:
-            run(group, indices, keep=one_story)
+            run(group, indices, keep=lambda result: one_story(result, options.tolerance))
 
     if not options.literal and len(devices) <= 1:
         grouped("select_n")

@@ -279,3 +279,37 @@ def test_function_groups_give_the_literal_engines_verdicts(tmp_path, jobs):
     assert default.timings["groups"] >= 2 and len(grouped) >= GROUP_MIN
     assert {p.binding for r in grouped if r.scenario.name.startswith("take") for p in r.paths.values()} == {"traced", "constant"}
     assert {r.method for r in literal.results} == {"literal"}
+
+
+def test_a_group_whose_batched_finite_differences_fail_leaves_every_member(monkeypatch):
+    def broken(fn, points_of, signature):
+        def program(inputs, stacks):
+            raise RuntimeError("the batched program alone fails")
+
+        return program
+
+    monkeypatch.setattr(group, "_at_points", broken)
+    with select_n_rule(LEGACY):
+        assert dict(GroupEngine().run(_large_group_and_others()[:16])) == {}
+
+
+def test_eager_and_jit_twins_must_agree_entry_by_entry():
+    """A group member is kept only where each eager path says what its jit twin says, whatever
+    the findings name (a value split names both sides of one finding)."""
+    from gradaudit.judging.judge import Tolerances, twins_agree
+    from gradaudit.model.paths import PathError, PathResult
+
+    tolerances = Tolerances(fd_rtol=1e-2, fd_atol=1e-2, ad_rtol=1e-6, ad_atol=1e-6)
+    one, other = (np.array([1.0, 2.0]),), (np.array([1.0, 2.5]),)
+    error = PathError(type="IndexError", message="tuple index out of range", where="lax.py:1 in rule")
+    paths = {
+        "value": PathResult("value", one),
+        "jit_value": PathResult("jit_value", one),
+        "jacrev": PathResult("jacrev", None, error=error),
+        "jit_jacrev": PathResult("jit_jacrev", None, error=error),
+        "finite_difference": PathResult("finite_difference", other),
+    }
+    assert twins_agree(paths, tolerances)
+    assert not twins_agree({**paths, "jit_value": PathResult("jit_value", other)}, tolerances)
+    assert not twins_agree({**paths, "jit_jacrev": PathResult("jit_jacrev", one)}, tolerances)
+    assert not twins_agree({**paths, "jit_value:const": PathResult("jit_value:const", other), "value:const": PathResult("value:const", one)}, tolerances)

@@ -22,7 +22,7 @@ def write_atomic(target: str, text: str | Iterable[str]) -> None:
     see half a file."""
     pieces = [text] if isinstance(text, str) else text
     if target == "-":
-        sys.stdout.writelines(pieces)
+        sys.stdout.write("".join(pieces))  # made whole first: a failure while rendering prints nothing
         sys.stdout.flush()
         return
     path = Path(target)

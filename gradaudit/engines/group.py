@@ -20,13 +20,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from gradaudit.model.computed import Computed
 
 from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, assembled
-from gradaudit.engines.literal import steps
+from gradaudit.engines.literal import ScenarioTimeout, steps, time_limit
 from gradaudit.jaxenv import device_name, unfiltered_tracebacks, x64_for
+from gradaudit.limits import check_limits
+from gradaudit.model.options import Limits
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import estimates, points, scenario_estimates
 from gradaudit.targets import group_key, group_targets, sizes
@@ -61,7 +64,7 @@ def _answers(compute: dict[str, Callable], inputs: Sequence, failures: dict[str,
     for name, function in compute.items():
         try:
             answers[name] = function(*inputs)
-        except Exception as exc:  # noqa: BLE001 - an exception is this path's result, as on the literal engine
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - an exception (sys.exit too) is this path's result, as on the literal engine
             failures[name] = exc
     return answers
 
@@ -102,26 +105,28 @@ def _each(compiled: dict[str, Callable], inputs: Sequence, untraceable: dict[str
     for name in set(failures) - set(untraceable):
         try:
             compiled[name].trace(*inputs)
-        except Exception:  # noqa: BLE001 - raised while tracing: so it will for every member
+        except (Exception, SystemExit):  # noqa: BLE001 - raised while tracing: so it will for every member
             untraceable[name] = failures[name]
     return jax.device_get(answers), failures
 
 
 def _same(a, b) -> bool:
-    """Whether two evaluations of the function agree to a few roundings of its dtype (NaN with NaN)."""
+    """Whether two evaluations of the function agree to a few roundings of its dtype (NaN with NaN;
+    bfloat16 and float8 included, which numpy does not count as floating)."""
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if not np.issubdtype(a.dtype, np.inexact):
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
         return bool(np.array_equal(a, b))
     wide_a, wide_b = a.astype(np.float64), b.astype(np.float64)
-    return bool(np.allclose(wide_a, wide_b, rtol=8 * float(np.finfo(a.dtype).eps), atol=0.0, equal_nan=True))
+    return bool(np.allclose(wide_a, wide_b, rtol=8 * float(jnp.finfo(a.dtype).eps), atol=0.0, equal_nan=True))
 
 
 def _group(members: Sequence[Scenario], started: float, device: str | None, with_eager: bool) -> list[Computed | None]:
     """Every first-order path of every member, per binding of their targets (the jit ones alone
     without `with_eager`); None for a member whose function gave another value vmapped than called
-    on its own (the batched finite differences would not be its own)."""
+    on its own (the batched finite differences would not be its own), and for every member when
+    the batched finite differences failed (the function alone might not)."""
     targets = [group_targets(m) for m in members]
     paths: list[dict] = [{} for _ in members]
     unlike = [False] * len(members)
@@ -133,18 +138,17 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
         eager_failures: dict[str, BaseException] = {}
         eager = jax.device_get(_answers(_batched(first.fn, n), (*args, *fixed), eager_failures)) if with_eager else {}
         signature = tuple((a.shape, a.dtype.str) for a in (*args, *fixed, *where.stacks))
-        centre, blocks, stopped = None, None, None
         try:
             centre, at_points = jax.device_get(_at_points(first.fn, n, signature)((*args, *fixed), where.stacks))
             blocks = estimates([centre], [at_points], where, args)
-        except Exception as exc:  # noqa: BLE001 - the finite differences' result is this exception
-            stopped = exc
+        except Exception:  # noqa: BLE001 - only the batched program failed, perhaps: each member goes on alone
+            return [None] * len(members)
         compiled, untraceable = _compiled(first.fn, n), {}
         for b, ts in enumerate(targets):
             mine, mine_failed = _each(compiled, (*ts[t].args, *ts[t].fixed), untraceable)
-            if centre is not None and VALUE in mine and not _same(centre[b], mine[VALUE]):
+            if VALUE in mine and not _same(centre[b], mine[VALUE]):
                 unlike[b] = True
-            reference = scenario_estimates(blocks, b, [(0, j) for j in range(n)]) if blocks is not None else stopped
+            reference = scenario_estimates(blocks, b, [(0, j) for j in range(n)])
             # Copies, so a member's result does not keep its whole group's arrays alive.
             eager_b = {name: np.array(answer[b]) if name == VALUE else tuple(np.array(block[b]) for block in answer) for name, answer in eager.items()}
             paths[b].update(
@@ -192,31 +196,42 @@ class GroupEngine:
 
     name = "group"
 
-    def __init__(self, min_size: int = 1, devices: Sequence = (), eager: bool = True):
+    def __init__(
+        self, min_size: int = 1, devices: Sequence = (), eager: bool = True, timeout: float | None = None, limits: Limits | None = None
+    ):
         self.min_size = min_size
         self.devices = tuple(devices)
         self.eager = eager
-        self.done = 0
-        """Groups this engine has run, over all its calls (a worker's engine gets a group a call)."""
         """Whether to compute the eager paths: a quick screen (a search exploring) may leave them out,
         its findings being confirmed on the literal engine; what the service reports has them all."""
+        self.timeout = timeout
+        """Seconds a group may take, as one scenario may: a group that runs past it is given up (its
+        members go on to the next engine, each under its own timeout)."""
+        self.limits = limits
+        """With limits, a group whose first member (its shapes are every member's) exceeds them, its
+        function traced, is left to the literal engine, which refuses each member saying why."""
+        self.done = 0
+        """Groups this engine has run, over all its calls (a worker's engine gets a group a call)."""
 
-    def groups(self, scenarios: Sequence[Scenario]) -> list[list[int]]:
-        """Positions of the scenarios that share a program, in batches small enough for one call;
-        only groups of at least `min_size`."""
+    def keyed(self, scenarios: Sequence[Scenario]) -> list[list[int]]:
+        """Positions of the scenarios that share a program, by `group_key` alone (no user code is
+        traced): groups of at least `min_size`, not yet split to fit one call."""
         found: dict[tuple, list[int]] = {}
         for index, scenario in enumerate(scenarios):
             key = group_key(scenario)
             if key is not None:
                 found.setdefault(key, []).append(index)
+        return [indices for indices in found.values() if len(indices) >= self.min_size]
+
+    def groups(self, scenarios: Sequence[Scenario]) -> list[list[int]]:
+        """`keyed` groups in batches small enough for one call (a function is traced, unevaluated,
+        to learn its output's size)."""
         batches = []
-        for indices in found.values():
-            if len(indices) < self.min_size:
-                continue
+        for indices in self.keyed(scenarios):
             with x64_for(scenarios[indices[0]]):
                 try:
                     size = batch_size(scenarios[indices[0]])
-                except Exception:  # noqa: BLE001 - a function that cannot even be traced: the literal engine will say why
+                except (Exception, SystemExit):  # noqa: BLE001 - a function that cannot even be traced: the literal engine will say why
                     continue
             if size:
                 batches += [indices[start : start + size] for start in range(0, len(indices), size)]
@@ -231,8 +246,10 @@ class GroupEngine:
             started = time.perf_counter()
             placed = jax.default_device(self.devices[0]) if self.devices else nullcontext()
             try:
-                with x64_for(members[0]), placed, unfiltered_tracebacks():
+                with time_limit(self.timeout), x64_for(members[0]), placed, unfiltered_tracebacks():
+                    if self.limits is not None and check_limits(members[:1], self.limits):
+                        continue
                     computed = _group(members, started, device_name(self.devices[0]) if self.devices else None, self.eager)
-            except Exception:  # noqa: BLE001 - a group that fails as a whole settles nothing: the next engine takes its scenarios
+            except (Exception, SystemExit, ScenarioTimeout):  # noqa: BLE001 - a group that fails as a whole settles nothing: the next engine takes its scenarios
                 continue
             yield from ((index, c) for index, c in zip(indices, computed, strict=True) if c is not None)

@@ -6,9 +6,9 @@ import time
 
 from gradaudit.model.computed import Computed
 from gradaudit.judging.diagnoses import Evidence, diagnose
-from gradaudit.judging.judge import judge, tolerances_for
+from gradaudit.judging.judge import judge, tolerances_for, twins_agree
 from gradaudit.model.findings import ERROR, RAISED, Finding
-from gradaudit.model.paths import JIT_JACFWD, JIT_JACREV, JIT_VALUE, VALUE
+from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 
@@ -43,17 +43,10 @@ def assess(scenario: Scenario, computed: Computed, tolerance: tuple[float | None
     )
 
 
-def one_story(result: ScenarioResult) -> bool:
-    """Whether no finding sets an eager path against its jit twin (`jacrev` against `jit_jacrev`,
-    `value` against `jit_value`): where eager and jit agree, the jit paths, each the user's
-    function compiled and called on its own, reproduce every finding. The group engine's results
-    are kept only then: its eager paths ran vmapped over the group."""
-    twins = {JIT_VALUE, JIT_JACFWD, JIT_JACREV}
-    for finding in result.findings:
-        named = set(finding.paths)
-        for name in named:
-            jit, eager = name.startswith("jit_"), "jit_" + name
-            twin = name.removeprefix("jit_") if jit else eager
-            if (name.split(":")[0] in twins or eager.split(":")[0] in twins) and twin not in named:
-                return False
-    return True
+def one_story(result: ScenarioResult, tolerance: tuple[float | None, float | None] = (None, None)) -> bool:
+    """Whether each eager path agrees with its jit twin (`twins_agree`). The group engine's results
+    are kept only then: its eager paths ran vmapped over the group, its jit paths are the user's
+    function compiled and called on this scenario alone, so where they agree the jit paths
+    reproduce every finding, and where they do not, the batched run may have said something the
+    function alone does not."""
+    return twins_agree(result.paths, tolerances_for(result.scenario, tolerance))

@@ -37,6 +37,8 @@ from gradaudit.model.paths import (
     AD_PATHS,
     FAMILIES,
     FINITE_DIFFERENCE,
+    JACFWD,
+    JACREV,
     JIT_VALUE,
     VALUE,
     ORDERS,
@@ -309,6 +311,24 @@ def _agree(first: PathResult, second: PathResult, rtol: float, atol: float) -> b
     for a, b in zip(first.arrays, second.arrays, strict=True):
         bad = _bad_entries(a, b, rtol, atol)
         if bad is None or bad.size:
+            return False
+    return True
+
+
+def twins_agree(results: dict[str, PathResult], tolerances: Tolerances) -> bool:
+    """Whether each eager path agrees with its jit twin (`jacrev` with `jit_jacrev`, `value` with
+    `jit_value`, per binding) to AD tolerance, entry by entry, or both raised the same exception
+    type or do not apply for the same reason."""
+    for name, path in results.items():
+        twin = results.get("jit_" + name)
+        if base_name(name) not in (VALUE, JACFWD, JACREV) or twin is None:
+            continue
+        if path.ok and twin.ok:
+            if not _agree(path, twin, tolerances.ad_rtol, tolerances.ad_atol):
+                return False
+        elif path.ok or twin.ok or path.not_applicable != twin.not_applicable:
+            return False
+        elif path.error is not None and (twin.error is None or path.error.type != twin.error.type):
             return False
     return True
 

@@ -40,7 +40,8 @@ def array_to_json(array: np.ndarray) -> object:
     if array.dtype.kind in "biu":
         return array.tolist()
     wide = np.asarray(array, dtype=np.float64)
-    if wide.size and np.all(np.isfinite(wide)) and np.all(wide == np.round(wide)) and np.all(np.abs(wide) < 2**53):
+    whole = wide.size and np.all(np.isfinite(wide)) and np.all(wide == np.round(wide)) and np.all(np.abs(wide) < 2**53)
+    if whole and not np.any(np.signbit(wide) & (wide == 0)):  # -0.0 keeps its sign as a float
         return wide.astype(np.int64).tolist()
     return wide.tolist()
 
