@@ -70,7 +70,7 @@ class Finding:
     def fingerprint(self) -> str:
         """How a baseline and `diff` recognise a finding: its signature, the class of the wrong value
         and which entries, never line numbers or the values themselves. Two findings are the same
-        when all three agree (see README, "What makes two findings the same")."""
+        when all three agree (see docs/judging.md, "What makes two findings the same")."""
         return "|".join(part for part in (self.signature, self.wrong, self.entries) if part)
 
     def to_dict(self) -> dict:
