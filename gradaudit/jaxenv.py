@@ -80,6 +80,13 @@ def installed_rule() -> TransposeRule:
     return ad.primitive_transposes[lax_internal.select_n_p]
 
 
+def tracing_context() -> tuple:
+    """What decides a trace besides the function and its inputs' shapes and dtypes: the select_n
+    rule in force and x64. A cache of programs gradaudit compiles itself keys on it, so a program
+    traced under one rule is never run under another (JAX's own caches are cleared instead)."""
+    return (installed_rule(), bool(jax.config.jax_enable_x64))
+
+
 @contextmanager
 def select_n_rule(rule: str) -> Iterator[None]:
     """Run the body with `rule` as select_n's transpose rule; the original is restored on every exit.

@@ -8,8 +8,8 @@ engine) and applies the gate (expectations, baseline). Which engine computes a s
 1. Scenarios in groups of at least GROUP_MIN sharing a program (select_n families with the
    selector passed in; calls of one user function with the same shapes, dtypes and captured
    values): the group engine, in worker processes with --jobs (a group a batch). Its eager paths
-   are one eager vmap of the group; its jit paths each scenario's own call of jax.jit of the
-   function, of jax.jacfwd and of jax.jacrev. A scenario is reported from it when each eager
+   are one eager vmap of the group; its jit paths each scenario's own call, on its own inputs, of
+   one jax.jit program of the function, jax.jacfwd and jax.jacrev. A scenario is reported from it when each eager
    path agrees with its jit twin (`judging.assess.one_story`), so that the jit paths, the user's
    function called on that scenario alone, reproduce every finding. Any other (an answer only the
    batched run gave: a NaN that batched XLA code turns into 0) goes on to the next engine.

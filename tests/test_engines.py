@@ -130,6 +130,22 @@ def _large_group_and_others() -> list:
     return big + grid()[:8]
 
 
+def test_a_group_program_traced_under_one_rule_is_never_run_under_another():
+    """The group engine keeps its compiled programs between groups; a rule substituted later (or
+    put back) must still be the one each path runs under."""
+    big = _large_group_and_others()[:16]
+    out_of_range = [i for i, s in enumerate(big) if s.target.selector.value in (5, -1, 3)]
+
+    def statuses(rule):
+        with select_n_rule(rule):
+            return {i: assess(big[i], computed).status for i, computed in GroupEngine().run(big)}
+
+    legacy, fixed, legacy_again = statuses(LEGACY), statuses(FIXED), statuses(LEGACY)
+    assert [legacy[i] for i in out_of_range] == ["mismatch"] * len(out_of_range)
+    assert set(fixed.values()) == {"consistent"} and len(fixed) == len(big)
+    assert legacy_again == legacy
+
+
 @pytest.mark.slow
 def test_a_group_reports_what_its_jit_paths_reproduce_and_bundles_take_the_rest():
     scenarios = _large_group_and_others()
@@ -179,13 +195,24 @@ def test_a_member_whose_eager_and_jit_paths_split_is_audited_again_as_written(mo
 
 
 def test_a_member_whose_batched_value_is_not_its_own_is_left_to_another_engine(monkeypatch):
-    real = group._at_points
+    """The first member's function, vmapped over its points, gives another value at its centre than
+    called on its own: its finite differences would not be its function's, so it is not taken."""
+    real = group._program
+    calls = []
 
-    def shifted(fn, points_of, signature):
-        program = real(fn, points_of, signature)
-        return lambda inputs, stacks: (lambda centre, at: (centre.at[0].add(1.0), at))(*program(inputs, stacks))
+    def shifted(*key):
+        program, failures = real(*key)
 
-    monkeypatch.setattr(group, "_at_points", shifted)
+        def call(inputs, stacks):
+            answers = program(inputs, stacks)
+            calls.append(1)
+            if len(calls) == 1:
+                answers = {**answers, group.POINTS: answers[group.POINTS].at[0].add(1.0)}
+            return answers
+
+        return call, failures
+
+    monkeypatch.setattr(group, "_program", shifted)
     scenarios = _large_group_and_others()[:16]
     with select_n_rule(LEGACY):
         taken = dict(GroupEngine().run(scenarios))
@@ -281,14 +308,29 @@ def test_function_groups_give_the_literal_engines_verdicts(tmp_path, jobs):
     assert {r.method for r in literal.results} == {"literal"}
 
 
-def test_a_group_whose_batched_finite_differences_fail_leaves_every_member(monkeypatch):
-    def broken(fn, points_of, signature):
-        def program(inputs, stacks):
-            raise RuntimeError("the batched program alone fails")
+def test_a_group_whose_points_cannot_be_evaluated_leaves_every_member(monkeypatch):
+    """The function vmapped over its finite-difference points fails (the function alone, point by
+    point, might not): no member is taken, each goes on to the next engine."""
+    real = group._program
 
-        return program
+    def without_points(*key):
+        program, failures = real(*key)
 
-    monkeypatch.setattr(group, "_at_points", broken)
+        def call(inputs, stacks):
+            return {name: answer for name, answer in program(inputs, stacks).items() if name != group.POINTS}
+
+        return call, {**failures, group.POINTS: RuntimeError("the function vmapped over its points fails")}
+
+    monkeypatch.setattr(group, "_program", without_points)
+    with select_n_rule(LEGACY):
+        assert dict(GroupEngine().run(_large_group_and_others()[:16])) == {}
+
+
+def test_a_group_whose_program_cannot_be_built_leaves_every_member(monkeypatch):
+    def broken(*key):
+        raise RuntimeError("XLA could not compile the group's program")
+
+    monkeypatch.setattr(group, "_program", broken)
     with select_n_rule(LEGACY):
         assert dict(GroupEngine().run(_large_group_and_others()[:16])) == {}
 

@@ -26,7 +26,7 @@ import numpy as np
 from gradaudit.model.computed import Computed
 
 from gradaudit.engines.base import VALUE_, assembled
-from gradaudit.engines.group import MAX_ELEMENTS, batch_size, computations
+from gradaudit.engines.group import MAX_ELEMENTS, _answers, batch_size, computations
 from gradaudit.engines.literal import steps
 from gradaudit.jaxenv import device_name, needs_x64, unfiltered_tracebacks, x64_for
 from gradaudit.model.scenario import Scenario
@@ -44,13 +44,7 @@ same time (65.7 and 64.3 s) and peaked at 1.54 and 1.06 GB: XLA's memory grows w
 def _compute(target: Target, inputs: Sequence, failures: dict[str, BaseException]) -> dict:
     """A target's value and Jacobian blocks by jax.jacfwd and jax.jacrev at `inputs` (its arguments,
     then its traced fixed inputs); a computation that raises is left out and its exception kept."""
-    answers = {}
-    for name, function in computations(target.fn, len(target.args)).items():
-        try:
-            answers[name] = function(*inputs)
-        except Exception as exc:  # noqa: BLE001 - an exception is this path's result
-            failures[name] = exc
-    return answers
+    return _answers(computations(target.fn, len(target.args)), inputs, failures)
 
 
 class Bundle:

@@ -3,13 +3,14 @@
 Scenarios that share a program (`targets.group_key`: a select_n family with its selector passed
 in, or a user's function with the same input shapes, dtypes and captured constants) form a group.
 The eager paths (`value`, `jacfwd`, `jacrev`) run for the whole group as one eager `jax.vmap`, op
-by op as eager calls run; the jit paths are `jax.jit` of the function, of `jax.jacfwd` and of
-`jax.jacrev`, compiled once and called for each scenario on its own inputs, exactly as a user
-calls them; finite differences come from the function vmapped over every point of every
-scenario, compiled once. A member whose vmapped value differs from its own jit value is not
-yielded (its batched points would not be its function's). Paths record the binding the group used
-(a select_n selector is `traced` here); the service keeps a member's result where its eager and
-jit paths tell one story, and audits any other again as the user writes it.
+by op as eager calls run. The jit paths and the finite-difference points are one program per group,
+compiled once: jax.jit of the function, of jax.jacfwd and of jax.jacrev of it at one scenario's
+inputs, unbatched, as a user calls them, and the function vmapped over that scenario's centre and
+points; each member calls it on its own inputs. A member whose function gives another value
+vmapped over its points than called on its own is not yielded (its points would not be its
+function's). Paths record the binding the group used (a select_n selector is `traced` here); the
+service keeps a member's result where its eager and jit paths tell one story, and audits any other
+again as the user writes it.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from gradaudit.model.computed import Computed
 
 from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, assembled
 from gradaudit.engines.literal import ScenarioTimeout, steps, time_limit
-from gradaudit.jaxenv import device_name, unfiltered_tracebacks, x64_for
+from gradaudit.jaxenv import device_name, tracing_context, unfiltered_tracebacks, x64_for
 from gradaudit.limits import check_limits
 from gradaudit.model.options import Limits
 from gradaudit.model.scenario import Scenario
-from gradaudit.numerics.finite_differences import estimates, points, scenario_estimates
+from gradaudit.numerics.finite_differences import Points, estimates, points, scenario_estimates
 from gradaudit.targets import group_key, group_targets, sizes
 from gradaudit.targets.base import primitives
 
@@ -75,39 +76,33 @@ def _batched(fn: Callable, n: int) -> dict[str, Callable]:
     return {name: jax.vmap(function) for name, function in computations(fn, n).items()}
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled(fn: Callable, n: int) -> dict[str, Callable]:
-    """jax.jit of each of one scenario's computations (unbatched): the jit paths as a user calls
-    them, made once per function, so the scenarios of a group share each compiled program."""
-    return {name: jax.jit(function) for name, function in computations(fn, n).items()}
+POINTS = "points"
 
 
 @functools.lru_cache(maxsize=256)
-def _at_points(fn: Callable, points_of: int, signature: tuple) -> Callable:
-    """The function, vmapped over a group, at its inputs and at every finite-difference point, as
-    one compiled program made once per function and shape of its inputs."""
-    batched = jax.vmap(fn)
+def _program(fn: Callable, n: int, signature: tuple, context: tuple) -> tuple[Callable, dict[str, BaseException]]:
+    """One scenario's jit paths and finite-difference points as one program, compiled once per
+    function and shapes so that every member of a group calls it on its own inputs: jax.jit of the
+    function, of jax.jacfwd and of jax.jacrev of it at the scenario's inputs (unbatched, as a user
+    calls them), and the function vmapped over its centre and every point. A computation that
+    raises while tracing (which sees shapes and dtypes only, which members share) is left out of
+    the program and its exception kept, as each member's. `signature`: (shape, dtype) of each input,
+    then of each point stack; `context`: jaxenv.tracing_context() (part of the cache's key only)."""
+    failures: dict[str, BaseException] = {}
+    compute = computations(fn, n)
 
-    def program(inputs, point_stacks):
-        fixed = inputs[points_of:]
-        return batched(*inputs), jax.vmap(lambda *p: batched(*p, *fixed))(*point_stacks)
-
-    return jax.jit(program)
-
-
-def _each(compiled: dict[str, Callable], inputs: Sequence, untraceable: dict[str, BaseException]) -> tuple[dict, dict[str, BaseException]]:
-    """One member's jit paths, unbatched: each compiled computation called on its own inputs. A
-    computation whose tracing raised for an earlier member (`untraceable`: tracing sees shapes and
-    dtypes, which members share, never values) raises the same for this one without tracing again;
-    a computation that raises here and whose tracing raises too joins `untraceable`."""
-    failures = {name: exc for name, exc in untraceable.items() if name in compiled}
-    answers = _answers({name: fn for name, fn in compiled.items() if name not in failures}, inputs, failures)
-    for name in set(failures) - set(untraceable):
+    def program(inputs, stacks):
+        answers = _answers(compute, inputs, failures)
+        fixed = inputs[n:]
         try:
-            compiled[name].trace(*inputs)
-        except (Exception, SystemExit):  # noqa: BLE001 - raised while tracing: so it will for every member
-            untraceable[name] = failures[name]
-    return jax.device_get(answers), failures
+            answers[POINTS] = jax.vmap(lambda *p: fn(*p, *fixed))(*stacks)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - as in _answers
+            failures[POINTS] = exc
+        return answers
+
+    shapes = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in signature]
+    inputs = len(signature) - n
+    return jax.jit(program).lower(tuple(shapes[:inputs]), tuple(shapes[inputs:])).compile(), failures
 
 
 def _same(a, b) -> bool:
@@ -122,14 +117,23 @@ def _same(a, b) -> bool:
     return bool(np.allclose(wide_a, wide_b, rtol=8 * float(jnp.finfo(a.dtype).eps), atol=0.0, equal_nan=True))
 
 
+def _member(program: Callable, failures: dict[str, BaseException], inputs: Sequence, stacks: Sequence) -> tuple[dict, dict[str, BaseException]]:
+    """One member's call of its group's program: its answers, and the exception of each computation
+    that did not give one (raised while tracing, or this call raised)."""
+    try:
+        return jax.device_get(program(tuple(inputs), tuple(stacks))), dict(failures)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the call's exception is every computation's
+        return {}, {**dict.fromkeys((VALUE, FORWARD, REVERSE, POINTS), exc), **failures}
+
+
 def _group(members: Sequence[Scenario], started: float, device: str | None, with_eager: bool) -> list[Computed | None]:
     """Every first-order path of every member, per binding of their targets (the jit ones alone
-    without `with_eager`); None for a member whose function gave another value vmapped than called
-    on its own (the batched finite differences would not be its own), and for every member when
-    the batched finite differences failed (the function alone might not)."""
+    without `with_eager`); None for a member whose function gave another value vmapped over its
+    points than called on its own (the points would not be its function's), or whose points could
+    not be evaluated (the function alone, point by point, might be)."""
     targets = [group_targets(m) for m in members]
     paths: list[dict] = [{} for _ in members]
-    unlike = [False] * len(members)
+    left = [False] * len(members)
     for t, first in enumerate(targets[0]):
         n = len(first.args)
         args = [np.stack([ts[t].args[i] for ts in targets]) for i in range(n)]
@@ -137,18 +141,25 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
         where = points(args, steps(first, members[0].eps))
         eager_failures: dict[str, BaseException] = {}
         eager = jax.device_get(_answers(_batched(first.fn, n), (*args, *fixed), eager_failures)) if with_eager else {}
-        signature = tuple((a.shape, a.dtype.str) for a in (*args, *fixed, *where.stacks))
+        # Each member's points, its centre first: (1 + points, *shape) per argument.
+        stacks = [np.concatenate([arg[:, None], stack.swapaxes(0, 1)], axis=1) for arg, stack in zip(args, where.stacks, strict=True)]
+        signature = tuple((a.shape[1:], a.dtype) for a in (*args, *fixed, *stacks))
         try:
-            centre, at_points = jax.device_get(_at_points(first.fn, n, signature)((*args, *fixed), where.stacks))
-            blocks = estimates([centre], [at_points], where, args)
-        except Exception:  # noqa: BLE001 - only the batched program failed, perhaps: each member goes on alone
+            program, traced_failures = _program(first.fn, n, signature, tracing_context())
+        except Exception:  # noqa: BLE001 - the program could not be built: each member goes on alone
             return [None] * len(members)
-        compiled, untraceable = _compiled(first.fn, n), {}
-        for b, ts in enumerate(targets):
-            mine, mine_failed = _each(compiled, (*ts[t].args, *ts[t].fixed), untraceable)
-            if VALUE in mine and not _same(centre[b], mine[VALUE]):
-                unlike[b] = True
-            reference = scenario_estimates(blocks, b, [(0, j) for j in range(n)])
+        answers = [_member(program, traced_failures, (*ts[t].args, *ts[t].fixed), [stack[b] for stack in stacks]) for b, ts in enumerate(targets)]
+        at_points = [mine.get(POINTS) for mine, _ in answers]
+        for b, (mine, _) in enumerate(answers):
+            left[b] |= at_points[b] is None or VALUE not in mine or not _same(at_points[b][0], mine[VALUE])
+        if all(left):
+            return [None] * len(members)
+        usable = [b for b in range(len(members)) if not left[b]]
+        centre = np.stack([at_points[b][0] for b in usable])
+        blocks = estimates([centre], [np.stack([at_points[b][1:] for b in usable], axis=1)], _taking(where, usable), [a[usable] for a in args])
+        for row, b in enumerate(usable):
+            mine, mine_failed = answers[b]
+            reference = scenario_estimates(blocks, row, [(0, j) for j in range(n)])
             # Copies, so a member's result does not keep its whole group's arrays alive.
             eager_b = {name: np.array(answer[b]) if name == VALUE else tuple(np.array(block[b]) for block in answer) for name, answer in eager.items()}
             paths[b].update(
@@ -158,9 +169,11 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
                 )
             )
     share = (time.perf_counter() - started) / len(members)
+    # One jaxpr for the group: its members share the function, shapes, dtypes and binding.
+    traced = functools.cache(lambda: primitives(targets[0][0]))
     return [
         None
-        if unlike[b]
+        if left[b]
         else Computed(
             paths=paths[b],
             arg_names=ts[0].arg_names,
@@ -168,13 +181,18 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
             bindings=tuple(target.binding for target in ts),
             seconds=share,
             engine="group",
-            primitives=lambda target=ts[0]: primitives(target),
+            primitives=traced,
         )
         for b, ts in enumerate(targets)
     ]
 
 
-RELEASE_EVERY = 20
+def _taking(where: Points, members: Sequence[int]) -> Points:
+    """The points of some members of a batch only."""
+    return Points([stack[:, members] for stack in where.stacks], where.labels, where.moves[:, members])
+
+
+RELEASE_EVERY = 40
 """Groups after which an engine lets go of compiled programs (`release_programs`): a process keeps
 its groups' programs, about a megabyte each on CPU, which no later group of other shapes uses. On
 the 10,000-scenario grid (90 groups, two workers) the largest worker peaked at 0.99 GB never
@@ -186,7 +204,7 @@ def release_programs() -> None:
     ops' included; JAX's persistent cache on disk stays): a run of many groups then needs memory
     for a few groups' programs, not all of them. Only an engine that has run RELEASE_EVERY groups
     does it, so a small audit never touches the caches of the process it runs in."""
-    for cache in (_compiled, _at_points, _batched):
+    for cache in (_program, _batched):
         cache.cache_clear()
     jax.clear_caches()
 

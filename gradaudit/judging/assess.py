@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from gradaudit.model.computed import Computed
 from gradaudit.judging.diagnoses import Evidence, diagnose
@@ -32,7 +33,9 @@ def assess(scenario: Scenario, computed: Computed, tolerance: tuple[float | None
         arg_names=computed.arg_names,
         inputs=computed.inputs,
         status=verdict.status,
-        paths=computed.paths,
+        # The finite-difference estimates at each step were the judge's working, not evidence a report
+        # keeps: without them a result is a third the size to send from a worker and to hold.
+        paths={name: replace(path, estimates=None) if path.estimates is not None else path for name, path in computed.paths.items()},
         findings=verdict.findings,
         notes=(*verdict.notes, *computed.notes),
         provenance=verdict.provenance,

@@ -63,10 +63,12 @@ class PathError:
 
     @classmethod
     def from_exception(cls, exc: BaseException) -> PathError:
-        frames = traceback.extract_tb(exc.__traceback__)
-        where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
-        mine = [f for f in frames if is_user_file(f.filename)]
-        user_where = f"{_shown(mine[-1].filename)}:{mine[-1].lineno} in {mine[-1].name}" if mine else ""
+        # (file, line, function) of each frame; not traceback.extract_tb, which reads every frame's
+        # source line (a JAX traceback is deep: most of the cost of judging a failed path).
+        frames = [(frame.f_code.co_filename, line, frame.f_code.co_name) for frame, line in traceback.walk_tb(exc.__traceback__)]
+        where = "{}:{} in {}".format(*frames[-1]) if frames else ""
+        mine = [f for f in frames if is_user_file(f[0])]
+        user_where = f"{_shown(mine[-1][0])}:{mine[-1][1]} in {mine[-1][2]}" if mine else ""
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return cls(type=type(exc).__name__, message=message, where=where, user_where=user_where)
 

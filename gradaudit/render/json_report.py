@@ -34,15 +34,20 @@ def _plain(value: object) -> object:
 
 
 def array_to_json(array: np.ndarray) -> object:
-    """An array as nested lists; floats that are all whole numbers (one-hot Jacobians) written as
-    integers, which JSON reads as the same numbers in a third of the text."""
+    """An array as nested lists of strict JSON: floats that are all whole numbers (one-hot
+    Jacobians) written as integers, which JSON reads as the same numbers in a third of the text;
+    non-finite entries as 'nan', 'inf', '-inf' (see `_plain`)."""
     array = np.asarray(array)
     if array.dtype.kind in "biu":
         return array.tolist()
-    wide = np.asarray(array, dtype=np.float64)
-    whole = wide.size and np.all(np.isfinite(wide)) and np.all(wide == np.round(wide)) and np.all(np.abs(wide) < 2**53)
-    if whole and not np.any(np.signbit(wide) & (wide == 0)):  # -0.0 keeps its sign as a float
-        return wide.astype(np.int64).tolist()
+    wide = array.astype(np.float64)
+    if not np.isfinite(wide).all():
+        shown = wide.astype(object)
+        for mask, text in ((np.isnan(wide), "nan"), (wide == np.inf, "inf"), (wide == -np.inf, "-inf")):
+            shown[mask] = text
+        return shown.tolist()
+    if wide.size and np.array_equal(wide, np.trunc(wide)) and np.abs(wide).max() < 2**53 and not (np.signbit(wide) & (wide == 0)).any():
+        return wide.astype(np.int64).tolist()  # -0.0 (above) keeps its sign as a float
     return wide.tolist()
 
 
@@ -54,33 +59,28 @@ def path_to_json(result: PathResult, arg_names: tuple[str, ...], arrays: bool = 
     return {**body, **{key: value for key, value in recorded.items() if same is None or same.get(key) != value}}
 
 
-def _equal(a: PathResult, b: PathResult) -> bool:
-    """Whether two paths' arrays hold the same numbers (NaN where NaN): the same in the report."""
-    return (
-        a.ok and b.ok and len(a.arrays) == len(b.arrays)
-        and all(
-            np.shape(x) == np.shape(y) and np.array_equal(np.asarray(x, np.float64), np.asarray(y, np.float64), equal_nan=True)
-            for x, y in zip(a.arrays, b.arrays, strict=True)
-        )
-    )
-
-
 def _paths_to_json(result: ScenarioResult, arrays: bool, detail: str, same: dict[str, str]) -> dict:
     """Every path; with detail `findings`, a path whose arrays hold the same numbers as a path
     written before it (of the same kind: a value, Jacobians, Hessians) says `"equals": that path`
     instead of repeating them. Each path was computed on its own; only the writing is shared."""
-    written: dict[str, PathResult] = {}
+    written: dict[tuple, str] = {}
     document = {}
     for name, path in result.paths.items():
-        twin = None
         if arrays and detail != "full" and path.ok:
-            twin = next((w for w, other in written.items() if _kind(w) == _kind(name) and _equal(other, path)), None)
-        if twin is None:
-            document[name] = path_to_json(path, result.arg_names, arrays, same)
-            written[name] = path
-        else:
-            document[name] = {**path_to_json(path, result.arg_names, False, same), "equals": twin}
+            bits = (_kind(name), *(_numbers(a) for a in path.arrays))
+            if bits in written:
+                document[name] = {**path_to_json(path, result.arg_names, False, same), "equals": written[bits]}
+                continue
+            written[bits] = name
+        document[name] = path_to_json(path, result.arg_names, arrays, same)
     return document
+
+
+def _numbers(array) -> tuple:
+    """An array's shape and numbers, as a key equal for equal numbers whatever the dtype (0.0 and
+    -0.0 alike; NaN equals NaN of the same bits, which is every NaN JAX makes)."""
+    wide = np.asarray(array, dtype=np.float64) + 0.0
+    return wide.shape, wide.tobytes()
 
 
 def _outcome(result: ScenarioResult) -> dict:
@@ -197,7 +197,7 @@ def comparison_to_json(comparison: RuleComparison, detail: str = "full") -> dict
 
 def result_line(result: ScenarioResult) -> str:
     """One result as a line of JSON Lines (for the .partial file a run appends to as it goes)."""
-    return json.dumps(_plain(result_to_json(result, "findings")), allow_nan=False) + "\n"
+    return _compact(result_to_json(result, "findings")) + "\n"
 
 
 class _Rows:
