@@ -242,3 +242,27 @@ def test_brackets_in_names_are_printed_as_written(tmp_path):
     result = run_cli("run", str(path), "-v")
     assert result.exit_code == 1 and result.exception is None
     assert "a[/x] [bold]b" in result.stdout
+
+
+def test_the_report_takes_the_rows_rendered_for_the_partial_file_as_they_are(tmp_path):
+    """Rows rendered while the run goes on (the .partial file) are reused by the report at the end:
+    the report is the same text as one rendered from scratch, gate outcomes included."""
+    from gradaudit.model.options import Options
+    from gradaudit.render.json_report import JsonFormat, RenderedRows
+    from gradaudit.sources.scenario_files import load_paths
+
+    scenarios = load_paths([SEED_SUITE]).scenarios
+    options = Options(rule="legacy", jobs=0, cache=None)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text("".join(JsonFormat("findings").render(gradaudit.service.audit(scenarios[:6], options))))
+    rendered = RenderedRows()
+    lines = []
+    report = gradaudit.service.audit(scenarios, options.updated(baseline=str(baseline)), on_result=lambda r: lines.append(rendered.line(r)))
+    assert len(lines) == len(scenarios) and all("outcome" not in json.loads(line) for line in lines)
+    outcomes = {bool(r.outcome.known) for r in report.results if r.findings}
+    assert outcomes == {True, False}  # some findings known from the baseline, some new
+    assert all(rendered.row(r, "findings") is not None for r in report.results)
+    assert all(rendered.row(r, "full") is None for r in report.results)
+    fresh = "".join(JsonFormat("findings").render(report))
+    assert "".join(JsonFormat("findings", rendered).render(report)) == fresh
+    assert all(row["outcome"]["passed"] in (True, False) for row in json.loads(fresh)["results"])

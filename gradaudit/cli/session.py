@@ -90,6 +90,9 @@ class Session:
         self.json_path, self.junit_path, self.json_detail = json_path, junit_path, json_detail
         # Results as they finish, one JSON line each, beside the report: a killed run's work stays readable.
         self.partial = Path(json_path + ".partial") if json_path and json_path != "-" else None
+        from gradaudit.render.json_report import RenderedRows
+
+        self.rendered = RenderedRows()
         # Under GitHub Actions annotations come by themselves, unless a report already has stdout.
         in_actions = os.environ.get("GITHUB_ACTIONS") == "true" and not report_on_stdout
         self.formats = set(formats or ()) or ({"rich", "github"} if in_actions else {"rich"})
@@ -123,7 +126,6 @@ class Session:
         """The service's audit of the loaded scenarios, with a progress bar on a terminal's stderr and
         each result appended to the `.partial` file as it finishes."""
         from gradaudit.service import audit, choose
-        from gradaudit.render.json_report import result_line
 
         chosen = choose(loaded.scenarios, options)
         partial = self.partial.open("w", encoding="utf-8") if self.partial else None
@@ -131,7 +133,7 @@ class Session:
         def finished(result) -> None:
             progress.advance(task)
             if partial is not None:
-                partial.write(result_line(result))
+                partial.write(self.rendered.line(result))
                 partial.flush()
 
         columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -159,7 +161,7 @@ class Session:
 
         for target, fmt in ((self.json_path, ReportFormat.JSON), (self.junit_path, ReportFormat.JUNIT)):
             if target:
-                renderer = formatter_for(fmt, json_detail=self.json_detail)
+                renderer = formatter_for(fmt, json_detail=self.json_detail, rendered=self.rendered)
                 write_atomic(target, renderer.render(report) if comparison is None else renderer.render_comparison(comparison))
         if self.partial is not None:
             self.partial.unlink(missing_ok=True)

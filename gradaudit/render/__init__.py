@@ -35,13 +35,14 @@ class FileFormat(ABC):
         """A `compare` run (one audit per rule) in this format."""
 
 
-def formatter_for(fmt: ReportFormat, json_detail: str = "findings") -> FileFormat:
+def formatter_for(fmt: ReportFormat, json_detail: str = "findings", rendered=None) -> FileFormat:
+    """The renderer of `fmt`; `rendered`: JSON rows already rendered during the run (json_report.RenderedRows)."""
     from gradaudit.render.github import GithubFormat
     from gradaudit.render.json_report import JsonFormat
     from gradaudit.render.junit import JunitFormat
 
     formatters: dict[ReportFormat, FileFormat] = {
-        ReportFormat.JSON: JsonFormat(json_detail),
+        ReportFormat.JSON: JsonFormat(json_detail, rendered),
         ReportFormat.JUNIT: JunitFormat(),
         ReportFormat.GITHUB: GithubFormat(),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator
+from dataclasses import fields
 
 import numpy as np
 
@@ -129,6 +130,11 @@ def result_to_json(result: ScenarioResult, detail: str = "full") -> dict:
     """A scenario's result; with detail `findings`, a consistent scenario's paths keep only their
     status (its arrays agree, so its inputs, provenance and verdict are the evidence kept). Its
     diagnosis is named by id: the report's `diagnoses` holds each one's text once."""
+    return {**_judged(result, detail), "outcome": None if result.outcome is None else _outcome(result)}
+
+
+def _judged(result: ScenarioResult, detail: str) -> dict:
+    """A result as the audit left it, before the gate's outcome."""
     scenario = result.scenario
     arrays = detail == "full" or bool(result.findings)
     first = next(iter(result.paths.values()), None)
@@ -147,7 +153,6 @@ def result_to_json(result: ScenarioResult, detail: str = "full") -> dict:
         "findings": [finding.to_dict() for finding in result.findings],
         "notes": [note.to_dict() for note in result.notes],
         "diagnosis": None if result.diagnosis is None else {"id": result.diagnosis.id},
-        "outcome": None if result.outcome is None else _outcome(result),
     }
 
 
@@ -160,7 +165,7 @@ def _diagnoses(results) -> dict:
     return dict(sorted(found.items()))
 
 
-def report_to_json(report: AuditReport, detail: str = "full") -> dict:
+def report_to_json(report: AuditReport, detail: str = "full", rendered: RenderedRows | None = None) -> dict:
     return {
         "schema": REPORT_SCHEMA,
         "fingerprints": FINGERPRINTS,
@@ -173,7 +178,9 @@ def report_to_json(report: AuditReport, detail: str = "full") -> dict:
         "warnings": list(report.warnings),
         "detail": detail,
         "diagnoses": _diagnoses(report.results),
-        "results": _Rows(result_to_json(result, detail) for result in report.results),
+        "results": _Rows(
+            (rendered and rendered.row(result, detail)) or result_to_json(result, detail) for result in report.results
+        ),
         "errors": [error.to_dict() for error in report.errors],
     }
 
@@ -195,14 +202,36 @@ def comparison_to_json(comparison: RuleComparison, detail: str = "full") -> dict
     }
 
 
-def result_line(result: ScenarioResult) -> str:
-    """One result as a line of JSON Lines (for the .partial file a run appends to as it goes)."""
-    return _compact(result_to_json(result, "findings")) + "\n"
+_AS_JUDGED = tuple(f.name for f in fields(ScenarioResult) if f.name != "outcome")
+
+
+class RenderedRows:
+    """Rows rendered while a run goes on (for its `.partial` file, JSON Lines), kept so that the
+    report written at the end takes them as they are: rendering 10,000 results took as long as
+    writing the report, and is done once."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, tuple[ScenarioResult, str]] = {}
+
+    def line(self, result: ScenarioResult) -> str:
+        """The result as one line of JSON (detail `findings`, before any gate outcome), remembered."""
+        row = _compact(_judged(result, "findings"))
+        self._rows[id(result.scenario)] = (result, row)
+        return row + "\n"
+
+    def row(self, result: ScenarioResult, detail: str) -> str | None:
+        """The report's row for `result`, from the line rendered for it with the gate's outcome
+        added; None where none was (another detail, or a result that has changed since)."""
+        seen = self._rows.get(id(result.scenario)) if detail == "findings" else None
+        if seen is None or any(getattr(seen[0], name) is not getattr(result, name) for name in _AS_JUDGED):
+            return None
+        outcome = None if result.outcome is None else _outcome(result)
+        return f'{seen[1][:-1]},"outcome":{_compact(outcome)}}}'
 
 
 class _Rows:
-    """A list of objects made one at a time as the report is written (the results): a report of
-    10,000 scenarios is never whole in memory."""
+    """A list of objects made one at a time as the report is written (the results; each an object,
+    or its compact JSON text): a report of 10,000 scenarios is never whole in memory."""
 
     def __init__(self, rows: Iterable[dict]):
         self.rows = rows
@@ -223,7 +252,7 @@ def _chunks(value: object, indent: str = "") -> Iterator[str]:
         rows = value.rows if isinstance(value, _Rows) else value
         written = 0
         for row in rows:
-            yield f"{',' if written else '['}\n{inner}{_compact(row)}"
+            yield f"{',' if written else '['}\n{inner}{row if isinstance(row, str) else _compact(row)}"
             written += 1
         yield f"\n{indent}]" if written else "[]"
     else:
@@ -244,11 +273,12 @@ def dump(document: dict) -> str:
 
 
 class JsonFormat(FileFormat):
-    def __init__(self, detail: str = "findings"):
+    def __init__(self, detail: str = "findings", rendered: RenderedRows | None = None):
         self.detail = detail
+        self.rendered = rendered
 
     def render(self, report: AuditReport) -> Iterator[str]:
-        yield from _chunks(report_to_json(report, self.detail))
+        yield from _chunks(report_to_json(report, self.detail, self.rendered))
         yield "\n"
 
     def render_comparison(self, comparison: RuleComparison) -> Iterator[str]:
