@@ -10,6 +10,7 @@ become notes, not findings.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 from collections.abc import Callable, Iterable, Sequence
@@ -244,12 +245,14 @@ def provenance(results: dict[str, PathResult], threshold: float, bindings: Seque
         np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0)
         for central, left, right in zip(fd.arrays, _estimate(fd, "left"), _estimate(fd, "right"), strict=True)
     ]
-    routes = {
-        name: _sources(results[name].arrays, shape, threshold)
-        for binding in bindings
-        for name in (path_name(p, binding) for p in AD_PATHS)
-        if name in results and results[name].ok
-    }
+    routes, seen = {}, {}
+    for name in (path_name(p, binding) for binding in bindings for p in AD_PATHS):
+        if name in results and results[name].ok:
+            # Paths with the same bits (eager and jit twins, often) have the same sources.
+            bits = tuple((np.asarray(a).dtype.str, np.shape(a), np.asarray(a).tobytes()) for a in results[name].arrays)
+            if bits not in seen:
+                seen[bits] = _sources(results[name].arrays, shape, threshold)
+            routes[name] = seen[bits]
     return Provenance(output_shape=shape, value_from=_sources(evidence, shape, threshold), routes=routes)
 
 
@@ -307,8 +310,16 @@ def _bad_entries(a, b, rtol: float, atol: float, skip=None, noise=None) -> np.nd
     return np.flatnonzero(~close)
 
 
+def _identical(a, b) -> bool:
+    """The same dtype, shape and bits (an eager path and its jit twin, often): agreement without arithmetic."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
 def _agree(first: PathResult, second: PathResult, rtol: float, atol: float) -> bool:
     for a, b in zip(first.arrays, second.arrays, strict=True):
+        if _identical(a, b):
+            continue
         bad = _bad_entries(a, b, rtol, atol)
         if bad is None or bad.size:
             return False
@@ -387,7 +398,10 @@ class _Comparison:
     skip: Masks | None = None
     noise: Masks | None = None
 
+    @functools.cached_property
     def bad(self) -> list[np.ndarray | None]:
+        """Per block, the flat indices of the side's entries not close to the reference's (None
+        where the shapes differ); computed once, for the finding and the elements it names."""
         first, second = self.side[0], self.reference[0]
         return [
             _bad_entries(
@@ -400,7 +414,7 @@ class _Comparison:
 
     def finding(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> Finding | None:
         first, second = self.side[0], self.reference[0]
-        bad = self.bad()
+        bad = self.bad
         differing = sum(np.size(a) if b is None else b.size for a, b in zip(first.arrays, bad, strict=True))
         if not differing:
             return None
@@ -446,7 +460,7 @@ class _Comparison:
     def disagreeing_elements(self, output_shape: tuple[int, ...]) -> set[int]:
         """Output elements (flat) with at least one differing entry."""
         elements: set[int] = set()
-        for a, bad in zip(self.side[0].arrays, self.bad(), strict=True):
+        for a, bad in zip(self.side[0].arrays, self.bad, strict=True):
             in_size = max(1, int(np.size(a) // max(1, int(np.prod(output_shape, dtype=np.int64)))))
             if bad is None:
                 elements.update(range(int(np.prod(output_shape, dtype=np.int64))))
@@ -591,10 +605,11 @@ def judge(
             skip = trusted.skipped
             noise = trusted.allowance(_estimate(reference, "noise"))
             notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
-            comparisons += [
+            against_reference = [
                 _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, trusted.skipped_for(side[0]), noise)
                 for side in classes
             ]
+            comparisons += against_reference
             # Under another binding the function itself may compute something else: compare its references
             # too, where both have an estimate.
             comparisons += [
@@ -605,11 +620,9 @@ def judge(
                 for other in references[1:]
             ]
             if family.order == 1:
-                for side in classes:
-                    elements = _Comparison(
-                        side, [reference], tolerances.fd_rtol, tolerances.fd_atol, trusted.skipped_for(side[0]), noise
-                    ).disagreeing_elements(output_shape)
-                    for path in side:
+                for comparison in against_reference:
+                    elements = comparison.disagreeing_elements(output_shape)
+                    for path in comparison.side:
                         disagreeing[path.name] = elements
         for comparison in comparisons:
             found = comparison.finding(output_shape, names, family.order)
