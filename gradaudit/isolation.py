@@ -1,10 +1,11 @@
 """Worker processes (`--jobs N`): users' code that crashes, aborts or hangs takes down only its worker.
 
 A worker receives batches of scenarios, each for one engine: `literal` (scenarios of one function
-together, so they share its programs, each audited on its own) or `group` (one group of the group
-engine). It audits them under the run's rule, judges what it computed (`judging.assess`, as the
-parent would) and sends each result back as it is done; a group member whose result the group
-engine may not report (`judging.assess.one_story`) comes back as left to another engine. The parent
+together, so they share its programs, each audited on its own), `group` (one group of the group
+engine) or `bundle` (one bundle of the bundle engine). It audits them under the run's rule, judges
+what it computed (`judging.assess`, as the parent would) and sends each result back as it is done;
+a group member whose result the group engine may not report (`judging.assess.one_story`) comes back
+as left to another engine, and so does each scenario of a bundle that failed as a whole, with why. The parent
 hands out batches, kills a worker whose scenario runs past the timeout, and replaces any worker
 that dies. A batch that dies keeps the results it sent; its unfinished scenarios go back in the
 queue one by one. Memory corruption can kill a worker a scenario or two after the one that caused
@@ -32,13 +33,14 @@ DONE = "done"
 Batch = tuple[tuple[int, Scenario], ...]
 """Scenarios, with their positions in the run, that one worker audits one after another."""
 
-LITERAL, GROUP = "literal", "group"
+LITERAL, GROUP, BUNDLE = "literal", "group", "bundle"
 """The engines a batch can be for."""
 
 
 def _serve(connection: Connection, options: Options, device_names: tuple[str, ...]) -> None:
-    """The worker's loop: receive (engine, Batch), send back (index, result or None when left to
-    another engine, time spent) per scenario, then DONE."""
+    """The worker's loop: receive (engine, Batch), send back (index, result, time spent) per
+    scenario, then DONE; the result is None, or why (a str), for one left to another engine."""
+    from gradaudit.engines.bundle import BundleEngine
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
     from gradaudit.jaxenv import JaxEvents, devices_named, select_n_rule
@@ -48,6 +50,7 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
     engines = {
         LITERAL: LiteralEngine(options.timeout, devices, options.limits),
         GROUP: GroupEngine(devices=devices, timeout=options.timeout, limits=options.limits),
+        BUNDLE: BundleEngine(devices=devices),
     }
     events = JaxEvents()
 
@@ -64,8 +67,10 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
                 spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
                 answered.add(position)
                 connection.send((batch[position][0], result if engine == LITERAL or one_story(result, options.tolerance) else None, spent))
+            fallen = engines[BUNDLE].fallen
             for position in sorted(set(range(len(batch))) - answered):
-                connection.send((batch[position][0], None, events.take()))
+                connection.send((batch[position][0], fallen.get(position) if engine == BUNDLE else None, events.take()))
+            fallen.clear()
             connection.send(DONE)
 
 
@@ -109,9 +114,11 @@ def run_in_workers(
     failure: Callable[[Scenario, Failure], ScenarioResult],
     totals: dict[str, float] | None = None,
     engine: str = LITERAL,
+    left: Callable[[int, str], None] | None = None,
 ) -> None:
     """Audit `batches` on `engine` in `jobs` worker processes; `notify(index, result)` hears of each
-    result (a group member the group engine may not report is not notified: another engine's).
+    result (a group member the group engine may not report is not notified: another engine's), and
+    `left(index, why)` of each scenario of a bundle that failed as a whole.
 
     A batch whose worker dies or times out sends its unfinished scenarios back to the queue, one
     literal batch each, except the scenario it was on (for a group, its first unfinished one): retried
@@ -135,7 +142,7 @@ def run_in_workers(
         workers[workers.index(worker)] = _Worker(context, settings)
         unfinished = [index for index, _ in batch if index in worker.pending]
         for position, index in enumerate(unfinished):
-            if position > 0 or worker.engine == GROUP:  # a group computes its members together: none is to blame
+            if position > 0 or worker.engine in (GROUP, BUNDLE):  # computed together: none is to blame
                 queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
             elif timed_out:
                 notify(index, failure(scenarios[index], Failure(f"timed out after {options.timeout:g} s", "TimeoutError")))
@@ -169,7 +176,9 @@ def run_in_workers(
                     if totals is not None:
                         for key, value in spent.items():
                             totals[key] = totals.get(key, 0.0) + value
-                    if result is None:
+                    if isinstance(result, str) and left is not None:
+                        left(index, result)
+                    if result is None or isinstance(result, str):
                         continue
                     if index in retried:
                         result = replace(result, notes=(*result.notes, Note(message=f"retried in a fresh worker: the first one {retried[index]}")))

@@ -14,7 +14,7 @@ engine) and applies the gate (expectations, baseline). Which engine computes a s
    function called on that scenario alone, reproduce every finding. Any other (an answer only the
    batched run gave: a NaN that batched XLA code turns into 0) goes on to the next engine.
 2. Every other select_n scenario: the bundle engine, with its selector captured as a user writes
-   it; what it finds is reported.
+   it, in worker processes with --jobs (a bundle a batch); what it finds is reported.
 3. Everything else (functions in smaller groups, second order, several devices, a bundle that
    failed as a whole, group members left over) and everything with --literal: the literal engine,
    one scenario at a time (in worker processes with --jobs), scenarios of one function one after
@@ -211,7 +211,7 @@ def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_resu
 
 
 def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, settle, counts: dict) -> None:
-    from gradaudit.engines.bundle import BundleEngine
+    from gradaudit.engines.bundle import BUNDLE_SCENARIOS, BundleEngine
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
     from gradaudit.judging.assess import assess, one_story
@@ -235,12 +235,21 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
             if keep(result):
                 take(index, result)
 
-    def bundled(indices: list[int]) -> BundleEngine:
+    def bundled(indices: list[int]) -> None:
+        """Scenarios on the bundle engine: in workers, a bundle a batch (bundles small enough that
+        every worker has one); else in this process."""
+        if options.jobs > 0:
+            size = max(1, min(BUNDLE_SCENARIOS, -(-len(indices) // options.jobs)))
+            batches = [[indices[p] for p in bundle] for bundle in BundleEngine(size=size).bundles([scenarios[i] for i in indices])]
+            before = len(fallen)
+            in_workers(batches, "bundle")
+            failed = len({tuple(batch) for batch in batches if any(i in fallen for i in batch)}) if len(fallen) > before else 0
+            counts.update(bundles=counts["bundles"] + len(batches) - failed, failed_bundles=counts["failed_bundles"] + failed)
+            return
         engine = BundleEngine(devices=devices)
         run(engine, indices)
         counts.update({k: counts.get(k, 0) + v for k, v in engine.counts.items()})
         fallen.update({indices[p]: why for p, why in engine.fallen.items()})
-        return engine
 
     def in_workers(batches: list[list[int]], engine: str) -> None:
         """Batches audited in worker processes on `engine`; what they do not settle is left unsettled."""
@@ -257,6 +266,7 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
             lambda scenario, why: assess(scenario, failed(why), options.tolerance),
             counts.setdefault("workers", {}),
             engine,
+            fallen.__setitem__,
         )
 
     def grouped(kind: str) -> None:
