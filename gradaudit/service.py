@@ -241,9 +241,8 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         if options.jobs > 0:
             size = max(1, min(BUNDLE_SCENARIOS, -(-len(indices) // options.jobs)))
             batches = [[indices[p] for p in bundle] for bundle in BundleEngine(size=size).bundles([scenarios[i] for i in indices])]
-            before = len(fallen)
             in_workers(batches, "bundle")
-            failed = len({tuple(batch) for batch in batches if any(i in fallen for i in batch)}) if len(fallen) > before else 0
+            failed = sum(any(i in fallen for i in batch) for batch in batches)
             counts.update(bundles=counts["bundles"] + len(batches) - failed, failed_bundles=counts["failed_bundles"] + failed)
             return
         engine = BundleEngine(devices=devices)

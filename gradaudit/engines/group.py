@@ -4,9 +4,11 @@ Scenarios that share a program (`targets.group_key`: a select_n family with its 
 in, or a user's function with the same input shapes, dtypes and captured constants) form a group.
 The eager paths (`value`, `jacfwd`, `jacrev`) run for the whole group as one eager `jax.vmap`, op
 by op as eager calls run. The jit paths and the finite-difference points are one program per group,
-compiled once: jax.jit of the function, of jax.jacfwd and of jax.jacrev of it at one scenario's
-inputs, unbatched, as a user calls them, and the function vmapped over that scenario's centre and
-points; each member calls it on its own inputs. A member whose function gives another value
+compiled once: under jax.jit, the function, jax.jacfwd and jax.jacrev of it at one scenario's
+inputs, unbatched, and the function vmapped over that scenario's centre and points; each member
+calls it on its own inputs. XLA compiles the three jit paths together (as a bundle's), where a
+user's `jax.jit(jax.jacrev(f))` is a program of its own: the same transforms and inputs, a
+compilation that may fuse differently (rounding). A member whose function gives another value
 vmapped over its points than called on its own is not yielded (its points would not be its
 function's). Paths record the binding the group used (a select_n selector is `traced` here); the
 service keeps a member's result where its eager and jit paths tell one story, and audits any other
@@ -169,8 +171,9 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
                 )
             )
     share = (time.perf_counter() - started) / len(members)
-    # One jaxpr for the group: its members share the function, shapes, dtypes and binding.
-    traced = functools.cache(lambda: primitives(targets[0][0]))
+    # One jaxpr for the group: its members share the function, shapes, dtypes and binding. (Over the
+    # first target alone: a closure over `targets` would keep every member's arrays alive.)
+    traced = functools.cache(functools.partial(primitives, targets[0][0]))
     return [
         None
         if left[b]
