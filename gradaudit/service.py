@@ -6,8 +6,8 @@ runs the engines, judges and diagnoses what they computed (`judging.assess`, the
 engine) and applies the gate (expectations, baseline). Which engine computes a scenario:
 
 1. Scenarios in groups of at least GROUP_MIN sharing a program (select_n families with the
-   selector passed in; calls of one user function with the same shapes, dtypes and captured
-   values): the group engine, in worker processes with --jobs (a group a batch). Its eager paths
+   selector passed in; calls of one user function with the same shapes, dtypes and binding, each
+   captured value computed for the members capturing it): the group engine, in worker processes with --jobs (a group a batch). Its eager paths
    are one eager vmap of the group; its jit paths each scenario's own call, on its own inputs, of
    one jax.jit program of the function, jax.jacfwd and jax.jacrev. A scenario is reported from it when each eager
    path agrees with its jit twin (`judging.assess.one_story`), so that the jit paths, the user's

@@ -308,6 +308,35 @@ def test_function_groups_give_the_literal_engines_verdicts(tmp_path, jobs):
     assert {r.method for r in literal.results} == {"literal"}
 
 
+def test_calls_capturing_different_values_form_one_group(tmp_path):
+    """Calls of one function whose captured index differs from call to call (each value once) are
+    one group: the traced binding computed for all of them together, the captured one for each
+    value on its own; verdicts, findings and binding labels equal the literal engine's."""
+    (tmp_path / "fns.py").write_text(FUNCTION_GROUPS)
+    lines = ["scenarios:"]
+    for n, index in enumerate([-2, 0, 1, 2, 3, 7]):
+        lines += [
+            f"  - name: take-{n}",
+            "    fn: fns:scaled_take",
+            f"    inputs: [{{dtype: float32, value: [1.0, 2.0, 3.0]}}, {{dtype: int32, value: {index}}}]",
+        ]
+    (tmp_path / "groups.yaml").write_text("\n".join(lines) + "\n")
+    scenarios = load_paths([str(tmp_path / "groups.yaml")]).scenarios
+    default = audit(scenarios, Options(rule=LEGACY, jobs=0, cache=None))
+    literal = audit(scenarios, Options(rule=LEGACY, jobs=0, cache=None, literal=True))
+    assert default.timings["groups"] == 1
+    assert [r.method for r in default.results] == ["group"] * len(scenarios)
+    for ours, theirs in zip(default.results, literal.results, strict=True):
+        assert ours.status == theirs.status, ours.scenario.name
+        assert [f.fingerprint for f in ours.findings] == [f.fingerprint for f in theirs.findings], ours.scenario.name
+        assert list(ours.paths) == list(theirs.paths)
+        captured = ours.paths["jit_jacrev:const"].arrays[0]
+        np.testing.assert_allclose(captured, theirs.paths["jit_jacrev:const"].arrays[0])
+    # Each captured index reads its own element: the group did not share one member's answer.
+    picked = [int(np.argmax(r.paths["jit_jacrev:const"].arrays[0])) for r in default.results]
+    assert picked == [0, 0, 1, 2, 2, 2]
+
+
 def test_a_group_whose_points_cannot_be_evaluated_leaves_every_member(monkeypatch):
     """The function vmapped over its finite-difference points fails (the function alone, point by
     point, might not): no member is taken, each goes on to the next engine."""

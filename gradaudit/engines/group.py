@@ -1,7 +1,8 @@
 """The group engine: scenarios that share one function, its programs compiled once for them all.
 
 Scenarios that share a program (`targets.group_key`: a select_n family with its selector passed
-in, or a user's function with the same input shapes, dtypes and captured constants) form a group.
+in, or a user's function with the same input shapes, dtypes and binding) form a group; a binding
+with captured constants is computed together for the members that capture the same ones.
 The eager paths (`value`, `jacfwd`, `jacrev`) run for the whole group as one eager `jax.vmap`, op
 by op as eager calls run. The jit paths and the finite-difference points are one program per group,
 compiled once: under jax.jit, the function, jax.jacfwd and jax.jacrev of it at one scenario's
@@ -36,7 +37,7 @@ from gradaudit.model.options import Limits
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import Points, estimates, points, scenario_estimates
 from gradaudit.targets import group_key, group_targets, sizes
-from gradaudit.targets.base import primitives
+from gradaudit.targets.base import Target, primitives
 
 MAX_ELEMENTS = 4_000_000
 """Array elements one group may hold (function values at every finite-difference point, Jacobian
@@ -130,53 +131,28 @@ def _member(program: Callable, failures: dict[str, BaseException], inputs: Seque
 
 def _group(members: Sequence[Scenario], started: float, device: str | None, with_eager: bool) -> list[Computed | None]:
     """Every first-order path of every member, per binding of their targets (the jit ones alone
-    without `with_eager`); None for a member whose function gave another value vmapped over its
-    points than called on its own (the points would not be its function's), or whose points could
-    not be evaluated (the function alone, point by point, might be)."""
+    without `with_eager`), computed together for the members whose target of that binding is one
+    function (a binding with captured values: the members capturing the same ones); None for a
+    member left to another engine (see `_binding`)."""
     targets = [group_targets(m) for m in members]
-    paths: list[dict] = [{} for _ in members]
-    left = [False] * len(members)
-    for t, first in enumerate(targets[0]):
-        n = len(first.args)
-        args = [np.stack([ts[t].args[i] for ts in targets]) for i in range(n)]
-        fixed = [np.stack([ts[t].fixed[i] for ts in targets]) for i in range(len(first.fixed))]
-        where = points(args, steps(first, members[0].eps))
-        eager_failures: dict[str, BaseException] = {}
-        eager = jax.device_get(_answers(_batched(first.fn, n), (*args, *fixed), eager_failures)) if with_eager else {}
-        # Each member's points, its centre first: (1 + points, *shape) per argument.
-        stacks = [np.concatenate([arg[:, None], stack.swapaxes(0, 1)], axis=1) for arg, stack in zip(args, where.stacks, strict=True)]
-        signature = tuple((a.shape[1:], a.dtype) for a in (*args, *fixed, *stacks))
-        try:
-            program, traced_failures = _program(first.fn, n, signature, tracing_context())
-        except Exception:  # noqa: BLE001 - the program could not be built: each member goes on alone
-            return [None] * len(members)
-        answers = [_member(program, traced_failures, (*ts[t].args, *ts[t].fixed), [stack[b] for stack in stacks]) for b, ts in enumerate(targets)]
-        at_points = [mine.get(POINTS) for mine, _ in answers]
-        for b, (mine, _) in enumerate(answers):
-            left[b] |= at_points[b] is None or VALUE not in mine or not _same(at_points[b][0], mine[VALUE])
-        if all(left):
-            return [None] * len(members)
-        usable = [b for b in range(len(members)) if not left[b]]
-        centre = np.stack([at_points[b][0] for b in usable])
-        blocks = estimates([centre], [np.stack([at_points[b][1:] for b in usable], axis=1)], _taking(where, usable), [a[usable] for a in args])
-        for row, b in enumerate(usable):
-            mine, mine_failed = answers[b]
-            reference = scenario_estimates(blocks, row, [(0, j) for j in range(n)])
-            # Copies, so a member's result does not keep its whole group's arrays alive.
-            eager_b = {name: np.array(answer[b]) if name == VALUE else tuple(np.array(block[b]) for block in answer) for name, answer in eager.items()}
-            paths[b].update(
-                assembled(
-                    eager_b, eager_failures, mine, mine_failed, reference,
-                    engine="group", binding=first.bound, label=first.binding, with_value=t == 0, device=device,
-                )
-            )
+    paths: list[dict | None] = [{} for _ in members]
+    for t in range(len(targets[0])):
+        sharing: dict[int, list[int]] = {}
+        for b, ts in enumerate(targets):
+            sharing.setdefault(id(ts[t].fn), []).append(b)
+        for part in sharing.values():
+            computed = _binding([targets[b][t] for b in part], members[0].eps, with_eager, t == 0, device)
+            for b, found in zip(part, computed, strict=True):
+                paths[b] = None if found is None or paths[b] is None else {**paths[b], **found}
     share = (time.perf_counter() - started) / len(members)
-    # One jaxpr for the group: its members share the function, shapes, dtypes and binding. (Over the
-    # first target alone: a closure over `targets` would keep every member's arrays alive.)
-    traced = functools.cache(functools.partial(primitives, targets[0][0]))
+    # One jaxpr per function of the first binding: members that share it share their shapes, dtypes
+    # and binding. (Over a target alone: a closure over `targets` would keep every member's arrays alive.)
+    traced: dict[int, Callable] = {}
+    for ts in targets:
+        traced.setdefault(id(ts[0].fn), functools.cache(functools.partial(primitives, ts[0])))
     return [
         None
-        if left[b]
+        if paths[b] is None
         else Computed(
             paths=paths[b],
             arg_names=ts[0].arg_names,
@@ -184,10 +160,52 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
             bindings=tuple(target.binding for target in ts),
             seconds=share,
             engine="group",
-            primitives=traced,
+            primitives=traced[id(ts[0].fn)],
         )
         for b, ts in enumerate(targets)
     ]
+
+
+def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, with_value: bool, device: str | None) -> list[dict | None]:
+    """One binding's first-order paths for members whose targets share one function: per member its
+    paths, or None where its function gave another value vmapped over its points than called on
+    its own (the points would not be its function's), or its points could not be evaluated, or the
+    program could not be built (the function alone, point by point, might do)."""
+    first = targets[0]
+    n = len(first.args)
+    args = [np.stack([target.args[i] for target in targets]) for i in range(n)]
+    fixed = [np.stack([target.fixed[i] for target in targets]) for i in range(len(first.fixed))]
+    where = points(args, steps(first, eps))
+    eager_failures: dict[str, BaseException] = {}
+    eager = jax.device_get(_answers(_batched(first.fn, n), (*args, *fixed), eager_failures)) if with_eager else {}
+    # Each member's points, its centre first: (1 + points, *shape) per argument.
+    stacks = [np.concatenate([arg[:, None], stack.swapaxes(0, 1)], axis=1) for arg, stack in zip(args, where.stacks, strict=True)]
+    signature = tuple((a.shape[1:], a.dtype) for a in (*args, *fixed, *stacks))
+    try:
+        program, traced_failures = _program(first.fn, n, signature, tracing_context())
+    except Exception:  # noqa: BLE001 - the program could not be built: each member goes on alone
+        return [None] * len(targets)
+    answers = [_member(program, traced_failures, (*target.args, *target.fixed), [stack[b] for stack in stacks]) for b, target in enumerate(targets)]
+    usable = [
+        b for b, (mine, _) in enumerate(answers)
+        if POINTS in mine and VALUE in mine and _same(mine[POINTS][0], mine[VALUE])
+    ]
+    found: list[dict | None] = [None] * len(targets)
+    if not usable:
+        return found
+    centre = np.stack([answers[b][0][POINTS][0] for b in usable])
+    at_points = np.stack([answers[b][0][POINTS][1:] for b in usable], axis=1)
+    blocks = estimates([centre], [at_points], _taking(where, usable), [a[usable] for a in args])
+    for row, b in enumerate(usable):
+        mine, mine_failed = answers[b]
+        reference = scenario_estimates(blocks, row, [(0, j) for j in range(n)])
+        # Copies, so a member's result does not keep its whole group's arrays alive.
+        eager_b = {name: np.array(answer[b]) if name == VALUE else tuple(np.array(block[b]) for block in answer) for name, answer in eager.items()}
+        found[b] = assembled(
+            eager_b, eager_failures, mine, mine_failed, reference,
+            engine="group", binding=first.bound, label=first.binding, with_value=with_value, device=device,
+        )
+    return found
 
 
 def _taking(where: Points, members: Sequence[int]) -> Points:

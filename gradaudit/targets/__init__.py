@@ -35,8 +35,9 @@ def group_targets(scenario: Scenario) -> tuple[Target, ...]:
 
 
 def group_key(scenario: Scenario) -> tuple | None:
-    """What scenarios sharing one vmapped program have in common, or None for one no group can take
-    (second order). Values captured as constants are part of the key; traced ones are not."""
+    """What scenarios a group can take together have in common, or None for one no group can take
+    (second order). Input values are not part of the key, captured or traced: a group computes
+    each binding for the members whose function for it is one (captured values alike) together."""
     if scenario.order != 1:
         return None
     spec = scenario.target
@@ -46,8 +47,7 @@ def group_key(scenario: Scenario) -> tuple | None:
         return ("select_n", spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.shape, spec.dtype, spec.output, scenario.eps)
     arrays = [s.array() for s in spec.inputs]
     shapes = tuple((s.dtype, a.shape) for s, a in zip(spec.inputs, arrays, strict=True))
-    captured = tuple(a.tobytes() for s, a in zip(spec.inputs, arrays, strict=True) if not s.differentiable and spec.bind != "traced")
-    return ("function", spec.fn, spec.root, shapes, spec.bind, captured, scenario.eps)
+    return ("function", spec.fn, spec.root, shapes, spec.bind, scenario.eps)
 
 
 def sizes(scenario: Scenario) -> tuple[list[int], int]:
