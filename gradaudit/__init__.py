@@ -26,6 +26,13 @@ _PUBLIC = {
     "OptionError": "gradaudit.model.options",
     "load_paths": "gradaudit.sources.scenario_files",
     "run": "gradaudit.service",
+    "audit": "gradaudit.api",
+    "assert_consistent": "gradaudit.api",
+    "check_grads": "gradaudit.api",
+    "Audit": "gradaudit.api",
+    "Auditor": "gradaudit.api",
+    "GradientInconsistency": "gradaudit.api",
+    "InputRejected": "gradaudit.api",
 }
 """Public name -> the module that defines it (`run` is the service's `audit`)."""
 

@@ -51,7 +51,7 @@ def check_limits(scenarios: Sequence[Scenario], limits: Limits, trace: bool = Tr
         entries = out * sum(inputs)
         if scenario.order >= 2:
             entries += out * sum(inputs) ** 2
-        bindings = 2 if spec.kind == "function" and spec.bind == "both" and any(not s.differentiable for s in spec.inputs) else 1
+        bindings = 2 if spec.kind == "function" and spec.bind == "both" and any(not s.differentiable and not s.held for s in spec.inputs) else 1
         entries *= bindings
         if entries > limits.jacobian:
             problems.append(f"its derivatives have {entries:,} entries, over the limit of {limits.jacobian:,} (limits.jacobian)")

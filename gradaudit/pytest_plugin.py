@@ -84,7 +84,9 @@ class ScenarioItem(pytest.Item):
             raise ScenarioInputError("\n".join(str(error) for error in report.errors))
         (result,) = report.results
         if not result.passed:
-            raise ScenarioFailed(_failure_text(result, result.outcome.reason))
+            from gradaudit.render.failure import failure_text
+
+            raise ScenarioFailed(failure_text(result))
         if result.findings:
             pytest.xfail(result.outcome.reason)
 
@@ -95,19 +97,3 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, self.scenario.source.line - 1, f"scenario {self.name}"
-
-
-def _failure_text(result, reason: str) -> str:
-    scenario = result.scenario
-    detail = f" ({reason})" if reason != result.status else ""
-    lines = [f"{scenario.source}: {scenario.name}: {result.status}{detail}"]
-    lines += [f"  {finding.message}" for finding in result.findings]
-    if result.provenance is not None and len(result.provenance.value_from) <= 12:
-        names = result.arg_names
-        for entry in result.provenance.to_list(names):
-            routes = "; ".join(f"{path} -> {', '.join(to) or 'nowhere'}" for path, to in entry.items() if path not in ("element", "value_from"))
-            lines.append(f"  provenance out{entry['element'] or ''}: value from {', '.join(entry['value_from']) or 'no input'}; {routes}")
-    if result.diagnosis is not None:
-        lines.append(f"  {result.diagnosis.id}: {result.diagnosis.title}")
-        lines += [f"    fix: {fix}" for fix in result.diagnosis.fixes]
-    return "\n".join(lines)

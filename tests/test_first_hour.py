@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gradaudit.sources.scenario_files import load_paths
-from gradaudit.pytest_plugin import _failure_text
+from gradaudit.render.failure import failure_text
 from gradaudit.service import audit_one
 from tests.helpers import ROOT, run_cli, write_yaml
 
@@ -182,7 +182,7 @@ def test_exceptions_in_user_code_carry_file_line_and_function_everywhere(project
     github = run_cli("run", "audit.yaml", "-k", "raises", "--format", "github")
     assert re.search(r"^::error file=audit\.yaml,line=\d+,.*" + re.escape(where), github.stdout, re.MULTILINE)
     (scenario,) = [s for s in load_paths(["audit.yaml"]).scenarios if s.name == "user-raises"]
-    assert where in _failure_text(audit_one(scenario), "error")
+    assert where in failure_text(audit_one(scenario))
 
 
 def test_a_baseline_does_not_accept_another_wrong_rule(project):

@@ -39,6 +39,7 @@ from gradaudit.model.paths import (
     JIT_JACFWD,
     JIT_JACREV,
     JIT_VALUE,
+    MODES_NEEDED,
     NOT_APPLICABLE,
     VALUE,
     PathResult,
@@ -130,26 +131,31 @@ def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tu
     return differences(lambda *a: tuple(jacobian(*a, *fixed)), target.args, steps(target, eps))
 
 
-def run_paths(targets: Sequence[Target], eps: float | None, order: int = 1, devices: Sequence = ()) -> dict[str, PathResult]:
-    """Every path up to `order` for each binding of the target, in the order reports show them.
+def run_paths(
+    targets: Sequence[Target], eps: float | None, order: int = 1, devices: Sequence = (), modes: Sequence[str] = ("fwd", "rev")
+) -> dict[str, PathResult]:
+    """Every path up to `order` for each binding of the target, in the order reports show them;
+    a derivative path only where it uses none but `modes`.
 
     With devices, every path runs on the first; value and the AD paths run again on each further
     device, named `path@device` (finite differences are the oracle and need running only once).
     """
     with unfiltered_tracebacks():
         if not devices:
-            return {name: replace(run_path(name, compute), binding=binding) for name, binding, compute in _paths(targets, eps, order)}
+            return {name: replace(run_path(name, compute), binding=binding) for name, binding, compute in _paths(targets, eps, order, modes)}
         results = {}
         for index, device in enumerate(devices):
             where = device_name(device)
             suffix = "" if index == 0 else DEVICE_SEPARATOR + where
             with jax.default_device(device):
-                for name, binding, compute in _paths(targets, eps, order, references=index == 0):
+                for name, binding, compute in _paths(targets, eps, order, modes, references=index == 0):
                     results[name + suffix] = replace(run_path(name + suffix, compute, where), binding=binding)
         return results
 
 
-def _paths(targets: Sequence[Target], eps: float | None, order: int, references: bool = True) -> Iterator[tuple[str, str, Callable]]:
+def _paths(
+    targets: Sequence[Target], eps: float | None, order: int, modes: Sequence[str], references: bool = True
+) -> Iterator[tuple[str, str, Callable]]:
     """(name, binding, compute) of every path, in report order; finite differences only with `references`.
 
     `value` is the function called eagerly on JAX arrays, as a user would, once; `jit_value` per binding.
@@ -160,12 +166,12 @@ def _paths(targets: Sequence[Target], eps: float | None, order: int, references:
         binding, bound = target.binding, target.bound
         compiled = jax.jit(target.fn)
         yield path_name(JIT_VALUE, binding), bound, lambda tg=target, c=compiled: (np.asarray(c(*tg.args, *tg.fixed)),)
-        for base in FIRST_ORDER:
+        for base in (b for b in FIRST_ORDER if MODES_NEEDED[b] <= set(modes)):
             yield path_name(base, binding), bound, lambda t=base, tg=target: ad_blocks(tg, t, 1)
         if references:
             yield path_name(FINITE_DIFFERENCE, binding), bound, lambda tg=target, c=compiled: finite_difference_jacobians(tg, eps, c)
         if order >= 2:
-            for base in SECOND_ORDER:
+            for base in (b for b in SECOND_ORDER if MODES_NEEDED[b] <= set(modes)):
                 yield path_name(base, binding), bound, lambda t=base, tg=target: ad_blocks(tg, t, 2)
             if references:
                 yield path_name(HESSIAN_FINITE_DIFFERENCE, binding), bound, lambda tg=target: finite_difference_hessian(tg, eps)
@@ -206,7 +212,7 @@ def compute(scenario: Scenario, timeout: float | None = None, devices: Sequence 
             if problems:
                 return failed(Failure(problems[0].message, LIMIT_EXCEEDED), time.perf_counter() - start)
             targets = build_targets(scenario)
-            results = run_paths(targets, scenario.eps, scenario.order, devices)
+            results = run_paths(targets, scenario.eps, scenario.order, devices, scenario.modes)
     except ScenarioTimeout:
         return failed(Failure(f"timed out after {timeout:g} s", "TimeoutError"), time.perf_counter() - start)
     target = targets[0]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -73,6 +74,7 @@ def tolerances_for(scenario: Scenario, default: tuple[float | None, float | None
     if scenario.tolerance is not None:
         fd_rtol, fd_atol = scenario.tolerance.rtol, scenario.tolerance.atol
     ad_rtol, ad_atol = dtypes.ad_tolerance(scenario.precision_dtype)
+    ad_rtol, ad_atol = (tol * math.sqrt(scenario.reduction) for tol in (ad_rtol, ad_atol))
     return Tolerances(fd_rtol=fd_rtol, fd_atol=fd_atol, ad_rtol=ad_rtol, ad_atol=ad_atol)
 
 

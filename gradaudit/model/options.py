@@ -91,6 +91,8 @@ KEYS: dict[str, Key] = {
         Key("baseline", str, "a path to a JSON report", "A previous JSON report: its findings are known and do not fail the run.", flag="--baseline"),
         Key("keyword", str, "an expression", "Only scenarios whose name matches EXPR (substrings with and/or/not).", flag="-k", configurable=False),
         Key("shard", str, "K/N", "Only shard K of N: a stable split by scenario name, for CI matrix jobs.", flag="--shard", configurable=False),
+        Key("directions", int, "a number of directions >= 1", "Random tangent and cotangent directions the Python API compares a large function along."),
+        Key("directional_above", int, "a number of Jacobian entries >= 0", "Jacobian entries above which the Python API compares along directions instead of whole Jacobians (0: always)."),
         Key("json_detail", str, "a detail level", "How much a JSON report keeps: every path's arrays for scenarios with findings and a summary of the others, or everything.", DETAILS, "--json-detail"),
     )
 }
@@ -131,6 +133,8 @@ class Options:
     keyword: str | None = None
     shard: str | None = None
     json_detail: str = "findings"
+    directions: int = 4
+    directional_above: int = 100_000
 
     @property
     def tolerance(self) -> tuple[float | None, float | None]:
@@ -165,6 +169,8 @@ def check_value(key: Key, value) -> object:
         raise OptionError(f"'timeout' must be {key.described}, got {value!r}")
     if key.name == "jobs" and value < 0:
         raise OptionError(f"'jobs' must be 0 or more, got {value!r}")
+    if key.name == "directions" and value < 1 or key.name == "directional_above" and value < 0:
+        raise OptionError(f"'{key.name}' must be {key.described}, got {value!r}")
     if key.name == "cache" and isinstance(value, str) and not value.strip():
         raise OptionError("'cache' must be a folder (or false for none), got an empty string")
     if key.name == "tolerance":

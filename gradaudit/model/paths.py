@@ -48,6 +48,18 @@ PATH_LABELS: dict[str, str] = {
 }
 """How reports name each path."""
 
+MODES_NEEDED: dict[str, frozenset[str]] = {
+    JACFWD: frozenset({"fwd"}),
+    JIT_JACFWD: frozenset({"fwd"}),
+    JACREV: frozenset({"rev"}),
+    JIT_JACREV: frozenset({"rev"}),
+    HESSIAN_FWD_REV: frozenset({"fwd", "rev"}),
+    HESSIAN_REV_REV: frozenset({"rev"}),
+    HESSIAN_FWD_FWD: frozenset({"fwd"}),
+    JIT_HESSIAN_REV_REV: frozenset({"rev"}),
+}
+"""The AD modes each derivative path uses (values and finite differences use none)."""
+
 
 @dataclass(frozen=True)
 class PathError:

@@ -6,7 +6,8 @@ A scenario's target is either the seed's `select_n` family or a user's function;
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,8 @@ FILLS = ("arange", "zeros", "ones", "normal")
 BINDS = ("traced", "constant", "both")
 """How a function's fixed (integer or boolean) inputs reach it: as traced arguments, captured constants, or both."""
 ORDERS = (1, 2)
+MODES = ("fwd", "rev")
+"""Forward and reverse mode."""
 EXPECTED_STATUSES = ("consistent", "mismatch", "error")
 
 
@@ -104,13 +107,20 @@ class InputSpec:
     """When no value is given: arange, zeros, ones or normal."""
     seed: int = 0
     """For `fill: normal`."""
+    name: str | None = None
+    """How findings name it (a pytree path from the Python API); None: `x<position>`."""
+    held: bool = False
+    """A floating input passed in but never differentiated (a point and its directions, when the
+    Python API compares along directions)."""
 
     @property
     def differentiable(self) -> bool:
-        return self.dtype in dtypes.FLOAT_DTYPES
+        return self.dtype in dtypes.FLOAT_DTYPES and not self.held
 
     def array(self) -> np.ndarray:
         dtype = dtypes.numpy_dtype(self.dtype)
+        if isinstance(self.value, np.ndarray) and self.value.dtype == dtype:
+            return self.value  # the Python API's arrays, taken as they are (a model's parameters are large)
         if self.value is not None:
             return np.asarray(self.value, dtype=np.float64 if self.differentiable else None).astype(dtype)
         size = int(np.prod(self.shape, dtype=np.int64))
@@ -132,18 +142,25 @@ class InputSpec:
         return f"{self.dtype}[{','.join(map(str, shape))}]"
 
     def to_dict(self) -> dict:
-        return {"dtype": self.dtype, "value": self.value, "shape": list(self.shape), "fill": self.fill, "seed": self.seed}
+        value = self.value.tolist() if isinstance(self.value, np.ndarray) else self.value
+        named = {"name": self.name} if self.name is not None else {}
+        return {"dtype": self.dtype, "value": value, "shape": list(self.shape), "fill": self.fill, "seed": self.seed, **named}
 
 
 @dataclass(frozen=True)
 class FunctionCall:
-    """A user's function `module:function`, imported with the scenario file's folder on the path."""
+    """A user's function `module:function`, imported with the scenario file's folder on the path, or
+    a callable handed to the Python API."""
 
     fn: str
     root: str
     """The scenario file's folder, from which `fn`'s module is imported."""
     inputs: tuple[InputSpec, ...]
     bind: str = "both"
+    function: Callable | None = field(default=None, compare=False, repr=False)
+    """The callable itself (the Python API); None: import `fn` from `root`. `fn` then only names it."""
+    description: str | None = field(default=None, compare=False)
+    """How tables show the inputs (the Python API names them by pytree path); None: each input's `describe`."""
 
     kind = "function"
 
@@ -151,9 +168,13 @@ class FunctionCall:
     def named_dtypes(self) -> tuple[str, ...]:
         return tuple(spec.dtype for spec in self.inputs)
 
+    def describe_inputs(self) -> str:
+        return self.description or " ".join(spec.describe() for spec in self.inputs)
+
     @property
     def float_dtypes(self) -> tuple[str, ...]:
-        return tuple(spec.dtype for spec in self.inputs if spec.differentiable)
+        """Differentiated inputs' dtypes and held floating ones' (a directional audit's point)."""
+        return tuple(spec.dtype for spec in self.inputs if spec.dtype in dtypes.FLOAT_DTYPES)
 
     def to_dict(self) -> dict:
         return {"fn": self.fn, "inputs": [spec.to_dict() for spec in self.inputs], "bind": self.bind}
@@ -176,6 +197,13 @@ class Scenario:
     suite: str = ""
     """The catalog suite (top folder) the scenario came from, for per-suite summaries."""
     expect: Expectation | None = None
+    modes: tuple[str, ...] = MODES
+    """The AD modes audited (the Python API's check_grads may ask for one): a path needing a mode
+    not here is not run."""
+    reduction: int = 1
+    """Elements each compared entry sums over beyond the function's own work (a directional
+    audit's dot products with its directions): two AD paths may round apart by its square root
+    times more."""
 
     @property
     def precision_dtype(self) -> str:
@@ -195,4 +223,6 @@ class Scenario:
             "order": self.order,
             "suite": self.suite,
             "expect": None if self.expect is None else self.expect.to_dict(),
+            **({"modes": list(self.modes)} if self.modes != MODES else {}),
+            **({"reduction": self.reduction} if self.reduction != 1 else {}),
         }

@@ -38,7 +38,7 @@ def group_key(scenario: Scenario) -> tuple | None:
     """What scenarios a group can take together have in common, or None for one no group can take
     (second order). Input values are not part of the key, captured or traced: a group computes
     each binding for the members whose function for it is one (captured values alike) together."""
-    if scenario.order != 1:
+    if scenario.order != 1 or len(scenario.modes) != 2:
         return None
     spec = scenario.target
     if spec.kind == "select_n":

@@ -13,7 +13,7 @@ class Target:
     """A function to differentiate with respect to each of `args`; `fixed` follow them undifferentiated.
 
     Called as `fn(*args, *fixed)`. Fixed inputs passed this way are traced under jit; a target
-    that captures them as constants has `fixed == ()`.
+    that captures its discrete inputs as constants has only held floating inputs in `fixed`.
     """
 
     fn: Callable[..., object]
@@ -31,7 +31,7 @@ class Target:
     def bound(self) -> str:
         """How the discrete inputs reach `fn`, as paths record it: `traced` (passed in `fixed`),
         `constant` (captured) or `none` (there are none)."""
-        return "traced" if self.fixed else ("constant" if self.captured else "none")
+        return "constant" if self.captured else ("traced" if self.fixed else "none")
 
 
 CUSTOM_RULES = ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr")

@@ -41,11 +41,16 @@ def _flat_output(fn: Callable[..., object]) -> Callable[..., object]:
     return flat
 
 
-def _interleave(pattern: tuple[bool, ...], differentiated: tuple, fixed: tuple) -> list:
-    """The user's positional arguments, rebuilt from the differentiated and fixed inputs in their own
-    order (`pattern`: which positions are differentiated)."""
-    remaining_d, remaining_f = iter(differentiated), iter(fixed)
-    return [next(remaining_d) if differentiable else next(remaining_f) for differentiable in pattern]
+DIFFERENTIATED, PASSED, CAPTURED = "d", "p", "c"
+"""How each positional argument reaches the user's function: differentiated, passed in undifferentiated
+(traced under jit), or captured as a constant."""
+
+
+def _interleave(pattern: tuple[str, ...], differentiated: tuple, passed: tuple, constants: tuple = ()) -> list:
+    """The user's positional arguments, rebuilt in their own order from the differentiated, passed
+    and captured inputs (`pattern`: how each position arrives)."""
+    sources = {DIFFERENTIATED: iter(differentiated), PASSED: iter(passed), CAPTURED: iter(constants)}
+    return [next(sources[kind]) for kind in pattern]
 
 
 # The functions below are made once per user function, argument pattern and captured values, so
@@ -54,8 +59,8 @@ def _interleave(pattern: tuple[bool, ...], differentiated: tuple, fixed: tuple) 
 
 
 @functools.lru_cache(maxsize=1024)
-def _traced(fn: Callable, pattern: tuple[bool, ...]) -> Callable:
-    n = sum(pattern)
+def _traced(fn: Callable, pattern: tuple[str, ...]) -> Callable:
+    n = pattern.count(DIFFERENTIATED)
 
     def traced(*inputs):
         return fn(*_interleave(pattern, inputs[:n], inputs[n:]))
@@ -64,30 +69,34 @@ def _traced(fn: Callable, pattern: tuple[bool, ...]) -> Callable:
 
 
 @functools.lru_cache(maxsize=1024)
-def _captured(fn: Callable, pattern: tuple[bool, ...], values: tuple[tuple[bytes, str, tuple[int, ...]], ...]) -> Callable:
+def _captured(fn: Callable, pattern: tuple[str, ...], values: tuple[tuple[bytes, str, tuple[int, ...]], ...]) -> Callable:
     constants = tuple(jnp.asarray(np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape)) for data, dtype, shape in values)
+    n = pattern.count(DIFFERENTIATED)
 
     def captured(*inputs):
-        return fn(*_interleave(pattern, inputs, constants))
+        return fn(*_interleave(pattern, inputs[:n], inputs[n:], constants))
 
     return captured
 
 
 def build(scenario: Scenario) -> tuple[Target, ...]:
+    """One Target per binding of the discrete inputs; held floating inputs are passed in either way."""
     spec: FunctionCall = scenario.target
-    fn = _flat_output(resolve(spec.fn, spec.root))
+    fn = _flat_output(spec.function if spec.function is not None else resolve(spec.fn, spec.root))
     arrays = [s.array() for s in spec.inputs]
-    pattern = tuple(s.differentiable for s in spec.inputs)
     args = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if s.differentiable)
-    fixed = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if not s.differentiable)
-    names = tuple(f"x{i}" for i, s in enumerate(spec.inputs) if s.differentiable)
-    traced = _traced(fn, pattern)
-    if not fixed:
-        return (Target(fn=traced, args=args, arg_names=names),)
-    captured = _captured(fn, pattern, tuple((a.tobytes(), a.dtype.str, a.shape) for a in fixed))
+    passed = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if not s.differentiable)
+    discrete = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if not s.differentiable and not s.held)
+    held = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if s.held)
+    names = tuple(s.name or f"x{i}" for i, s in enumerate(spec.inputs) if s.differentiable)
+    traced = _traced(fn, tuple(DIFFERENTIATED if s.differentiable else PASSED for s in spec.inputs))
+    if not discrete:
+        return (Target(fn=traced, args=args, arg_names=names, fixed=passed),)
+    pattern = tuple(DIFFERENTIATED if s.differentiable else PASSED if s.held else CAPTURED for s in spec.inputs)
+    captured = _captured(fn, pattern, tuple((a.tobytes(), a.dtype.str, a.shape) for a in discrete))
     by_binding = {
-        "traced": Target(fn=traced, args=args, arg_names=names, fixed=fixed, binding="traced"),
-        "constant": Target(fn=captured, args=args, arg_names=names, binding="constant", captured=True),
+        "traced": Target(fn=traced, args=args, arg_names=names, fixed=passed, binding="traced"),
+        "constant": Target(fn=captured, args=args, arg_names=names, fixed=held, binding="constant", captured=True),
     }
     if spec.bind == "both":
         return tuple(by_binding.values())

@@ -1,0 +1,395 @@
+"""The Python API: audit a JAX function where a test calls it, arguments as pytrees, up to model sizes.
+
+`audit(fn, *args)` puts the question a scenario file puts to every derivative path, through the
+same audit service (same engines, judge, diagnoses, gate), so the same function at the same inputs
+gets the same verdict either way. Floating leaves of the arguments are differentiated, integer and
+boolean leaves held fixed (as traced arguments and as captured constants, `bind`); findings name
+leaves by their pytree path (`params['w'][2, 0]`). Above `directional_above` Jacobian entries the
+paths are compared along seeded directions instead (`numerics.directions`).
+
+The function runs in this process (`jobs` 0), as the test calling it does; no compilation cache is
+written unless `cache` names one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gradaudit.model import dtypes
+from gradaudit.model.errors import Location
+from gradaudit.model.findings import Finding, Note
+from gradaudit.model.options import KEYS, OptionError, Options, check
+from gradaudit.model.paths import PathResult
+from gradaudit.model.results import AuditReport, ScenarioResult
+from gradaudit.model.scenario import BINDS, MODES, ORDERS, FunctionCall, InputSpec, Scenario
+from gradaudit.numerics.directions import Directions
+
+SCENARIO_KEYWORDS = ("name", "order", "bind", "eps", "seed", "probes", "modes")
+"""What one audit asks, as a scenario file says it; every other keyword is an option (`KEYS`)."""
+API_DEFAULTS = {"jobs": 0, "cache": None}
+"""The Python API audits in the calling process and writes no compilation cache unless asked."""
+
+
+class GradientInconsistency(AssertionError):
+    """The derivative paths disagree (or fail): the message is the findings, provenance and
+    diagnosis a failing test shows; `audit` is the whole result."""
+
+    def __init__(self, audit: Audit):
+        super().__init__(audit.failure_text())
+        self.audit = audit
+
+
+class InputRejected(ValueError):
+    """Arguments or a function gradaudit cannot audit (a dtype it cannot differentiate or hold,
+    nothing floating to differentiate, a size over a limit); the message says what is allowed."""
+
+
+@dataclass(frozen=True, eq=False)
+class Audit:
+    """One function audited at one point: its status, findings, notes, diagnosis and every path's answer."""
+
+    result: ScenarioResult
+    report: AuditReport
+    directions: Directions | None = None
+    """What a directional audit compared along (None: whole Jacobians)."""
+
+    @property
+    def status(self) -> str:
+        """consistent, mismatch or error."""
+        return self.result.status
+
+    @property
+    def passed(self) -> bool:
+        return self.result.passed
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.result.findings
+
+    @property
+    def notes(self) -> tuple[Note, ...]:
+        return self.result.notes
+
+    @property
+    def diagnosis(self):
+        """The catalog entry that explains the findings (`gradaudit explain ID`), or None."""
+        return self.result.diagnosis
+
+    @property
+    def paths(self) -> dict[str, PathResult]:
+        """Every path's answer by name (`jacrev`, `jit_jacrev:const`, ...): its arrays or its exception."""
+        return self.result.paths
+
+    def failure_text(self) -> str:
+        """Findings, provenance and diagnosis as plain text (what `assert_consistent` raises with)."""
+        from gradaudit.render.failure import failure_text
+
+        return failure_text(self.result)
+
+    def show(self, console=None) -> None:
+        """Print the command line's table, findings and diagnosis (to `console`, a rich Console, or the terminal)."""
+        from rich.console import Console
+
+        from gradaudit.render.terminal import print_report
+
+        print_report(console or Console(), self.report, verbose=True)
+
+    def _recorded(self):
+        from rich.console import Console
+
+        with open(os.devnull, "w") as nowhere:
+            console = Console(record=True, width=160, file=nowhere, color_system="truecolor")
+            self.show(console)
+        return console
+
+    def __str__(self) -> str:
+        return self._recorded().export_text()
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the terminal's table and findings, in colour."""
+        return self._recorded().export_html(inline_styles=True)
+
+    def __repr__(self) -> str:
+        return f"<gradaudit.Audit {self.result.scenario.name}: {self.status}, {len(self.findings)} finding(s)>"
+
+
+class Auditor:
+    """Audits with options bound once (the pytest fixture's: `[tool.gradaudit]` and the session's
+    flags); keywords given to a call override them for that call."""
+
+    def __init__(self, **options):
+        self.options = Options(**API_DEFAULTS).updated(**_checked_options(options))
+
+    def audit(self, fn: Callable, *args, **keywords) -> Audit:
+        """Audit `fn` at `args` (see `gradaudit.audit`)."""
+        return _audit(fn, args, self._options(keywords), _scenario_keywords(keywords))
+
+    def assert_consistent(self, fn: Callable, *args, **keywords) -> Audit:
+        """Audit `fn` at `args`; raise GradientInconsistency unless it passes (see `gradaudit.assert_consistent`)."""
+        result = self.audit(fn, *args, **keywords)
+        if not result.passed:
+            raise GradientInconsistency(result)
+        return result
+
+    def check_grads(self, f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, eps=None, atol=None, rtol=None) -> None:
+        """`jax.test_util.check_grads`, as a drop-in (see `gradaudit.check_grads`)."""
+        modes = tuple(modes) if not isinstance(modes, str) else (modes,)
+        if not modes or set(modes) - set(MODES):
+            raise ValueError(f"modes must be some of {', '.join(MODES)}, got {list(modes)!r}")
+        if order not in ORDERS:
+            raise ValueError(f"gradaudit checks orders {' and '.join(map(str, ORDERS))}, got order={order!r}")
+        keywords = {"order": order, "modes": tuple(m for m in MODES if m in modes), "eps": eps, "rtol": rtol, "atol": atol}
+        self.assert_consistent(f, *args, **{k: v for k, v in keywords.items() if v is not None})
+
+    def _options(self, keywords: Mapping) -> Options:
+        return self.options.updated(**_checked_options({k: v for k, v in keywords.items() if k not in SCENARIO_KEYWORDS}))
+
+
+def _checked_options(options: Mapping) -> dict:
+    """Option keywords checked by name (with a did-you-mean over every keyword) and value."""
+    allowed = (*SCENARIO_KEYWORDS, *KEYS)
+    for name in options:
+        if name not in allowed:
+            close = difflib.get_close_matches(name, allowed, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise OptionError(f"unknown keyword '{name}'{hint} (allowed: {', '.join(allowed)})")
+    taken = check({k: v for k, v in options.items() if k not in SCENARIO_KEYWORDS}, "keyword")
+    if taken.get("jobs"):
+        raise OptionError("the Python API audits in the calling process: 'jobs' must be 0")
+    return taken
+
+
+def _scenario_keywords(keywords: Mapping) -> dict:
+    """The scenario's own keywords, checked as a scenario file's fields are."""
+    given = {k: v for k, v in keywords.items() if k in SCENARIO_KEYWORDS and v is not None}
+    if given.get("order", 1) not in ORDERS:
+        raise OptionError(f"'order' must be one of {', '.join(map(str, ORDERS))}, got {given['order']!r}")
+    if given.get("bind", "both") not in BINDS:
+        raise OptionError(f"'bind' must be one of {', '.join(BINDS)}, got {given['bind']!r}")
+    eps = given.get("eps")
+    if eps is not None and (isinstance(eps, bool) or not isinstance(eps, int | float) or eps <= 0):
+        raise OptionError(f"'eps' must be a number > 0, got {eps!r}")
+    seed = given.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise OptionError(f"'seed' must be an integer >= 0, got {seed!r}")
+    modes = tuple(given.get("modes", MODES))
+    if not modes or set(modes) - set(MODES):
+        raise OptionError(f"'modes' must be some of {', '.join(MODES)}, got {list(modes)!r}")
+    probes = given.get("probes", ())
+    if isinstance(probes, str) or not all(isinstance(p, str) for p in probes):
+        raise OptionError(f"'probes' must be a list of elements such as \"params['w'][2, 0]\", got {probes!r}")
+    return {**given, "modes": modes, "probes": tuple(probes)}
+
+
+def _call_site() -> Location:
+    """Where the user called the API: the first frame outside gradaudit's own API."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    if frame is None:
+        return Location("<python>", 1, 1)
+    file = frame.f_code.co_filename
+    try:
+        file = os.path.relpath(file)
+    except ValueError:  # another drive (Windows)
+        pass
+    return Location(file, frame.f_lineno, 1)
+
+
+def _display_name(fn: Callable) -> str:
+    module = getattr(fn, "__module__", None) or "?"
+    return f"{module}:{getattr(fn, '__qualname__', None) or type(fn).__name__}"
+
+
+def _parameter_names(fn: Callable, count: int) -> list[str]:
+    """Names for the first `count` positional arguments: the function's own parameter names where it
+    has them (`*args` continue as `args[i]`), else `args[i]`."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return [f"args[{i}]" for i in range(count)]
+    names = []
+    for parameter in parameters:
+        if parameter.kind == parameter.VAR_POSITIONAL:
+            names += [f"{parameter.name}[{i}]" for i in range(count - len(names))]
+        elif parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            names.append(parameter.name)
+    names += [f"args[{i}]" for i in range(len(names), count)]
+    return names[:count]
+
+
+def _leaves(fn: Callable, args: tuple) -> tuple[list[np.ndarray], list[str], object]:
+    """The arguments' leaves as JAX would see them (`jnp.asarray`: Python floats are float32 unless
+    x64 is on), their pytree-path names, and the tree to rebuild them."""
+    import jax
+    import jax.numpy as jnp
+
+    with_paths, treedef = jax.tree_util.tree_flatten_with_path(args)
+    parameters = _parameter_names(fn, len(args))
+    arrays, names = [], []
+    allowed = (*dtypes.FLOAT_DTYPES, *dtypes.SELECTOR_DTYPES)
+    for path, leaf in with_paths:
+        name = parameters[path[0].idx] + jax.tree_util.keystr(tuple(path[1:]))
+        try:
+            array = np.asarray(jnp.asarray(leaf))
+        except TypeError as exc:
+            raise InputRejected(f"argument {name} is not an array ({type(leaf).__name__}): {exc}") from None
+        if array.dtype.name not in allowed:
+            raise InputRejected(
+                f"argument {name} has dtype {array.dtype.name}: gradaudit differentiates floating inputs "
+                f"({', '.join(dtypes.FLOAT_DTYPES)}) and holds integer and boolean ones fixed"
+            )
+        arrays.append(array)
+        names.append(name)
+    if not any(a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays):
+        raise InputRejected(f"nothing to differentiate: no argument of {_display_name(fn)} has a floating leaf")
+    return arrays, names, treedef
+
+
+@functools.lru_cache(maxsize=256)
+def _on_leaves(fn: Callable, treedef) -> Callable:
+    """`fn` called on the leaves of its arguments (made once per function and tree, so JAX's caches
+    of traced programs serve every audit of it)."""
+    import jax
+
+    def on_leaves(*leaves):
+        return fn(*jax.tree_util.tree_unflatten(treedef, leaves))
+
+    on_leaves.__qualname__ = getattr(fn, "__qualname__", "fn")
+    on_leaves.__module__ = getattr(fn, "__module__", None)
+    return on_leaves
+
+
+def _spec(array: np.ndarray, name: str, held: bool = False) -> InputSpec:
+    return InputSpec(dtype=array.dtype.name, value=array, shape=array.shape, name=name, held=held)
+
+
+def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tuple[FunctionCall, Directions | None]:
+    """The function call to audit: the leaves themselves, or (over `directional_above` Jacobian
+    entries) the function along directions."""
+    import jax
+
+    from gradaudit.numerics import directions
+    from gradaudit.targets.function import _flat_output
+
+    arrays, names, treedef = _leaves(fn, args)
+    on_leaves = _on_leaves(fn, treedef)
+    display, bind = _display_name(fn), keywords.get("bind", "both")
+    floating = [a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays]
+    points = [a for a, f in zip(arrays, floating, strict=True) if f]
+    flat = _flat_output(on_leaves)
+    try:
+        out = jax.eval_shape(flat, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays])
+        n_out = int(np.prod(out.shape, dtype=np.int64))
+    except Exception:  # noqa: BLE001 - a function that cannot be traced: its paths report why
+        out, n_out = None, 1
+    entries = n_out * sum(int(a.size) for a in points)
+    if out is None or entries <= options.directional_above:
+        specs = tuple(_spec(a, n) for a, n in zip(arrays, names, strict=True))
+        described = ", ".join(f"{s.name}: {s.describe()}" for s in specs)
+        return FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=on_leaves, description=described), None
+    point_names = [n for n, f in zip(names, floating, strict=True) if f]
+    try:
+        chosen = directions.choose(points, point_names, n_out, np.dtype(out.dtype), options.directions, keywords.get("seed", 0), keywords.get("probes", ()))
+    except ValueError as exc:
+        raise InputRejected(str(exc)) from None
+    along = directions.reduced(flat, tuple(floating), len(chosen.names), chosen.cotangent_basis and n_out == 1)
+    coefficient = np.dtype("float64" if any(p.dtype.name == "float64" for p in points) else "float32")
+    specs = (
+        *(_spec(np.zeros((), coefficient), label) for label in chosen.names),
+        *(_spec(p, n, held=True) for p, n in zip(points, point_names, strict=True)),
+        *(_spec(s, f"tangents of {n}", held=True) for s, n in zip(directions.stacked(chosen), point_names, strict=True)),
+        _spec(chosen.cotangents, "cotangents", held=True),
+        *(_spec(a, n) for a, n, f in zip(arrays, names, floating, strict=True) if not f),
+    )
+    described = ", ".join(f"{n}: {_spec(a, n).describe()}" for a, n in zip(arrays, names, strict=True))
+    described += f" along {len(chosen.names)} directions"
+    return FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=along, description=described), chosen
+
+
+def _audit(fn: Callable, args: tuple, options: Options, keywords: dict) -> Audit:
+    from gradaudit import service
+
+    if not callable(fn):
+        raise TypeError(f"gradaudit.audit needs a function to audit, got {type(fn).__name__}")
+    target, chosen = _target(fn, args, options, keywords)
+    eps = keywords.get("eps")
+    scenario = Scenario(
+        name=keywords.get("name") or getattr(fn, "__name__", None) or type(fn).__name__,
+        source=_call_site(),
+        target=target,
+        seed=keywords.get("seed", 0),
+        eps=None if eps is None else float(eps),
+        order=keywords.get("order", 1),
+        modes=keywords["modes"],
+        reduction=1 if chosen is None else sum(int(np.size(t)) for t in chosen.tangents[0]),
+    )
+    report = service.audit([scenario], options)
+    if report.errors:
+        raise InputRejected("; ".join(error.message for error in report.errors))
+    (result,) = report.results
+    if chosen is not None:
+        result = replace(result, notes=(*result.notes, Note(chosen.describe())))
+        report = replace(report, results=(result,))
+    return Audit(result=result, report=report, directions=chosen)
+
+
+def audit(fn: Callable, *args, **options) -> Audit:
+    """Ask every derivative path of `fn` at `args` the same question, and say where they disagree.
+
+    Args:
+        fn: a JAX-traceable function of positional arguments; its output may be any pytree (its
+            floating leaves are compared).
+        *args: the point, as pytrees of arrays (dicts, tuples, registered dataclasses): floating
+            leaves are differentiated, integer and boolean leaves held fixed.
+        **options: what a scenario file says of one scenario (`name`, `order` 1 or 2, `bind`
+            traced/constant/both, `eps`, `seed`, `probes` for directional audits, `modes`) and any
+            option of `[tool.gradaudit]` (`rule`, `rtol`, `atol`, `devices`, `backend`, `timeout`,
+            `limits`, `directions`, `directional_above`, ...).
+
+    Returns:
+        An `Audit`: `status`, `passed`, `findings`, `notes`, `diagnosis`, `paths` (every path's
+        arrays or exception) and `directions` (what a directional audit compared along); it prints
+        as the command line's table and shows as HTML in Jupyter.
+
+    Raises:
+        OptionError: an unknown keyword or a value it does not take.
+        InputRejected: arguments it cannot audit (a dtype, nothing floating, a size over a limit).
+    """
+    return Auditor().audit(fn, *args, **options)
+
+
+def assert_consistent(fn: Callable, *args, **options) -> Audit:
+    """`audit(fn, *args, **options)`, raising when it does not pass.
+
+    Returns:
+        The `Audit`, when every path agrees.
+
+    Raises:
+        GradientInconsistency: an AssertionError whose message is the findings, the provenance of
+            each output element and the diagnosis, as the command line prints them.
+    """
+    return Auditor().assert_consistent(fn, *args, **options)
+
+
+def check_grads(f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, eps=None, atol=None, rtol=None) -> None:
+    """A drop-in for `jax.test_util.check_grads(f, args, order, modes, eps, atol, rtol)`.
+
+    Like it, finite differences check each mode up to `order` (1 or 2 here); unlike it, every entry
+    is compared, not one random direction, and forward is compared with reverse and eager with jit,
+    so a reverse rule that routes a derivative to the wrong input fails even where finite
+    differences cannot see the input (a captured selector).
+
+    Raises:
+        GradientInconsistency: the paths disagree (an AssertionError, as check_grads raises).
+        ValueError: an order other than 1 or 2, or modes other than fwd and rev.
+    """
+    Auditor().check_grads(f, args, order, modes, eps, atol, rtol)
