@@ -288,17 +288,17 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
     flat = _flat_output(on_leaves)
     try:
         out = jax.eval_shape(flat, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays])
-        n_out = int(np.prod(out.shape, dtype=np.int64))
-    except Exception:  # noqa: BLE001 - a function that cannot be traced: its paths report why
-        out, n_out = None, 1
+        n_out, out_dtype = int(np.prod(out.shape, dtype=np.int64)), np.dtype(out.dtype)
+    except Exception:  # noqa: BLE001 - a function that cannot be traced: every path reports why, as small as it can be
+        n_out, out_dtype = 1, np.dtype("float32")
     entries = n_out * sum(int(a.size) for a in points)
-    if out is None or entries <= options.directional_above:
+    if entries <= options.directional_above:
         specs = tuple(_spec(a, n) for a, n in zip(arrays, names, strict=True))
         described = ", ".join(f"{s.name}: {s.describe()}" for s in specs)
         return FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=on_leaves, description=described), None
     point_names = [n for n, f in zip(names, floating, strict=True) if f]
     try:
-        chosen = directions.choose(points, point_names, n_out, np.dtype(out.dtype), options.directions, keywords.get("seed", 0), keywords.get("probes", ()))
+        chosen = directions.choose(points, point_names, n_out, out_dtype, options.directions, keywords.get("seed", 0), keywords.get("probes", ()))
     except ValueError as exc:
         raise InputRejected(str(exc)) from None
     along = directions.reduced(flat, tuple(floating), len(chosen.names), chosen.cotangent_basis and n_out == 1)

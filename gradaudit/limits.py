@@ -55,6 +55,13 @@ def check_limits(scenarios: Sequence[Scenario], limits: Limits, trace: bool = Tr
         entries *= bindings
         if entries > limits.jacobian:
             problems.append(f"its derivatives have {entries:,} entries, over the limit of {limits.jacobian:,} (limits.jacobian)")
+        elif sum(inputs) ** 2 > limits.jacobian:
+            # jax.jacfwd pushes one tangent per input element: an identity as large as the inputs squared,
+            # even for a scalar output (whose Jacobian is small) and before the function is called.
+            problems.append(
+                f"jacfwd's tangents have {sum(inputs) ** 2:,} elements (one per input element, each as large as the inputs), "
+                f"over the limit of {limits.jacobian:,} (limits.jacobian; the Python API compares such a function along directions)"
+            )
         evaluations = 4 * sum(inputs) * bindings * (2 if scenario.order >= 2 else 1)
         if evaluations > limits.evaluations:
             problems.append(

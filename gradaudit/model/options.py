@@ -134,7 +134,7 @@ class Options:
     shard: str | None = None
     json_detail: str = "findings"
     directions: int = 4
-    directional_above: int = 100_000
+    directional_above: int = 10_000
 
     @property
     def tolerance(self) -> tuple[float | None, float | None]:

@@ -1,0 +1,284 @@
+"""The Python API: gradaudit.audit, assert_consistent and check_grads on users' functions and pytrees."""
+
+from __future__ import annotations
+
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import gradaudit
+from gradaudit.api import Auditor, GradientInconsistency, InputRejected
+from gradaudit.model.findings import CONSISTENT, MISMATCH
+from gradaudit.model.options import Options, OptionError
+from gradaudit.service import audit as audit_scenarios
+from gradaudit.sources.scenario_files import load_paths
+from gradaudit.sources.user_modules import resolve
+from tests.helpers import ROOT
+
+
+@jax.custom_jvp
+def softplus(x):
+    return jnp.logaddexp(x, 0.0)
+
+
+@softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus(x), t * jax.nn.sigmoid(x)
+
+
+@jax.custom_jvp
+def softplus_wrong(x):
+    return jnp.logaddexp(x, 0.0)
+
+
+@softplus_wrong.defjvp
+def _softplus_wrong_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus_wrong(x), t * jax.nn.sigmoid(-x)  # the slope of softplus(-x): wrong
+
+
+def layer(params, x):
+    return jnp.sum(softplus(params["w"] @ x + params["b"]) ** 2)
+
+
+def layer_wrong(params, x):
+    return jnp.sum(softplus_wrong(params["w"] @ x + params["b"]) ** 2)
+
+
+def lookup(table, index):
+    return jnp.sin(table[index]) * 2.0
+
+
+PARAMS = {"w": jnp.arange(6.0).reshape(2, 3) / 10, "b": jnp.array([0.5, -0.5])}
+X = jnp.array([1.0, -1.0, 0.5])
+
+
+def test_a_wrong_custom_jvp_in_a_pytree_fails_naming_the_leaf_by_its_path():
+    result = gradaudit.audit(layer_wrong, PARAMS, X)
+    assert result.status == MISMATCH and not result.passed
+    located = {f.location for f in result.findings if f.location}
+    assert located and all(where.startswith("d out/d params['") for where in located), located
+    with pytest.raises(GradientInconsistency) as raised:
+        gradaudit.assert_consistent(layer_wrong, PARAMS, X)
+    assert isinstance(raised.value, AssertionError)
+    text = str(raised.value)
+    assert "test_api.py:" in text.splitlines()[0] and "layer_wrong: mismatch" in text.splitlines()[0]
+    assert "finite differences" in text and all(where in text for where in located)
+
+
+def test_a_correct_rule_passes_and_every_path_is_jaxs_own_answer():
+    result = gradaudit.assert_consistent(layer, PARAMS, X)
+    assert result.status == CONSISTENT and result.findings == ()
+    leaves, treedef = jax.tree_util.tree_flatten((PARAMS, X))
+    on_leaves = lambda *ls: layer(*jax.tree_util.tree_unflatten(treedef, ls))  # noqa: E731
+    expected = jax.jacrev(on_leaves, argnums=tuple(range(len(leaves))))(*leaves)
+    for name in ("jacrev", "jit_jacrev", "jacfwd"):
+        blocks = result.paths[name].arrays
+        assert len(blocks) == len(leaves) == 3
+        for got, want in zip(blocks, expected, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert np.asarray(result.paths["value"].arrays[0]) == pytest.approx(float(layer(PARAMS, X)), rel=1e-6)
+
+
+def test_an_integer_leaf_is_held_fixed_both_ways_and_named():
+    table = jnp.arange(5.0)
+    result = gradaudit.assert_consistent(lookup, table, jnp.int32(3))
+    assert {"jacrev", "jacrev:const", "jit_jacrev:const"} <= set(result.paths)
+    np.testing.assert_allclose(result.paths["jacrev:const"].arrays[0], np.eye(5)[3] * 2 * np.cos(3.0), rtol=1e-6)
+    assert result.result.arg_names == ("table",)
+    only_traced = gradaudit.audit(lookup, table, jnp.int32(3), bind="traced")
+    assert not any(name.endswith(":const") for name in only_traced.paths)
+
+
+def test_findings_name_nested_leaves_and_extra_positional_arguments():
+    def spread(*parts):
+        return softplus_wrong(parts[0]["inner"][1] * parts[1])
+
+    result = gradaudit.audit(spread, {"inner": (jnp.ones(2), jnp.array([0.3, 0.7]))}, jnp.array([2.0, 3.0]))
+    assert result.result.arg_names == ("parts[0]['inner'][0]", "parts[0]['inner'][1]", "parts[1]")
+    assert any("parts[0]['inner'][1][" in (f.location or "") for f in result.findings)
+
+
+def _catalog_functions():
+    return [s for s in load_paths([str(ROOT / "scenarios")]).scenarios if s.target.kind == "function"]
+
+
+@pytest.fixture(scope="module")
+def catalog_by_yaml():
+    """The catalog's function scenarios audited the YAML route's way (the service, in this process)."""
+    scenarios = _catalog_functions()
+    return audit_scenarios(scenarios, Options(jobs=0, cache=None)).results
+
+
+def _signature(result) -> set:
+    return {(f.kind, tuple(sorted(f.paths)), f.count, f.of) for f in result.findings}
+
+
+@pytest.mark.slow
+def test_the_same_verdicts_as_the_yaml_route_over_the_catalog(catalog_by_yaml):
+    assert len(catalog_by_yaml) >= 40
+    for from_yaml in catalog_by_yaml:
+        scenario = from_yaml.scenario
+        spec = scenario.target
+        fn = resolve(spec.fn, spec.root)
+        args = [jnp.asarray(s.array()) for s in spec.inputs]
+        from_api = gradaudit.audit(fn, *args, bind=spec.bind, order=scenario.order, eps=scenario.eps, seed=scenario.seed)
+        assert from_api.status == from_yaml.status, scenario.name
+        assert _signature(from_api.result) == _signature(from_yaml), scenario.name
+
+
+def _select_n_rows():
+    """testSelectNGrad's parameterisation, thinned (each row audits twelve paths through second
+    order): bool, int32 and uint32 selectors; one, two and six cases; scalar selectors in range,
+    at -1 and past the end; per-element selectors with and without an element past the end."""
+    rows = [("bool", cases, (), value) for cases in (1, 2) for value in (False, True)]
+    rows += [("int32", 2, (), value) for value in (1, 2, -1)] + [("int32", 6, (), -1)]
+    rows += [("uint32", 1, (), value) for value in (0, 1)] + [("uint32", 6, (), value) for value in (5, 6)]
+    rows += [(dtype, cases, (2, 3), [[0, cases - 1, 1], [cases - 1, 0, last]]) for dtype, cases in (("int32", 2), ("uint32", 6)) for last in (0, cases)]
+    return rows
+
+
+def _rejected_by_the_legacy_rule(dtype: str, cases: int, value) -> bool:
+    """The seed's rows: a selector out of range (the returned case gets no gradient), or a boolean
+    selector with one case (reverse mode raises IndexError)."""
+    which = np.asarray(value, dtype=np.int64)
+    return bool(np.any((which < 0) | (which >= cases))) or (dtype == "bool" and cases == 1)
+
+
+@pytest.mark.slow
+def test_check_grads_is_a_drop_in_that_fails_exactly_on_the_seeds_rows():
+    rows = _select_n_rows()
+    rejected = {i for i, (dtype, cases, _, value) in enumerate(rows) if _rejected_by_the_legacy_rule(dtype, cases, value)}
+    assert 8 <= len(rejected) < len(rows)
+    for rule, audited, expected in (("legacy", range(len(rows)), rejected), ("fixed", sorted(rejected), set())):
+        auditor = Auditor(rule=rule)
+        failed = set()
+        for index in audited:
+            dtype, cases, shape, value = rows[index]
+            which = np.asarray(value, dtype=np.dtype(dtype))
+            args = tuple(jnp.arange(float(cases * int(np.prod(shape))))[i::cases].reshape(shape) + 10 * i for i in range(cases))
+            try:
+                auditor.check_grads(lambda *c, w=which: lax.select_n(w, *c), args, 2, ["fwd", "rev"], eps=1.0)
+            except GradientInconsistency as exc:
+                failed.add(index)
+                assert "select_n" in str(exc) or "IndexError" in str(exc)
+        assert failed == expected, (rule, [rows[i] for i in failed ^ expected])
+
+
+def test_check_grads_failure_shows_where_the_derivative_went():
+    which = np.int32(2)
+    args = (jnp.arange(3.0), jnp.arange(3.0) + 10)
+    with pytest.raises(GradientInconsistency) as raised:
+        Auditor(rule="legacy").check_grads(lambda *c: lax.select_n(which, *c), args, 2, ["fwd", "rev"], eps=1.0)
+    text = str(raised.value)
+    assert "value from c[1]" in text and "send it nowhere" in text and "GA002" in text
+
+
+def _eager_and_jit_apart(result) -> bool:
+    """Whether some AD path and its jit twin (same binding) gave different arrays."""
+    for name, path in result.paths.items():
+        twin = result.paths.get("jit_" + name)
+        if name.split(":")[0] in ("jacfwd", "jacrev") and twin is not None and path.ok and twin.ok:
+            if any(not np.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(path.arrays, twin.arrays, strict=True)):
+                return True
+    return False
+
+
+@pytest.mark.slow
+def test_check_grads_fails_on_a_catalog_function_whose_jit_answer_differs_from_its_eager_one(catalog_by_yaml):
+    apart = [r for r in catalog_by_yaml if _eager_and_jit_apart(r)]
+    if not apart:
+        pytest.skip("no catalog function's jit answer differs from its eager one on this JAX")
+    for result in apart:
+        spec = result.scenario.target
+        fn = resolve(spec.fn, spec.root)
+        args = [jnp.asarray(s.array()) for s in spec.inputs]
+        with pytest.raises(GradientInconsistency) as raised:
+            gradaudit.check_grads(fn, args, 1)
+        assert "jit(" in str(raised.value), result.scenario.name
+
+
+def test_modes_leave_out_the_paths_of_the_other_mode():
+    result = gradaudit.audit(layer, PARAMS, X, modes=("fwd",))
+    assert "jacfwd" in result.paths and not any("jacrev" in name for name in result.paths)
+    gradaudit.check_grads(layer, (PARAMS, X), 1, modes=["rev"])
+
+
+def test_bad_keywords_and_arguments_say_what_is_allowed():
+    with pytest.raises(OptionError, match="did you mean 'rtol'"):
+        gradaudit.audit(layer, PARAMS, X, rtl=1e-3)
+    with pytest.raises(OptionError, match="'order' must be one of 1, 2"):
+        gradaudit.audit(layer, PARAMS, X, order=3)
+    with pytest.raises(OptionError, match="'jobs' must be 0"):
+        gradaudit.audit(layer, PARAMS, X, jobs=2)
+    with pytest.raises(InputRejected, match="nothing to differentiate"):
+        gradaudit.audit(lambda i: i * 2.0, jnp.int32(3))
+    with pytest.raises(InputRejected, match=r"argument z has dtype complex64"):
+        gradaudit.audit(lambda z: jnp.abs(z), jnp.ones(2, jnp.complex64))
+    with pytest.raises(InputRejected, match=r"allowed: params\['b'\], params\['w'\], x"):
+        gradaudit.audit(layer, PARAMS, X, directional_above=0, probes=["params['v'][0]"])
+    with pytest.raises(ValueError, match="orders 1 and 2"):
+        gradaudit.check_grads(layer, (PARAMS, X), 3)
+    with pytest.raises(ValueError, match="modes must be some of fwd, rev"):
+        gradaudit.check_grads(layer, (PARAMS, X), 1, modes=["backward"])
+
+
+def mlp_loss(params, x, y):
+    hidden = jnp.tanh(x @ params["w1"] + params["b1"][None])
+    return jnp.mean((hidden @ params["w2"] + params["b2"][None] - y) ** 2)
+
+
+def _mlp(width: int, rule=softplus):
+    rng = np.random.default_rng(0)
+    params = {
+        "w1": (rng.standard_normal((64, width)) / 8).astype(np.float32),
+        "b1": np.zeros(width, np.float32),
+        "w2": (rng.standard_normal((width, 4)) / np.sqrt(width)).astype(np.float32),
+        "b2": np.zeros(4, np.float32),
+    }
+    return params, rng.standard_normal((8, 64)).astype(np.float32), rng.standard_normal((8, 4)).astype(np.float32)
+
+
+def test_a_large_loss_is_compared_along_directions_that_reproduce():
+    params, x, y = _mlp(1024)
+    loss = lambda p: mlp_loss(p, x, y)  # noqa: E731
+    result = gradaudit.assert_consistent(loss, params, probes=["p['w1'][3, 7]"])
+    chosen = result.directions
+    assert chosen is not None and chosen.names == ("v0", "v1", "v2", "v3", "e(p['w1'][3, 7])")
+    assert "4 random tangent directions" in result.notes[-1].message
+    leaves, treedef = jax.tree_util.tree_flatten(params)
+    for i, name in enumerate(chosen.names):
+        tangent = jax.tree_util.tree_unflatten(treedef, list(chosen.tangents[i]))
+        _, forward = jax.jvp(loss, (params,), (tangent,))
+        np.testing.assert_allclose(result.paths["jacfwd"].arrays[i], forward, rtol=1e-4, atol=1e-5)
+    probe = chosen.tangents[-1][[k for k in sorted(params)].index("w1")]
+    assert np.count_nonzero(probe) == 1 and probe[3, 7] != 0
+    again = gradaudit.audit(loss, params, probes=["p['w1'][3, 7]"])
+    np.testing.assert_array_equal(again.paths["jacrev"].arrays[0], result.paths["jacrev"].arrays[0])
+    other_seed = gradaudit.audit(loss, params, seed=1)
+    assert not np.array_equal(other_seed.directions.tangents[0][0], chosen.tangents[0][0])
+
+
+def test_a_wrong_rule_deep_in_a_large_function_is_found_along_directions():
+    params, x, y = _mlp(1024)
+
+    def loss(p):
+        hidden = softplus_wrong(x @ p["w1"] + p["b1"][None])
+        return jnp.mean((hidden @ p["w2"] + p["b2"][None] - y) ** 2)
+
+    result = gradaudit.audit(loss, params)
+    assert result.directions is not None and result.status == MISMATCH
+    assert any("finite differences" in f.message for f in result.findings)
+
+
+def test_an_audit_prints_as_the_table_and_shows_as_html():
+    result = gradaudit.audit(layer_wrong, PARAMS, X)
+    text = str(result)
+    assert "layer_wrong" in text and "mismatch" in text and "params['w']" in text
+    html = result._repr_html_()
+    assert html.lstrip().startswith("<!DOCTYPE html>") and "layer_wrong" in html and "mismatch" in html
+    assert repr(result) == "<gradaudit.Audit layer_wrong: mismatch, %d finding(s)>" % len(result.findings)
