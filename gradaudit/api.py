@@ -128,6 +128,13 @@ class Auditor:
     def __init__(self, **options):
         self.options = Options(**API_DEFAULTS).updated(**_checked_options(options))
 
+    @classmethod
+    def from_options(cls, options: Options) -> Auditor:
+        """An auditor with `options` as they are (the pytest fixture's, read from `[tool.gradaudit]`), in this process."""
+        auditor = cls()
+        auditor.options = replace(options, jobs=0)
+        return auditor
+
     def audit(self, fn: Callable, *args, **keywords) -> Audit:
         """Audit `fn` at `args` (see `gradaudit.audit`)."""
         return _audit(fn, args, self._options(keywords), _scenario_keywords(keywords))
@@ -278,14 +285,14 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
     import jax
 
     from gradaudit.numerics import directions
-    from gradaudit.targets.function import _flat_output
+    from gradaudit.targets.function import flat_output
 
     arrays, names, treedef = _leaves(fn, args)
     on_leaves = _on_leaves(fn, treedef)
     display, bind = _display_name(fn), keywords.get("bind", "both")
     floating = [a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays]
     points = [a for a, f in zip(arrays, floating, strict=True) if f]
-    flat = _flat_output(on_leaves)
+    flat = flat_output(on_leaves)
     try:
         out = jax.eval_shape(flat, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays])
         n_out, out_dtype = int(np.prod(out.shape, dtype=np.int64)), np.dtype(out.dtype)

@@ -1,9 +1,13 @@
-"""pytest plugin: `pytest --gradaudit scenarios/` collects every scenario as a test item.
+"""pytest plugin: `pytest --gradaudit scenarios/` collects every scenario as a test item, and the
+`gradaudit` fixture audits functions from a test.
 
 Registered through the `pytest11` entry point, so users get -k, -x, xdist and their JUnit setup
-for free. An item passes when `gradaudit run` would pass the scenario; a finding an expectation
+for free. Scenario files (*.yaml, *.yml) are collected with --gradaudit, or when they lie under a
+folder the `gradaudit_paths` ini option names; never otherwise (a project's other YAML files are
+not tests). An item passes when `gradaudit run` would pass the scenario; a finding an expectation
 or baseline accepts is reported as xfailed; a failure shows the findings, provenance and
-diagnosis. Nothing heavy is imported unless --gradaudit is given.
+diagnosis. Items and the fixture read `[tool.gradaudit]` (tolerances, limits, rule, ...) as the
+command line does. Nothing heavy (no JAX) is imported until a scenario or the fixture is used.
 """
 
 from __future__ import annotations
@@ -25,12 +29,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="select_n transpose rule to audit under (default: [tool.gradaudit] rule, else installed).",
     )
     group.addoption("--gradaudit-baseline", metavar="REPORT", help="A gradaudit JSON report whose findings are known.")
+    parser.addini("gradaudit_paths", type="paths", default=[], help="Folders (or files) whose gradaudit scenario files are collected without --gradaudit.")
+
+
+def _collected(config: pytest.Config, file_path: Path) -> bool:
+    if file_path.suffix not in YAML_SUFFIXES:
+        return False
+    if config.getoption("gradaudit"):
+        return True
+    return any(file_path == folder or folder in file_path.parents for folder in map(Path, config.getini("gradaudit_paths")))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
-    if parent.config.getoption("gradaudit") and file_path.suffix in YAML_SUFFIXES:
+    if _collected(parent.config, file_path):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.fixture(scope="session")
+def gradaudit(pytestconfig: pytest.Config):
+    """An auditor bound to the session's options (`[tool.gradaudit]`, --gradaudit-rule,
+    --gradaudit-baseline): `gradaudit.audit(fn, *args)`, `.assert_consistent(...)`, `.check_grads(...)`."""
+    from gradaudit.api import Auditor
+
+    options = _options(pytestconfig)
+    return Auditor.from_options(options)
 
 
 class ScenarioInputError(Exception):

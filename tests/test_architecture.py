@@ -27,7 +27,8 @@ ALLOWED: dict[str, set[str]] = {
     "isolation": {"model", "engines", "jaxenv", "judging"},
     "service": {"model", "sources", "jaxenv", "limits", "engines", "judging", "isolation"},
     "render": {"model", "judging", "diff", "search"},
-    "pytest_plugin": {"model", "sources", "service"},
+    "api": {"model", "numerics", "targets", "service", "render"},
+    "pytest_plugin": {"model", "sources", "service", "api", "render"},
     "cli": {"model", "sources", "jaxenv", "judging", "service", "search", "render", "diff", "merge"},
 }
 """What each part of gradaudit may import (beside itself): lower layers only, so data flows one way."""

@@ -24,7 +24,7 @@ class NoFloatingOutput(TypeError):
 
 
 @functools.lru_cache(maxsize=1024)
-def _flat_output(fn: Callable[..., object]) -> Callable[..., object]:
+def flat_output(fn: Callable[..., object]) -> Callable[..., object]:
     """`fn` with a pytree output turned into one vector of its floating leaves (an array stays as it is)."""
 
     def flat(*args):
@@ -82,7 +82,7 @@ def _captured(fn: Callable, pattern: tuple[str, ...], values: tuple[tuple[bytes,
 def build(scenario: Scenario) -> tuple[Target, ...]:
     """One Target per binding of the discrete inputs; held floating inputs are passed in either way."""
     spec: FunctionCall = scenario.target
-    fn = _flat_output(spec.function if spec.function is not None else resolve(spec.fn, spec.root))
+    fn = flat_output(spec.function if spec.function is not None else resolve(spec.fn, spec.root))
     arrays = [s.array() for s in spec.inputs]
     args = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if s.differentiable)
     passed = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if not s.differentiable)
