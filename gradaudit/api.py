@@ -377,6 +377,9 @@ def audit(fn: Callable, *args, **options) -> Audit:
 def assert_consistent(fn: Callable, *args, **options) -> Audit:
     """`audit(fn, *args, **options)`, raising when it does not pass.
 
+    Args:
+        fn, *args, **options: as `audit` takes them.
+
     Returns:
         The `Audit`, when every path agrees.
 
@@ -394,6 +397,14 @@ def check_grads(f: Callable, args: Sequence, order: int, modes: Iterable[str] = 
     is compared, not one random direction, and forward is compared with reverse and eager with jit,
     so a reverse rule that routes a derivative to the wrong input fails even where finite
     differences cannot see the input (a captured selector).
+
+    Args:
+        f: the function, of positional arguments (pytrees, as `audit` takes them).
+        args: its arguments, a tuple or list.
+        order: 1, or 2 for the Hessian paths too.
+        modes: "fwd", "rev" or both: paths that need a mode not named are not run.
+        eps: the finite-difference step (relative to max(1, |x|)); None: the dtype's default.
+        atol, rtol: tolerances against finite differences; None: the dtype's defaults.
 
     Raises:
         GradientInconsistency: the paths disagree (an AssertionError, as check_grads raises).

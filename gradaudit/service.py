@@ -118,9 +118,19 @@ def audit(
 ) -> AuditReport:
     """Audit `scenarios` as `options` say: the report of every chosen scenario, gated.
 
-    Raises OptionError for options that cannot be used (nothing is audited then), and
-    AuditInterrupted, carrying the report of what finished, on Ctrl-C. Scenarios too large for
-    `options.limits` are the report's input errors.
+    Args:
+        scenarios: what to audit (from `load_paths`, or built in code).
+        options: how (`Options`; None: the defaults).
+        files: the scenario files they came from, for the report.
+        on_result: called with each scenario's result as it is judged (progress, partial reports).
+
+    Returns:
+        An AuditReport: every chosen scenario's result, gated (`passed`), with where it ran.
+        Scenarios too large for `options.limits` are its input errors, and nothing is audited then.
+
+    Raises:
+        OptionError: options that cannot be used (nothing is audited then).
+        AuditInterrupted: Ctrl-C; it carries the report of what finished.
     """
     from gradaudit.judging.gate import apply_gate, load_baseline
     from gradaudit.limits import check_limits

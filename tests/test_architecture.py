@@ -117,3 +117,21 @@ def test_a_pytest_session_imports_jax_only_when_it_audits(tmp_path, flag):
         assert "1 passed" in proc.stdout
     else:
         assert proc.returncode != 0 and "jax" in proc.stdout  # auditing needs JAX, and says so
+
+
+def test_the_public_names_are_documented_and_typed():
+    import importlib.resources
+    import inspect
+
+    import gradaudit
+
+    for name in gradaudit.__all__[1:]:
+        value = getattr(gradaudit, name)
+        doc = inspect.getdoc(value) or ""
+        assert doc, f"gradaudit.{name} has no docstring"
+        if inspect.isfunction(value):
+            assert "Args:" in doc, f"gradaudit.{name}'s docstring says nothing of its arguments"
+            returns = inspect.signature(value).return_annotation
+            assert "Returns:" in doc or returns in (None, "None"), f"gradaudit.{name}'s docstring says nothing of what it returns"
+    assert (importlib.resources.files("gradaudit") / "py.typed").is_file()
+    assert 'gradaudit = ["py.typed"]' in (ROOT / "pyproject.toml").read_text()

@@ -603,7 +603,15 @@ def load_text(text: str, display: str, suite: str = "") -> tuple[list[Scenario],
 
 
 def load_paths(paths: Iterable[str]) -> LoadResult:
-    """Load and validate every scenario under `paths`, reporting every problem in every file."""
+    """Load and validate every scenario under `paths`, reporting every problem in every file.
+
+    Args:
+        paths: scenario files (*.yaml, *.yml) and folders holding them.
+
+    Returns:
+        A LoadResult: `scenarios` (every valid scenario, in file order), `errors` (every problem as
+        file:line:col and what is allowed; nothing raises for bad input) and `files` (those read).
+    """
     files, errors = collect_files(paths)
     result = LoadResult(errors=errors)
     seen: dict[str, Location] = {}
