@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py --sizes 10000 --repetitions 1 --peer-max 0 --out reports/bench-10000-installed
 	$(BIN)/python bench/run.py --sizes 10000 --rule fixed --repetitions 1 --peer-max 0 --out reports/bench-10000-fixed
 	$(BIN)/python bench/run.py --grid functions --sizes 1000 --repetitions 1 --out reports/bench-functions
+	$(BIN)/python bench/model_loss.py
 
 # The supported JAX range, oldest and newest, each in its own virtual environment under .matrix/:
 # the tests, then the seed suite, whose findings must equal the committed report's (gradaudit diff
