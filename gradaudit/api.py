@@ -248,7 +248,8 @@ def _leaves(fn: Callable, args: tuple) -> tuple[list[np.ndarray], list[str], obj
         try:
             array = np.asarray(jnp.asarray(leaf))
         except TypeError as exc:
-            raise InputRejected(f"argument {name} is not an array ({type(leaf).__name__}): {exc}") from None
+            hint = " (register its class as a pytree: jax.tree_util.register_dataclass)" if hasattr(leaf, "__dataclass_fields__") else ""
+            raise InputRejected(f"argument {name} is not an array or a pytree of arrays ({type(leaf).__name__}){hint}: {exc}") from None
         if array.dtype.name not in allowed:
             raise InputRejected(
                 f"argument {name} has dtype {array.dtype.name}: gradaudit differentiates floating inputs "

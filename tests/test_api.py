@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 
 import jax
 import jax.numpy as jnp
@@ -282,3 +285,28 @@ def test_an_audit_prints_as_the_table_and_shows_as_html():
     html = result._repr_html_()
     assert html.lstrip().startswith("<!DOCTYPE html>") and "layer_wrong" in html and "mismatch" in html
     assert repr(result) == "<gradaudit.Audit layer_wrong: mismatch, %d finding(s)>" % len(result.findings)
+
+
+@dataclasses.dataclass
+class Plain:
+    w: jax.Array
+    b: jax.Array
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["w", "b"], meta_fields=[])
+@dataclasses.dataclass
+class Dense:
+    w: jax.Array
+    b: jax.Array
+
+
+def test_dataclass_modules_of_arrays_are_pytrees_named_by_attribute():
+    with pytest.raises(InputRejected, match="register_dataclass"):
+        gradaudit.audit(lambda m, x: jnp.sum(m.w @ x + m.b), Plain(PARAMS["w"], PARAMS["b"]), X)
+
+    def apply(model, x):
+        return softplus_wrong(model.w @ x + model.b)
+
+    result = gradaudit.audit(apply, Dense(PARAMS["w"], PARAMS["b"]), X)
+    assert result.result.arg_names == ("model.w", "model.b", "x")
+    assert result.status == MISMATCH and any("/d model." in (f.location or "") for f in result.findings)
