@@ -420,3 +420,36 @@ def test_functions_jit_cannot_compile_are_checked_eagerly_and_may_import_when_ca
     assert lazy["status"] == "consistent"
     assert lazy["paths"]["jacrev"]["jacobians"]["x0"] == [[3.0, 0.0], [0.0, 3.0]]
     assert code == 0
+
+
+def test_static_keyword_arguments_reach_an_installed_function_and_reports_keep_them(tmp_path):
+    path = write_yaml(
+        tmp_path,
+        "kw.yaml",
+        """
+        scenarios:
+          - name: take-clip
+            fn: jax.numpy:take
+            inputs:
+              - {dtype: float32, fill: arange, shape: [5]}
+              - {dtype: int32, value: [7, 1]}
+            kwargs: {mode: clip}
+          - name: slice-three
+            fn: jax.lax:dynamic_slice
+            inputs:
+              - {dtype: float32, fill: arange, shape: [8]}
+              - {dtype: int32, value: [2]}
+            kwargs: {slice_sizes: [3]}
+        """,
+    )
+    result = run_cli("run", str(path), "--json", "-", "--json-detail", "full")
+    report = result.json()
+    take, sliced = report["results"]
+    assert take["scenario"]["kwargs"] == {"mode": "clip"} and sliced["scenario"]["kwargs"] == {"slice_sizes": [3]}
+    assert take["status"] == sliced["status"] == "consistent"
+    assert take["paths"]["jacrev"]["jacobians"]["x0"] == [[0, 0, 0, 0, 1], [0, 1, 0, 0, 0]]  # index 7 clipped to the last
+    assert sliced["paths"]["jacrev"]["jacobians"]["x0"] == [[0, 0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0]]
+    line = "  - {name: b, fn: 'jax.numpy:take', inputs: [{dtype: float32, value: 1.0}], kwargs: {1x: 2}}"
+    bad = write_yaml(tmp_path, "bad.yaml", f"scenarios:\n{line}\n")
+    refused = run_cli("run", str(bad))
+    assert refused.exit_code == 2 and f"{bad}:2:{line.index('1x') + 1}: kwargs keys must be keyword names, got '1x'" in refused.stderr

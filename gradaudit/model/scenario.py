@@ -147,6 +147,11 @@ class InputSpec:
         return {"dtype": self.dtype, "value": value, "shape": list(self.shape), "fill": self.fill, "seed": self.seed, **named}
 
 
+def _plain(value):
+    """A static argument as a scenario file writes it (tuples as lists)."""
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
 @dataclass(frozen=True)
 class FunctionCall:
     """A user's function `module:function`, imported with the scenario file's folder on the path, or
@@ -157,6 +162,8 @@ class FunctionCall:
     """The scenario file's folder, from which `fn`'s module is imported."""
     inputs: tuple[InputSpec, ...]
     bind: str = "both"
+    kwargs: tuple[tuple[str, Any], ...] = ()
+    """Static keyword arguments (`mode='clip'`, `axis=0`), passed as they are, never differentiated or traced."""
     function: Callable | None = field(default=None, compare=False, repr=False)
     """The callable itself (the Python API); None: import `fn` from `root`. `fn` then only names it."""
     description: str | None = field(default=None, compare=False)
@@ -168,6 +175,11 @@ class FunctionCall:
     def named_dtypes(self) -> tuple[str, ...]:
         return tuple(spec.dtype for spec in self.inputs)
 
+    @property
+    def label(self) -> str:
+        """`fn` with its static keyword arguments, as tables show it: `jax.numpy:take[mode=clip]`."""
+        return self.fn + (f"[{', '.join(f'{k}={_plain(v)}' for k, v in self.kwargs)}]" if self.kwargs else "")
+
     def describe_inputs(self) -> str:
         return self.description or " ".join(spec.describe() for spec in self.inputs)
 
@@ -177,7 +189,8 @@ class FunctionCall:
         return tuple(spec.dtype for spec in self.inputs if spec.dtype in dtypes.FLOAT_DTYPES)
 
     def to_dict(self) -> dict:
-        return {"fn": self.fn, "inputs": [spec.to_dict() for spec in self.inputs], "bind": self.bind}
+        static = {"kwargs": {k: _plain(v) for k, v in self.kwargs}} if self.kwargs else {}
+        return {"fn": self.fn, "inputs": [spec.to_dict() for spec in self.inputs], "bind": self.bind, **static}
 
 
 @dataclass(frozen=True)

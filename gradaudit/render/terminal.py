@@ -205,7 +205,7 @@ def function_table(results: Sequence[ScenarioResult]) -> Table:
 def _function_cells(result: ScenarioResult) -> tuple[str, ...]:
     spec = result.scenario.target
     fixed = any(not s.differentiable and not s.held for s in spec.inputs)
-    return (result.scenario.name, spec.fn, spec.describe_inputs(), spec.bind if fixed else "")
+    return (result.scenario.name, spec.label, spec.describe_inputs(), spec.bind if fixed else "")
 
 
 def _blamed(result: ScenarioResult, name: str) -> bool:
@@ -405,7 +405,7 @@ def print_comparison(console: Console, comparison: RuleComparison, seconds: floa
 def _parameters(scenario: Scenario) -> str:
     spec = scenario.target
     if spec.kind == "function":
-        text = f"fn {spec.fn}({spec.description or ', '.join(s.describe() for s in spec.inputs)})"
+        text = f"fn {spec.label}({spec.description or ', '.join(s.describe() for s in spec.inputs)})"
         if any(not s.differentiable for s in spec.inputs):
             text += f", bind {spec.bind}"
     else:

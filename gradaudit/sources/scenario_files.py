@@ -67,7 +67,7 @@ class LoadResult:
 TOP_LEVEL_KEYS = ("defaults", "scenarios", "sweep", "modules")
 COMMON_KEYS = ("name", "seed", "tolerance", "eps", "order", "expect")
 SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "values", "output")
-FUNCTION_KEYS = ("fn", "inputs", "bind")
+FUNCTION_KEYS = ("fn", "inputs", "bind", "kwargs")
 SCENARIO_KEYS = COMMON_KEYS + SELECT_N_KEYS + FUNCTION_KEYS
 REQUIRED_KEYS = {"select_n": ("name", "selector", "cases", "shape", "dtype"), "function": ("name", "fn", "inputs")}
 KIND_KEYS = {"select_n": COMMON_KEYS + SELECT_N_KEYS, "function": COMMON_KEYS + FUNCTION_KEYS}
@@ -390,6 +390,7 @@ class _ScenarioFile:
                 root=str(self.modules),
                 inputs=get("inputs", lambda n: self.inputs(n, 0 if seed is None else seed)),
                 bind=get("bind", lambda n: check.choice(n, "bind", BINDS)) or "both",
+                kwargs=get("kwargs", self.kwargs) or (),
             )
         if len(check.errors) > errors_before:
             return None
@@ -443,6 +444,26 @@ class _ScenarioFile:
         except FunctionImportError as exc:
             raise self.check.fail(node, f"{exc} (modules are imported from {self.modules})") from None
         return spec
+
+    def kwargs(self, node: yaml.Node) -> tuple[tuple[str, Any], ...]:
+        """`kwargs: {mode: clip, axis: 0}`: static keyword arguments, passed to the function as they are
+        (plain values, or lists of them, which arrive as tuples)."""
+        items, errors = mapping_items(self.file, node, "kwargs")
+        self.check.errors.extend(errors)
+        taken = []
+        for key, (key_node, value_node) in items.items():
+            if not key.isidentifier():
+                self.check.error(key_node, f"kwargs keys must be keyword names, got '{key}'")
+                continue
+            value = self.check.checked(self._static, value_node)
+            if value is not None or (isinstance(value_node, yaml.ScalarNode) and value_node.tag.endswith(":null")):
+                taken.append((key, value))
+        return tuple(taken)
+
+    def _static(self, node: yaml.Node):
+        if isinstance(node, yaml.SequenceNode):
+            return tuple(self._static(item) for item in sequence_items(self.file, node, "a kwargs value"))
+        return scalar_value(self.file, node)
 
     def inputs(self, node: yaml.Node, scenario_seed: int) -> tuple[InputSpec, ...]:
         entries = sequence_items(self.file, node, "inputs")

@@ -47,7 +47,7 @@ def group_key(scenario: Scenario) -> tuple | None:
         return ("select_n", spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.shape, spec.dtype, spec.output, scenario.eps)
     arrays = [s.array() for s in spec.inputs]
     shapes = tuple((s.dtype, a.shape) for s, a in zip(spec.inputs, arrays, strict=True))
-    return ("function", spec.fn, spec.root, shapes, spec.bind, scenario.eps)
+    return ("function", spec.fn, spec.root, spec.kwargs, shapes, spec.bind, scenario.eps)
 
 
 def sizes(scenario: Scenario) -> tuple[list[int], int]:

@@ -41,6 +41,12 @@ def flat_output(fn: Callable[..., object]) -> Callable[..., object]:
     return flat
 
 
+@functools.lru_cache(maxsize=1024)
+def with_kwargs(fn: Callable, kwargs: tuple[tuple[str, object], ...]) -> Callable:
+    """`fn` with its static keyword arguments bound (itself when there are none), made once per both."""
+    return functools.partial(fn, **dict(kwargs)) if kwargs else fn
+
+
 DIFFERENTIATED, PASSED, CAPTURED = "d", "p", "c"
 """How each positional argument reaches the user's function: differentiated, passed in undifferentiated
 (traced under jit), or captured as a constant."""
@@ -82,7 +88,7 @@ def _captured(fn: Callable, pattern: tuple[str, ...], values: tuple[tuple[bytes,
 def build(scenario: Scenario) -> tuple[Target, ...]:
     """One Target per binding of the discrete inputs; held floating inputs are passed in either way."""
     spec: FunctionCall = scenario.target
-    fn = flat_output(spec.function if spec.function is not None else resolve(spec.fn, spec.root))
+    fn = flat_output(with_kwargs(spec.function if spec.function is not None else resolve(spec.fn, spec.root), spec.kwargs))
     arrays = [s.array() for s in spec.inputs]
     args = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if s.differentiable)
     passed = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if not s.differentiable)
