@@ -79,6 +79,10 @@ class Space:
     fixed: dict = field(default_factory=dict)
     """Keys passed through unchanged (eps, tolerance)."""
 
+    def strategy(self):
+        """Hypothesis's strategy of scenario entries from this space (a survey's spaces have their own)."""
+        return scenario_strategy(self)
+
 
 class SpaceError(Exception):
     """The space file cannot be searched; `errors` says where and why."""
@@ -388,6 +392,15 @@ def scenario_text(entry: dict, header: str = "", modules: str | None = None) -> 
 # --- the search -------------------------------------------------------------------------------
 
 
+class InvalidDraw(Exception):
+    """Raised by a search's `audit` for a drawn scenario that asks nothing (the function rejects its
+    own inputs): skipped and counted, like one the loader rejects."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
 class Disagreement(Exception):
     """A drawn scenario of the kind being shrunk."""
 
@@ -485,9 +498,12 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
             scenarios, errors = load_text(text, space.file)
             if scenarios and not errors and limits is not None:
                 errors = check_limits(scenarios, limits)
-            judged[text] = audit(scenarios[0]) if scenarios and not errors else None
+            try:
+                judged[text] = audit(scenarios[0]) if scenarios and not errors else None
+            except InvalidDraw as exc:
+                judged[text], errors = None, [exc]
             if judged[text] is None:
-                outcome.skipped[_reason(errors[0].message) if errors else "no scenario"] += 1
+                outcome.skipped[_reason(str(errors[0].message)) if errors else "no scenario"] += 1
             else:
                 outcome.audited += exploring  # the budget counts what exploring audits; shrinking comes on top
         if judged[text] is None:
@@ -504,7 +520,7 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
             phases=phases,
             verbosity=Verbosity.quiet,
             print_blob=False,
-        )(seeded(seed)(given(scenario_strategy(space))(test)))()
+        )(seeded(seed)(given(space.strategy())(test)))()
 
     first: dict[Kind, tuple[dict, ScenarioResult]] = {}
 
@@ -580,8 +596,8 @@ def database_folder(space_path: Path, rule: str, storage: Path) -> Path:
     return storage / "examples" / digest
 
 
-FOUND_HEADER = "# Found by `gradaudit search"
-"""How a file written by a search begins (`how` is the command, in backquotes)."""
+FOUND_HEADER = "# Found by `gradaudit "
+"""How a file written by a search or a survey begins (`how` is the command, in backquotes)."""
 
 
 def _numbered(out: Path, name: str) -> list[Path]:

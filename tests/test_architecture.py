@@ -24,12 +24,13 @@ ALLOWED: dict[str, set[str]] = {
     "diff": {"model", "sources"},
     "merge": {"model", "sources"},
     "search": {"model", "sources", "limits"},
+    "survey": {"model", "sources", "search"},
     "isolation": {"model", "engines", "jaxenv", "judging"},
     "service": {"model", "sources", "jaxenv", "limits", "engines", "judging", "isolation"},
     "render": {"model", "judging", "diff", "search"},
     "api": {"model", "numerics", "targets", "service", "render"},
     "pytest_plugin": {"model", "sources", "service", "api", "render"},
-    "cli": {"model", "sources", "jaxenv", "judging", "service", "search", "render", "diff", "merge"},
+    "cli": {"model", "sources", "jaxenv", "judging", "service", "search", "survey", "render", "diff", "merge"},
 }
 """What each part of gradaudit may import (beside itself): lower layers only, so data flows one way."""
 

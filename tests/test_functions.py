@@ -453,3 +453,22 @@ def test_static_keyword_arguments_reach_an_installed_function_and_reports_keep_t
     bad = write_yaml(tmp_path, "bad.yaml", f"scenarios:\n{line}\n")
     refused = run_cli("run", str(bad))
     assert refused.exit_code == 2 and f"{bad}:2:{line.index('1x') + 1}: kwargs keys must be keyword names, got '1x'" in refused.stderr
+
+
+def test_a_captured_int64_made_before_x64_is_on_is_not_reused_truncated():
+    """Building a scenario's targets outside its x64 context (a size check does) must not cache a
+    captured constant truncated to int32 for the audit that follows."""
+    from gradaudit.service import audit_one
+    from gradaudit.sources.scenario_files import load_text
+    from gradaudit.targets import build_targets
+
+    text = (
+        "scenarios:\n  - {name: far, fn: 'jax.numpy:take', kwargs: {mode: clip},\n"
+        "     inputs: [{dtype: float32, fill: arange, shape: [4]}, {dtype: int64, value: 4611686018427387905}]}\n"
+    )
+    (scenario,), errors = load_text(text, "far.yaml")
+    assert not errors
+    build_targets(scenario)  # x64 off here: int64 values cannot be held yet
+    result = audit_one(scenario)
+    assert result.status == "consistent", [f.message for f in result.findings]
+    assert float(result.paths["jit_value:const"].arrays[0]) == float(result.paths["value"].arrays[0]) == 3.0

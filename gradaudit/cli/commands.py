@@ -259,6 +259,74 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
     return exit_code(not outcome.found, output_setting("exit_zero", exit_zero))
 
 
+@main.command()
+@click.argument("functions", nargs=-1)
+@click.option("--list", "listing", is_flag=True, help="Print the surveyed functions, their arguments' roles and options, and exit.")
+@click.option("--budget", type=click.IntRange(min=1), default=100, show_default=True, help="Distinct valid scenarios to audit per function (shrinking comes on top).")
+@click.option("--seed", type=int, default=0, show_default=True, help="The survey's random seed: the same seed, the same survey.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("survey"), show_default=True, help="Folder for the reproducer files.")
+@click.option("--json", "json_path", metavar="PATH", help="Write the survey report (gradaudit.survey/1) to PATH ('-' for stdout).")
+@flags("rule", "cache")
+@color_option
+@exit_zero_option
+@debug_option
+@guarded
+def survey(functions, listing, budget, seed, out, json_path, color, exit_zero, **given) -> int:
+    """Survey JAX's differentiable functions (FUNCTIONS by public path, e.g. jax.numpy.take; none:
+    all of them): draw scenarios from each function's roles and the shared edge values, and shrink
+    every kind of disagreement to a scenario file in --out, which `gradaudit run` reproduces.
+
+    Exit 0 when nothing was found, 1 when something was, 2 for an unknown function.
+    """
+    from gradaudit.render.terminal import print_survey, print_survey_table
+    from gradaudit.survey.explore import UnknownFunction, spaces
+
+    options = options_from(given)
+    session = Session(output_setting("color", color))
+    try:
+        chosen = spaces(functions)
+    except UnknownFunction as exc:
+        raise click.BadParameter(str(exc), param_hint="FUNCTIONS") from None
+    if listing:
+        print_survey_table(session.out, chosen)
+        return EXIT_OK
+    import jax
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+    from gradaudit.jaxenv import select_n_rule
+    from gradaudit.service import audit_one, environment, prepare, screen
+    from gradaudit.survey.explore import report_document, survey_one
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot create folder {out}: {exc.strerror or exc}", param_hint="--out") from None
+    devices, warnings = prepare(options)
+    for warning in warnings:
+        session.err.print(f"warning: {warning}", highlight=False)
+    how = f"`gradaudit survey --budget {budget} --seed {seed} --rule {options.rule}` (JAX {jax.__version__}, {jax.default_backend()})"
+    done = []
+    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=session.err, transient=True, disable=not session.err.is_terminal) as progress:
+        task = progress.add_task("surveying")
+        with select_n_rule(options.rule):
+            for number, space in enumerate(chosen, 1):
+
+                def tell(message: str, name=space.name, number=number) -> None:
+                    progress.update(task, description=f"surveying {name} ({number} of {len(chosen)}): {message}")
+
+                done.append(
+                    survey_one(
+                        space, budget, seed, functools.partial(screen, options=options), functools.partial(audit_one, options=options),
+                        out, how, options.limits, tell,
+                    )
+                )
+    document = report_document(done, environment(options.rule, devices), budget, seed)
+    if json_path:
+        write_atomic(json_path, json.dumps(document, indent=2) + "\n")
+    print_survey(session.out, done, f"gradaudit run {out} --rule {options.rule}")
+    return exit_code(not any(one.outcome.found for one in done), output_setting("exit_zero", exit_zero))
+
+
 def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:
     """Separate `--rules A B ...` (or `--rules=A,B`) from the paths around it."""
     paths: list[str] = []

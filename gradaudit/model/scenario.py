@@ -122,7 +122,8 @@ class InputSpec:
         if isinstance(self.value, np.ndarray) and self.value.dtype == dtype:
             return self.value  # the Python API's arrays, taken as they are (a model's parameters are large)
         if self.value is not None:
-            return np.asarray(self.value, dtype=np.float64 if self.differentiable else None).astype(dtype)
+            with np.errstate(over="ignore", invalid="ignore"):  # a value past a narrow dtype's range becomes inf, as in JAX
+                return np.asarray(self.value, dtype=np.float64 if self.differentiable else None).astype(dtype)
         size = int(np.prod(self.shape, dtype=np.int64))
         if self.fill == "arange":
             values = np.arange(size, dtype=np.float64)

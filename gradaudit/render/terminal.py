@@ -503,3 +503,36 @@ def print_search(console: Console, name: str, outcome: SearchOutcome, written: S
         table.add_row(str(path), Text(status, style=STATUS_STYLES.get(status, "")), "\n".join(fingerprints))
     console.print(table)
     console.print(f"{len(outcome.found)} kind{'s' if len(outcome.found) != 1 else ''} of disagreement found; reproduce: {reproduce}", highlight=False)
+
+
+def print_survey_table(console: Console, spaces: Sequence) -> None:
+    """The surveyed functions: name, public path, arguments' roles, static options, shapes."""
+    table = Table(header_style="bold")
+    for column in ("name", "function", "arguments", "options", "shapes"):
+        table.add_column(column, overflow="fold")
+    for space in spaces:
+        entry = space.surveyed
+        options = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in entry.options.items())
+        derived = "; ".join(f"{k}: from the shape" for k in entry.derived)
+        table.add_row(space.name, entry.path, " ".join(entry.signature), "; ".join(filter(None, (options, derived))), entry.shapes)
+    console.print(table)
+    console.print(f"{len(spaces)} surveyed entries, {len({s.surveyed.path for s in spaces})} public functions", highlight=False)
+
+
+def print_survey(console: Console, surveyed: Sequence, reproduce: str) -> None:
+    """Per function: scenarios audited, kinds found, the worst status and the files; then a total."""
+    table = Table(header_style="bold")
+    for column in ("function", "audited", "skipped", "kinds", "worst", "files"):
+        table.add_column(column, overflow="fold")
+    for one in surveyed:
+        outcome = one.outcome
+        worst = Text(one.worst, style=STATUS_STYLES.get(one.worst, ""))
+        table.add_row(one.space.name, str(outcome.audited), str(sum(outcome.skipped.values())), str(len(outcome.found)), worst, "\n".join(p.name for p in one.files))
+    console.print(table)
+    kinds = sum(len(one.outcome.found) for one in surveyed)
+    found = sum(1 for one in surveyed if one.outcome.found)
+    console.print(
+        f"surveyed {len(surveyed)} function entries: {kinds} kind{'s' if kinds != 1 else ''} of disagreement in {found}"
+        + (f"; reproduce: {reproduce}" if kinds else ""),
+        highlight=False,
+    )

@@ -75,7 +75,9 @@ def _traced(fn: Callable, pattern: tuple[str, ...]) -> Callable:
 
 
 @functools.lru_cache(maxsize=1024)
-def _captured(fn: Callable, pattern: tuple[str, ...], values: tuple[tuple[bytes, str, tuple[int, ...]], ...]) -> Callable:
+def _captured(fn: Callable, pattern: tuple[str, ...], values: tuple[tuple[bytes, str, tuple[int, ...]], ...], x64: bool) -> Callable:
+    # `x64` is part of the key: a JAX array made while x64 is off holds an int64 value truncated to
+    # int32, and a function cached with it would read that truncated value in every later audit.
     constants = tuple(jnp.asarray(np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape)) for data, dtype, shape in values)
     n = pattern.count(DIFFERENTIATED)
 
@@ -99,7 +101,7 @@ def build(scenario: Scenario) -> tuple[Target, ...]:
     if not discrete:
         return (Target(fn=traced, args=args, arg_names=names, fixed=passed),)
     pattern = tuple(DIFFERENTIATED if s.differentiable else PASSED if s.held else CAPTURED for s in spec.inputs)
-    captured = _captured(fn, pattern, tuple((a.tobytes(), a.dtype.str, a.shape) for a in discrete))
+    captured = _captured(fn, pattern, tuple((a.tobytes(), a.dtype.str, a.shape) for a in discrete), bool(jax.config.jax_enable_x64))
     by_binding = {
         "traced": Target(fn=traced, args=args, arg_names=names, fixed=passed, binding="traced"),
         "constant": Target(fn=captured, args=args, arg_names=names, fixed=held, binding="constant", captured=True),

@@ -1,0 +1,116 @@
+"""The survey: every surveyed function explored by `gradaudit search`'s machinery, each kind of
+disagreement shrunk to a scenario file, and one report of them all.
+
+A draw whose function rejects its own inputs (the plain value raises) asks nothing and is skipped,
+as the loader's rejections are; anything else that is not consistent is a kind: paths disagreeing,
+eager against jit, an exception on some paths only, or AD against finite differences where the
+function is smooth (the judge's kink-aware comparison keeps documented conventions at kinks out).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gradaudit.model.findings import CONSISTENT, STATUSES
+from gradaudit.model.paths import VALUE
+from gradaudit.model.results import ScenarioResult
+from gradaudit.search import InvalidDraw, SearchOutcome, confirm, search, write_found
+from gradaudit.survey.strategy import SurveySpace
+from gradaudit.survey.table import TABLE, Surveyed
+
+SURVEY_SCHEMA = "gradaudit.survey/1"
+
+
+class UnknownFunction(ValueError):
+    """A function name the table does not hold; the message suggests near names."""
+
+
+def spaces(names: Sequence[str] = ()) -> list[SurveySpace]:
+    """The spaces to survey: every entry of the table, or those whose public path (or short name)
+    is in `names`. A function with several entries (select_n with one, two and three cases) gets
+    names `lax.select_n`, `lax.select_n.2`, …"""
+    counted: dict[str, int] = {}
+    every = []
+    for entry in TABLE:
+        counted[entry.short] = counted.get(entry.short, 0) + 1
+        number = counted[entry.short]
+        every.append(SurveySpace(entry, entry.short if number == 1 else f"{entry.short}.{number}"))
+    if not names:
+        return every
+    known = {e.path for e in TABLE} | {e.short for e in TABLE}
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else " (gradaudit survey --list shows them all)"
+            raise UnknownFunction(f"no surveyed function is named '{name}'{hint}")
+    return [space for space in every if space.surveyed.path in names or space.surveyed.short in names]
+
+
+def screened(audit: Callable[..., ScenarioResult]) -> Callable[..., ScenarioResult]:
+    """`audit`, with a draw whose plain value raises turned into an InvalidDraw (skipped, not a kind)."""
+
+    def judged(scenario) -> ScenarioResult:
+        result = audit(scenario)
+        value = result.paths.get(VALUE)
+        if value is not None and value.error is not None:
+            raise InvalidDraw(f"the function rejects these inputs: {value.error.type}")
+        return result
+
+    return judged
+
+
+@dataclass
+class FunctionSurvey:
+    """One function's survey: its search, and the files its kinds were written to."""
+
+    space: SurveySpace
+    outcome: SearchOutcome
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def worst(self) -> str:
+        statuses = [found.result.status for found in self.outcome.found] or [CONSISTENT]
+        return max(statuses, key=STATUSES.index)
+
+
+def survey_one(space: SurveySpace, budget: int, seed: int, screen, audit_one, out: Path, how: str, limits, on_progress) -> FunctionSurvey:
+    """Explore one function, shrink and confirm each kind, write its files."""
+    outcome = search(space, budget, seed, screened(screen), None, on_progress, limits)
+    if outcome.found:
+        confirm(outcome, space, audit_one)
+    files = write_found(outcome, space, out, how) if not outcome.problem else []
+    return FunctionSurvey(space, outcome, files)
+
+
+def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budget: int, seed: int) -> dict:
+    """The survey report (`gradaudit.survey/1`): per function its draws, skips and kinds, each with
+    its reproducer file and findings."""
+    functions = []
+    for one in surveyed:
+        entry: Surveyed = one.space.surveyed
+        functions.append(
+            {
+                "name": one.space.name,
+                "function": entry.path,
+                "signature": list(entry.signature),
+                "audited": one.outcome.audited,
+                "skipped": dict(one.outcome.skipped),
+                "problem": one.outcome.problem,
+                "worst": one.worst,
+                "kinds": [
+                    {
+                        "status": found.result.status,
+                        "signatures": list(found.kind[1]),
+                        "shrunk": found.shrunk,
+                        "file": str(path),
+                        "findings": [{"fingerprint": f.fingerprint, "message": f.message} for f in found.result.findings],
+                    }
+                    for found, path in zip(one.outcome.found, one.files, strict=False)
+                ],
+                "unconfirmed": len(one.outcome.unconfirmed),
+            }
+        )
+    return {"schema": SURVEY_SCHEMA, "environment": environment, "budget": budget, "seed": seed, "functions": functions}

@@ -1,0 +1,68 @@
+"""gradaudit survey: JAX's differentiable surface as data, explored unaided, each kind shrunk to a file that reproduces."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from gradaudit.sources.user_modules import resolve
+from gradaudit.survey import edges, strategy, table, wrappers
+from gradaudit.survey.table import ROLES, SHAPES, TABLE
+from tests.helpers import ROOT, run_cli
+
+
+def test_the_table_holds_150_public_functions_that_import_with_known_roles():
+    public = {entry.path for entry in TABLE if entry.path.startswith("jax.")}
+    assert len(public) >= 150
+    modules = {path.rsplit(".", 1)[0] for path in public}
+    assert {"jax.lax", "jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.nn", "jax.scipy.special", "jax.ops"} <= modules
+    for entry in TABLE:
+        assert callable(resolve(entry.fn, str(ROOT))), entry.path
+        assert set(entry.signature) <= set(ROLES) and entry.shapes in SHAPES, entry.path
+
+
+def test_the_tables_name_no_outcome():
+    """Values come from the shared per-dtype tables; nothing surveyed says what it is expected to do."""
+    for module in (table, edges, strategy, wrappers):
+        text = (ROOT / module.__file__).read_text().lower()
+        for word in ("mismatch", "expect", "known bug", "defect", "40814", "indexerror", "zero gradient"):
+            assert word not in text, (module.__name__, word)
+
+
+def test_edge_values_cover_each_dtype_and_every_index_dtype_around_its_range():
+    for dtype in edges.SURVEY_FLOATS:
+        values = edges.float_edges(dtype)
+        assert {0.0, 1.0, -1.0, float("inf"), float("-inf")} <= set(values)
+        assert any(v != v for v in values) and any(str(v) == "-0.0" for v in values)
+    assert {"int8", "uint8", "int16", "uint16"} <= set(edges.SURVEY_INDICES)
+    assert edges.index_edges("uint8", 3) == (0, 2, 3, 4, 255, 1, 254, 6)
+    assert {-1, -3, -4, -128, 127} <= set(edges.index_edges("int8", 3))
+
+
+def test_list_and_unknown_names():
+    listed = run_cli("survey", "--list")
+    assert listed.exit_code == 0 and "jax.lax.select_n" in listed.stdout and "public functions" in listed.stdout
+    unknown = run_cli("survey", "jax.numpy.tak")
+    assert unknown.exit_code == 2 and "did you mean jax.numpy.take" in unknown.stderr
+
+
+@pytest.mark.slow
+def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_files_reproduce(tmp_path):
+    out = tmp_path / "found"
+    legacy = run_cli("survey", "jax.lax.select_n", "--budget", "25", "--rule", "legacy", "--out", str(out), "--json", str(tmp_path / "survey.json"))
+    assert legacy.exit_code == 1, legacy.stdout
+    document = json.loads((tmp_path / "survey.json").read_text())
+    assert document["schema"] == "gradaudit.survey/1" and document["environment"]["rule"] == "legacy"
+    kinds = [kind for function in document["functions"] for kind in function["kinds"]]
+    assert [f["name"] for f in document["functions"]] == ["lax.select_n", "lax.select_n.2", "lax.select_n.3"]
+    assert any("send it nowhere" in finding["message"] for kind in kinds for finding in kind["findings"])
+    files = sorted(out.glob("*.yaml"))
+    assert len(files) == len(kinds) and all(f.read_text().startswith("# Found by `gradaudit survey") for f in files)
+    for attempt in range(2):
+        again = run_cli("run", str(out), "--rule", "legacy", "--json", "-", "-q")
+        statuses = {entry["name"]: entry["status"] for entry in again.json()["results"]}
+        assert statuses == {re.sub(r"\.yaml$", "", kind["file"].rsplit("/", 1)[1]): kind["status"] for kind in kinds}
+    fixed = run_cli("survey", "jax.lax.select_n", "--budget", "25", "--rule", "fixed", "--out", str(tmp_path / "none"))
+    assert fixed.exit_code == 0 and "0 kinds of disagreement" in fixed.stdout, fixed.stdout
