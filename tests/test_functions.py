@@ -472,3 +472,27 @@ def test_a_captured_int64_made_before_x64_is_on_is_not_reused_truncated():
     result = audit_one(scenario)
     assert result.status == "consistent", [f.message for f in result.findings]
     assert float(result.paths["jit_value:const"].arrays[0]) == float(result.paths["value"].arrays[0]) == 3.0
+
+
+def test_nan_against_zero_between_modes_at_non_finite_values_is_a_note_not_a_finding(tmp_path):
+    """sqrt at 0 has an infinite derivative, and sin at inf a NaN one: a zero tangent or cotangent
+    times it is NaN in one mode and 0 in the other (IEEE): a note. Between a path and its jit twin
+    (XLA simplifying 0 * x to 0), or where everything is finite (where's NaN gradients), such
+    differences stay findings."""
+    path = write_yaml(
+        tmp_path,
+        "ieee.yaml",
+        """
+        scenarios:
+          - {name: sqrt-at-zero, fn: 'jax.numpy:sqrt', inputs: [{dtype: float32, value: [0.0, 0.0, 1.0]}]}
+          - {name: sin-at-inf, fn: 'jax.numpy:sin', inputs: [{dtype: float32, value: [0.0, 0.5, .inf]}]}
+        """,
+    )
+    result = run_cli("run", str(path), "--json", "-", "-v")
+    for entry in result.json()["results"]:
+        assert any("NaN against 0 only" in note["message"] and "jacrev disagrees with jacfwd" in note["message"] for note in entry["notes"]), entry["name"]
+        for finding in entry["findings"]:  # what stays: XLA under jit giving 0 where the same mode eagerly gives NaN
+            assert {"jacfwd", "jit_jacfwd"} <= set(finding["paths"]) or {"jacrev", "jit_jacrev"} <= set(finding["paths"]), finding["message"]
+    catalog = run_cli("run", str(Path(__file__).parents[1] / "scenarios" / "where"), str(Path(__file__).parents[1] / "scenarios" / "reductions"), "--json", "-")
+    statuses = {entry["name"]: entry["status"] for entry in catalog.json()["results"]}
+    assert statuses["where-log-at-zero"] == statuses["max-with-nan"] == "mismatch"

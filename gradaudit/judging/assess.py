@@ -24,7 +24,7 @@ def assess(scenario: Scenario, computed: Computed, tolerance: tuple[float | None
             seconds=computed.seconds, method=computed.engine, notes=computed.notes,
         )
     started = time.perf_counter()
-    verdict = judge(computed.paths, computed.arg_names, tolerances_for(scenario, tolerance), computed.bindings)
+    verdict = judge(computed.paths, computed.arg_names, tolerances_for(scenario, tolerance), computed.bindings, computed.inputs)
     evidence = Evidence(paths=computed.paths, findings=verdict.findings, notes=verdict.notes, trace=computed.primitives or frozenset)
     diagnosis = diagnose(evidence)
     judged = time.perf_counter() - started

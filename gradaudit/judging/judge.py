@@ -452,6 +452,21 @@ class _Comparison:
             entries=entries_summary(bad, total),
         )
 
+    def nan_against_zero(self) -> bool:
+        """Whether every differing entry is NaN on one side and exactly 0 on the other."""
+        if any(b is None for b in self.bad) or not any(b.size for b in self.bad):
+            return False
+        for a, b, bad in zip(self.side[0].arrays, self.reference[0].arrays, self.bad, strict=True):
+            got, want = np.asarray(a, dtype=np.float64).reshape(-1)[bad], np.asarray(b, dtype=np.float64).reshape(-1)[bad]
+            if not np.all((np.isnan(got) & (want == 0)) | ((got == 0) & np.isnan(want))):
+                return False
+        return True
+
+    def splits_twins(self) -> bool:
+        """Whether one path is on one side and its eager or jit twin (same mode) on the other."""
+        twins = lambda paths: {base_name(p.name).removeprefix("jit_") for p in paths}  # noqa: E731
+        return bool(twins(self.side) & twins(self.reference))
+
     def _excess(self, block: int, got: np.ndarray, want: np.ndarray, bad: np.ndarray) -> np.ndarray:
         """|got - want| over what the tolerance allows there (inf where only one side is finite)."""
         noise = 0.0 if self.noise is None else np.asarray(self.noise[block], dtype=np.float64).reshape(-1)[bad]
@@ -558,13 +573,32 @@ def _value(results: dict[str, PathResult], bindings: Sequence[str]) -> PathResul
     return results.get(VALUE) or results[path_name(JIT_VALUE, bindings[0])]
 
 
+def _non_finite(results: dict[str, PathResult], value: PathResult, inputs: Sequence[np.ndarray]) -> bool:
+    """Whether IEEE arithmetic alone can part forward from reverse mode here: an input or output
+    element that is not finite, or an infinite derivative on some path (sqrt at 0)."""
+    with np.errstate(invalid="ignore"):
+        if any(not np.all(np.isfinite(np.asarray(a, dtype=np.float64))) for a in (*inputs, *value.arrays)):
+            return True
+        return any(np.any(np.isinf(np.asarray(a, dtype=np.float64))) for r in results.values() if r.ok for a in r.arrays)
+
+
+def _ieee(comparison: _Comparison, non_finite: bool) -> bool:
+    """A comparison whose every difference is NaN against 0 in a scenario with something non-finite,
+    between modes (or against finite differences) rather than between a path and its jit twin: a
+    zero tangent or cotangent met an infinite or NaN derivative (0 × inf, 0 × NaN), which IEEE
+    makes NaN in the mode that multiplies and leaves 0 in the one that does not."""
+    return non_finite and not comparison.splits_twins() and comparison.nan_against_zero()
+
+
 def judge(
     results: dict[str, PathResult],
     arg_names: tuple[str, ...],
     tolerances: Tolerances,
     bindings: Sequence[str] = ("",),
+    inputs: Sequence[np.ndarray] = (),
 ) -> Verdict:
-    """The verdict on one scenario from all its paths' results (one set of paths per binding)."""
+    """The verdict on one scenario from all its paths' results (one set of paths per binding) at
+    `inputs` (the differentiated ones)."""
     value = _value(results, bindings)
     if not value.ok:
         finding = Finding(
@@ -585,6 +619,7 @@ def judge(
         if result.not_applicable
     ]
     output_shape = tuple(np.shape(value.arrays[0]))
+    non_finite = _non_finite(results, value, inputs)
     compiled = [r for r in (results.get(path_name(JIT_VALUE, b)) for b in bindings) if r is not None and r.ok and r is not value]
     for side in _agreement_classes(compiled, tolerances.ad_rtol, tolerances.ad_atol):
         found = _Comparison(side, [value], tolerances.ad_rtol, tolerances.ad_atol).finding(output_shape, ("",), 0)
@@ -623,12 +658,21 @@ def judge(
             ]
             if family.order == 1:
                 for comparison in against_reference:
+                    if _ieee(comparison, non_finite):
+                        continue
                     elements = comparison.disagreeing_elements(output_shape)
                     for path in comparison.side:
                         disagreeing[path.name] = elements
         for comparison in comparisons:
             found = comparison.finding(output_shape, names, family.order)
-            if found:
+            if found and _ieee(comparison, non_finite):
+                notes.append(Note(
+                    paths=found.paths,
+                    message=f"{found.message.split(';')[0]}: NaN against 0 only, where something is not finite "
+                    "(a zero tangent or cotangent times an infinite or NaN derivative is NaN in one mode, 0 in the other)",
+                    count=found.count, of=found.of, location=found.location,
+                ))
+            elif found:
                 findings.append(found)
     findings += _device_findings(results, arg_names, output_shape, tolerances)
     prov = provenance(results, tolerances.fd_atol, bindings)
