@@ -66,3 +66,40 @@ def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_fil
         assert statuses == {re.sub(r"\.yaml$", "", kind["file"].rsplit("/", 1)[1]): kind["status"] for kind in kinds}
     fixed = run_cli("survey", "jax.lax.select_n", "--budget", "25", "--rule", "fixed", "--out", str(tmp_path / "none"))
     assert fixed.exit_code == 0 and "0 kinds of disagreement" in fixed.stdout, fixed.stdout
+
+
+def _without_files(document: dict) -> list:
+    return [{**f, "kinds": [{k: v for k, v in kind.items() if k != "file"} for kind in f["kinds"]]} for f in document["functions"]]
+
+
+@pytest.mark.slow
+def test_two_shards_merged_equal_one_survey(tmp_path):
+    names = ["jax.lax.clamp", "jax.numpy.abs", "jax.numpy.take", "jax.nn.relu"]
+    common = ["--budget", "8", "--seed", "3"]
+    whole = run_cli("survey", *names, *common, "--out", str(tmp_path / "whole"), "--json", str(tmp_path / "whole.json"))
+    assert whole.exit_code in (0, 1)
+    for k in (1, 2):
+        shard = run_cli("survey", *names, *common, "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}"), "--json", str(tmp_path / f"s{k}.json"))
+        assert shard.exit_code in (0, 1)
+    parts = [json.loads((tmp_path / f"s{k}.json").read_text())["functions"] for k in (1, 2)]
+    assert all(parts) and len(parts[0]) + len(parts[1]) == len(names)
+    merged = run_cli("merge", str(tmp_path / "s1.json"), str(tmp_path / "s2.json"), "-o", str(tmp_path / "merged.json"))
+    assert merged.exit_code == whole.exit_code and "merged 2 survey reports: 4 function entries" in merged.stderr
+    assert _without_files(json.loads((tmp_path / "merged.json").read_text())) == _without_files(json.loads((tmp_path / "whole.json").read_text()))
+    again = run_cli("merge", str(tmp_path / "s1.json"), str(tmp_path / "s1.json"), "-o", str(tmp_path / "twice.json"))
+    assert again.exit_code == 2 and "shards must not overlap" in again.stderr
+
+
+def test_shard_auto_reads_slurm_and_kubernetes(monkeypatch):
+    from gradaudit.sources.selection import shard_from_environment
+
+    assert shard_from_environment("auto", {"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "8"}) == (4, 8)
+    assert shard_from_environment("auto", {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "3"}) == (1, 3)
+    assert shard_from_environment("auto/5", {"JOB_COMPLETION_INDEX": "4"}) == (5, 5)
+    with pytest.raises(ValueError, match="SLURM_ARRAY_TASK_ID"):
+        shard_from_environment("auto", {})
+    with pytest.raises(ValueError, match="JOB_COMPLETION_INDEX"):
+        shard_from_environment("auto/2", {})
+    monkeypatch.delenv("SLURM_ARRAY_TASK_ID", raising=False)
+    refused = run_cli("survey", "jax.numpy.abs", "--shard", "auto", "--list")
+    assert refused.exit_code == 2 and "SLURM_ARRAY_TASK_COUNT" in refused.stderr

@@ -153,15 +153,22 @@ def _read_reports(action):
 @debug_option
 @guarded
 def merge(reports, output, color, exit_zero) -> int:
-    """Merge JSON reports (shards of one run) into one, whose counts equal a single full run's.
+    """Merge JSON reports (shards of one run, or of one survey) into one, whose counts equal a single full run's.
 
     Exit 0 when every merged scenario passed, 1 when any failed, 2 for unusable reports.
     """
     from gradaudit.merge import merge_reports
     from gradaudit.render.json_report import dump
     from gradaudit.render.terminal import counts_line
+    from gradaudit.survey.explore import is_survey, merge_surveys
 
     session = Session(output_setting("color", color), json_path=output, json_option="-o")
+    if _read_reports(lambda: is_survey(reports[0])):
+        survey = _read_reports(lambda: merge_surveys(list(reports)))
+        write_atomic(output, json.dumps(survey, indent=2) + "\n")
+        kinds = sum(len(f["kinds"]) for f in survey["functions"])
+        session.err.print(f"merged {len(reports)} survey reports: {len(survey['functions'])} function entries, {kinds} kinds", highlight=False)
+        return exit_code(kinds == 0, output_setting("exit_zero", exit_zero))
     merged = _read_reports(lambda: merge_reports(list(reports)))
     write_atomic(output, dump(merged))
     session.err.print(counts_line(merged["summary"], prefix=f"merged {len(reports)} reports: "), highlight=False)
@@ -266,12 +273,13 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 @click.option("--seed", type=int, default=0, show_default=True, help="The survey's random seed: the same seed, the same survey.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("survey"), show_default=True, help="Folder for the reproducer files.")
 @click.option("--json", "json_path", metavar="PATH", help="Write the survey report (gradaudit.survey/1) to PATH ('-' for stdout).")
+@click.option("--shard", metavar="K/N|auto|auto/N", help="Only shard K of N (a stable split by name; merge the reports with `gradaudit merge`); auto: a SLURM array job's, auto/N: a Kubernetes Indexed Job's.")
 @flags("rule", "cache")
 @color_option
 @exit_zero_option
 @debug_option
 @guarded
-def survey(functions, listing, budget, seed, out, json_path, color, exit_zero, **given) -> int:
+def survey(functions, listing, budget, seed, out, json_path, shard, color, exit_zero, **given) -> int:
     """Survey JAX's differentiable functions (FUNCTIONS by public path, e.g. jax.numpy.take; none:
     all of them): draw scenarios from each function's roles and the shared edge values, and shrink
     every kind of disagreement to a scenario file in --out, which `gradaudit run` reproduces.
@@ -279,6 +287,7 @@ def survey(functions, listing, budget, seed, out, json_path, color, exit_zero, *
     Exit 0 when nothing was found, 1 when something was, 2 for an unknown function.
     """
     from gradaudit.render.terminal import print_survey, print_survey_table
+    from gradaudit.sources.selection import in_shard, shard_from_environment
     from gradaudit.survey.explore import UnknownFunction, spaces
 
     options = options_from(given)
@@ -287,6 +296,12 @@ def survey(functions, listing, budget, seed, out, json_path, color, exit_zero, *
         chosen = spaces(functions)
     except UnknownFunction as exc:
         raise click.BadParameter(str(exc), param_hint="FUNCTIONS") from None
+    if shard:
+        try:
+            k, n = shard_from_environment(shard, dict(os.environ))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--shard") from None
+        chosen = [space for space in chosen if in_shard(space.name, k, n)]
     if listing:
         print_survey_table(session.out, chosen)
         return EXIT_OK

@@ -54,8 +54,8 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON (reports never hold NaN or infinity)")
 
 
-def read_report(path: str) -> dict:
-    """A finished run's gradaudit JSON report, with every field merge and diff read checked."""
+def read_json(path: str):
+    """A report file's JSON: strict (no NaN or infinity, encodable text); ReportError naming the file otherwise."""
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_no_constant)
         # Strict JSON and encodable text throughout: no NaN or infinity (1e400), no lone surrogates.
@@ -68,6 +68,12 @@ def read_report(path: str) -> dict:
         raise ReportError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
     except (ValueError, RecursionError) as exc:
         raise ReportError(f"{path}: not a usable report: {exc}") from None
+    return document
+
+
+def read_report(path: str) -> dict:
+    """A finished run's gradaudit JSON report, with every field merge and diff read checked."""
+    document = read_json(path)
     if not isinstance(document, dict) or document.get("schema") != REPORT_SCHEMA:
         raise ReportError(f"{path}: not a gradaudit report (schema {REPORT_SCHEMA!r})")
     environment = document.get("environment")

@@ -22,6 +22,29 @@ def parse_shard(text: str) -> tuple[int, int]:
     return k, n
 
 
+def shard_from_environment(text: str, environ: dict) -> tuple[int, int]:
+    """`K/N` as parse_shard reads it, or `auto`: the index and count of a SLURM array job
+    (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT), or `auto/N`: a Kubernetes
+    Indexed Job's index (JOB_COMPLETION_INDEX, from 0) with its count N. ValueError saying what is
+    missing."""
+    if not text.startswith("auto"):
+        return parse_shard(text)
+    count = text.removeprefix("auto")
+    if count:
+        if not count.startswith("/") or not count[1:].isdigit() or int(count[1:]) < 1:
+            raise ValueError(f"shard must be K/N, auto or auto/N (e.g. auto/8), got {text!r}")
+        if "JOB_COMPLETION_INDEX" not in environ:
+            raise ValueError("--shard auto/N reads a Kubernetes Indexed Job's JOB_COMPLETION_INDEX, which is not set")
+        return parse_shard(f"{int(environ['JOB_COMPLETION_INDEX']) + 1}/{count[1:]}")
+    if "SLURM_ARRAY_TASK_ID" in environ and "SLURM_ARRAY_TASK_COUNT" in environ:
+        first = int(environ.get("SLURM_ARRAY_TASK_MIN", "0"))
+        return parse_shard(f"{int(environ['SLURM_ARRAY_TASK_ID']) - first + 1}/{environ['SLURM_ARRAY_TASK_COUNT']}")
+    raise ValueError(
+        "--shard auto reads a SLURM array job's SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, which are not set "
+        "(for a Kubernetes Indexed Job give the count: --shard auto/N)"
+    )
+
+
 def in_shard(name: str, k: int, n: int) -> bool:
     """Whether a scenario belongs to shard k of n: a hash of its name, so every machine agrees."""
     digest = hashlib.sha256(name.encode("utf-8")).digest()
