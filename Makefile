@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: audit test test-quick bench fuzz install clean matrix gpu-check
+.PHONY: audit test test-quick bench fuzz install clean matrix gpu-check survey
 
 # PYTHONWARNINGS=ignore keeps setuptools' editable-install banner (about folders named like the package) out of the way.
 $(STAMP): pyproject.toml
@@ -37,6 +37,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py --sizes 10000 --rule fixed --repetitions 1 --peer-max 0 --out reports/bench-10000-fixed
 	$(BIN)/python bench/run.py --grid functions --sizes 1000 --repetitions 1 --out reports/bench-functions
 	$(BIN)/python bench/model_loss.py
+
+# JAX's differentiable surface surveyed unaided (docs/survey.md): the report and a reproducer file per kind in reports/survey/.
+survey: $(STAMP)
+	rm -rf reports/survey/found
+	$(BIN)/gradaudit survey --budget 30 --seed 0 --out reports/survey/found --json reports/survey/survey.json --exit-zero
 
 # The supported JAX range, oldest and newest, each in its own virtual environment under .matrix/:
 # the tests, then the seed suite, whose findings must equal the committed report's (gradaudit diff
