@@ -33,8 +33,20 @@ DONE = "done"
 Batch = tuple[tuple[int, Scenario], ...]
 """Scenarios, with their positions in the run, that one worker audits one after another."""
 
-LITERAL, GROUP, BUNDLE = "literal", "group", "bundle"
-"""The engines a batch can be for."""
+LITERAL, GROUP, BUNDLE, SCREEN = "literal", "group", "bundle", "screen"
+"""The engines a batch can be for (SCREEN: `service.screen`'s quick verdict, for searches)."""
+
+
+class _Screening:
+    """`service.screen` in a worker: the group engine's jit paths where they apply, else the literal engine's."""
+
+    def __init__(self, literal, group):
+        self.literal, self.group = literal, group
+
+    def run(self, scenarios: Sequence[Scenario]):
+        for position, scenario in enumerate(scenarios):
+            computed = next((c for _, c in self.group.run([scenario])), None)
+            yield position, computed if computed is not None else next(c for _, c in self.literal.run([scenario]))
 
 
 def _serve(connection: Connection, options: Options, device_names: tuple[str, ...]) -> None:
@@ -52,6 +64,7 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
         GROUP: GroupEngine(devices=devices, timeout=options.timeout, limits=options.limits),
         BUNDLE: BundleEngine(devices=devices),
     }
+    engines[SCREEN] = _Screening(engines[LITERAL], GroupEngine(eager=False))
     events = JaxEvents()
 
     with select_n_rule(options.rule):
@@ -66,7 +79,8 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
                 result = assess(scenarios[position], paths, options.tolerance)
                 spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
                 answered.add(position)
-                connection.send((batch[position][0], result if engine == LITERAL or one_story(result, options.tolerance) else None, spent))
+                kept = engine in (LITERAL, SCREEN) or one_story(result, options.tolerance)
+                connection.send((batch[position][0], result if kept else None, spent))
             fallen = engines[BUNDLE].fallen
             for position in sorted(set(range(len(batch))) - answered):
                 connection.send((batch[position][0], fallen.get(position) if engine == BUNDLE else None, events.take()))
@@ -193,3 +207,57 @@ def run_in_workers(
                 except (OSError, BrokenPipeError):
                     pass
             worker.stop()
+
+
+class IsolatedAuditor:
+    """One scenario at a time in a persistent worker process, for searches and surveys: a scenario
+    that crashes the interpreter or runs past `options.timeout` is an error result of its own
+    (`crashed: SIGABRT`, `timed out after …`), and a fresh worker takes the next one."""
+
+    def __init__(self, options: Options, devices: tuple[str, ...] = ()):
+        self.options, self.settings = options, (options, devices)
+        self.context = multiprocessing.get_context("spawn")
+        self.worker: _Worker | None = None
+
+    def screen(self, scenario: Scenario) -> ScenarioResult:
+        """`service.screen`'s quick verdict, isolated."""
+        return self._audit(SCREEN, scenario)
+
+    def audit(self, scenario: Scenario) -> ScenarioResult:
+        """`service.audit_one`'s verdict (the literal engine), isolated."""
+        return self._audit(LITERAL, scenario)
+
+    def _audit(self, engine: str, scenario: Scenario) -> ScenarioResult:
+        from gradaudit.judging.assess import assess
+        from gradaudit.model.computed import failed
+
+        if self.worker is None:
+            self.worker = _Worker(self.context, self.settings)
+        worker = self.worker
+        worker.give(engine, ((0, scenario),))
+        result: ScenarioResult | None = None
+        limit = self.options.timeout
+        while True:
+            if not wait([worker.connection], timeout=limit):
+                self.close()
+                return assess(scenario, failed(Failure(f"timed out after {limit:g} s", "TimeoutError"), limit), self.options.tolerance)
+            try:
+                message = worker.connection.recv()
+            except (EOFError, OSError):
+                worker.process.join(timeout=5)
+                reason = f"crashed: {signal_name(worker.process.exitcode)}"
+                self.close()
+                return assess(scenario, failed(Failure(reason, "WorkerCrash"), 0.0), self.options.tolerance)
+            if message == DONE:
+                return result
+            result = message[1]
+
+    def close(self) -> None:
+        if self.worker is not None:
+            if self.worker.process.is_alive():
+                try:
+                    self.worker.connection.send(None)
+                except (OSError, BrokenPipeError):
+                    pass
+            self.worker.stop()
+            self.worker = None

@@ -210,3 +210,31 @@ def test_files_no_search_wrote_are_never_replaced(tmp_path, monkeypatch):
     (tmp_path / "found" / "x-1.yaml").unlink()
     assert run_cli("search", "space.yaml", "--out", "found", "--budget", "5", "--rule", "legacy", "--no-database").exit_code == 1
     assert (tmp_path / "found" / "x-y-1.yaml").exists() and (tmp_path / "found" / "x-1.yaml").exists()
+
+
+@pytest.mark.slow
+def test_a_scenario_that_aborts_the_interpreter_is_a_kind_of_its_own_and_the_search_goes_on(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "aborting.py").write_text(
+        "import os\n\n\ndef maybe_abort(x, i):\n    if int(i) == 3:\n        os.abort()\n    return x * 2.0\n"
+    )
+    write_yaml(
+        tmp_path,
+        "space.yaml",
+        """
+        search:
+          name: abort-space
+          fn: aborting:maybe_abort
+          bind: traced
+          inputs:
+            - {dtype: float32, value: {min: -1.0, max: 1.0}}
+            - {dtype: int32, value: {min: 0, max: 3}}
+        """,
+    )
+    result = run_cli("search", "space.yaml", "--budget", "8", "--out", "found")
+    assert result.exit_code == 1, result.stdout + result.stderr
+    (path,) = (tmp_path / "found").glob("*.yaml")
+    text = path.read_text()
+    assert "crashed: SIGABRT" in text and _scenario(path)["inputs"][1]["value"] == 3
+    again = run_cli("run", str(path), "--json", "-", "--jobs", "1")  # in a worker: it aborts the interpreter
+    assert again.json()["results"][0]["status"] == "error" and "crashed: SIGABRT" in again.stdout

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import functools
 import json
 import os
 import sys
@@ -206,7 +205,7 @@ def diff(before, after, json_path, quiet, color, exit_zero) -> int:
 @click.option("--budget", type=click.IntRange(min=1), default=300, show_default=True, help="Distinct valid scenarios to audit (shrinking comes on top).")
 @click.option("--seed", type=int, default=0, show_default=True, help="The search's random seed: the same seed, the same search.")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for the minimal scenario files.")
-@flags("rule", "cache")
+@flags("rule", "cache", "timeout")
 @click.option("--no-database", is_flag=True, help="Neither keep nor replay hypothesis's examples (kept in .gradaudit/hypothesis).")
 @color_option
 @exit_zero_option
@@ -221,8 +220,9 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
     import jax
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-    from gradaudit.service import audit_one, prepare, screen
-    from gradaudit.jaxenv import CACHE_FOLDER, select_n_rule
+    from gradaudit.isolation import IsolatedAuditor
+    from gradaudit.service import prepare
+    from gradaudit.jaxenv import CACHE_FOLDER
     from gradaudit.render.terminal import print_input_errors, print_search
     from gradaudit.search import SpaceError, confirm, database_folder, foreign_files, read_space, search as explore, write_found
 
@@ -253,10 +253,13 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
         def tell(message: str) -> None:
             progress.update(task, description=f"searching {parsed.name}: {message}")
 
-        with select_n_rule(options.rule):
-            outcome = explore(parsed, budget, seed, functools.partial(screen, options=options), database, tell, options.limits, storage)
+        auditor = IsolatedAuditor(options)
+        try:
+            outcome = explore(parsed, budget, seed, auditor.screen, database, tell, options.limits, storage)
             tell("confirming on the literal engine")
-            confirm(outcome, parsed, functools.partial(audit_one, options=options))
+            confirm(outcome, parsed, auditor.audit)
+        finally:
+            auditor.close()
     if outcome.problem:
         session.err.print(f"{space}: {outcome.problem}", highlight=False)
         return EXIT_INPUT
@@ -274,7 +277,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("survey"), show_default=True, help="Folder for the reproducer files.")
 @click.option("--json", "json_path", metavar="PATH", help="Write the survey report (gradaudit.survey/1) to PATH ('-' for stdout).")
 @click.option("--shard", metavar="K/N|auto|auto/N", help="Only shard K of N (a stable split by name; merge the reports with `gradaudit merge`); auto: a SLURM array job's, auto/N: a Kubernetes Indexed Job's.")
-@flags("rule", "cache")
+@flags("rule", "cache", "timeout")
 @color_option
 @exit_zero_option
 @debug_option
@@ -308,8 +311,8 @@ def survey(functions, listing, budget, seed, out, json_path, shard, color, exit_
     import jax
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-    from gradaudit.jaxenv import select_n_rule
-    from gradaudit.service import audit_one, environment, prepare, screen
+    from gradaudit.isolation import IsolatedAuditor
+    from gradaudit.service import environment, prepare
     from gradaudit.survey.explore import report_document, survey_one
 
     try:
@@ -323,18 +326,16 @@ def survey(functions, listing, budget, seed, out, json_path, shard, color, exit_
     done = []
     with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=session.err, transient=True, disable=not session.err.is_terminal) as progress:
         task = progress.add_task("surveying")
-        with select_n_rule(options.rule):
+        auditor = IsolatedAuditor(options)
+        try:
             for number, space in enumerate(chosen, 1):
 
                 def tell(message: str, name=space.name, number=number) -> None:
                     progress.update(task, description=f"surveying {name} ({number} of {len(chosen)}): {message}")
 
-                done.append(
-                    survey_one(
-                        space, budget, seed, functools.partial(screen, options=options), functools.partial(audit_one, options=options),
-                        out, how, options.limits, tell,
-                    )
-                )
+                done.append(survey_one(space, budget, seed, auditor.screen, auditor.audit, out, how, options.limits, tell))
+        finally:
+            auditor.close()
     document = report_document(done, environment(options.rule, devices), budget, seed)
     if json_path:
         write_atomic(json_path, json.dumps(document, indent=2) + "\n")
