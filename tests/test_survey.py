@@ -103,3 +103,20 @@ def test_shard_auto_reads_slurm_and_kubernetes(monkeypatch):
     monkeypatch.delenv("SLURM_ARRAY_TASK_ID", raising=False)
     refused = run_cli("survey", "jax.numpy.abs", "--shard", "auto", "--list")
     assert refused.exit_code == 2 and "SLURM_ARRAY_TASK_COUNT" in refused.stderr
+
+
+def test_diff_between_two_surveys_names_new_and_resolved_kinds(tmp_path):
+    def survey(kinds):
+        return {
+            "schema": "gradaudit.survey/1", "environment": {"jax": "x"}, "budget": 1, "seed": 0,
+            "functions": [{"name": "lax.clamp", "kinds": [{"status": s, "signatures": [g], "file": f"{g}.yaml"} for s, g in kinds]}],
+        }
+
+    (tmp_path / "old.json").write_text(json.dumps(survey([("mismatch", "routing:a"), ("error", "raised:b")])))
+    (tmp_path / "new.json").write_text(json.dumps(survey([("mismatch", "routing:a"), ("mismatch", "disagreement:c")])))
+    changed = run_cli("diff", str(tmp_path / "old.json"), str(tmp_path / "new.json"))
+    assert changed.exit_code == 1
+    assert "new: lax.clamp: mismatch (disagreement:c) disagreement:c.yaml" in changed.stdout
+    assert "resolved: lax.clamp: error (raised:b)" in changed.stdout and "1 new kinds, 1 resolved" in changed.stdout
+    same = run_cli("diff", str(tmp_path / "old.json"), str(tmp_path / "old.json"))
+    assert same.exit_code == 0 and "0 new kinds, 0 resolved" in same.stdout

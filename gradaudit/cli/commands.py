@@ -190,9 +190,16 @@ def diff(before, after, json_path, quiet, color, exit_zero) -> int:
     Exit 0 when AFTER has no new finding, 1 when it has, 2 for unusable reports.
     """
     from gradaudit.diff import diff_reports
-    from gradaudit.render.terminal import print_diff
+    from gradaudit.render.terminal import print_diff, print_survey_diff
+    from gradaudit.survey.explore import diff_surveys, is_survey
 
     session = Session(output_setting("color", color), json_path=json_path)
+    if _read_reports(lambda: is_survey(before)):
+        survey_changes = _read_reports(lambda: diff_surveys(before, after))
+        if json_path:
+            write_atomic(json_path, json.dumps([vars(c) | {"signatures": list(c.signatures)} for c in survey_changes], indent=2) + "\n")
+        print_survey_diff(session.out, before, after, survey_changes, quiet)
+        return exit_code(not any(c.change == "new" for c in survey_changes), output_setting("exit_zero", exit_zero))
     changes = _read_reports(lambda: diff_reports(before, after))
     if json_path:
         write_atomic(json_path, json.dumps(changes.to_dict(), indent=2) + "\n")

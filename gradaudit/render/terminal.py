@@ -536,3 +536,13 @@ def print_survey(console: Console, surveyed: Sequence, reproduce: str) -> None:
         + (f"; reproduce: {reproduce}" if kinds else ""),
         highlight=False,
     )
+
+
+def print_survey_diff(console: Console, before: str, after: str, changes: Sequence, quiet: bool = False) -> None:
+    """Each kind new or resolved between two surveys, then a summary line."""
+    if not quiet:
+        for change in changes:
+            style = "red" if change.change == "new" else "green"
+            console.print(Text(f"{change.change}: {change.function}: {change.status} ({', '.join(change.signatures)}) {change.file}", style=style), highlight=False, soft_wrap=True)
+    new = sum(c.change == "new" for c in changes)
+    console.print(f"{before} → {after}: {new} new kinds, {len(changes) - new} resolved", highlight=False)

@@ -152,3 +152,32 @@ def merge_surveys(paths: Sequence[str]) -> dict:
     order = {space.name: index for index, space in enumerate(spaces())}
     functions.sort(key=lambda f: order.get(f["name"], len(order)))
     return {**first, "functions": functions}
+
+
+@dataclass(frozen=True)
+class SurveyChange:
+    """A kind one survey has and the other has not: `new` (in the later one) or `resolved`."""
+
+    change: str
+    function: str
+    status: str
+    signatures: tuple[str, ...]
+    file: str
+
+
+def diff_surveys(before_path: str, after_path: str) -> list[SurveyChange]:
+    """Kinds new in AFTER and resolved since BEFORE, per function, told apart by status and
+    findings' signatures (values and files aside): what changed between two JAX releases or devices."""
+    documents = []
+    for path in (before_path, after_path):
+        document = read_json(path)
+        if not isinstance(document, dict) or document.get("schema") != SURVEY_SCHEMA or not isinstance(document.get("functions"), list):
+            raise ReportError(f"{path}: not a gradaudit survey report (schema {SURVEY_SCHEMA!r} with 'functions')")
+        documents.append({f["name"]: {(k["status"], tuple(k["signatures"])): k["file"] for k in f["kinds"]} for f in document["functions"]})
+    before, after = documents
+    changes = []
+    for name in dict.fromkeys([*before, *after]):
+        old, new = before.get(name, {}), after.get(name, {})
+        changes += [SurveyChange("new", name, kind[0], kind[1], new[kind]) for kind in new if kind not in old and name in before]
+        changes += [SurveyChange("resolved", name, kind[0], kind[1], old[kind]) for kind in old if kind not in new and name in after]
+    return changes
