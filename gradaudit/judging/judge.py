@@ -452,13 +452,13 @@ class _Comparison:
             entries=entries_summary(bad, total),
         )
 
-    def nan_against_zero(self) -> bool:
-        """Whether every differing entry is NaN on one side and exactly 0 on the other."""
+    def nan_on_one_side(self) -> bool:
+        """Whether every differing entry is NaN on one side and a finite number on the other."""
         if any(b is None for b in self.bad) or not any(b.size for b in self.bad):
             return False
         for a, b, bad in zip(self.side[0].arrays, self.reference[0].arrays, self.bad, strict=True):
             got, want = np.asarray(a, dtype=np.float64).reshape(-1)[bad], np.asarray(b, dtype=np.float64).reshape(-1)[bad]
-            if not np.all((np.isnan(got) & (want == 0)) | ((got == 0) & np.isnan(want))):
+            if not np.all((np.isnan(got) & np.isfinite(want)) | (np.isfinite(got) & np.isnan(want))):
                 return False
         return True
 
@@ -575,19 +575,29 @@ def _value(results: dict[str, PathResult], bindings: Sequence[str]) -> PathResul
 
 def _non_finite(results: dict[str, PathResult], value: PathResult, inputs: Sequence[np.ndarray]) -> bool:
     """Whether IEEE arithmetic alone can part forward from reverse mode here: an input or output
-    element that is not finite, or an infinite derivative on some path (sqrt at 0)."""
+    element that is not finite, an infinite derivative on some path (sqrt at 0), or a derivative
+    every AD path finds NaN (arctan2 at (0, 0): 0/0)."""
     with np.errstate(invalid="ignore"):
         if any(not np.all(np.isfinite(np.asarray(a, dtype=np.float64))) for a in (*inputs, *value.arrays)):
             return True
-        return any(np.any(np.isinf(np.asarray(a, dtype=np.float64))) for r in results.values() if r.ok for a in r.arrays)
+        if any(np.any(np.isinf(np.asarray(a, dtype=np.float64))) for r in results.values() if r.ok for a in r.arrays):
+            return True
+        derivatives = [r.arrays for name, r in results.items() if base_name(name) in AD_PATHS and r.ok]
+        shapes = {tuple(np.shape(a) for a in arrays) for arrays in derivatives}
+        if not derivatives or len(shapes) != 1:
+            return False
+        return any(
+            np.any(np.logical_and.reduce([np.isnan(np.asarray(arrays[block], dtype=np.float64)) for arrays in derivatives]))
+            for block in range(len(derivatives[0]))
+        )
 
 
 def _ieee(comparison: _Comparison, non_finite: bool) -> bool:
-    """A comparison whose every difference is NaN against 0 in a scenario with something non-finite,
-    between modes (or against finite differences) rather than between a path and its jit twin: a
-    zero tangent or cotangent met an infinite or NaN derivative (0 × inf, 0 × NaN), which IEEE
-    makes NaN in the mode that multiplies and leaves 0 in the one that does not."""
-    return non_finite and not comparison.splits_twins() and comparison.nan_against_zero()
+    """A comparison whose every difference is NaN against a number, in a scenario with something
+    non-finite, between modes (or against finite differences) rather than between a path and its
+    jit twin: a zero tangent or cotangent met an infinite or NaN derivative (0 × inf, 0 × NaN),
+    which IEEE makes NaN in the mode that multiplies it in and leaves out of the other."""
+    return non_finite and not comparison.splits_twins() and comparison.nan_on_one_side()
 
 
 def judge(
@@ -668,8 +678,8 @@ def judge(
             if found and _ieee(comparison, non_finite):
                 notes.append(Note(
                     paths=found.paths,
-                    message=f"{found.message.split(';')[0]}: NaN against 0 only, where something is not finite "
-                    "(a zero tangent or cotangent times an infinite or NaN derivative is NaN in one mode, 0 in the other)",
+                    message=f"{found.message.split(';')[0]}: NaN against a number only, where something is not finite "
+                    "(a zero tangent or cotangent times an infinite or NaN derivative is NaN in the mode that multiplies it in)",
                     count=found.count, of=found.of, location=found.location,
                 ))
             elif found:
