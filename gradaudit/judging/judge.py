@@ -22,6 +22,7 @@ import numpy as np
 from gradaudit.model import dtypes
 from gradaudit.numerics.finite_differences import CHECK
 from gradaudit.model.findings import (
+    VALUE_RAISED,
     CONSISTENT,
     DISAGREEMENT,
     ERROR,
@@ -614,7 +615,7 @@ def judge(
         finding = Finding(
             kind=RAISED,
             paths=(VALUE,),
-            message=f"evaluating the function raised {value.error.located()}; no derivative can be checked",
+            message=f"{VALUE_RAISED} {value.error.located()}; no derivative can be checked",
         )
         return Verdict(status=ERROR, findings=(finding,), provenance=None)
     raised = _grouped((name, result.error) for name, result in results.items() if result.error is not None)

@@ -7,6 +7,9 @@ from enum import StrEnum
 
 import numpy as np
 
+VALUE_RAISED = "evaluating the function raised"
+"""How the finding begins when the plain value raised: nothing else could be checked."""
+
 class Status(StrEnum):
     """A scenario's verdict."""
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gradaudit.model.findings import CONSISTENT, STATUSES
+from gradaudit.model.findings import CONSISTENT, RAISED, STATUSES, VALUE_RAISED
 from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
 from gradaudit.search import InvalidDraw, SearchOutcome, confirm, search, write_found
@@ -55,9 +55,9 @@ def screened(audit: Callable[..., ScenarioResult]) -> Callable[..., ScenarioResu
 
     def judged(scenario) -> ScenarioResult:
         result = audit(scenario)
-        value = result.paths.get(VALUE)
-        if value is not None and value.error is not None:
-            raise InvalidDraw(f"the function rejects these inputs: {value.error.type}")
+        first = result.findings[0] if result.findings else None
+        if first is not None and first.kind == RAISED and first.paths == (VALUE,) and first.message.startswith(VALUE_RAISED):
+            raise InvalidDraw(f"the function rejects these inputs: {first.error_type or first.message.split(' raised ')[1].split(':')[0]}")
         return result
 
     return judged
