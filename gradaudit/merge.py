@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from gradaudit.model.findings import STATUSES
 from gradaudit.model.results import FINGERPRINTS, REPORT_SCHEMA
@@ -14,25 +15,37 @@ def _counts(results: list[dict]) -> dict[str, int]:
     return {"total": len(results), **{status: counts.get(status, 0) for status in STATUSES}}
 
 
+def same_environment(paths: Sequence[str], documents: Sequence[dict], keys: tuple[str, ...] = ()) -> None:
+    """ReportError unless every document ran where the first did (JAX, jaxlib, rule, backend) and
+    agrees with it on `keys` of its own (a survey's budget and seed)."""
+    first = documents[0]
+    for path, document in zip(paths[1:], documents[1:], strict=True):
+        pairs = [(key, document["environment"].get(key), first["environment"].get(key)) for key in ("jax", "jaxlib", "rule", "backend")]
+        pairs += [(key, document.get(key), first.get(key)) for key in keys]
+        for key, theirs, ours in pairs:
+            if theirs != ours:
+                raise ReportError(f"{path}: {key} is {theirs!r}, but {paths[0]} has {ours!r}: only shards of one run can be merged")
+
+
+def disjoint(paths: Sequence[str], documents: Sequence[dict], key: str) -> list[dict]:
+    """Every document's entries under `key`, in order; ReportError for a name in two of them."""
+    entries: list[dict] = []
+    seen: dict[str, str] = {}
+    for path, document in zip(paths, documents, strict=True):
+        for entry in document[key]:
+            if entry["name"] in seen:
+                raise ReportError(f"{path}: '{entry['name']}' is also in {seen[entry['name']]}: shards must not overlap")
+            seen[entry["name"]] = path
+            entries.append(entry)
+    return entries
+
+
 def merge_reports(paths: list[str]) -> dict:
     """One report from several: results and errors concatenated, every count recomputed."""
     documents = [read_report(p) for p in paths]
     first = documents[0]
-    for path, document in zip(paths[1:], documents[1:], strict=True):
-        for key in ("jax", "jaxlib", "rule", "backend"):
-            if document["environment"].get(key) != first["environment"].get(key):
-                raise ReportError(
-                    f"{path}: {key} is {document['environment'].get(key)!r}, but {paths[0]} has "
-                    f"{first['environment'].get(key)!r}: only reports of the same environment can be merged"
-                )
-    results: list[dict] = []
-    seen: dict[str, str] = {}
-    for path, document in zip(paths, documents, strict=True):
-        for result in document["results"]:
-            if result["name"] in seen:
-                raise ReportError(f"{path}: scenario '{result['name']}' is also in {seen[result['name']]}: shards must not overlap")
-            seen[result["name"]] = path
-            results.append(result)
+    same_environment(paths, documents)
+    results = disjoint(paths, documents, "results")
     suites: dict[str, list[dict]] = {}
     for result in results:
         suites.setdefault(result["scenario"].get("suite", ""), []).append(result)

@@ -332,6 +332,14 @@ def audit_one(scenario: Scenario, options: Options | None = None) -> ScenarioRes
     return assess(scenario, compute(scenario, options.timeout), options.tolerance)
 
 
+def isolated(options: Options):
+    """An auditor of one scenario at a time in a worker process (`.screen`, `.audit`, `.close`), for
+    searches and surveys: a draw that crashes the interpreter or hangs is a result, not the end."""
+    from gradaudit.isolation import IsolatedAuditor
+
+    return IsolatedAuditor(options)
+
+
 def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult:
     """A quick verdict on one scenario: the group engine's where it applies, findings included and not
     confirmed; else the literal engine's. For exploring many scenarios (`gradaudit search`), whose

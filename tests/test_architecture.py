@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "diff": {"model", "sources"},
     "merge": {"model", "sources"},
     "search": {"model", "sources", "limits"},
-    "survey": {"model", "sources", "search"},
+    "survey": {"model", "sources", "search", "merge"},
     "isolation": {"model", "engines", "jaxenv", "judging"},
     "service": {"model", "sources", "jaxenv", "limits", "engines", "judging", "isolation"},
     "render": {"model", "judging", "diff", "search"},

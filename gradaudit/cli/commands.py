@@ -227,8 +227,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
     import jax
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-    from gradaudit.isolation import IsolatedAuditor
-    from gradaudit.service import prepare
+    from gradaudit.service import isolated, prepare
     from gradaudit.jaxenv import CACHE_FOLDER
     from gradaudit.render.terminal import print_input_errors, print_search
     from gradaudit.search import SpaceError, confirm, database_folder, foreign_files, read_space, search as explore, write_found
@@ -260,7 +259,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
         def tell(message: str) -> None:
             progress.update(task, description=f"searching {parsed.name}: {message}")
 
-        auditor = IsolatedAuditor(options)
+        auditor = isolated(options)
         try:
             outcome = explore(parsed, budget, seed, auditor.screen, database, tell, options.limits, storage)
             tell("confirming on the literal engine")
@@ -318,8 +317,7 @@ def survey(functions, listing, budget, seed, out, json_path, shard, color, exit_
     import jax
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-    from gradaudit.isolation import IsolatedAuditor
-    from gradaudit.service import environment, prepare
+    from gradaudit.service import environment, isolated, prepare
     from gradaudit.survey.explore import report_document, survey_one
 
     try:
@@ -333,7 +331,7 @@ def survey(functions, listing, budget, seed, out, json_path, shard, color, exit_
     done = []
     with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=session.err, transient=True, disable=not session.err.is_terminal) as progress:
         task = progress.add_task("surveying")
-        auditor = IsolatedAuditor(options)
+        auditor = isolated(options)
         try:
             for number, space in enumerate(chosen, 1):
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from gradaudit.model.findings import CONSISTENT, RAISED, STATUSES, VALUE_RAISED
 from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
+from gradaudit.merge import disjoint, same_environment
 from gradaudit.search import InvalidDraw, SearchOutcome, confirm, search, write_found
 from gradaudit.sources.saved_reports import ReportError, read_json
 from gradaudit.survey.strategy import SurveySpace
@@ -130,28 +131,11 @@ def merge_surveys(paths: Sequence[str]) -> dict:
     for path, document in zip(paths, documents, strict=True):
         if not isinstance(document, dict) or document.get("schema") != SURVEY_SCHEMA or not isinstance(document.get("functions"), list):
             raise ReportError(f"{path}: not a gradaudit survey report (schema {SURVEY_SCHEMA!r} with 'functions')")
-    first = documents[0]
-    for path, document in zip(paths[1:], documents[1:], strict=True):
-        for key in ("budget", "seed"):
-            if document.get(key) != first.get(key):
-                raise ReportError(f"{path}: {key} is {document.get(key)!r}, but {paths[0]} has {first.get(key)!r}: shards of one survey only")
-        for key in ("jax", "jaxlib", "rule", "backend"):
-            if document["environment"].get(key) != first["environment"].get(key):
-                raise ReportError(
-                    f"{path}: {key} is {document['environment'].get(key)!r}, but {paths[0]} has {first['environment'].get(key)!r}: "
-                    "only surveys of the same environment can be merged"
-                )
-    seen: dict[str, str] = {}
-    functions = []
-    for path, document in zip(paths, documents, strict=True):
-        for function in document["functions"]:
-            if function["name"] in seen:
-                raise ReportError(f"{path}: '{function['name']}' is also in {seen[function['name']]}: shards must not overlap")
-            seen[function["name"]] = path
-            functions.append(function)
+    same_environment(paths, documents, ("budget", "seed"))
+    functions = disjoint(paths, documents, "functions")
     order = {space.name: index for index, space in enumerate(spaces())}
     functions.sort(key=lambda f: order.get(f["name"], len(order)))
-    return {**first, "functions": functions}
+    return {**documents[0], "functions": functions}
 
 
 @dataclass(frozen=True)
