@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradaudit.survey.edges import SURVEY_FLOATS, SURVEY_INDICES, float_edges, index_edges
+from gradaudit.survey.edges import SURVEY_INDICES, float_edges, index_edges
 from gradaudit.survey.table import SHAPES, Surveyed
 
 FLOATING = ("x", "v", "m")
@@ -48,7 +48,7 @@ def entry_strategy(surveyed: Surveyed, name: str):
     @st.composite
     def draw_entry(draw) -> dict:
         shape = draw(st.sampled_from(SHAPES[surveyed.shapes]))
-        float_dtype = draw(st.sampled_from(SURVEY_FLOATS))
+        float_dtype = draw(st.sampled_from(surveyed.floats))
         first = shape
         inputs = []
         for position, role in enumerate(surveyed.signature):

@@ -10,7 +10,9 @@ index expression, a window, a mask) are written out in `wrappers.py` and named f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from gradaudit.survey.edges import SURVEY_FLOATS
 
 ROLES: dict[str, str] = {
     "x": "a floating array of the drawn shape (differentiated)",
@@ -49,6 +51,8 @@ class Surveyed:
     shapes: str = "any"
     derived: dict[str, Derived] = field(default_factory=dict)
     """Static keyword arguments computed from the drawn shape."""
+    floats: tuple[str, ...] = SURVEY_FLOATS
+    """The floating dtypes it takes (LAPACK and FFT kernels take float32 and float64 only)."""
 
     @property
     def short(self) -> str:
@@ -64,6 +68,13 @@ class Surveyed:
 
 def _each(module: str, names: str, signature: str, shapes: str = "any", **options: tuple) -> list[Surveyed]:
     return [Surveyed(f"{module}.{name}", tuple(signature.split()), dict(options), shapes) for name in names.split()]
+
+
+WIDE = ("float32", "float64")
+
+
+def _wide(entries: list[Surveyed]) -> list[Surveyed]:
+    return [replace(entry, floats=WIDE) for entry in entries]
 
 
 def _half(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -108,14 +119,15 @@ TABLE: tuple[Surveyed, ...] = (
     Surveyed("jax.numpy.convolve", ("v", "v"), {"mode": ("full", "same", "valid")}, "vector"),
     Surveyed("jax.numpy.polyval", ("v", "x"), {}, "vector"),
     # jax.numpy.linalg and fft
-    *_each("jax.numpy.linalg", "inv det slogdet pinv eigh qr svd cholesky", "m", "square"),
-    Surveyed("jax.numpy.linalg.norm", ("x",), {"ord": (None, 1, 2, "fro")}, "matrix"),
-    Surveyed("jax.numpy.linalg.solve", ("m", "m"), {}, "square"),
-    Surveyed("jax.numpy.linalg.matrix_power", ("m",), {"n": (2, 3, -1)}, "square"),
+    *_wide(_each("jax.numpy.linalg", "inv det slogdet pinv eigh qr svd cholesky", "m", "square")),
+    *_wide([
+        Surveyed("jax.numpy.linalg.norm", ("x",), {"ord": (None, 1, 2, "fro")}, "matrix"),
+        Surveyed("jax.numpy.linalg.solve", ("m", "m"), {}, "square"),
+        Surveyed("jax.numpy.linalg.matrix_power", ("m",), {"n": (2, 3, -1)}, "square"),
+    ]),
     Surveyed("jax.numpy.trace", ("m",), {}, "square"),
-    *_each("jax.numpy.fft", "fft ifft rfft", "v", "vector"),
-    Surveyed("jax.numpy.fft.irfft", ("v",), {}, "vector"),
-    Surveyed("jax.numpy.fft.fft2", ("x",), {}, "matrix"),
+    *_wide(_each("jax.numpy.fft", "fft ifft rfft irfft", "v", "vector")),
+    Surveyed("jax.numpy.fft.fft2", ("x",), {}, "matrix", floats=WIDE),
     # jax.lax, elementwise
     *_each(
         "jax.lax",
