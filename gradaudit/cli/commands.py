@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -26,7 +27,11 @@ from gradaudit.cli.flags import (
     profile_option,
 )
 from gradaudit.cli.session import Session, console, write_atomic
-from gradaudit.model.options import RULES
+from gradaudit.model.options import DEFAULT_TIMEOUT, RULES
+
+SURVEY_TIMEOUT = 30.0
+"""Seconds a survey's draw may take unless --timeout says otherwise: a draw takes well under one,
+and LAPACK can loop for ever on a matrix holding inf (jnp.linalg.svd on JAX 0.10.2, CPU)."""
 
 
 def _paths(paths: Sequence[str]) -> Sequence[str]:
@@ -300,6 +305,8 @@ def survey(functions, listing, budget, seed, out, json_path, shard, color, exit_
     from gradaudit.survey.explore import UnknownFunction, spaces
 
     options = options_from(given)
+    if options.timeout == DEFAULT_TIMEOUT:
+        options = dataclasses.replace(options, timeout=SURVEY_TIMEOUT)
     session = Session(output_setting("color", color))
     try:
         chosen = spaces(functions)
