@@ -454,12 +454,12 @@ class _Comparison:
         )
 
     def nan_on_one_side(self) -> bool:
-        """Whether every differing entry is NaN on one side and a finite number on the other."""
+        """Whether every differing entry is NaN on one side and not on the other."""
         if any(b is None for b in self.bad) or not any(b.size for b in self.bad):
             return False
         for a, b, bad in zip(self.side[0].arrays, self.reference[0].arrays, self.bad, strict=True):
             got, want = np.asarray(a, dtype=np.float64).reshape(-1)[bad], np.asarray(b, dtype=np.float64).reshape(-1)[bad]
-            if not np.all((np.isnan(got) & np.isfinite(want)) | (np.isfinite(got) & np.isnan(want))):
+            if not np.all(np.isnan(got) ^ np.isnan(want)):
                 return False
         return True
 
@@ -594,7 +594,7 @@ def _non_finite(results: dict[str, PathResult], value: PathResult, inputs: Seque
 
 
 def _ieee(comparison: _Comparison, non_finite: bool) -> bool:
-    """A comparison whose every difference is NaN against a number, in a scenario with something
+    """A comparison whose every difference is NaN against a number (or an infinity), in a scenario with something
     non-finite, between modes (or against finite differences) rather than between a path and its
     jit twin: a zero tangent or cotangent met an infinite or NaN derivative (0 × inf, 0 × NaN),
     which IEEE makes NaN in the mode that multiplies it in and leaves out of the other."""

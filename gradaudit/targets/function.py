@@ -30,12 +30,14 @@ def flat_output(fn: Callable[..., object]) -> Callable[..., object]:
     def flat(*args):
         out = fn(*args)
         all_leaves = jax.tree_util.tree_leaves(out)
-        leaves = [leaf for leaf in all_leaves if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)]
+        # A complex leaf is its real and imaginary parts: two real outputs, which every mode differentiates.
+        all_leaves = [part for leaf in all_leaves for part in ((jnp.real(leaf), jnp.imag(leaf)) if jnp.iscomplexobj(leaf) else (leaf,))]
+        leaves = [leaf for leaf in all_leaves if jnp.issubdtype(jnp.result_type(leaf), jnp.floating)]
         if not leaves:
             kinds = ", ".join(str(jnp.result_type(leaf)) for leaf in all_leaves) or "nothing"
             raise NoFloatingOutput(f"the function returned no floating-point output to differentiate (it returned {kinds})")
         if len(all_leaves) == 1 and len(leaves) == 1:
-            return out if not isinstance(out, list | tuple | dict) else leaves[0]
+            return leaves[0]
         return jnp.concatenate([jnp.ravel(leaf) for leaf in leaves]) if len(leaves) > 1 else jnp.ravel(leaves[0])
 
     return flat
