@@ -516,7 +516,9 @@ def print_survey_table(console: Console, spaces: Sequence) -> None:
         derived = "; ".join(f"{k}: from the shape" for k in entry.derived)
         table.add_row(space.name, entry.path, " ".join(entry.signature), "; ".join(filter(None, (options, derived))), entry.shapes)
     console.print(table)
-    console.print(f"{len(spaces)} surveyed entries, {len({s.surveyed.path for s in spaces})} public functions", highlight=False)
+    public = {s.surveyed.path for s in spaces if s.surveyed.path.startswith("jax.")}
+    written = {s.surveyed.path for s in spaces} - public
+    console.print(f"{len(spaces)} surveyed entries: {len(public)} public JAX functions and {len(written)} written-out calls", highlight=False)
 
 
 def print_survey(console: Console, surveyed: Sequence, reproduce: str) -> None:
