@@ -14,12 +14,10 @@ from jax import lax
 
 import gradaudit
 from gradaudit.api import Auditor, GradientInconsistency, InputRejected
+from gradaudit.jaxenv import select_n_rule
 from gradaudit.model.findings import CONSISTENT, MISMATCH
-from gradaudit.model.options import Options, OptionError
-from gradaudit.service import audit as audit_scenarios
-from gradaudit.sources.scenario_files import load_paths
+from gradaudit.model.options import OptionError
 from gradaudit.sources.user_modules import resolve
-from tests.helpers import ROOT
 
 
 @jax.custom_jvp
@@ -106,15 +104,11 @@ def test_findings_name_nested_leaves_and_extra_positional_arguments():
     assert any("parts[0]['inner'][1][" in (f.location or "") for f in result.findings)
 
 
-def _catalog_functions():
-    return [s for s in load_paths([str(ROOT / "scenarios")]).scenarios if s.target.kind == "function"]
-
-
 @pytest.fixture(scope="module")
-def catalog_by_yaml():
-    """The catalog's function scenarios audited the YAML route's way (the service, in this process)."""
-    scenarios = _catalog_functions()
-    return audit_scenarios(scenarios, Options(jobs=0, cache=None)).results
+def catalog_by_yaml(catalog_report):
+    """The catalog's function scenarios as the YAML route audited them (the service, in this
+    process, under the legacy rule: the shared catalog run)."""
+    return [r for r in catalog_report.results if r.scenario.target.kind == "function"]
 
 
 def _signature(result) -> set:
@@ -124,14 +118,16 @@ def _signature(result) -> set:
 @pytest.mark.slow
 def test_the_same_verdicts_as_the_yaml_route_over_the_catalog(catalog_by_yaml):
     assert len(catalog_by_yaml) >= 40
-    for from_yaml in catalog_by_yaml:
-        scenario = from_yaml.scenario
-        spec = scenario.target
-        fn = resolve(spec.fn, spec.root)
-        args = [jnp.asarray(s.array()) for s in spec.inputs]
-        from_api = gradaudit.audit(fn, *args, bind=spec.bind, order=scenario.order, eps=scenario.eps, seed=scenario.seed)
-        assert from_api.status == from_yaml.status, scenario.name
-        assert _signature(from_api.result) == _signature(from_yaml), scenario.name
+    # The shared run's rule, in force around every call (a rule given per call clears JAX's caches each time).
+    with select_n_rule("legacy"):
+        for from_yaml in catalog_by_yaml:
+            scenario = from_yaml.scenario
+            spec = scenario.target
+            fn = resolve(spec.fn, spec.root)
+            args = [jnp.asarray(s.array()) for s in spec.inputs]
+            from_api = gradaudit.audit(fn, *args, bind=spec.bind, order=scenario.order, eps=scenario.eps, seed=scenario.seed)
+            assert from_api.status == from_yaml.status, scenario.name
+            assert _signature(from_api.result) == _signature(from_yaml), scenario.name
 
 
 def _select_n_rows():
@@ -157,7 +153,8 @@ def test_check_grads_is_a_drop_in_that_fails_exactly_on_the_seeds_rows():
     rows = _select_n_rows()
     rejected = {i for i, (dtype, cases, _, value) in enumerate(rows) if _rejected_by_the_legacy_rule(dtype, cases, value)}
     assert 8 <= len(rejected) < len(rows)
-    for rule, audited, expected in (("legacy", range(len(rows)), rejected), ("fixed", sorted(rejected), set())):
+    # Under the fixed rule, every other rejected row (each row audits twelve paths: time).
+    for rule, audited, expected in (("legacy", range(len(rows)), rejected), ("fixed", sorted(rejected)[::2], set())):
         auditor = Auditor(rule=rule)
         failed = set()
         for index in audited:
@@ -196,13 +193,14 @@ def test_check_grads_fails_on_a_catalog_function_whose_jit_answer_differs_from_i
     apart = [r for r in catalog_by_yaml if _eager_and_jit_apart(r)]
     if not apart:
         pytest.skip("no catalog function's jit answer differs from its eager one on this JAX")
-    for result in apart:
-        spec = result.scenario.target
-        fn = resolve(spec.fn, spec.root)
-        args = [jnp.asarray(s.array()) for s in spec.inputs]
-        with pytest.raises(GradientInconsistency) as raised:
-            gradaudit.check_grads(fn, args, 1)
-        assert "jit(" in str(raised.value), result.scenario.name
+    with select_n_rule("legacy"):
+        for result in apart:
+            spec = result.scenario.target
+            fn = resolve(spec.fn, spec.root)
+            args = [jnp.asarray(s.array()) for s in spec.inputs]
+            with pytest.raises(GradientInconsistency) as raised:
+                gradaudit.check_grads(fn, args, 1)
+            assert "jit(" in str(raised.value), result.scenario.name
 
 
 def test_modes_leave_out_the_paths_of_the_other_mode():

@@ -52,7 +52,7 @@ def test_list_and_unknown_names():
 @pytest.mark.slow
 def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_files_reproduce(tmp_path):
     out = tmp_path / "found"
-    legacy = run_cli("survey", "jax.lax.select_n", "--budget", "25", "--rule", "legacy", "--out", str(out), "--json", str(tmp_path / "survey.json"))
+    legacy = run_cli("survey", "jax.lax.select_n", "--budget", "12", "--rule", "legacy", "--out", str(out), "--json", str(tmp_path / "survey.json"))
     assert legacy.exit_code == 1, legacy.stdout
     document = json.loads((tmp_path / "survey.json").read_text())
     assert document["schema"] == "gradaudit.survey/1" and document["environment"]["rule"] == "legacy"
@@ -61,11 +61,10 @@ def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_fil
     assert any("send it nowhere" in finding["message"] for kind in kinds for finding in kind["findings"])
     files = sorted(out.glob("*.yaml"))
     assert len(files) == len(kinds) and all(f.read_text().startswith("# Found by `gradaudit survey") for f in files)
-    for attempt in range(2):
-        again = run_cli("run", str(out), "--rule", "legacy", "--json", "-", "-q")
-        statuses = {entry["name"]: entry["status"] for entry in again.json()["results"]}
-        assert statuses == {re.sub(r"\.yaml$", "", kind["file"].rsplit("/", 1)[1]): kind["status"] for kind in kinds}
-    fixed = run_cli("survey", "jax.lax.select_n", "--budget", "25", "--rule", "fixed", "--out", str(tmp_path / "none"))
+    again = run_cli("run", str(out), "--rule", "legacy", "--json", "-", "-q")
+    statuses = {entry["name"]: entry["status"] for entry in again.json()["results"]}
+    assert statuses == {re.sub(r"\.yaml$", "", kind["file"].rsplit("/", 1)[1]): kind["status"] for kind in kinds}
+    fixed = run_cli("survey", "jax.lax.select_n", "--budget", "12", "--rule", "fixed", "--out", str(tmp_path / "none"))
     assert fixed.exit_code == 0 and "0 kinds of disagreement" in fixed.stdout, fixed.stdout
 
 
