@@ -20,26 +20,19 @@ from gradaudit.model.options import OptionError
 from gradaudit.sources.user_modules import resolve
 
 
-@jax.custom_jvp
-def softplus(x):
-    return jnp.logaddexp(x, 0.0)
+def _softplus_with(slope):
+    """softplus with a hand-written JVP rule whose slope is `slope` (sigmoid is right)."""
+
+    @jax.custom_jvp
+    def rule(x):
+        return jnp.logaddexp(x, 0.0)
+
+    rule.defjvp(lambda primals, tangents: (rule(primals[0]), tangents[0] * slope(primals[0])))
+    return rule
 
 
-@softplus.defjvp
-def _softplus_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return softplus(x), t * jax.nn.sigmoid(x)
-
-
-@jax.custom_jvp
-def softplus_wrong(x):
-    return jnp.logaddexp(x, 0.0)
-
-
-@softplus_wrong.defjvp
-def _softplus_wrong_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return softplus_wrong(x), t * jax.nn.sigmoid(-x)  # the slope of softplus(-x): wrong
+softplus = _softplus_with(jax.nn.sigmoid)
+softplus_wrong = _softplus_with(lambda x: jax.nn.sigmoid(-x))  # the slope of softplus(-x): wrong
 
 
 def layer(params, x):
