@@ -37,24 +37,13 @@ LITERAL, GROUP, BUNDLE, SCREEN = "literal", "group", "bundle", "screen"
 """The engines a batch can be for (SCREEN: `service.screen`'s quick verdict, for searches)."""
 
 
-class _Screening:
-    """`service.screen` in a worker: the group engine's jit paths where they apply, else the literal engine's."""
-
-    def __init__(self, literal, group):
-        self.literal, self.group = literal, group
-
-    def run(self, scenarios: Sequence[Scenario]):
-        for position, scenario in enumerate(scenarios):
-            computed = next((c for _, c in self.group.run([scenario])), None)
-            yield position, computed if computed is not None else next(c for _, c in self.literal.run([scenario]))
-
-
 def _serve(connection: Connection, options: Options, device_names: tuple[str, ...]) -> None:
     """The worker's loop: receive (engine, Batch), send back (index, result, time spent) per
     scenario, then DONE; the result is None, or why (a str), for one left to another engine."""
     from gradaudit.engines.bundle import BundleEngine
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
+    from gradaudit.engines.screen import ScreenEngine
     from gradaudit.jaxenv import JaxEvents, devices_named, select_n_rule
     from gradaudit.judging.assess import assess, one_story
 
@@ -64,7 +53,7 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
         GROUP: GroupEngine(devices=devices, timeout=options.timeout, limits=options.limits),
         BUNDLE: BundleEngine(devices=devices),
     }
-    engines[SCREEN] = _Screening(engines[LITERAL], GroupEngine(eager=False))
+    engines[SCREEN] = ScreenEngine(engines[LITERAL], options.tolerance)
     events = JaxEvents()
 
     with select_n_rule(options.rule):

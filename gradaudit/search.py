@@ -83,6 +83,10 @@ class Space:
         """Hypothesis's strategy of scenario entries from this space (a survey's spaces have their own)."""
         return scenario_strategy(self)
 
+    def sweep(self) -> list[dict]:
+        """Entries audited before any draw (a survey's spaces sweep their edge values; a space file names its own)."""
+        return []
+
 
 class SpaceError(Exception):
     """The space file cannot be searched; `errors` says where and why."""
@@ -424,7 +428,9 @@ class Found:
     entry: dict
     result: ScenarioResult
     shrunk: bool = True
-    """False when hypothesis could not find the kind again to shrink it (the first example is kept)."""
+    """False when hypothesis could not find the kind again to shrink it (the first example is kept),
+    or the first example was a sweep's (minimal as it stands: the plainest case, one edge changed)."""
+    swept: bool = False
 
 
 @dataclass
@@ -455,7 +461,8 @@ def search(
 ) -> SearchOutcome:
     """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario.
 
-    Exploring audits `budget` distinct valid scenarios (fewer only when the space holds fewer) and
+    Exploring audits the space's sweep, then `budget` more distinct valid scenarios drawn by
+    hypothesis (fewer only when the space holds fewer), and
     notes the first of each kind. Then, per kind,
     hypothesis runs again with the same seed, so it draws the same scenarios (their audits are
     remembered) until the first of that kind, which fails, and shrinks it while the kind holds.
@@ -484,7 +491,7 @@ def _hypothesis_home(folder: Path | None) -> Iterator[None]:
 
 
 def _search(space, budget, seed, audit, database, on_progress, limits) -> SearchOutcome:
-    from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
+    from hypothesis import HealthCheck, Phase, Verbosity, example, given, reject, settings
     from hypothesis import seed as seeded
     from hypothesis.database import DirectoryBasedExampleDatabase
     from hypothesis.errors import Unsatisfiable
@@ -511,6 +518,10 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
         return judged[text]
 
     def run(test: Callable, phases: tuple, folder: Path | None, examples: int = budget) -> None:
+        test = given(space.strategy())(test)
+        if Phase.explicit in phases:
+            for entry in reversed(space.sweep()):  # `example` decorators run innermost first
+                test = example(entry)(test)
         settings(
             max_examples=examples,
             database=DirectoryBasedExampleDatabase(str(folder)) if folder else None,
@@ -520,22 +531,24 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
             phases=phases,
             verbosity=Verbosity.quiet,
             print_blob=False,
-        )(seeded(seed)(given(space.strategy())(test)))()
+        )(seeded(seed)(test))()
 
     first: dict[Kind, tuple[dict, ScenarioResult]] = {}
+    swept = {scenario_text(entry) for entry in space.sweep()}
+    total = budget + len(swept)
 
     def explore(entry: dict) -> None:
-        if outcome.audited >= budget:
+        if outcome.audited >= total:
             raise BudgetSpent  # hypothesis replays the example that stopped it: it stops there again
         outcome.tried += 1
         result = evaluate(entry, exploring=True)
         if result.status != CONSISTENT:
             first.setdefault(kind_of(result), (entry, result))
-        on_progress(f"{outcome.audited} of {budget} scenarios audited, {len(first)} kinds of disagreement")
+        on_progress(f"{outcome.audited} of {total} scenarios audited, {len(first)} kinds of disagreement")
 
     try:
         # Draws that repeat a scenario, or are invalid, do not count: draw until `budget` distinct ones are audited.
-        run(explore, (Phase.generate,), None, examples=budget * EXPLORE_DRAWS)
+        run(explore, (Phase.explicit, Phase.generate), None, examples=budget * EXPLORE_DRAWS)
     except (Unsatisfiable, BudgetSpent):
         pass
     if not outcome.audited:
@@ -554,13 +567,16 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
         return shrink
 
     for number, kind in enumerate(sorted(first), 1):
+        entry, result = first[kind]
+        if scenario_text(entry) in swept:
+            outcome.found.append(Found(kind, entry, result, shrunk=False, swept=True))
+            continue
         folder = database / hashlib.sha256(repr(kind).encode()).hexdigest()[:16] if database else None
         try:
             run(shrinker(kind, number), (Phase.reuse, Phase.generate, Phase.shrink), folder)
         except Disagreement as minimal:
             outcome.found.append(Found(kind, minimal.entry, minimal.result))
         else:
-            entry, result = first[kind]
             outcome.found.append(Found(kind, entry, result, shrunk=False))
     return outcome
 
@@ -626,7 +642,12 @@ def write_found(outcome: SearchOutcome, space: Space, out: Path, how: str) -> li
         name = f"{space.name}-{number}"
         entry = {**found.entry, "name": name}
         status = found.result.status
-        shrunk = "shrunk by hypothesis to this minimal scenario" if found.shrunk else "not shrunk (hypothesis did not meet it again)"
+        if found.swept:
+            shrunk = "as the edge sweep drew it: the plainest case with one edge changed"
+        elif found.shrunk:
+            shrunk = "shrunk by hypothesis to this minimal scenario"
+        else:
+            shrunk = "not shrunk (hypothesis did not meet it again)"
         lines = [f"# Found by {how}", f"# and {shrunk}.", f"# Status: {status}. Findings:"]
         lines += [f"#   {f.fingerprint}: {f.message}" for f in found.result.findings]
         path = out / f"{name}.yaml"

@@ -341,13 +341,13 @@ def isolated(options: Options):
 
 
 def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult:
-    """A quick verdict on one scenario: the group engine's where it applies, findings included and not
-    confirmed; else the literal engine's. For exploring many scenarios (`gradaudit search`), whose
-    findings are confirmed with `audit_one` before anyone sees them. Runs under the current rule."""
-    from gradaudit.engines.group import GroupEngine
+    """A quick verdict on one scenario (`engines.screen`: jit paths where they settle it), findings
+    included and not confirmed. For exploring many scenarios (`gradaudit search`), whose findings
+    are confirmed with `audit_one` before anyone sees them. Runs under the current rule."""
+    from gradaudit.engines.literal import LiteralEngine
+    from gradaudit.engines.screen import ScreenEngine
     from gradaudit.judging.assess import assess
 
     options = options or Options()
-    for _, computed in GroupEngine(eager=False).run([scenario]):
+    for _, computed in ScreenEngine(LiteralEngine(options.timeout), options.tolerance).run([scenario]):
         return assess(scenario, computed, options.tolerance)
-    return audit_one(scenario, options)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from gradaudit.cli.app import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputProblem, exit_code, guarded, main
+from gradaudit.cli.app import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputProblem, configured, exit_code, guarded, main
 from gradaudit.cli.flags import (
     AUDIT,
     SELECTION,
@@ -27,7 +27,7 @@ from gradaudit.cli.flags import (
     profile_option,
 )
 from gradaudit.cli.session import Session, console, write_atomic
-from gradaudit.model.options import DEFAULT_TIMEOUT, RULES
+from gradaudit.model.options import RULES
 
 SURVEY_TIMEOUT = 30.0
 """Seconds a survey's draw may take unless --timeout says otherwise: a draw takes well under one,
@@ -305,7 +305,7 @@ def survey(functions, listing, budget, seed, out, json_path, shard, color, exit_
     from gradaudit.survey.explore import UnknownFunction, spaces
 
     options = options_from(given)
-    if options.timeout == DEFAULT_TIMEOUT:
+    if given.get("timeout") is None and "timeout" not in configured():
         options = dataclasses.replace(options, timeout=SURVEY_TIMEOUT)
     session = Session(output_setting("color", color))
     try:

@@ -22,6 +22,7 @@ import numpy as np
 from gradaudit.model import dtypes
 from gradaudit.numerics.finite_differences import CHECK
 from gradaudit.model.findings import (
+    IEEE_NAN,
     VALUE_RAISED,
     CONSISTENT,
     DISAGREEMENT,
@@ -679,7 +680,7 @@ def judge(
             if found and _ieee(comparison, non_finite):
                 notes.append(Note(
                     paths=found.paths,
-                    message=f"{found.message.split(';')[0]}: NaN against a number only, where something is not finite "
+                    message=f"{found.message.split(';')[0]}: {IEEE_NAN} "
                     "(a zero tangent or cotangent times an infinite or NaN derivative is NaN in the mode that multiplies it in)",
                     count=found.count, of=found.of, location=found.location,
                 ))

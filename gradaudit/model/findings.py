@@ -9,6 +9,9 @@ import numpy as np
 
 VALUE_RAISED = "evaluating the function raised"
 """How the finding begins when the plain value raised: nothing else could be checked."""
+IEEE_NAN = "NaN against a number only, where something is not finite"
+"""What a note says of a disagreement set aside as IEEE arithmetic (0 × inf) between modes: one a
+path's jit twin may still show to be real."""
 
 class Status(StrEnum):
     """A scenario's verdict."""

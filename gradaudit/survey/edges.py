@@ -19,6 +19,11 @@ SURVEY_INDICES: tuple[str, ...] = ("int32", "int8", "uint8", "int16", "uint16", 
 """Integer dtypes drawn for indices, starts, segment ids and selectors (shrinking toward int32)."""
 
 
+LONG_AXIS = 300
+"""A leading axis longer than int8 and uint8 can address (past 127 and 255), drawn for functions
+that take an index: the narrow dtypes then meet their limits from inside the valid range."""
+
+
 def float_edges(dtype: str) -> tuple[float, ...]:
     """The edge values of a floating dtype, as Python floats a scenario file can hold."""
     info = ml_dtypes.finfo(dtypes.numpy_dtype(dtype))

@@ -107,6 +107,7 @@ def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budge
                         "status": found.result.status,
                         "signatures": list(found.kind[1]),
                         "shrunk": found.shrunk,
+                        "swept": found.swept,
                         "file": str(path),
                         "findings": [{"fingerprint": f.fingerprint, "message": f.message} for f in found.result.findings],
                     }

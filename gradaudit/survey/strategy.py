@@ -1,21 +1,35 @@
-"""Scenarios of one surveyed function, drawn by hypothesis from its roles and the shared edge tables.
+"""Scenarios of one surveyed function: a sweep of the edge values, then draws by hypothesis.
 
 A draw is a scenario entry as a file holds it (`fn: jax.numpy:take`, `inputs`, `kwargs`), so the
 search machinery of `gradaudit search` explores, shrinks, confirms and writes it unchanged. Every
-draw shrinks toward the plainest case: the first shape, float32, int32, ordinary values in range,
-each option's first alternative.
+draw shrinks toward the plainest case: the first shape, the first floating dtype, int32, ordinary
+values in range, each option's first alternative.
+
+Hypothesis draws edge values often but not evenly (it mutates what it drew before), so a survey
+first audits a sweep: the plainest case with one edge changed, for every edge of the shared tables
+(each floating edge value, a tie, each index dtype at its limits, a narrow index into a long axis).
+One entry builder serves both: it asks a picker for every choice, and the sweep's picker answers
+with the plainest one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradaudit.survey.edges import SURVEY_INDICES, float_edges, index_edges
+from gradaudit.model import dtypes
+from gradaudit.survey.edges import LONG_AXIS, SURVEY_INDICES, float_edges, index_edges
 from gradaudit.survey.table import SHAPES, Surveyed
 
 FLOATING = ("x", "v", "m")
 INDEX_SHAPES = ((), (2,))
 """Shapes of an index argument: a scalar index, or two of them."""
+INDEXING = ("i", "starts", "seg")
+"""Roles that index the first argument: their functions are also drawn at a `LONG_AXIS`."""
+SELECTORS = ("int32", "bool", *SURVEY_INDICES[1:])
+"""Dtypes of a selector (role `w`), shrinking toward int32."""
+PLAIN_VALUES = (0.62, -1.37, 0.25, 1.81, -0.44, 1.09, 0.93, -1.72, 0.38)
+"""Ordinary floating values of the plainest case: distinct, of both signs, no square matrix of
+them singular."""
 
 
 def _nested(values: list, shape: tuple[int, ...]):
@@ -32,58 +46,159 @@ def _size(shape: tuple[int, ...]) -> int:
     return size
 
 
+def _shapes(surveyed: Surveyed) -> tuple[tuple[int, ...], ...]:
+    long = ((LONG_AXIS,),) if any(role in INDEXING for role in surveyed.signature) else ()
+    return SHAPES[surveyed.shapes] + long
+
+
+class _Drawn:
+    """Every choice drawn by hypothesis."""
+
+    def __init__(self, draw):
+        from hypothesis import strategies as st
+
+        self.draw, self.st = draw, st
+
+    def choice(self, alternatives):
+        return self.draw(self.st.sampled_from(alternatives))
+
+    def real(self, dtype: str, position: int) -> float:
+        return self.draw(self.st.one_of(self.st.floats(-3.0, 3.0, width=32), self.st.sampled_from(float_edges(dtype))))
+
+    def index(self, dtype: str, size: int) -> int:
+        high = dtypes.integer_range(dtype)[1]
+        return self.draw(self.st.one_of(self.st.integers(0, min(max(size - 1, 0), high)), self.st.sampled_from(index_edges(dtype, size))))
+
+    def boolean(self) -> bool:
+        return self.draw(self.st.booleans())
+
+    def seed(self) -> int:
+        return self.draw(self.st.integers(0, 3))
+
+
+class _Plain:
+    """Every choice the plainest: the first alternative, ordinary values, index 0."""
+
+    def choice(self, alternatives):
+        return alternatives[0]
+
+    def real(self, dtype: str, position: int) -> float:
+        return PLAIN_VALUES[position % len(PLAIN_VALUES)]
+
+    def index(self, dtype: str, size: int) -> int:
+        return 0
+
+    def boolean(self) -> bool:
+        return True
+
+    def seed(self) -> int:
+        return 0
+
+
+def build_entry(surveyed: Surveyed, name: str, pick, shape: tuple[int, ...] | None = None) -> dict:
+    """A scenario entry for `surveyed`, every choice made by `pick` (the shape too, unless given)."""
+    shape = pick.choice(_shapes(surveyed)) if shape is None else shape
+    float_dtype = pick.choice(surveyed.floats)
+
+    def floating() -> dict:
+        if shape and shape[0] == LONG_AXIS:  # distinct values: the index, not the values, is the edge here
+            return {"dtype": float_dtype, "fill": "normal", "seed": pick.seed(), "shape": list(shape)}
+        return {"dtype": float_dtype, "value": _nested([pick.real(float_dtype, k) for k in range(_size(shape))], shape)}
+
+    def integers(dtype: str, where: tuple[int, ...], sizes: tuple[int, ...]):
+        """One value per element, each around its own valid range 0..size-1."""
+        return _nested([pick.index(dtype, size) for size in sizes], where)
+
+    inputs = []
+    for position, role in enumerate(surveyed.signature):
+        if role in FLOATING:
+            inputs.append(floating())
+        elif role == "mask":
+            inputs.append({"dtype": "bool", "value": _nested([pick.boolean() for _ in range(_size(shape))], shape)})
+        elif role == "w":
+            cases = sum(1 for r in surveyed.signature[position + 1 :] if r in FLOATING)
+            dtype = pick.choice(SELECTORS)
+            where = pick.choice(((), shape)) if shape else ()
+            if dtype == "bool":
+                value = _nested([pick.boolean() for _ in range(_size(where))], where)
+            else:
+                value = integers(dtype, where, (cases,) * _size(where))
+            inputs.append({"dtype": dtype, "value": value})
+        else:
+            dtype = pick.choice(SURVEY_INDICES)
+            length = shape[0] if shape else 1
+            if role == "i":
+                where = pick.choice(INDEX_SHAPES)
+                value = integers(dtype, where, (length,) * _size(where))
+            elif role == "starts":
+                where = (len(shape),)
+                value = integers(dtype, where, shape)
+            else:  # seg: one segment id per leading element, among as many segments
+                where = (length,)
+                value = integers(dtype, where, (length,) * length)
+            inputs.append({"dtype": dtype, "value": value})
+    kwargs = {key: pick.choice(alternatives) for key, alternatives in surveyed.options.items()}
+    kwargs.update({key: _plain(rule(shape)) for key, rule in surveyed.derived.items()})
+    entry = {"name": name, "fn": surveyed.fn, "inputs": inputs}
+    return {**entry, "kwargs": kwargs} if kwargs else entry
+
+
 def entry_strategy(surveyed: Surveyed, name: str):
-    """Scenario entries for `surveyed`, named `name`."""
+    """Hypothesis's strategy of scenario entries for `surveyed`, named `name`."""
     from hypothesis import strategies as st
 
-    def floats(draw, dtype: str, shape: tuple[int, ...]):
-        element = st.one_of(st.floats(-3.0, 3.0, width=32), st.sampled_from(float_edges(dtype)))
-        return _nested([draw(element) for _ in range(_size(shape))], shape)
+    return st.composite(lambda draw: build_entry(surveyed, name, _Drawn(draw)))()
 
-    def integers(draw, dtype: str, shape: tuple[int, ...], sizes: tuple[int, ...]):
-        """One value per element, each around its own valid range 0..size-1."""
-        values = [draw(st.one_of(st.integers(0, max(size - 1, 0)), st.sampled_from(index_edges(dtype, size)))) for size in sizes]
-        return _nested(values, shape)
 
-    @st.composite
-    def draw_entry(draw) -> dict:
-        shape = draw(st.sampled_from(SHAPES[surveyed.shapes]))
-        float_dtype = draw(st.sampled_from(surveyed.floats))
-        first = shape
-        inputs = []
-        for position, role in enumerate(surveyed.signature):
-            if role in FLOATING:
-                inputs.append({"dtype": float_dtype, "value": floats(draw, float_dtype, shape)})
-            elif role == "mask":
-                inputs.append({"dtype": "bool", "value": _nested([draw(st.booleans()) for _ in range(_size(shape))], shape)})
-            elif role == "w":
-                cases = sum(1 for r in surveyed.signature[position + 1 :] if r in FLOATING)
-                dtype = draw(st.sampled_from(("int32", "bool", *SURVEY_INDICES[1:])))
-                where = draw(st.sampled_from(((), shape))) if shape else ()
-                if dtype == "bool":
-                    value = _nested([draw(st.booleans()) for _ in range(_size(where))], where)
-                else:
-                    value = integers(draw, dtype, where, (cases,) * _size(where))
-                inputs.append({"dtype": dtype, "value": value})
-            else:
-                dtype = draw(st.sampled_from(SURVEY_INDICES))
-                length = first[0] if first else 1
-                if role == "i":
-                    where = draw(st.sampled_from(INDEX_SHAPES))
-                    value = integers(draw, dtype, where, (length,) * _size(where))
-                elif role == "starts":
-                    where = (len(first),)
-                    value = integers(draw, dtype, where, first)
-                else:  # seg: one segment id per leading element, among as many segments
-                    where = (length,)
-                    value = integers(draw, dtype, where, (length,) * length)
-                inputs.append({"dtype": dtype, "value": value})
-        kwargs = {key: draw(st.sampled_from(alternatives)) for key, alternatives in surveyed.options.items()}
-        kwargs.update({key: _plain(rule(shape)) for key, rule in surveyed.derived.items()})
-        entry = {"name": name, "fn": surveyed.fn, "inputs": inputs}
-        return {**entry, "kwargs": kwargs} if kwargs else entry
+def sweep(surveyed: Surveyed, name: str) -> list[dict]:
+    """The plainest entry with one edge changed, for every edge of the shared tables: each floating
+    edge value (and a tie) in the first floating argument, and each index or selector dtype at its
+    limits in the first such argument (all its elements), also into a `LONG_AXIS` where the dtype
+    cannot address one. Each is as small as a draw can be, so a kind it shows needs no shrinking."""
+    plain = build_entry(surveyed, name, _Plain())
+    entries = []
+    first_float = next((k for k, role in enumerate(surveyed.signature) if role in FLOATING), None)
+    if first_float is not None and "value" in plain["inputs"][first_float]:
+        spec = plain["inputs"][first_float]
+        flat = _flat(spec["value"])
+        where = min(1, len(flat) - 1)
+        for edge in (*float_edges(spec["dtype"]), flat[0]):
+            values = list(flat)
+            values[where] = edge
+            entries.append(_with(plain, first_float, value=_reshaped(values, spec["value"])))
+    first_index = next((k for k, role in enumerate(surveyed.signature) if role in (*INDEXING, "w")), None)
+    if first_index is not None:
+        role = surveyed.signature[first_index]
+        for dtype in SURVEY_INDICES:
+            low, high = dtypes.integer_range(dtype)
+            for limit in [v for v in dict.fromkeys((high, low)) if v != 0]:
+                entries.append(_with(plain, first_index, dtype=dtype, value=_filled(plain["inputs"][first_index]["value"], limit)))
+            if role in INDEXING and high < LONG_AXIS:
+                long = build_entry(surveyed, name, _Plain(), shape=(LONG_AXIS,))
+                entries.append(_with(long, first_index, dtype=dtype, value=_filled(long["inputs"][first_index]["value"], high)))
+    return entries
 
-    return draw_entry()
+
+def _flat(value) -> list:
+    return [v for item in value for v in _flat(item)] if isinstance(value, list) else [value]
+
+
+def _reshaped(values: list, like):
+    """`values` (flat) nested as `like` is."""
+    if not isinstance(like, list):
+        return values.pop(0)
+    return [_reshaped(values, item) for item in like]
+
+
+def _filled(like, value):
+    """`like`'s nesting with every element `value`."""
+    return [_filled(item, value) for item in like] if isinstance(like, list) else value
+
+
+def _with(entry: dict, position: int, **changed) -> dict:
+    inputs = list(entry["inputs"])
+    inputs[position] = {**inputs[position], **changed}
+    return {**entry, "inputs": inputs}
 
 
 def _plain(value):
@@ -93,7 +208,7 @@ def _plain(value):
 @dataclass(frozen=True)
 class SurveySpace:
     """One surveyed function as the search machinery takes a space: a name, where files say it came
-    from, and its strategy."""
+    from, its sweep and its strategy."""
 
     surveyed: Surveyed
     name: str
@@ -102,3 +217,6 @@ class SurveySpace:
 
     def strategy(self):
         return entry_strategy(self.surveyed, self.name)
+
+    def sweep(self) -> list[dict]:
+        return sweep(self.surveyed, self.name)

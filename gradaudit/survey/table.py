@@ -109,7 +109,6 @@ TABLE: tuple[Surveyed, ...] = (
     # jax.numpy, indexing
     Surveyed("jax.numpy.take", ("x", "i"), {"mode": (None, "clip", "wrap", "fill")}, "array", {"axis": lambda shape: 0}),
     Surveyed("jax.numpy.take_along_axis", ("x", "i"), {}, "vector", {"axis": lambda shape: 0}),
-    Surveyed("jax.numpy.choose", ("i", "x", "x"), {"mode": ("clip", "wrap")}, "vector"),
     Surveyed("jax.numpy.roll", ("x",), {"shift": (1, -1, 5)}, "array"),
     Surveyed("jax.numpy.flip", ("x",), {}, "array"),
     Surveyed("jax.numpy.outer", ("v", "v"), {}, "vector"),
@@ -179,6 +178,7 @@ TABLE: tuple[Surveyed, ...] = (
     Surveyed("gradaudit.survey.wrappers.window_sum", ("x",), {}, "vector"),
     Surveyed("gradaudit.survey.wrappers.masked_max", ("x", "mask"), {}, "array"),
     Surveyed("gradaudit.survey.wrappers.masked_sum", ("x", "mask"), {}, "array"),
+    Surveyed("gradaudit.survey.wrappers.choose", ("w", "x", "x"), {"mode": ("clip", "wrap")}, "vector"),
     Surveyed("gradaudit.survey.wrappers.cond_branch", ("w", "x", "x"), {}, "any"),
     Surveyed("gradaudit.survey.wrappers.switch_branch", ("w", "x", "x", "x"), {}, "any"),
     Surveyed("gradaudit.survey.wrappers.top_k_values", ("x",), {}, "vector"),

@@ -50,6 +50,11 @@ def masked_sum(x, mask):
     return jnp.sum(x, where=mask)
 
 
+def choose(which, a, b, mode="clip"):
+    """`jnp.choose` among two arrays (its choices are one sequence argument, so the table cannot pass them as roles)."""
+    return jnp.choose(which, [a, b], mode=mode)
+
+
 def cond_branch(which, a, b):
     """`lax.cond` on a selector: the first branch when it is true (or nonzero)."""
     return lax.cond(jnp.any(which != 0), lambda: jnp.sin(a), lambda: b * 2.0)
