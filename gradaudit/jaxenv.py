@@ -19,6 +19,10 @@ The settings go into the environment too, so worker processes share the cache.
 
 from __future__ import annotations
 
+from gradaudit.supported import require_supported_jax
+
+require_supported_jax()  # first: an unsupported JAX's internals, imported below, may not even import
+
 import os
 import threading
 from collections import defaultdict

@@ -120,3 +120,78 @@ def test_diff_between_two_surveys_names_new_and_resolved_kinds(tmp_path):
     assert "resolved: lax.clamp: error (raised:b)" in changed.stdout and "1 new kinds, 1 resolved" in changed.stdout
     same = run_cli("diff", str(tmp_path / "old.json"), str(tmp_path / "old.json"))
     assert same.exit_code == 0 and "0 new kinds, 0 resolved" in same.stdout
+
+
+def _flat(value) -> list:
+    return [v for item in value for v in _flat(item)] if isinstance(value, list) else [value]
+
+
+def test_the_sweep_changes_one_edge_of_the_plainest_case_and_every_entry_loads():
+    from gradaudit.model.dtypes import integer_range
+    from gradaudit.search import scenario_text
+    from gradaudit.sources.scenario_files import load_text
+    from gradaudit.survey.explore import spaces
+
+    space = spaces(["jax.lax.dynamic_slice"])[0]
+    entries = space.sweep()
+    for entry in entries:
+        scenarios, errors = load_text(scenario_text(entry), "<sweep>")
+        assert len(scenarios) == 1 and not errors, (entry, errors)
+    plain_floats = [0.62, -1.37, 0.25]
+    floating = [e["inputs"][0]["value"] for e in entries if e["inputs"][1] == {"dtype": "int32", "value": [0]}]
+    # every floating edge value once, in the second element, the rest as in the plainest case; then a tie
+    changed = [values[1] for values in floating]
+    assert [repr(v) for v in changed] == [repr(v) for v in (*edges.float_edges("float32"), 0.62)]
+    assert all(values[0] == 0.62 and values[2] == 0.25 for values in floating)
+    # every index dtype at its limits (0 is the plainest case), past the end of the plain shape
+    limits = {(e["inputs"][1]["dtype"], e["inputs"][1]["value"][0]) for e in entries if e["inputs"][0].get("value") == plain_floats}
+    expected = {(d, v) for d in edges.SURVEY_INDICES for v in integer_range(d) if v != 0}
+    assert limits == expected
+    # the dtypes that cannot address a long axis meet it at their largest value
+    long = [(e["inputs"][1]["dtype"], e["inputs"][1]["value"][0]) for e in entries if e["inputs"][0].get("shape") == [edges.LONG_AXIS]]
+    assert long == [("int8", 127), ("uint8", 255)]
+    assert len(entries) == len(floating) + len(limits) + len(long)
+    # a function without an index meets the floating edges only; every sweep loads
+    assert len(spaces(["jax.numpy.sin"])[0].sweep()) == len(edges.float_edges("float32")) + 1
+    for one in spaces():
+        for entry in one.sweep():
+            assert not load_text(scenario_text(entry), "<sweep>")[1], entry
+
+
+def test_a_survey_keeps_an_explicit_timeout_and_gives_draws_30_seconds_otherwise(monkeypatch, tmp_path):
+    from gradaudit import service
+
+    seen = []
+
+    def refuse(options):
+        seen.append(options.timeout)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(service, "isolated", refuse)
+    for args, timeout in ((["--timeout", "600"], 600.0), (["--timeout", "5"], 5.0), ([], 30.0)):
+        run_cli("survey", "jax.numpy.sin", "--budget", "1", "--out", str(tmp_path), *args)
+        assert seen.pop() == timeout
+
+
+@pytest.mark.slow
+def test_a_survey_finds_what_only_an_eager_path_and_its_jit_twin_tell_apart(tmp_path):
+    """Where an input is NaN the judge sets aside NaN against a number between modes (IEEE), unless
+    a path and its own jit twin differ: a survey's quick screen (jit paths) must look again with every
+    path. Checked only on a JAX where jnp.max's eager and jit reverse modes differ at a NaN."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    x = jnp.array([0.62, jnp.nan, 0.25], dtype=jnp.float32)
+    eager, jitted = np.asarray(jax.jacrev(jnp.max)(x)), np.asarray(jax.jit(jax.jacrev(jnp.max))(x))
+    if np.array_equal(eager, jitted, equal_nan=True):
+        pytest.skip(f"on JAX {jax.__version__} jnp.max's reverse mode is the same eagerly and under jit at a NaN")
+    found = run_cli("survey", "jax.numpy.max", "--budget", "5", "--out", str(tmp_path / "found"), "--json", str(tmp_path / "s.json"))
+    assert found.exit_code == 1, found.stdout
+    kinds = json.loads((tmp_path / "s.json").read_text())["functions"][0]["kinds"]
+    messages = [f["message"] for kind in kinds for f in kind["findings"]]
+    assert any(m.startswith("jit(jacrev) disagrees with") and "jacrev" in m.split(" disagrees with ")[1] for m in messages), messages
+    swept = [kind for kind in kinds if kind["swept"]]
+    assert swept and "as the edge sweep drew it" in (tmp_path / "found" / swept[0]["file"].rsplit("/", 1)[1]).read_text()
+    again = run_cli("run", str(tmp_path / "found"), "-q")
+    assert again.exit_code == 1

@@ -40,7 +40,11 @@ def main(ctx: click.Context) -> None:
     Options default to [tool.gradaudit] in the nearest pyproject.toml; flags override it.
     """
     from gradaudit.sources.config import ConfigError, load_config
+    from gradaudit.supported import jax_problem
 
+    problem = jax_problem()
+    if problem is not None:
+        raise InputProblem(problem)
     try:
         settings, _ = load_config(Path.cwd())
     except ConfigError as exc:

@@ -43,6 +43,13 @@ STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta
 NOWHERE = "·"
 MAX_TUPLE_CASES = 3
 """Scalar scenarios with up to this many cases show the gradient tuple, as the seed's table does."""
+MANY = 30
+"""Scenarios to show past which the terminal groups findings by kind, with counts and a few
+examples each (as pytest's short summary and ruff's --statistics do), and shows only the first
+`ROWS` table rows; -v shows everything."""
+ROWS = 20
+EXAMPLES = 3
+"""Example scenarios named per kind, and per diagnosis, when grouped."""
 
 
 def _grid(shape: tuple[int, ...], cells: Sequence[str]) -> str:
@@ -301,34 +308,31 @@ def _finding_line(result: ScenarioResult, message: str, style: str) -> Text:
 
 
 def print_report(console: Console, report: AuditReport, verbose: bool = False, quiet: bool = False, seconds: float | None = None) -> None:
-    """Tables (non-consistent scenarios only unless verbose), findings, diagnoses, then the summary."""
+    """Tables (non-consistent scenarios only unless verbose), findings, diagnoses, then the summary.
+    Past `MANY` such scenarios (without -v), findings are grouped by kind and tables cut at `ROWS`."""
     shown = [r for r in report.results if verbose or r.status != CONSISTENT or not r.passed]
+    grouped = not verbose and len(shown) > MANY
     if shown and not quiet:
-        select_n = [r for r in shown if r.scenario.target.kind == "select_n"]
-        functions = [r for r in shown if r.scenario.target.kind == "function"]
+        rows = shown[:ROWS] if grouped else shown
+        select_n = [r for r in rows if r.scenario.target.kind == "select_n"]
+        functions = [r for r in rows if r.scenario.target.kind == "function"]
         for table in ([select_n_table(select_n)] if select_n else []) + ([function_table(functions)] if functions else []):
             console.print(table)
-        console.print()
-        for result in shown:
-            style = STATUS_STYLES[result.status] if not result.passed else "dim"
-            headline, more = _headline_findings(result, verbose)
-            for finding in headline:
-                console.print(_finding_line(result, finding.message, style), highlight=False, soft_wrap=True)
-            if more:
-                console.print(_finding_line(result, f"+{more} more finding{'s' if more > 1 else ''} (-v)", "dim"), highlight=False, soft_wrap=True)
-            if result.outcome is not None and (not result.passed or result.findings):
-                marker = "FAILED" if not result.passed else "passes"
-                console.print(_finding_line(result, f"{marker}: {result.outcome.reason}", "bold" if not result.passed else "dim"), highlight=False, soft_wrap=True)
-            if verbose:
-                for note in result.notes:
-                    console.print(_finding_line(result, "note: " + note.message, "dim"), highlight=False, soft_wrap=True)
+        if grouped:
+            console.print(Text(f"the first {ROWS} of {len(shown):,} scenarios with findings; -v shows every row, --json and --junit keep every result", style="dim"))
+            console.print()
+            _print_kinds(console, shown)
+        else:
+            console.print()
+            for result in shown:
+                _print_findings(console, result, verbose)
         console.print()
         seen: dict[str, list[str]] = {}
         for result in shown:
             if result.diagnosis is not None:
                 seen.setdefault(result.diagnosis.id, []).append(result.scenario.name)
         for diagnosis_id, names in seen.items():
-            print_diagnosis(console, BY_ID[diagnosis_id], names)
+            print_diagnosis(console, BY_ID[diagnosis_id], _some(names) if grouped else names)
             console.print()
     suites = report.suite_summaries()
     if len(suites) > 1 and not quiet:
@@ -337,6 +341,55 @@ def print_report(console: Console, report: AuditReport, verbose: bool = False, q
     for name, fingerprint in report.resolved if not quiet else ():
         console.print(Text(f"resolved since the baseline: {name}: {fingerprint}", style="green"), highlight=False)
     console.print(summary_line(report, seconds), highlight=False)
+
+
+def _print_findings(console: Console, result: ScenarioResult, verbose: bool) -> None:
+    """A scenario's findings as file:line lines, its gate outcome, and (verbose) its notes."""
+    style = STATUS_STYLES[result.status] if not result.passed else "dim"
+    headline, more = _headline_findings(result, verbose)
+    for finding in headline:
+        console.print(_finding_line(result, finding.message, style), highlight=False, soft_wrap=True)
+    if more:
+        console.print(_finding_line(result, f"+{more} more finding{'s' if more > 1 else ''} (-v)", "dim"), highlight=False, soft_wrap=True)
+    if result.outcome is not None and (not result.passed or result.findings):
+        marker = "FAILED" if not result.passed else "passes"
+        console.print(_finding_line(result, f"{marker}: {result.outcome.reason}", "bold" if not result.passed else "dim"), highlight=False, soft_wrap=True)
+    if verbose:
+        for note in result.notes:
+            console.print(_finding_line(result, "note: " + note.message, "dim"), highlight=False, soft_wrap=True)
+
+
+def _kind(result: ScenarioResult) -> str:
+    """What groups a scenario with others in the terminal: its status and its headline finding's
+    signature and class of wrong value (its gate outcome where it has no finding)."""
+    headline, _ = _headline_findings(result, False)
+    if not headline:
+        return f"{result.status}: {result.outcome.reason if result.outcome else 'no finding'}"
+    first = headline[0]
+    return f"{result.status}: {first.signature}" + (f"|{first.wrong}" if first.wrong else "")
+
+
+def _print_kinds(console: Console, shown: Sequence[ScenarioResult]) -> None:
+    """Findings grouped by kind, most frequent first: a count, the kind, and `EXAMPLES` scenarios' lines."""
+    kinds: dict[str, list[ScenarioResult]] = {}
+    for result in shown:
+        kinds.setdefault(_kind(result), []).append(result)
+    failing = sum(not r.passed for r in shown)
+    console.print(Text(f"{len(shown):,} scenarios with findings ({failing:,} failing) in {len(kinds)} kinds; -v lists each scenario's findings", style="bold"))
+    for kind, results in sorted(kinds.items(), key=lambda item: -len(item[1])):
+        style = STATUS_STYLES[results[0].status] if not results[0].passed else "dim"
+        console.print(Text(f"{len(results):>7,}  ", style="bold").append(kind, style=style), highlight=False, soft_wrap=True)
+        for result in results[:EXAMPLES]:
+            headline, _ = _headline_findings(result, False)
+            message = headline[0].message if headline else (result.outcome.reason if result.outcome else "")
+            console.print(Text("         e.g. ").append(_finding_line(result, message, "")), highlight=False, soft_wrap=True)
+        if len(results) > EXAMPLES:
+            console.print(Text(f"         and {len(results) - EXAMPLES:,} more", style="dim"), highlight=False)
+
+
+def _some(names: Sequence[str]) -> list[str]:
+    """The first `EXAMPLES` names, and how many more."""
+    return list(names) if len(names) <= EXAMPLES else [*names[:EXAMPLES], f"and {len(names) - EXAMPLES:,} more"]
 
 
 def print_input_errors(console: Console, errors: Sequence[InputError], audited: bool = False) -> None:
