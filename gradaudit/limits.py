@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gradaudit.model.errors import InputError
 from gradaudit.model.options import Limits
 from gradaudit.model.scenario import Scenario
-from gradaudit.model.errors import InputError
 
 
 def _sizes(scenario: Scenario, trace: bool) -> tuple[list[int], int]:

@@ -30,14 +30,14 @@ from pathlib import Path
 
 import yaml
 
-from gradaudit.model import dtypes
-from gradaudit.model.findings import CONSISTENT
 from gradaudit.limits import Limits, check_limits
-from gradaudit.sources.scenario_files import MAX_DEPTH, load_text
+from gradaudit.model import dtypes
+from gradaudit.model.errors import InputError, InvalidInput, Location
+from gradaudit.model.findings import CONSISTENT
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import BINDS, ORDERS, OUTPUTS
+from gradaudit.sources.scenario_files import MAX_DEPTH, load_text
 from gradaudit.sources.user_modules import FunctionImportError, resolve
-from gradaudit.model.errors import InputError, InvalidInput, Location
 from gradaudit.sources.yaml_nodes import (
     kind_name,
     mapping_items,

@@ -33,13 +33,12 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from gradaudit.model.findings import INTERRUPTED
-from gradaudit.model.findings import Note
+from gradaudit.model.errors import InputError
+from gradaudit.model.findings import INTERRUPTED, Note
 from gradaudit.model.options import OptionError, Options
 from gradaudit.model.results import AuditReport, ScenarioResult
 from gradaudit.model.scenario import Scenario
 from gradaudit.sources.selection import parse_shard, select
-from gradaudit.model.errors import InputError
 
 GROUP_MIN = 4
 """Smaller groups go to bundles (select_n) or the literal engine (functions). A group compiles

@@ -11,9 +11,9 @@ import numpy as np
 from click.testing import CliRunner
 
 from gradaudit.cli import main
+from gradaudit.model.errors import Location
 from gradaudit.model.paths import PathError, PathResult
 from gradaudit.model.scenario import Scenario, SelectN, Selector
-from gradaudit.model.errors import Location
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: its catalog under scenarios/, its README."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -245,7 +244,7 @@ def test_a_large_loss_is_compared_along_directions_that_reproduce():
     assert chosen is not None and chosen.names == ("v0", "v1", "v2", "v3", "e(p['w1'][3, 7])")
     assert "4 random tangent directions" in result.notes[-1].message
     leaves, treedef = jax.tree_util.tree_flatten(params)
-    for i, name in enumerate(chosen.names):
+    for i in range(len(chosen.names)):
         tangent = jax.tree_util.tree_unflatten(treedef, list(chosen.tangents[i]))
         _, forward = jax.jvp(loss, (params,), (tangent,))
         np.testing.assert_allclose(result.paths["jacfwd"].arrays[i], forward, rtol=1e-4, atol=1e-5)
@@ -275,7 +274,7 @@ def test_an_audit_prints_as_the_table_and_shows_as_html():
     assert "layer_wrong" in text and "mismatch" in text and "params['w']" in text
     html = result._repr_html_()
     assert html.lstrip().startswith("<!DOCTYPE html>") and "layer_wrong" in html and "mismatch" in html
-    assert repr(result) == "<gradaudit.Audit layer_wrong: mismatch, %d finding(s)>" % len(result.findings)
+    assert repr(result) == f"<gradaudit.Audit layer_wrong: mismatch, {len(result.findings)} finding(s)>"
 
 
 @dataclasses.dataclass

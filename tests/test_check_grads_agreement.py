@@ -6,9 +6,8 @@ fails (or raises) the audit must report a mismatch or an error.
 
 from __future__ import annotations
 
-import pytest
-
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jax import lax
@@ -16,8 +15,8 @@ from jax.test_util import check_grads
 
 from gradaudit.model import dtypes
 from gradaudit.model.findings import CONSISTENT
-from gradaudit.service import audit_one
 from gradaudit.model.scenario import Scenario
+from gradaudit.service import audit_one
 from gradaudit.targets import build_targets
 from tests.helpers import make_scenario
 

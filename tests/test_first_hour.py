@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gradaudit.sources.scenario_files import load_paths
 from gradaudit.render.failure import failure_text
 from gradaudit.service import audit_one
+from gradaudit.sources.scenario_files import load_paths
 from tests.helpers import ROOT, run_cli, write_yaml
 
 SOFTPLUS = '''

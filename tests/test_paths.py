@@ -6,12 +6,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gradaudit.model.findings import CONSISTENT, ERROR, MISMATCH
-from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE
 from gradaudit.engines.literal import finite_difference_jacobians, run_paths
 from gradaudit.jaxenv import LEGACY, select_n_rule
-from gradaudit.service import audit_one
+from gradaudit.model.findings import CONSISTENT, ERROR, MISMATCH
+from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE
 from gradaudit.model.scenario import Scenario
+from gradaudit.service import audit_one
 from gradaudit.targets.base import Target
 from gradaudit.targets.select_n import case_values
 from tests.helpers import make_scenario

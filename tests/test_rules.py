@@ -11,6 +11,8 @@ from jax import lax
 from jax._src.interpreters import ad
 from jax._src.lax import lax as lax_internal
 
+from gradaudit.jaxenv import FIXED, LEGACY, VARIANTS, installed_rule, select_n_rule
+from gradaudit.model.options import Options
 from gradaudit.model.paths import (
     HESSIAN_FINITE_DIFFERENCE,
     HESSIAN_FWD_FWD,
@@ -18,8 +20,6 @@ from gradaudit.model.paths import (
     HESSIAN_REV_REV,
     JIT_HESSIAN_REV_REV,
 )
-from gradaudit.jaxenv import FIXED, LEGACY, VARIANTS, installed_rule, select_n_rule
-from gradaudit.model.options import Options
 from gradaudit.service import AuditInterrupted, audit, audit_one
 from tests.helpers import make_scenario, run_cli, write_yaml
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from gradaudit.sources.scenario_files import load_paths
 from gradaudit.model.scenario import Selector, Tolerance
+from gradaudit.sources.scenario_files import load_paths
 from tests.helpers import run_cli, write_yaml
 
 VALID = """

@@ -8,11 +8,11 @@ import numpy as np
 from rich.console import Console
 
 from gradaudit.judging.judge import Tolerances, judge
+from gradaudit.model.errors import InputError, Location
 from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, PathError
-from gradaudit.render.terminal import print_input_errors, print_report
 from gradaudit.model.results import AuditReport, ScenarioResult
 from gradaudit.model.scenario import Scenario, SelectN, Selector
-from gradaudit.model.errors import InputError, Location
+from gradaudit.render.terminal import print_input_errors, print_report
 from tests.helpers import path_results
 
 TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)

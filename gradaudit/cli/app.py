@@ -62,8 +62,8 @@ def guarded(command: Callable[..., int]) -> Callable[..., None]:
 
     @functools.wraps(command)
     def wrapper(*args, debug: bool, **kwargs) -> None:
-        from gradaudit.service import AuditInterrupted
         from gradaudit.model.options import OptionError
+        from gradaudit.service import AuditInterrupted
 
         try:
             code = command(*args, **kwargs)

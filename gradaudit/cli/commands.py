@@ -60,9 +60,9 @@ def run(paths, profile, json_path, junit_path, format, verbose, quiet, color, ex
 
     Exit 0 when every scenario passes, 1 when any fails, 2 for bad input.
     """
-    from gradaudit.service import AuditInterrupted
     from gradaudit.cli.profile import Profile
     from gradaudit.render.terminal import print_report
+    from gradaudit.service import AuditInterrupted
 
     options = options_from(given)
     session = _session(json_path, junit_path, format, color, options=options)
@@ -126,8 +126,8 @@ def baseline_command(paths, output, color, **given) -> int:
 @guarded
 def list_command(paths, color, **given) -> int:
     """List the scenarios in PATHS: source, name, suite and parameters, after -k and --shard."""
-    from gradaudit.service import choose
     from gradaudit.render.terminal import print_listing
+    from gradaudit.service import choose
 
     session = Session(output_setting("color", color))
     loaded = session.load(_paths(paths))
@@ -232,10 +232,11 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
     import jax
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-    from gradaudit.service import isolated, prepare
     from gradaudit.jaxenv import CACHE_FOLDER
     from gradaudit.render.terminal import print_input_errors, print_search
-    from gradaudit.search import SpaceError, confirm, database_folder, foreign_files, read_space, search as explore, write_found
+    from gradaudit.search import SpaceError, confirm, database_folder, foreign_files, read_space, write_found
+    from gradaudit.search import search as explore
+    from gradaudit.service import isolated, prepare
 
     options = options_from(given)
     session = Session(output_setting("color", color))
@@ -283,11 +284,17 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 @main.command()
 @click.argument("functions", nargs=-1)
 @click.option("--list", "listing", is_flag=True, help="Print the surveyed functions, their arguments' roles and options, and exit.")
-@click.option("--budget", type=click.IntRange(min=1), default=100, show_default=True, help="Distinct valid scenarios to audit per function (shrinking comes on top).")
+@click.option(
+    "--budget", type=click.IntRange(min=1), default=30, show_default=True, help="Distinct valid scenarios drawn per function after its edge sweep (shrinking comes on top)."
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="The survey's random seed: the same seed, the same survey.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("survey"), show_default=True, help="Folder for the reproducer files.")
 @click.option("--json", "json_path", metavar="PATH", help="Write the survey report (gradaudit.survey/1) to PATH ('-' for stdout).")
-@click.option("--shard", metavar="K/N|auto|auto/N", help="Only shard K of N (a stable split by name; merge the reports with `gradaudit merge`); auto: a SLURM array job's, auto/N: a Kubernetes Indexed Job's.")
+@click.option(
+    "--shard",
+    metavar="K/N|auto|auto/N",
+    help="Only shard K of N (a stable split by name; merge the reports with `gradaudit merge`); auto: a SLURM array job's, auto/N: a Kubernetes Indexed Job's.",
+)
 @flags("rule", "cache", "timeout")
 @color_option
 @exit_zero_option

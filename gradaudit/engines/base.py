@@ -19,12 +19,12 @@ import numpy as np
 from gradaudit.model.computed import Computed
 from gradaudit.model.paths import (
     FINITE_DIFFERENCE,
-    NOT_APPLICABLE,
     JACFWD,
     JACREV,
     JIT_JACFWD,
     JIT_JACREV,
     JIT_VALUE,
+    NOT_APPLICABLE,
     VALUE,
     PathError,
     PathResult,

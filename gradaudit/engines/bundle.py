@@ -23,12 +23,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradaudit.model.computed import Computed
-
 from gradaudit.engines.base import VALUE_, assembled
 from gradaudit.engines.group import MAX_ELEMENTS, _answers, batch_size, computations
 from gradaudit.engines.literal import steps
 from gradaudit.jaxenv import device_name, needs_x64, unfiltered_tracebacks, x64_for
+from gradaudit.model.computed import Computed
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import estimates, points, scenario_estimates
 from gradaudit.targets import build_targets, group_key
@@ -98,7 +97,7 @@ class Bundle:
             paths[owner].update(_paths(target, compiled, failed, eager, eager_failures, where, first, device))
             seconds[owner] += time.perf_counter() - started
         results = []
-        for owner, scenario in enumerate(self.scenarios):
+        for owner in range(len(self.scenarios)):
             mine = [t for s, t in zip(self.owners, self.targets, strict=True) if s == owner]
             results.append(
                 Computed(

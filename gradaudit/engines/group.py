@@ -27,12 +27,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradaudit.model.computed import Computed
-
 from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, assembled
 from gradaudit.engines.literal import ScenarioTimeout, steps, time_limit
 from gradaudit.jaxenv import device_name, tracing_context, unfiltered_tracebacks, x64_for
 from gradaudit.limits import check_limits
+from gradaudit.model.computed import Computed
 from gradaudit.model.options import Limits
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import Points, estimates, points, scenario_estimates

@@ -19,12 +19,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradaudit.model.computed import Computed, Failure, failed
-
 from gradaudit.engines.base import run_path
 from gradaudit.jaxenv import device_name, unfiltered_tracebacks, x64_for
 from gradaudit.limits import LIMIT_EXCEEDED, check_limits
 from gradaudit.model import dtypes
+from gradaudit.model.computed import Computed, Failure, failed
 from gradaudit.model.options import Limits
 from gradaudit.model.paths import (
     DEVICE_SEPARATOR,
@@ -45,11 +44,10 @@ from gradaudit.model.paths import (
     PathResult,
     path_name,
 )
-from gradaudit.numerics.finite_differences import differences
 from gradaudit.model.scenario import Scenario
+from gradaudit.numerics.finite_differences import differences
 from gradaudit.targets import build_targets
 from gradaudit.targets.base import Target, primitives
-
 
 Transform = Callable[[Callable[..., object], tuple[int, ...]], Callable[..., object]]
 """Maps (function, argnums) to a function returning its derivative blocks, nested per argnum."""

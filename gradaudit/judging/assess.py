@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from gradaudit.model.computed import Computed
 from gradaudit.judging.diagnoses import Evidence, diagnose
 from gradaudit.judging.judge import judge, tolerances_for, twins_agree
+from gradaudit.model.computed import Computed
 from gradaudit.model.findings import ERROR, RAISED, Finding
 from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult

@@ -20,23 +20,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from gradaudit.model import dtypes
-from gradaudit.numerics.finite_differences import CHECK
 from gradaudit.model.findings import (
-    IEEE_NAN,
-    VALUE_RAISED,
     CONSISTENT,
     DISAGREEMENT,
     ERROR,
+    IEEE_NAN,
     MISMATCH,
     RAISED,
     ROUTING,
+    VALUE_RAISED,
     Finding,
     Note,
     Provenance,
     Sources,
     Verdict,
 )
-from gradaudit.model.scenario import Scenario
 from gradaudit.model.paths import (
     AD_PATHS,
     FAMILIES,
@@ -44,8 +42,8 @@ from gradaudit.model.paths import (
     JACFWD,
     JACREV,
     JIT_VALUE,
-    VALUE,
     ORDERS,
+    VALUE,
     PathResult,
     base_name,
     block_names,
@@ -53,6 +51,8 @@ from gradaudit.model.paths import (
     path_name,
     primary_name,
 )
+from gradaudit.model.scenario import Scenario
+from gradaudit.numerics.finite_differences import CHECK
 
 Masks = tuple[np.ndarray, ...]
 """One boolean array per derivative block."""

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gradaudit.model.errors import InputError
 from gradaudit.model.findings import CONSISTENT, INTERRUPTED, STATUSES, Finding, Note, Provenance
 from gradaudit.model.paths import PathResult
 from gradaudit.model.scenario import Scenario
-from gradaudit.model.errors import InputError
 
 if TYPE_CHECKING:
     from gradaudit.judging.diagnoses import Diagnosis

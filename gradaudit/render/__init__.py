@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from gradaudit.model.results import AuditReport, RuleComparison
 
 
-class ReportFormat(str, enum.Enum):
+class ReportFormat(enum.StrEnum):
     """The machine-readable formats: JSON and JUnit XML files, GitHub Actions annotations on stdout."""
 
     JSON = "json"

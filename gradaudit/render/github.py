@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
-from gradaudit.render import FileFormat
 from gradaudit.model.results import AuditReport, RuleComparison
+from gradaudit.render import FileFormat
 
 
 def _escape_data(text: str) -> str:

@@ -10,7 +10,6 @@ from dataclasses import fields
 import numpy as np
 
 from gradaudit.model.paths import FAMILIES, JIT_VALUE, VALUE, PathResult, base_name, block_names
-from gradaudit.render import FileFormat
 from gradaudit.model.results import (
     COMPARE_SCHEMA,
     FINGERPRINTS,
@@ -19,6 +18,7 @@ from gradaudit.model.results import (
     RuleComparison,
     ScenarioResult,
 )
+from gradaudit.render import FileFormat
 
 SECOND_ORDER_PATHS = frozenset((*FAMILIES[1].ad_paths, FAMILIES[1].reference))
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from gradaudit.render import FileFormat
 from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
+from gradaudit.render import FileFormat
 
 
 def _findings_text(result: ScenarioResult) -> str:

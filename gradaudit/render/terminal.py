@@ -9,8 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gradaudit.judging.diagnoses import BY_ID, Diagnosis
 from gradaudit.diff import FindingChange, ReportDiff
+from gradaudit.judging.diagnoses import BY_ID, Diagnosis
+from gradaudit.model.errors import InputError
 from gradaudit.model.findings import (
     CONSISTENT,
     DISAGREEMENT,
@@ -37,7 +38,6 @@ from gradaudit.model.paths import (
 from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.model.scenario import Scenario
 from gradaudit.search import SearchOutcome
-from gradaudit.model.errors import InputError
 
 STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta", INTERRUPTED: "yellow"}
 NOWHERE = "·"

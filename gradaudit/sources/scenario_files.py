@@ -17,6 +17,7 @@ import numpy as np
 import yaml
 
 from gradaudit.model import dtypes
+from gradaudit.model.errors import InputError, InvalidInput, Location
 from gradaudit.model.scenario import (
     BINDS,
     EXPECTED_STATUSES,
@@ -41,7 +42,6 @@ from gradaudit.sources.sweep import (
     skipped_summary,
 )
 from gradaudit.sources.user_modules import FunctionImportError, resolve
-from gradaudit.model.errors import InputError, InvalidInput, Location
 from gradaudit.sources.yaml_nodes import (
     kind_name,
     mapping_items,

@@ -66,7 +66,7 @@ def combinations(
     for picks in itertools.product(*(range(len(axes[k])) for k in keys)):
         chosen = {k: axes[k][i] for k, i in zip(keys, picks, strict=True)}
         values = {k: plain[k][i] for k, i in zip(keys, picks, strict=True)}
-        name = FIELD.sub(lambda m: render_value(values[m.group(1)]) if m.group(1) in values else m.group(0), name_node.value)
+        name = FIELD.sub(lambda m, values=values: render_value(values[m.group(1)]) if m.group(1) in values else m.group(0), name_node.value)
         items: list[tuple[yaml.Node, yaml.Node]] = [(_key(name_node, "name"), yaml.ScalarNode(_STR, name, name_node.start_mark, name_node.end_mark))]
         selector = [(_key(chosen[k], k.split(".")[1]), chosen[k]) for k in keys if k.startswith("selector.")]
         selector += [(_key(node, k.split(".")[1]), node) for k, node in fixed.items() if k.startswith("selector.")]

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gradaudit.merge import disjoint, same_environment
 from gradaudit.model.findings import CONSISTENT, RAISED, STATUSES, VALUE_RAISED
 from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
-from gradaudit.merge import disjoint, same_environment
 from gradaudit.search import InvalidDraw, SearchOutcome, confirm, search, write_found
 from gradaudit.sources.saved_reports import ReportError, read_json
 from gradaudit.survey.strategy import SurveySpace

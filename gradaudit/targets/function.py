@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradaudit.model.scenario import FunctionCall, Scenario
-from gradaudit.targets.base import Target
 from gradaudit.sources.user_modules import resolve
+from gradaudit.targets.base import Target
 
 
 class NoFloatingOutput(TypeError):
