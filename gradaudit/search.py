@@ -37,7 +37,7 @@ from gradaudit.model.findings import CONSISTENT
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import BINDS, ORDERS, OUTPUTS
 from gradaudit.sources.scenario_files import MAX_DEPTH, load_text
-from gradaudit.sources.user_modules import FunctionImportError, resolve
+from gradaudit.sources.user_modules import FunctionImportError, resolve_checked
 from gradaudit.sources.yaml_nodes import (
     kind_name,
     mapping_items,
@@ -133,8 +133,8 @@ def _is_integer(value) -> bool:
 
 
 class _SpaceReader:
-    def __init__(self, file: str):
-        self.file = file
+    def __init__(self, file: str, user_code: bool = True):
+        self.file, self.user_code = file, user_code
 
     def fail(self, node: yaml.Node, message: str) -> InvalidInput:
         return InvalidInput(InputError(node_location(self.file, node), message))
@@ -263,9 +263,9 @@ class _SpaceReader:
         if not isinstance(spec, str) or ":" not in spec:
             raise self.fail(node, f"'fn' must be 'module:function', got {kind_name(node)}")
         try:
-            resolve(spec, str(Path(self.file).parent))
+            resolve_checked(spec, str(Path(self.file).parent), self.user_code)
         except FunctionImportError as exc:
-            raise self.fail(node, f"{exc} (modules are imported from {Path(self.file).parent})") from None
+            raise self.fail(node, f"{exc}" + (f" (modules are imported from {Path(self.file).parent})" if self.user_code else "")) from None
         return spec
 
     def input(self, node: yaml.Node) -> dict[str, Axis]:
@@ -287,14 +287,15 @@ def _keys(node: yaml.MappingNode) -> list[str]:
     return [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
 
 
-def read_space(path: Path) -> Space:
-    """The space in `path`; SpaceError with file:line:col messages when it cannot be searched."""
+def read_space(path: Path, user_code: bool = True) -> Space:
+    """The space in `path`; SpaceError with file:line:col messages when it cannot be searched (a
+    function space among them when `user_code` is false: nothing of it is imported)."""
     display = str(path)
     try:
         root, errors = parse_file(path, display)
         if errors:
             raise SpaceError(errors)
-        return _SpaceReader(display).read(root)
+        return _SpaceReader(display, user_code).read(root)
     except InvalidInput as exc:
         raise SpaceError([exc.error]) from None
     except RecursionError:

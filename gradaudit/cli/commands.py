@@ -68,7 +68,7 @@ def run(paths, profile, json_path, junit_path, format, verbose, quiet, color, ex
     session = _session(json_path, junit_path, format, color, options=options)
     profiler = Profile(enabled=profile)
     with profiler.phase("load"):
-        loaded = session.load(_paths(paths))
+        loaded = session.load(_paths(paths), options.user_code)
     if loaded is None:
         return EXIT_INPUT
     interrupted = None
@@ -109,7 +109,7 @@ def baseline_command(paths, output, color, **given) -> int:
 
     options = options_from({**given, "baseline": None}).updated(baseline=None)
     session = Session(output_setting("color", color), json_path=output, formats=("rich",), json_option="-o")
-    loaded = session.load(_paths(paths))
+    loaded = session.load(_paths(paths), options.user_code)
     if loaded is None:
         return EXIT_INPUT
     report = session.audit(loaded, options)
@@ -130,10 +130,11 @@ def list_command(paths, color, **given) -> int:
     from gradaudit.service import choose
 
     session = Session(output_setting("color", color))
-    loaded = session.load(_paths(paths))
+    options = options_from(given)
+    loaded = session.load(_paths(paths), options.user_code)
     if loaded is None:
         return EXIT_INPUT
-    print_listing(session.out, choose(loaded.scenarios, options_from(given)))
+    print_listing(session.out, choose(loaded.scenarios, options))
     return EXIT_OK
 
 
@@ -217,7 +218,7 @@ def diff(before, after, json_path, quiet, color, exit_zero) -> int:
 @click.option("--budget", type=click.IntRange(min=1), default=300, show_default=True, help="Distinct valid scenarios to audit (shrinking comes on top).")
 @click.option("--seed", type=int, default=0, show_default=True, help="The search's random seed: the same seed, the same search.")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for the minimal scenario files.")
-@flags("rule", "cache", "timeout")
+@flags("rule", "cache", "timeout", "user_code")
 @click.option("--no-database", is_flag=True, help="Neither keep nor replay hypothesis's examples (kept in .gradaudit/hypothesis).")
 @color_option
 @exit_zero_option
@@ -241,7 +242,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
     options = options_from(given)
     session = Session(output_setting("color", color))
     try:
-        parsed = read_space(space)
+        parsed = read_space(space, options.user_code)
     except SpaceError as exc:
         print_input_errors(session.err, exc.errors)
         return EXIT_INPUT
@@ -408,7 +409,7 @@ def compare(args, json_path, junit_path, format, verbose, quiet, color, exit_zer
     paths, rules = split_rules(args)
     options = options_from(given).updated(baseline=None)
     session = _session(json_path, junit_path, format, color, options=options)
-    loaded = session.load(_paths(paths))
+    loaded = session.load(_paths(paths), options.user_code)
     if loaded is None:
         return EXIT_INPUT
     reports = tuple(session.audit(loaded, options.updated(rule=rule), f"{rule} rule") for rule in rules)

@@ -29,8 +29,8 @@ CLICK_TYPES: dict[str, dict] = {
 
 def _flag(name: str) -> Callable:
     key = KEYS[name]
-    if name == "literal":
-        return click.option("--literal/--no-literal", "literal", default=None, help=key.help)
+    if name in ("literal", "user_code"):
+        return click.option(f"{key.flag}/--no-{key.flag[2:]}", name, default=None, help=key.help)
     if name == "cache":
         return _stacked(
             click.option("--cache-dir", "cache_dir", metavar="DIR", help=key.help + "  [default: .gradaudit/cache]"),
@@ -55,7 +55,7 @@ def flags(*names: str) -> Callable:
 
 
 SELECTION = ("keyword", "shard")
-AUDIT = ("rtol", "atol", "timeout", "literal", "jobs", "cache", "backend", "devices")
+AUDIT = ("rtol", "atol", "timeout", "literal", "jobs", "cache", "backend", "devices", "user_code")
 
 
 def options_from(flags_given: dict) -> Options:

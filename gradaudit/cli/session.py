@@ -105,15 +105,16 @@ class Session:
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
-    def load(self, paths: Sequence[str]):
-        """Scenarios from `paths`, or None after reporting every input error (and writing the reports)."""
+    def load(self, paths: Sequence[str], user_code: bool = True):
+        """Scenarios from `paths`, or None after reporting every input error (and writing the reports);
+        without `user_code`, function scenarios are input errors and nothing of theirs is imported."""
         from gradaudit.model.results import AuditReport
         from gradaudit.render.terminal import print_input_errors
         from gradaudit.sources.scenario_files import load_paths
 
         if not paths:
             raise click.UsageError("give PATH... (scenario files or folders), or set paths in [tool.gradaudit]")
-        loaded = load_paths(paths)
+        loaded = load_paths(paths, user_code)
         for note in loaded.notes:
             self.err.print(note, style="dim", highlight=False, soft_wrap=True)
         if loaded.errors:

@@ -111,6 +111,14 @@ KEYS: dict[str, Key] = {
             "Jacobian entries above which the Python API compares along directions instead of whole Jacobians (0: always).",
         ),
         Key(
+            "user_code",
+            bool,
+            "true or false",
+            "Run function scenarios: `fn:` imports and runs Python code, as a conftest does. Off, they are refused as bad input (exit 2) "
+            "before anything is imported, for gates over files from untrusted pull requests; select_n scenarios still run.",
+            flag="--user-code",
+        ),
+        Key(
             "json_detail",
             str,
             "a detail level",
@@ -159,6 +167,7 @@ class Options:
     json_detail: str = "findings"
     directions: int = 4
     directional_above: int = 10_000
+    user_code: bool = True
 
     @property
     def tolerance(self) -> tuple[float | None, float | None]:

@@ -41,7 +41,7 @@ from gradaudit.sources.sweep import (
     combinations,
     skipped_summary,
 )
-from gradaudit.sources.user_modules import FunctionImportError, resolve
+from gradaudit.sources.user_modules import FunctionImportError, resolve_checked
 from gradaudit.sources.yaml_nodes import (
     kind_name,
     mapping_items,
@@ -209,8 +209,10 @@ class _FileChecker:
 class _ScenarioFile:
     """Turns one parsed file into Scenarios."""
 
-    def __init__(self, display: str, suite: str):
+    def __init__(self, display: str, suite: str, user_code: bool = True):
         self.check = _FileChecker(display)
+        self.user_code = user_code
+        """Whether `fn:` may import and run Python code (false: function scenarios are refused)."""
         self.file = display
         self.suite = suite
         self.names: list[tuple[str, Location]] = []
@@ -440,9 +442,9 @@ class _ScenarioFile:
         if not colon or not module or not attribute:
             raise self.check.fail(node, f"fn must be 'module:function' (e.g. 'losses:huber'), got {kind_name(node)}")
         try:
-            resolve(spec, str(self.modules))
+            resolve_checked(spec, str(self.modules), self.user_code)
         except FunctionImportError as exc:
-            raise self.check.fail(node, f"{exc} (modules are imported from {self.modules})") from None
+            raise self.check.fail(node, f"{exc}" + (f" (modules are imported from {self.modules})" if self.user_code else "")) from None
         return spec
 
     def kwargs(self, node: yaml.Node) -> tuple[tuple[str, Any], ...]:
@@ -623,11 +625,13 @@ def load_text(text: str, display: str, suite: str = "") -> tuple[list[Scenario],
     return scenarios, errors + loader.check.errors
 
 
-def load_paths(paths: Iterable[str]) -> LoadResult:
+def load_paths(paths: Iterable[str], user_code: bool = True) -> LoadResult:
     """Load and validate every scenario under `paths`, reporting every problem in every file.
 
     Args:
         paths: scenario files (*.yaml, *.yml) and folders holding them.
+        user_code: whether `fn:` may import and run Python code; False refuses function scenarios
+            as input errors without importing anything.
 
     Returns:
         A LoadResult: `scenarios` (every valid scenario, in file order), `errors` (every problem as
@@ -639,7 +643,7 @@ def load_paths(paths: Iterable[str]) -> LoadResult:
     for path, suite in files:
         display = str(path)
         result.files.append(display)
-        loader = _ScenarioFile(display, suite)
+        loader = _ScenarioFile(display, suite, user_code)
         try:
             root, errors = parse_file(path, display)
         except InvalidInput as exc:

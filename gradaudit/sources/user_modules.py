@@ -18,6 +18,17 @@ class FunctionImportError(Exception):
     """Why `module:function` could not be resolved; the message is meant for the user."""
 
 
+def resolve_checked(spec: str, root: str, user_code: bool) -> None:
+    """Check that `spec` resolves from `root` (importing it), or, when user code may not run, refuse
+    it without importing anything: FunctionImportError either way, meant for the user."""
+    if not user_code:
+        raise FunctionImportError(
+            f"fn '{spec}' would import and run Python code, and user code is off (--no-user-code, or user_code = false): "
+            "function scenarios are refused, select_n scenarios still run"
+        )
+    resolve(spec, root)
+
+
 def _module_file(module_name: str, root: Path) -> Path | None:
     base = root.joinpath(*module_name.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
