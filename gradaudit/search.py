@@ -22,6 +22,7 @@ import hashlib
 import math
 import os
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -558,9 +559,13 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
         return outcome
 
     def shrinker(kind: Kind, number: int) -> Callable[[dict], None]:
+        started = time.monotonic()
+
         def shrink(entry: dict) -> None:
             outcome.shrinking += 1
             on_progress(f"shrinking kind {number} of {len(first)}: {outcome.shrinking} scenarios tried")
+            if time.monotonic() - started > SHRINK_SECONDS and scenario_text(entry) not in judged:
+                return  # out of time: only scenarios already audited count now, so hypothesis settles
             result = evaluate(entry)
             if result.status != CONSISTENT and kind_of(result) == kind:
                 raise Disagreement(entry, result)
@@ -580,6 +585,11 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
         else:
             outcome.found.append(Found(kind, entry, result, shrunk=False))
     return outcome
+
+
+SHRINK_SECONDS = 60.0
+"""Seconds of new audits shrinking one kind may take: past it, hypothesis settles on the smallest
+scenario of the kind audited so far (a kind that hangs costs a whole timeout a try)."""
 
 
 class BudgetSpent(Exception):

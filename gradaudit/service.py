@@ -340,11 +340,11 @@ def isolated(options: Options):
 
 
 def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult:
-    """A quick verdict on one scenario (`engines.screen`: jit paths where they settle it), findings
+    """A quick verdict on one scenario (`screening.ScreenEngine`: jit paths where they settle it), findings
     included and not confirmed. For exploring many scenarios (`gradaudit search`), whose findings
     are confirmed with `audit_one` before anyone sees them. Runs under the current rule."""
     from gradaudit.engines.literal import LiteralEngine
-    from gradaudit.engines.screen import ScreenEngine
+    from gradaudit.screening import ScreenEngine
     from gradaudit.judging.assess import assess
 
     options = options or Options()

@@ -14,8 +14,9 @@ from tests.helpers import ROOT, write_yaml
 
 ALLOWED: dict[str, set[str]] = {
     "model": set(),
+    "supported": set(),
     "sources": {"model"},
-    "jaxenv": {"model"},
+    "jaxenv": {"model", "supported"},
     "numerics": set(),
     "targets": {"model", "sources"},
     "limits": {"model", "targets"},
@@ -25,12 +26,13 @@ ALLOWED: dict[str, set[str]] = {
     "merge": {"model", "sources"},
     "search": {"model", "sources", "limits"},
     "survey": {"model", "sources", "search", "merge"},
-    "isolation": {"model", "engines", "jaxenv", "judging"},
-    "service": {"model", "sources", "jaxenv", "limits", "engines", "judging", "isolation"},
+    "screening": {"model", "engines", "judging"},
+    "isolation": {"model", "engines", "jaxenv", "judging", "screening"},
+    "service": {"model", "sources", "jaxenv", "limits", "engines", "judging", "isolation", "screening"},
     "render": {"model", "judging", "diff", "search"},
     "api": {"model", "numerics", "targets", "service", "render"},
     "pytest_plugin": {"model", "sources", "service", "api", "render"},
-    "cli": {"model", "sources", "jaxenv", "judging", "service", "search", "survey", "render", "diff", "merge"},
+    "cli": {"model", "supported", "sources", "jaxenv", "judging", "service", "search", "survey", "render", "diff", "merge"},
 }
 """What each part of gradaudit may import (beside itself): lower layers only, so data flows one way."""
 
@@ -135,4 +137,4 @@ def test_the_public_names_are_documented_and_typed():
             returns = inspect.signature(value).return_annotation
             assert "Returns:" in doc or returns in (None, "None"), f"gradaudit.{name}'s docstring says nothing of what it returns"
     assert (importlib.resources.files("gradaudit") / "py.typed").is_file()
-    assert 'gradaudit = ["py.typed"]' in (ROOT / "pyproject.toml").read_text()
+    assert 'gradaudit = ["py.typed", "schemas/*.json"]' in (ROOT / "pyproject.toml").read_text()

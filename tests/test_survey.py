@@ -158,7 +158,7 @@ def test_the_sweep_changes_one_edge_of_the_plainest_case_and_every_entry_loads()
             assert not load_text(scenario_text(entry), "<sweep>")[1], entry
 
 
-def test_a_survey_keeps_an_explicit_timeout_and_gives_draws_30_seconds_otherwise(monkeypatch, tmp_path):
+def test_a_survey_keeps_an_explicit_timeout_and_gives_draws_15_seconds_otherwise(monkeypatch, tmp_path):
     from gradaudit import service
 
     seen = []
@@ -168,7 +168,7 @@ def test_a_survey_keeps_an_explicit_timeout_and_gives_draws_30_seconds_otherwise
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(service, "isolated", refuse)
-    for args, timeout in ((["--timeout", "600"], 600.0), (["--timeout", "5"], 5.0), ([], 30.0)):
+    for args, timeout in ((["--timeout", "600"], 600.0), (["--timeout", "5"], 5.0), ([], 15.0)):
         run_cli("survey", "jax.numpy.sin", "--budget", "1", "--out", str(tmp_path), *args)
         assert seen.pop() == timeout
 

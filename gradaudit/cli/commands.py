@@ -29,9 +29,10 @@ from gradaudit.cli.flags import (
 from gradaudit.cli.session import Session, console, write_atomic
 from gradaudit.model.options import RULES
 
-SURVEY_TIMEOUT = 30.0
-"""Seconds a survey's draw may take unless --timeout says otherwise: a draw takes well under one,
-and LAPACK can loop for ever on a matrix holding inf (jnp.linalg.svd on JAX 0.10.2, CPU)."""
+SURVEY_TIMEOUT = 15.0
+"""Seconds a survey's draw may take unless --timeout says otherwise: a draw takes a few at most
+(its first compilations), and LAPACK can loop for ever on a matrix holding inf (jnp.linalg.svd on
+JAX 0.10.2, CPU), which the edge sweep meets in every function it feeds."""
 
 
 def _paths(paths: Sequence[str]) -> Sequence[str]:
