@@ -43,9 +43,9 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
     from gradaudit.engines.bundle import BundleEngine
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
-    from gradaudit.screening import ScreenEngine
     from gradaudit.jaxenv import JaxEvents, devices_named, select_n_rule
     from gradaudit.judging.assess import assess, one_story
+    from gradaudit.screening import ScreenEngine
 
     devices = devices_named(device_names)
     engines = {

@@ -344,8 +344,8 @@ def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult
     included and not confirmed. For exploring many scenarios (`gradaudit search`), whose findings
     are confirmed with `audit_one` before anyone sees them. Runs under the current rule."""
     from gradaudit.engines.literal import LiteralEngine
-    from gradaudit.screening import ScreenEngine
     from gradaudit.judging.assess import assess
+    from gradaudit.screening import ScreenEngine
 
     options = options or Options()
     for _, computed in ScreenEngine(LiteralEngine(options.timeout), options.tolerance).run([scenario]):
