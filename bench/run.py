@@ -60,8 +60,7 @@ def markdown(document: dict) -> str:
         "repetitions; cold: an empty JAX compilation cache, warm: a rerun with it filled; peak: the largest process's max RSS; "
         "JSON: the size of gradaudit's --json report.",
         "",
-        "| scenarios | check_grads loop cold (s) | gradaudit cold (s) | ratio cold | check_grads loop warm (s) "
-        "| gradaudit warm (s) | ratio warm | gradaudit peak (MB) | peer peak (MB) | JSON (MB) |",
+        "| scenarios | check_grads loop cold (s) | gradaudit cold (s) | ratio cold | check_grads loop warm (s) | gradaudit warm (s) | ratio warm | gradaudit peak (MB) | peer peak (MB) | JSON (MB) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in document["rows"]:
@@ -84,8 +83,7 @@ def main() -> None:
         "--grid",
         choices=("select_n", "functions"),
         default="select_n",
-        help="select_n: testSelectNGrad-style grids of SIZE scenarios; functions: ten functions of the catalog's kinds "
-        "(bench/functions/fns.py) at SIZE/10 points each, against check_grads on each",
+        help="select_n: testSelectNGrad-style grids of SIZE scenarios; functions: ten functions of the catalog's kinds (bench/functions/fns.py) at SIZE/10 points each, against check_grads on each",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "reports")
     args = parser.parse_args()

@@ -251,10 +251,7 @@ def _leaves(fn: Callable, args: tuple) -> tuple[list[np.ndarray], list[str], obj
             hint = " (register its class as a pytree: jax.tree_util.register_dataclass)" if hasattr(leaf, "__dataclass_fields__") else ""
             raise InputRejected(f"argument {name} is not an array or a pytree of arrays ({type(leaf).__name__}){hint}: {exc}") from None
         if array.dtype.name not in allowed:
-            raise InputRejected(
-                f"argument {name} has dtype {array.dtype.name}: gradaudit differentiates floating inputs "
-                f"({', '.join(dtypes.FLOAT_DTYPES)}) and holds integer and boolean ones fixed"
-            )
+            raise InputRejected(f"argument {name} has dtype {array.dtype.name}: gradaudit differentiates floating inputs ({', '.join(dtypes.FLOAT_DTYPES)}) and holds integer and boolean ones fixed")
         arrays.append(array)
         names.append(name)
     if not any(a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays):

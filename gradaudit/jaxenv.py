@@ -65,10 +65,7 @@ def _transpose_rule(clamp_selector: bool, single_case_shortcut: bool) -> Transpo
             return [None, ct0, ct1]
         if clamp_selector:
             which = lax.clamp(_selector_constant(which, 0), which, _selector_constant(which, len(cases) - 1))
-        return [None] + [
-            lax.select(lax.eq(which, _selector_constant(which, i)), ct, zeros) if ad.is_undefined_primal(case) else None
-            for i, case in enumerate(cases)
-        ]
+        return [None] + [lax.select(lax.eq(which, _selector_constant(which, i)), ct, zeros) if ad.is_undefined_primal(case) else None for i, case in enumerate(cases)]
 
     return rule
 
@@ -226,10 +223,7 @@ def select_devices(backend: str | None, devices: str | None) -> list:
         candidates = jax.devices(backend)
     except RuntimeError:
         here = available_backends()
-        raise DeviceError(
-            f"backend '{backend}' is not available here; available: {', '.join(here) or 'none'} "
-            f"(devices: {', '.join(device_name(d) for b in here for d in jax.devices(b))})"
-        ) from None
+        raise DeviceError(f"backend '{backend}' is not available here; available: {', '.join(here) or 'none'} (devices: {', '.join(device_name(d) for b in here for d in jax.devices(b))})") from None
     if devices is None:
         return [candidates[0]]
     if devices.strip() == "all":
@@ -239,10 +233,7 @@ def select_devices(backend: str | None, devices: str | None) -> list:
     for part in devices.split(","):
         part = part.strip()
         if not (part.isascii() and part.isdigit()) or int(part) not in by_id:
-            raise DeviceError(
-                f"--devices: {part!r} is not a {backend} device id here; allowed: 'all' or ids among "
-                f"{', '.join(str(i) for i in by_id)}, comma-separated"
-            )
+            raise DeviceError(f"--devices: {part!r} is not a {backend} device id here; allowed: 'all' or ids among {', '.join(str(i) for i in by_id)}, comma-separated")
         if by_id[int(part)] not in chosen:
             chosen.append(by_id[int(part)])
     return chosen

@@ -64,9 +64,7 @@ def check_limits(scenarios: Sequence[Scenario], limits: Limits, trace: bool = Tr
             )
         evaluations = 4 * sum(inputs) * bindings * (2 if scenario.order >= 2 else 1)
         if evaluations > limits.evaluations:
-            problems.append(
-                f"finite differences need {evaluations:,} evaluations, over the limit of {limits.evaluations:,} (limits.evaluations)"
-            )
+            problems.append(f"finite differences need {evaluations:,} evaluations, over the limit of {limits.evaluations:,} (limits.evaluations)")
         total += entries
         for problem in problems:
             errors.append(InputError(scenario.source, f"scenario '{scenario.name}' is too large: {problem}"))

@@ -251,9 +251,7 @@ class _SpaceReader:
         if key == "eps" and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf):
             raise self.fail(node, f"'eps' is one number > 0 for every scenario; got {kind_name(node)}")
         if key == "tolerance" and not (
-            isinstance(value, dict)
-            and set(value) <= {"rtol", "atol"}
-            and all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < math.inf for v in value.values())
+            isinstance(value, dict) and set(value) <= {"rtol", "atol"} and all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < math.inf for v in value.values())
         ):
             raise self.fail(node, f"'tolerance' is one {{rtol, atol}} of numbers >= 0 for every scenario; got {kind_name(node)}")
         return value
@@ -635,10 +633,7 @@ def _numbered(out: Path, name: str) -> list[Path]:
 
 def foreign_files(out: Path, name: str) -> list[Path]:
     """Files in `out` with the names a search of `name` writes that no search wrote: never overwritten."""
-    return [
-        path for path in _numbered(out, name)
-        if not path.read_text(encoding="utf-8", errors="replace").startswith(FOUND_HEADER)
-    ]
+    return [path for path in _numbered(out, name) if not path.read_text(encoding="utf-8", errors="replace").startswith(FOUND_HEADER)]
 
 
 def write_found(outcome: SearchOutcome, space: Space, out: Path, how: str) -> list[Path]:

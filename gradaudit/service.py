@@ -176,9 +176,7 @@ def remembered_interrupt() -> Iterator[Callable[[], None]]:
 
 
 def _interrupted(scenario: Scenario) -> ScenarioResult:
-    return ScenarioResult(
-        scenario=scenario, arg_names=(), inputs=(), status=INTERRUPTED, paths={}, findings=(), provenance=None, seconds=0.0
-    )
+    return ScenarioResult(scenario=scenario, arg_names=(), inputs=(), status=INTERRUPTED, paths={}, findings=(), provenance=None, seconds=0.0)
 
 
 def _report(scenarios, results, options: Options, files, counts: dict, devices) -> AuditReport:

@@ -65,8 +65,6 @@ def make_scenario(
 def path_results(per_path: dict) -> dict[str, PathResult]:
     """Hand-made path results: per path name, its arrays (float32) or the PathError it raised."""
     return {
-        name: PathResult(name=name, arrays=None, error=arrays)
-        if isinstance(arrays, PathError)
-        else PathResult(name=name, arrays=tuple(np.asarray(a, dtype=np.float32) for a in arrays))
+        name: PathResult(name=name, arrays=None, error=arrays) if isinstance(arrays, PathError) else PathResult(name=name, arrays=tuple(np.asarray(a, dtype=np.float32) for a in arrays))
         for name, arrays in per_path.items()
     }

@@ -30,9 +30,7 @@ def grid() -> list:
     """Several scenarios per group (same dtypes, shapes and case count), selectors in and out of range."""
     rng = np.random.default_rng(7)
     scenarios = []
-    for number, (dtype, cases, shape, full) in enumerate(
-        itertools.product(("int32", "uint8", "bool", "int8"), (1, 2, 3), ((), (3,), (2, 2)), (False, True))
-    ):
+    for number, (dtype, cases, shape, full) in enumerate(itertools.product(("int32", "uint8", "bool", "int8"), (1, 2, 3), ((), (3,), (2, 2)), (False, True))):
         if (dtype == "bool" and cases > 2) or (full and not shape) or number % 3:
             continue
         for copy in range(3):
@@ -43,9 +41,7 @@ def grid() -> list:
                 values = rng.integers(0 if dtype == "uint8" else -1, cases + 2, size).tolist()
             value = np.array(values, dtype=object).reshape(shape).tolist() if full else values[0]
             case_dtype = ("float32", "float16", "float64", "bfloat16")[number % 4]
-            scenarios.append(
-                make_scenario(dtype, value, cases, shape, dtype=case_dtype, seed=copy, name=f"{dtype}-{cases}-{shape}-{full}-{copy}")
-            )
+            scenarios.append(make_scenario(dtype, value, cases, shape, dtype=case_dtype, seed=copy, name=f"{dtype}-{cases}-{shape}-{full}-{copy}"))
     return scenarios
 
 
@@ -240,9 +236,7 @@ def test_a_bundle_that_fails_as_a_whole_leaves_its_scenarios_to_the_literal_engi
     assert [r.status for r in report.results] == [r.status for r in run_audit(scenarios, LEGACY, literal=True).results]
     assert report.timings["bundles"] == 0 and report.timings["failed_bundles"] == 1
     for result in report.results:
-        assert result.notes[-1].message == (
-            "audited on the literal engine: its compiled bundle failed (RuntimeError: XLA could not compile the bundle)"
-        )
+        assert result.notes[-1].message == ("audited on the literal engine: its compiled bundle failed (RuntimeError: XLA could not compile the bundle)")
 
 
 @pytest.mark.parametrize("literal", [False, True])
@@ -263,7 +257,7 @@ def test_a_step_too_small_for_bfloat16_is_raised_to_one_it_can_resolve(literal):
     assert {r.method for r in report.results} == {"literal" if literal else "bundle"}
 
 
-FUNCTION_GROUPS = '''
+FUNCTION_GROUPS = """
 import jax.numpy as jnp
 
 
@@ -273,7 +267,7 @@ def max_all(x):
 
 def scaled_take(x, i):
     return 2.0 * jnp.take(x, i, mode="clip")
-'''
+"""
 
 
 @pytest.mark.slow

@@ -173,7 +173,7 @@ def test_default_output_leads_with_the_largest_disagreement_and_counts_the_rest(
 
 
 def test_exceptions_in_user_code_carry_file_line_and_function_everywhere(project):
-    line = SOFTPLUS.splitlines().index("    raise ValueError(\"the user's code is broken\")") + 1
+    line = SOFTPLUS.splitlines().index('    raise ValueError("the user\'s code is broken")') + 1
     where = f"(at userlib.py:{line} in helper)"
     terminal = run_cli("run", "audit.yaml", "-k", "raises", "--junit", "junit.xml")
     assert f"evaluating the function raised ValueError: the user's code is broken {where}" in terminal.stdout

@@ -10,7 +10,7 @@ import pytest
 from gradaudit.sources.scenario_files import load_paths
 from tests.helpers import run_cli, write_yaml
 
-FUNCTIONS = '''
+FUNCTIONS = """
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -82,7 +82,7 @@ STATE = jax.new_ref(jnp.zeros(2))
 def closed_over(x):
     STATE[...] = x * 3.0
     return STATE[...]
-'''
+"""
 
 
 @pytest.fixture
@@ -336,7 +336,7 @@ def test_catalog_audit_has_a_line_per_suite_and_the_seed_counts(tmp_path):
     assert by_name["select-n-uint32-max"]["diagnosis"]["id"] == "GA002"
 
 
-SMOOTH = '''
+SMOOTH = """
 import jax
 import jax.numpy as jnp
 
@@ -363,7 +363,7 @@ def wrong_square(x):
 
 
 wrong_square.defjvp(lambda primals, tangents: (primals[0] ** 2, 3.0 * primals[0] * tangents[0]))
-'''
+"""
 
 
 def test_smooth_functions_with_strong_curvature_or_large_values_are_consistent(tmp_path):
@@ -462,10 +462,7 @@ def test_a_captured_int64_made_before_x64_is_on_is_not_reused_truncated():
     from gradaudit.sources.scenario_files import load_text
     from gradaudit.targets import build_targets
 
-    text = (
-        "scenarios:\n  - {name: far, fn: 'jax.numpy:take', kwargs: {mode: clip},\n"
-        "     inputs: [{dtype: float32, fill: arange, shape: [4]}, {dtype: int64, value: 4611686018427387905}]}\n"
-    )
+    text = "scenarios:\n  - {name: far, fn: 'jax.numpy:take', kwargs: {mode: clip},\n     inputs: [{dtype: float32, fill: arange, shape: [4]}, {dtype: int64, value: 4611686018427387905}]}\n"
     (scenario,), errors = load_text(text, "far.yaml")
     assert not errors
     build_targets(scenario)  # x64 off here: int64 values cannot be held yet

@@ -35,8 +35,33 @@ sweep:
   shape: [[], [2]]
 """
 
-SNIPPETS = [b"{", b"}", b"[", b"]", b":", b"- ", b"\n", b"  ", b"\t", b"&a ", b"*a", b"!!python/object:os.system ", b"\x00", b"\xff",
-            b"1e309", b"-1", b"9" * 40, b"null", b"'", b'"', b"#", b"---\n", b"<<: ", b".nan", b"true"]
+SNIPPETS = [
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b":",
+    b"- ",
+    b"\n",
+    b"  ",
+    b"\t",
+    b"&a ",
+    b"*a",
+    b"!!python/object:os.system ",
+    b"\x00",
+    b"\xff",
+    b"1e309",
+    b"-1",
+    b"9" * 40,
+    b"null",
+    b"'",
+    b'"',
+    b"#",
+    b"---\n",
+    b"<<: ",
+    b".nan",
+    b"true",
+]
 
 
 @st.composite

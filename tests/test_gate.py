@@ -71,10 +71,8 @@ def test_unusable_baselines_are_exit_2(tmp_path, content, message):
 
 def test_expectations_have_strict_xfail_semantics(tmp_path):
     text = (
-        scenario("expected-mismatch", 2, "    expect: mismatch\n")
-        + "  - {name: expected-error, selector: {dtype: bool, value: false}, cases: 1, shape: [], dtype: float32,"
-        " expect: {status: error, exception: IndexError}}\n"
-        + "  - {name: wrong-exception, selector: {dtype: bool, value: false}, cases: 1, shape: [], dtype: float32,"
+        scenario("expected-mismatch", 2, "    expect: mismatch\n") + "  - {name: expected-error, selector: {dtype: bool, value: false}, cases: 1, shape: [], dtype: float32,"
+        " expect: {status: error, exception: IndexError}}\n" + "  - {name: wrong-exception, selector: {dtype: bool, value: false}, cases: 1, shape: [], dtype: float32,"
         " expect: {status: error, exception: KeyError}}\n"
     )
     path = write_yaml(tmp_path, "expect.yaml", text)
@@ -129,8 +127,7 @@ def test_github_annotations_point_at_the_scenario(tmp_path, monkeypatch):
     result = CliRunnerGithub.invoke(["run", "scenarios/select_n/representative.yaml", "--rule", "legacy"])
     lines = [line for line in result.splitlines() if line.startswith("::")]
     assert lines[0].startswith(
-        "::error file=scenarios/select_n/representative.yaml,line=12,col=5,title=gradaudit mismatch%3A int32-above-two-cases::"
-        "value from case 1 · jacrev and jit(jacrev) send it nowhere [GA002"
+        "::error file=scenarios/select_n/representative.yaml,line=12,col=5,title=gradaudit mismatch%3A int32-above-two-cases::value from case 1 · jacrev and jit(jacrev) send it nowhere [GA002"
     )
     assert any(line.startswith("::error file=scenarios/select_n/representative.yaml,line=31,") and "IndexError" in line for line in lines)
     only = run_cli("run", "scenarios/select_n/representative.yaml", "--rule", "legacy", "--format", "github")

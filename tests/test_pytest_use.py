@@ -66,9 +66,7 @@ def test_the_notebook_example_shows_html_and_text(tmp_path):
 
 
 def test_the_fixture_and_scenario_files_read_tool_gradaudit_and_only_named_folders_are_collected(tmp_path):
-    (tmp_path / "pyproject.toml").write_text(
-        '[tool.gradaudit]\nrule = "legacy"\nlimits = {elements = 4}\n\n[tool.pytest.ini_options]\ngradaudit_paths = ["audits"]\n'
-    )
+    (tmp_path / "pyproject.toml").write_text('[tool.gradaudit]\nrule = "legacy"\nlimits = {elements = 4}\n\n[tool.pytest.ini_options]\ngradaudit_paths = ["audits"]\n')
     write_yaml(tmp_path, "audits/select.yaml", "scenarios:\n  - {name: past-the-end, selector: {dtype: int32, value: 2}, cases: 2, shape: [3], dtype: float32}\n")
     write_yaml(tmp_path, "settings.yaml", "key: value\n")  # a project's other YAML: never a test
     write_yaml(

@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers import run_cli, write_yaml
 
-MODULE = '''
+MODULE = """
 import sys
 import jax.numpy as jnp
 
@@ -27,7 +27,7 @@ def integers(x):
 
 def nothing(x):
     return None
-'''
+"""
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_fn_in_defaults_leaves_select_n_scenarios_alone(folder):
 @pytest.mark.parametrize(
     "content, message",
     [
-        ('[tool.gradaudit]\npaths = [1]\n', "'paths' must be a list of strings"),
+        ("[tool.gradaudit]\npaths = [1]\n", "'paths' must be a list of strings"),
         ("[tool]\ngradaudit = 1\n", "[tool.gradaudit] must be a table"),
         ("tool = 1\n", None),
         (b"\xff\xfe", "cannot read"),
@@ -119,7 +119,7 @@ def test_fn_in_defaults_leaves_select_n_scenarios_alone(folder):
     ],
 )
 def test_broken_configuration_is_exit_2_never_a_traceback(tmp_path, monkeypatch, content, message):
-    path = write_yaml(tmp_path, "ok.yaml", 'scenarios:\n  - {name: a, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n')
+    path = write_yaml(tmp_path, "ok.yaml", "scenarios:\n  - {name: a, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n")
     target = tmp_path / "pyproject.toml"
     target.write_bytes(content) if isinstance(content, bytes) else target.write_text(content)
     monkeypatch.chdir(tmp_path)
@@ -132,7 +132,7 @@ def test_broken_configuration_is_exit_2_never_a_traceback(tmp_path, monkeypatch,
 
 
 def test_merge_refuses_shards_with_input_errors_and_incomplete_reports(tmp_path):
-    good = write_yaml(tmp_path, "good.yaml", 'scenarios:\n  - {name: a, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n')
+    good = write_yaml(tmp_path, "good.yaml", "scenarios:\n  - {name: a, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n")
     bad = write_yaml(tmp_path, "bad.yaml", "scenarios: []\n")
     run_cli("run", str(good), "--json", str(tmp_path / "good.json"))
     assert run_cli("run", str(bad), "--json", str(tmp_path / "bad.json")).exit_code == 2
@@ -149,7 +149,7 @@ def test_merge_refuses_shards_with_input_errors_and_incomplete_reports(tmp_path)
 
 
 def test_json_on_stdout_stays_parseable_under_github_actions(tmp_path, monkeypatch):
-    path = write_yaml(tmp_path, "ok.yaml", 'scenarios:\n  - {name: a, selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n')
+    path = write_yaml(tmp_path, "ok.yaml", "scenarios:\n  - {name: a, selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n")
     from click.testing import CliRunner
 
     from gradaudit.cli import main

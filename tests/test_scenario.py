@@ -224,10 +224,7 @@ def _laughs(levels: int) -> str:
 )
 def test_alias_bombs_and_deep_nesting_are_refused_quickly(tmp_path, value, message):
     path = tmp_path / "bomb.yaml"
-    path.write_text(
-        "scenarios:\n  - name: bomb\n    cases: 2\n    shape: []\n    dtype: float32\n"
-        f"    selector:\n      dtype: int32\n      value: {value}\n"
-    )
+    path.write_text(f"scenarios:\n  - name: bomb\n    cases: 2\n    shape: []\n    dtype: float32\n    selector:\n      dtype: int32\n      value: {value}\n")
     start = time.perf_counter()
     result = run_cli("run", str(path))
     assert result.exit_code == 2 and result.exception is None

@@ -91,11 +91,7 @@ def test_each_schema_is_valid_draft_2020_12_and_names_its_format():
 
 def test_the_schemas_ship_in_the_package_and_load_without_jax(tmp_path):
     assert '"schemas/*.json"' in next(line for line in (ROOT / "pyproject.toml").read_text().splitlines() if line.startswith("gradaudit = ["))
-    code = (
-        "import sys; sys.modules['jax'] = None; sys.modules['jaxlib'] = None\n"
-        "from gradaudit.render.schemas import NAMES, schema\n"
-        "print(sorted(schema(n)['title'] for n in NAMES.values()))\n"
-    )
+    code = "import sys; sys.modules['jax'] = None; sys.modules['jaxlib'] = None\nfrom gradaudit.render.schemas import NAMES, schema\nprint(sorted(schema(n)['title'] for n in NAMES.values()))\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "gradaudit.survey/1" in proc.stdout
@@ -184,8 +180,15 @@ def _handmade():
         "jacrev@cpu:1": PathResult("jacrev@cpu:1", _arrays([[1.0, 0.0], [0.0, 1.0]], [[0.25, 0.0], [0.0, 0.0]]), device="cpu:1", binding="constant"),
     }
     disagreement = Finding(
-        kind=DISAGREEMENT, paths=("jacfwd", "finite_difference"), message="jacfwd disagrees with finite differences", count=1, of=8,
-        location="d out[0]/d case 0[0]", values={"jacfwd": 1.0, "finite_difference": inf}, wrong="x-1", entries="1/8#0123abcd",
+        kind=DISAGREEMENT,
+        paths=("jacfwd", "finite_difference"),
+        message="jacfwd disagrees with finite differences",
+        count=1,
+        of=8,
+        location="d out[0]/d case 0[0]",
+        values={"jacfwd": 1.0, "finite_difference": inf},
+        wrong="x-1",
+        entries="1/8#0123abcd",
     )
     raised = Finding(kind=RAISED, paths=("jit_jacfwd",), message="jit(jacfwd) raised IndexError", error_type="IndexError")
     mismatch = ScenarioResult(
@@ -233,8 +236,15 @@ def _handmade():
         seconds=0.5,
     )
     interrupted = ScenarioResult(
-        scenario=make_scenario(name="handmade-interrupted"), arg_names=(), inputs=(), status=INTERRUPTED, paths={}, findings=(),
-        provenance=None, seconds=0.0, outcome=Outcome(passed=False, reason="interrupted before it finished"),
+        scenario=make_scenario(name="handmade-interrupted"),
+        arg_names=(),
+        inputs=(),
+        status=INTERRUPTED,
+        paths={},
+        findings=(),
+        provenance=None,
+        seconds=0.0,
+        outcome=Outcome(passed=False, reason="interrupted before it finished"),
     )
     return AuditReport(
         environment=ENVIRONMENT,

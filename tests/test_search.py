@@ -85,7 +85,7 @@ def test_the_same_seed_gives_the_same_files_and_the_database_is_kept_unless_turn
     assert not (tmp_path / ".hypothesis").exists()
 
 
-FUNCTIONS = '''
+FUNCTIONS = """
 import jax.numpy as jnp
 
 
@@ -95,7 +95,7 @@ def index(x, idx):
 
 def smooth(x):
     return jnp.sin(x) * x
-'''
+"""
 
 
 @pytest.mark.slow
@@ -215,9 +215,7 @@ def test_files_no_search_wrote_are_never_replaced(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_a_scenario_that_aborts_the_interpreter_is_a_kind_of_its_own_and_the_search_goes_on(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "aborting.py").write_text(
-        "import os\n\n\ndef maybe_abort(x, i):\n    if int(i) == 3:\n        os.abort()\n    return x * 2.0\n"
-    )
+    (tmp_path / "aborting.py").write_text("import os\n\n\ndef maybe_abort(x, i):\n    if int(i) == 3:\n        os.abort()\n    return x * 2.0\n")
     write_yaml(
         tmp_path,
         "space.yaml",

@@ -108,7 +108,10 @@ def test_shard_auto_reads_slurm_and_kubernetes(monkeypatch):
 def test_diff_between_two_surveys_names_new_and_resolved_kinds(tmp_path):
     def survey(kinds):
         return {
-            "schema": "gradaudit.survey/1", "environment": {"jax": "x"}, "budget": 1, "seed": 0,
+            "schema": "gradaudit.survey/1",
+            "environment": {"jax": "x"},
+            "budget": 1,
+            "seed": 0,
             "functions": [{"name": "lax.clamp", "kinds": [{"status": s, "signatures": [g], "file": f"{g}.yaml"} for s, g in kinds]}],
         }
 

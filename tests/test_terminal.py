@@ -22,9 +22,7 @@ def _result(name, selector, cases, shape, per_path) -> ScenarioResult:
     paths = path_results({**per_path, JIT_JACFWD: per_path[JACFWD]})
     names = tuple(f"case {i}" for i in range(cases))
     verdict = judge(paths, names, TOL)
-    scenario = Scenario(
-        name=name, source=Location("suite.yaml", 4, 5), target=SelectN(selector=selector, cases=cases, shape=shape, dtype="float32")
-    )
+    scenario = Scenario(name=name, source=Location("suite.yaml", 4, 5), target=SelectN(selector=selector, cases=cases, shape=shape, dtype="float32"))
     return ScenarioResult(scenario, names, (), verdict.status, paths, verdict.findings, verdict.provenance, 0.0)
 
 

@@ -286,9 +286,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 @main.command()
 @click.argument("functions", nargs=-1)
 @click.option("--list", "listing", is_flag=True, help="Print the surveyed functions, their arguments' roles and options, and exit.")
-@click.option(
-    "--budget", type=click.IntRange(min=1), default=30, show_default=True, help="Distinct valid scenarios drawn per function after its edge sweep (shrinking comes on top)."
-)
+@click.option("--budget", type=click.IntRange(min=1), default=30, show_default=True, help="Distinct valid scenarios drawn per function after its edge sweep (shrinking comes on top).")
 @click.option("--seed", type=int, default=0, show_default=True, help="The survey's random seed: the same seed, the same survey.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("survey"), show_default=True, help="Folder for the reproducer files.")
 @click.option("--json", "json_path", metavar="PATH", help="Write the survey report (gradaudit.survey/1) to PATH ('-' for stdout).")

@@ -181,8 +181,7 @@ class Session:
         noun = "scenario fails" if failed == 1 else "scenarios fail"
         self.out.print(
             Text(f"exit 1: {failed} {noun} (findings, not a broken install). ", style="bold").append(
-                "To accept findings you know about: --baseline REPORT (write one with `gradaudit baseline`), "
-                "`expect:` on the scenario, or --exit-zero."
+                "To accept findings you know about: --baseline REPORT (write one with `gradaudit baseline`), `expect:` on the scenario, or --exit-zero."
             ),
             highlight=False,
             soft_wrap=True,

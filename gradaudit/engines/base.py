@@ -43,9 +43,7 @@ class Engine(Protocol):
         done; scenarios it does not yield are left to another engine."""
 
 
-def run_path(
-    name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str, tuple[np.ndarray, ...]]], device: str | None = None
-) -> PathResult:
+def run_path(name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str, tuple[np.ndarray, ...]]], device: str | None = None) -> PathResult:
     """Run one path, turning an exception into data (see `failed_path`)."""
     try:
         computed = compute()
@@ -103,11 +101,7 @@ def first_order_paths(
         JIT_JACREV: reverse_jit,
         FINITE_DIFFERENCE: estimates,
     }
-    return {
-        path_name(base, label): result(base, answer)
-        for base, answer in answers.items()
-        if answer is not None and (base != VALUE or with_value)
-    }
+    return {path_name(base, label): result(base, answer) for base, answer in answers.items() if answer is not None and (base != VALUE or with_value)}
 
 
 VALUE_, FORWARD_, REVERSE_ = "value", "forward", "reverse"

@@ -55,9 +55,7 @@ class Bundle:
         self.scenarios = list(scenarios)
         self.targets = [target for scenario in self.scenarios for target in build_targets(scenario)]
         self.owners = [s for s, scenario in enumerate(self.scenarios) for _ in build_targets(scenario)]
-        self.points = [
-            points([np.asarray(arg)[None] for arg in t.args], steps(t, self.scenarios[s].eps)) for s, t in zip(self.owners, self.targets, strict=True)
-        ]
+        self.points = [points([np.asarray(arg)[None] for arg in t.args], steps(t, self.scenarios[s].eps)) for s, t in zip(self.owners, self.targets, strict=True)]
         self.failures: list[dict[str, BaseException]] = [{} for _ in self.targets]
 
         def program(all_inputs, all_points):
@@ -86,9 +84,7 @@ class Bundle:
         everything = jax.device_get(self.executable(*self.inputs))
         paths: list[dict] = [{} for _ in self.scenarios]
         seconds = [share] * len(self.scenarios)
-        for index, (owner, target, compiled, failed, where) in enumerate(
-            zip(self.owners, self.targets, everything, self.failures, self.points, strict=True)
-        ):
+        for index, (owner, target, compiled, failed, where) in enumerate(zip(self.owners, self.targets, everything, self.failures, self.points, strict=True)):
             started = time.perf_counter()
             first = index == 0 or self.owners[index - 1] != owner
             with unfiltered_tracebacks():
@@ -123,8 +119,16 @@ def _paths(target: Target, compiled: dict, failed: dict, eager: dict, eager_fail
     else:
         reference = failed.get(POINTS) or failed[VALUE]
     return assembled(
-        eager, eager_failed, compiled, failed, reference,
-        engine="bundle", binding=target.bound, label=target.binding, with_value=with_value, device=device,
+        eager,
+        eager_failed,
+        compiled,
+        failed,
+        reference,
+        engine="bundle",
+        binding=target.bound,
+        label=target.binding,
+        with_value=with_value,
+        device=device,
     )
 
 

@@ -185,10 +185,7 @@ def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, wit
     except Exception:  # noqa: BLE001 - the program could not be built: each member goes on alone
         return [None] * len(targets)
     answers = [_member(program, traced_failures, (*target.args, *target.fixed), [stack[b] for stack in stacks]) for b, target in enumerate(targets)]
-    usable = [
-        b for b, (mine, _) in enumerate(answers)
-        if POINTS in mine and VALUE in mine and _same(mine[POINTS][0], mine[VALUE])
-    ]
+    usable = [b for b, (mine, _) in enumerate(answers) if POINTS in mine and VALUE in mine and _same(mine[POINTS][0], mine[VALUE])]
     found: list[dict | None] = [None] * len(targets)
     if not usable:
         return found
@@ -201,8 +198,16 @@ def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, wit
         # Copies, so a member's result does not keep its whole group's arrays alive.
         eager_b = {name: np.array(answer[b]) if name == VALUE else tuple(np.array(block[b]) for block in answer) for name, answer in eager.items()}
         found[b] = assembled(
-            eager_b, eager_failures, mine, mine_failed, reference,
-            engine="group", binding=first.bound, label=first.binding, with_value=with_value, device=device,
+            eager_b,
+            eager_failures,
+            mine,
+            mine_failed,
+            reference,
+            engine="group",
+            binding=first.bound,
+            label=first.binding,
+            with_value=with_value,
+            device=device,
         )
     return found
 
@@ -235,9 +240,7 @@ class GroupEngine:
 
     name = "group"
 
-    def __init__(
-        self, min_size: int = 1, devices: Sequence = (), eager: bool = True, timeout: float | None = None, limits: Limits | None = None
-    ):
+    def __init__(self, min_size: int = 1, devices: Sequence = (), eager: bool = True, timeout: float | None = None, limits: Limits | None = None):
         self.min_size = min_size
         self.devices = tuple(devices)
         self.eager = eager

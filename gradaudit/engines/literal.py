@@ -66,7 +66,6 @@ SECOND_ORDER: dict[str, Transform] = {
 }
 
 
-
 @functools.lru_cache(maxsize=1024)
 def transformed(fn: Callable, transform: str, argnums: tuple[int, ...]) -> Callable:
     """`fn` under the path `transform` (FIRST_ORDER or SECOND_ORDER), made once per function: a user
@@ -129,9 +128,7 @@ def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tu
     return differences(lambda *a: tuple(jacobian(*a, *fixed)), target.args, steps(target, eps))
 
 
-def run_paths(
-    targets: Sequence[Target], eps: float | None, order: int = 1, devices: Sequence = (), modes: Sequence[str] = ("fwd", "rev")
-) -> dict[str, PathResult]:
+def run_paths(targets: Sequence[Target], eps: float | None, order: int = 1, devices: Sequence = (), modes: Sequence[str] = ("fwd", "rev")) -> dict[str, PathResult]:
     """Every path up to `order` for each binding of the target, in the order reports show them;
     a derivative path only where it uses none but `modes`.
 
@@ -151,9 +148,7 @@ def run_paths(
         return results
 
 
-def _paths(
-    targets: Sequence[Target], eps: float | None, order: int, modes: Sequence[str], references: bool = True
-) -> Iterator[tuple[str, str, Callable]]:
+def _paths(targets: Sequence[Target], eps: float | None, order: int, modes: Sequence[str], references: bool = True) -> Iterator[tuple[str, str, Callable]]:
     """(name, binding, compute) of every path, in report order; finite differences only with `references`.
 
     `value` is the function called eagerly on JAX arrays, as a user would, once; `jit_value` per binding.

@@ -20,8 +20,16 @@ def assess(scenario: Scenario, computed: Computed, tolerance: tuple[float | None
     if computed.failure is not None:
         finding = Finding(kind=RAISED, paths=(VALUE,), message=computed.failure.message, error_type=computed.failure.error_type)
         return ScenarioResult(
-            scenario=scenario, arg_names=(), inputs=(), status=ERROR, paths={}, findings=(finding,), provenance=None,
-            seconds=computed.seconds, method=computed.engine, notes=computed.notes,
+            scenario=scenario,
+            arg_names=(),
+            inputs=(),
+            status=ERROR,
+            paths={},
+            findings=(finding,),
+            provenance=None,
+            seconds=computed.seconds,
+            method=computed.engine,
+            notes=computed.notes,
         )
     started = time.perf_counter()
     verdict = judge(computed.paths, computed.arg_names, tolerances_for(scenario, tolerance), computed.bindings, computed.inputs)

@@ -80,10 +80,7 @@ class Diagnosis:
 
 def _raised(type_name: str, fragment: str, where: str = "") -> Callable[[Evidence], bool]:
     def match(evidence: Evidence) -> bool:
-        return any(
-            e.type == type_name and fragment in e.message and (not where or any(w in e.where for w in where.split("|")))
-            for e in evidence.errors()
-        )
+        return any(e.type == type_name and fragment in e.message and (not where or any(w in e.where for w in where.split("|"))) for e in evidence.errors())
 
     return match
 
@@ -114,11 +111,7 @@ def _reverse_only_sends_nowhere(evidence: Evidence) -> bool:
     """The value came from an input; reverse paths send its derivative nowhere, forward paths (which
     ran) route it right."""
     routing = [f for f in evidence.findings if f.kind == ROUTING]
-    return (
-        _forward_ran(evidence)
-        and any(_modes(f.paths) == {"reverse"} for f in _sent_nowhere(evidence))
-        and not any("forward" in _modes(f.paths) for f in routing)
-    )
+    return _forward_ran(evidence) and any(_modes(f.paths) == {"reverse"} for f in _sent_nowhere(evidence)) and not any("forward" in _modes(f.paths) for f in routing)
 
 
 def _every_mode_sends_nowhere(evidence: Evidence) -> bool:
@@ -130,12 +123,7 @@ def _only_against_finite_differences(evidence: Evidence) -> bool:
     """Forward and reverse paths ran and agree with each other, and disagree with finite differences
     of the function."""
     disagreements = [f for f in evidence.findings if f.kind == DISAGREEMENT]
-    return (
-        _forward_ran(evidence)
-        and bool(disagreements)
-        and all("reference" in _modes(f.paths) for f in disagreements)
-        and any({"forward", "reverse"} <= _modes(f.paths) for f in disagreements)
-    )
+    return _forward_ran(evidence) and bool(disagreements) and all("reference" in _modes(f.paths) for f in disagreements) and any({"forward", "reverse"} <= _modes(f.paths) for f in disagreements)
 
 
 def _nan_gradient(evidence: Evidence) -> bool:
@@ -152,9 +140,7 @@ def _nan_gradient(evidence: Evidence) -> bool:
 
 
 def _reverse_disagrees_with_finite_differences(evidence: Evidence) -> bool:
-    return any(
-        f.kind == DISAGREEMENT and {"reverse", "reference"} <= _modes(f.paths) for f in evidence.findings
-    )
+    return any(f.kind == DISAGREEMENT and {"reverse", "reference"} <= _modes(f.paths) for f in evidence.findings)
 
 
 def _not_applicable(fragment: str) -> Callable[[Evidence], bool]:
@@ -177,14 +163,12 @@ CATALOG: tuple[Diagnosis, ...] = (
             "Check a JAX upgrade or a patched rule first: `gradaudit run PATH --rule fixed`.",
         ),
         references=("https://github.com/jax-ml/jax/pull/40814",),
-        matches=lambda evidence: _raised("IndexError", "tuple index out of range", "_select_transpose_rule|gradaudit/jaxenv.py")(evidence)
-        and evidence.binds("select_n"),
+        matches=lambda evidence: _raised("IndexError", "tuple index out of range", "_select_transpose_rule|gradaudit/jaxenv.py")(evidence) and evidence.binds("select_n"),
     ),
     Diagnosis(
         id="GA002",
         title="select_n's reverse rule sends the derivative of an out-of-range selector's case nowhere",
-        evidence="a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; "
-        "the function binds select_n with an integer selector",
+        evidence="a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; the function binds select_n with an integer selector",
         explanation=(
             "The function selects with lax.select_n on an integer selector. For an out-of-range selector the forward "
             "lowering routes the value to an endpoint case (negative to case 0, past the end to the last), and forward "
@@ -203,8 +187,7 @@ CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA010",
         title="reverse mode drops the derivative of an element read at an index out of range",
-        evidence="a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; "
-        "the function binds gather or dynamic_slice",
+        evidence="a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; the function binds gather or dynamic_slice",
         explanation=(
             "The function reads with gather (x[i], jnp.take, .at[].get) or dynamic_slice at an index outside the array, "
             "or one its integer dtype cannot hold once JAX normalises it (a negative index plus the length, a start "
@@ -216,8 +199,7 @@ CATALOG: tuple[Diagnosis, ...] = (
         fixes=(
             "Make the index policy explicit before the read: `idx = jnp.clip(idx, 0, n - 1)` (or `% n` to wrap).",
             "Use an index dtype wide enough for the array and the normalisation (int32 rather than int8 or uint8).",
-            "Choose the out-of-range behaviour you mean: `x.at[idx].get(mode='clip')` or `mode='fill'`; "
-            "'promise_in_bounds' is a promise the caller must keep.",
+            "Choose the out-of-range behaviour you mean: `x.at[idx].get(mode='clip')` or `mode='fill'`; 'promise_in_bounds' is a promise the caller must keep.",
         ),
         references=("https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",),
         matches=lambda evidence: _reverse_only_sends_nowhere(evidence) and evidence.binds("gather", "dynamic_slice"),
@@ -242,8 +224,7 @@ CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA007",
         title="a custom_vjp backward rule disagrees with the function it differentiates",
-        evidence="forward mode does not apply (custom_vjp) and reverse paths disagree with finite differences; "
-        "the function calls a custom_vjp of the user's own code",
+        evidence="forward mode does not apply (custom_vjp) and reverse paths disagree with finite differences; the function calls a custom_vjp of the user's own code",
         explanation=(
             "The function is a jax.custom_vjp (forward mode does not apply), and its reverse-mode derivative "
             "differs from finite differences of the function itself: the hand-written bwd rule computes "
@@ -255,15 +236,14 @@ CATALOG: tuple[Diagnosis, ...] = (
             "Make bwd return one cotangent per primal input, shaped like that input.",
         ),
         references=("https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",),
-        matches=lambda evidence: _not_applicable("custom_vjp")(evidence)
-        and _reverse_disagrees_with_finite_differences(evidence)
-        and evidence.binds("custom_vjp_call:user", "custom_vjp_call_jaxpr:user"),
+        matches=lambda evidence: (
+            _not_applicable("custom_vjp")(evidence) and _reverse_disagrees_with_finite_differences(evidence) and evidence.binds("custom_vjp_call:user", "custom_vjp_call_jaxpr:user")
+        ),
     ),
     Diagnosis(
         id="GA012",
         title="a custom_jvp rule disagrees with the function it differentiates",
-        evidence="forward and reverse paths agree with each other and all disagree with finite differences; the function "
-        "calls a custom_jvp of the user's own code",
+        evidence="forward and reverse paths agree with each other and all disagree with finite differences; the function calls a custom_jvp of the user's own code",
         explanation=(
             "The function (or something it calls) is a jax.custom_jvp, and forward and reverse mode, which both "
             "follow its hand-written JVP rule, agree with each other but not with finite differences of the function "

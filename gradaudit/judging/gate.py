@@ -100,10 +100,5 @@ def apply_gate(report: AuditReport, baseline: Baseline | None) -> AuditReport:
     resolved: tuple[tuple[str, str], ...] = ()
     if baseline is not None:
         now = {r.scenario.name: {f.fingerprint for f in r.findings} for r in results}
-        resolved = tuple(
-            (name, fingerprint)
-            for name, fingerprints in baseline.findings.items()
-            if name in now
-            for fingerprint in sorted(fingerprints - now[name])
-        )
+        resolved = tuple((name, fingerprint) for name, fingerprints in baseline.findings.items() if name in now for fingerprint in sorted(fingerprints - now[name]))
     return replace(report, results=results, resolved=resolved, baseline=None if baseline is None else baseline.source)

@@ -179,10 +179,7 @@ class Trust:
     def skipped_for(self, path: PathResult) -> Masks:
         """What is not compared with `path`: kinks, undefined entries, and moving entries where the
         path is not finite."""
-        return tuple(
-            s | (m & ~np.isfinite(np.asarray(a, dtype=np.float64)))
-            for s, m, a in zip(self.skipped, self.moving, path.arrays, strict=True)
-        )
+        return tuple(s | (m & ~np.isfinite(np.asarray(a, dtype=np.float64))) for s, m, a in zip(self.skipped, self.moving, path.arrays, strict=True))
 
     def allowance(self, noise: Masks) -> Masks:
         """The rounding noise of each estimate, plus the spread where the estimate moves."""
@@ -198,9 +195,7 @@ def trust(reference: PathResult, tolerances: Tolerances) -> Trust:
     kinks, moving, spreads = [], [], []
     names = ("extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise")
     estimates = [_estimate(reference, name) for name in SPREAD_ESTIMATES]
-    for block, (extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise) in enumerate(
-        zip(*(_estimate(reference, name) for name in names), strict=True)
-    ):
+    for block, (extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise) in enumerate(zip(*(_estimate(reference, name) for name in names), strict=True)):
         with np.errstate(invalid="ignore", over="ignore"):
             gap = np.abs(right - left)
             gap_half = np.abs(right_half - left_half)
@@ -211,9 +206,7 @@ def trust(reference: PathResult, tolerances: Tolerances) -> Trust:
             kink |= np.abs(central_check - predicted) > tolerances.fd_atol + tolerances.fd_rtol * scale + 4 * noise
             moved = np.abs(central_half - central)
             moves = moved > tolerances.fd_atol + tolerances.fd_rtol * scale
-            settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (
-                np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack
-            )
+            settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack)
             converging = moved <= CONVERGING * np.abs(central_half)
             kink = np.nan_to_num(kink | (moves & ~(settled & converging))).astype(bool) & ~undefined[block]
             moves = np.nan_to_num(moves).astype(bool) & ~kink & ~undefined[block]
@@ -245,10 +238,7 @@ def provenance(results: dict[str, PathResult], threshold: float, bindings: Seque
     if not value.ok or not fd.ok:
         return None
     shape = tuple(np.shape(value.arrays[0]))
-    evidence = [
-        np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0)
-        for central, left, right in zip(fd.arrays, _estimate(fd, "left"), _estimate(fd, "right"), strict=True)
-    ]
+    evidence = [np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0) for central, left, right in zip(fd.arrays, _estimate(fd, "left"), _estimate(fd, "right"), strict=True)]
     routes, seen = {}, {}
     for name in (path_name(p, binding) for binding in bindings for p in AD_PATHS):
         if name in results and results[name].ok:
@@ -409,7 +399,10 @@ class _Comparison:
         first, second = self.side[0], self.reference[0]
         return [
             _bad_entries(
-                a, b, self.rtol, self.atol,
+                a,
+                b,
+                self.rtol,
+                self.atol,
                 None if self.skip is None else self.skip[i],
                 None if self.noise is None else self.noise[i],
             )
@@ -443,8 +436,7 @@ class _Comparison:
         return Finding(
             kind=DISAGREEMENT,
             paths=paths,
-            message=f"{these} {verb} with {those} on {differing} of {total} entries; {where} {location}: "
-            f"{want_value:g} from {those}, {got_value:g} from {these}",
+            message=f"{these} {verb} with {those} on {differing} of {total} entries; {where} {location}: {want_value:g} from {those}, {got_value:g} from {these}",
             count=differing,
             of=total,
             location=location,
@@ -489,7 +481,7 @@ class _Comparison:
 
 
 def _location(block: np.ndarray, output_shape: tuple[int, ...], name: str, order: int, flat: int) -> str:
-    in_shape = np.shape(block)[len(output_shape):]
+    in_shape = np.shape(block)[len(output_shape) :]
     out_flat, in_flat = divmod(flat, max(1, int(np.prod(in_shape, dtype=np.int64))))
     if order == 0:
         return f"out{_index(output_shape, out_flat)}"
@@ -506,9 +498,7 @@ def _first_entry(masks: Masks) -> tuple[int, int] | None:
     return None
 
 
-def _finite_difference_notes(
-    reference: PathResult, trusted: Trust, output_shape: tuple[int, ...], names: tuple[str, ...], order: int
-) -> list[Note]:
+def _finite_difference_notes(reference: PathResult, trusted: Trust, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> list[Note]:
     """What finite differences could not judge (kinks, no finite estimate) or judged loosely (moving estimates)."""
     total = sum(np.size(m) for m in trusted.kink)
     label_ = label(reference.name)
@@ -528,33 +518,38 @@ def _finite_difference_notes(
     kinks = note(
         trusted.kink,
         {"left": _estimate(reference, "left_half"), "right": _estimate(reference, "right_half")},
-        lambda location, count, left, right: f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the "
-        f"right (the one-sided slopes disagree, or the estimates do not converge as the step shrinks); {count} of {total} "
-        f"entries not compared with {label_}",
+        lambda location, count, left, right: (
+            f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the "
+            f"right (the one-sided slopes disagree, or the estimates do not converge as the step shrinks); {count} of {total} "
+            f"entries not compared with {label_}"
+        ),
     )
     moving = note(
         trusted.moving,
         {"central": _estimate(reference, "central"), "central_half": _estimate(reference, "central_half"), "spread": trusted.spread},
-        lambda location, count, central, central_half, spread: f"near a pole or strong curvature at {location}: the central "
-        f"estimate moved from {central:g} to {central_half:g} as the step halved, while the one-sided slopes settled; {count} of "
-        f"{total} entries compared with {label_} within the spread of its estimates ({spread:g} there)",
+        lambda location, count, central, central_half, spread: (
+            f"near a pole or strong curvature at {location}: the central "
+            f"estimate moved from {central:g} to {central_half:g} as the step halved, while the one-sided slopes settled; {count} of "
+            f"{total} entries compared with {label_} within the spread of its estimates ({spread:g} there)"
+        ),
     )
     count = sum(int(np.sum(u)) for u in trusted.undefined)
-    undefined = [
-        Note(
-            paths=(reference.name,),
-            message=f"no finite estimate here: non-finite inputs or outputs, or a step past the dtype's range: "
-            f"{count} of {total} entries have no {label_}",
-            count=count,
-            of=total,
-        )
-    ] if count else []
+    undefined = (
+        [
+            Note(
+                paths=(reference.name,),
+                message=f"no finite estimate here: non-finite inputs or outputs, or a step past the dtype's range: {count} of {total} entries have no {label_}",
+                count=count,
+                of=total,
+            )
+        ]
+        if count
+        else []
+    )
     return kinks + moving + undefined
 
 
-def _device_findings(
-    results: dict[str, PathResult], arg_names: tuple[str, ...], output_shape: tuple[int, ...], tolerances: Tolerances
-) -> list[Finding]:
+def _device_findings(results: dict[str, PathResult], arg_names: tuple[str, ...], output_shape: tuple[int, ...], tolerances: Tolerances) -> list[Finding]:
     """Each path on a further device against the same path on the first: they should agree to rounding."""
     findings = []
     for name, result in results.items():
@@ -588,10 +583,7 @@ def _non_finite(results: dict[str, PathResult], value: PathResult, inputs: Seque
         shapes = {tuple(np.shape(a) for a in arrays) for arrays in derivatives}
         if not derivatives or len(shapes) != 1:
             return False
-        return any(
-            np.any(np.logical_and.reduce([np.isnan(np.asarray(arrays[block], dtype=np.float64)) for arrays in derivatives]))
-            for block in range(len(derivatives[0]))
-        )
+        return any(np.any(np.logical_and.reduce([np.isnan(np.asarray(arrays[block], dtype=np.float64)) for arrays in derivatives])) for block in range(len(derivatives[0])))
 
 
 def _ieee(comparison: _Comparison, non_finite: bool) -> bool:
@@ -620,16 +612,9 @@ def judge(
         )
         return Verdict(status=ERROR, findings=(finding,), provenance=None)
     raised = _grouped((name, result.error) for name, result in results.items() if result.error is not None)
-    raising = [
-        Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error.located()}", error_type=error.type)
-        for error, paths in raised.items()
-    ]
+    raising = [Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error.located()}", error_type=error.type) for error, paths in raised.items()]
     findings: list[Finding] = []
-    notes = [
-        Note(paths=(name,), message=f"{label(name)} does not apply: {result.not_applicable}")
-        for name, result in results.items()
-        if result.not_applicable
-    ]
+    notes = [Note(paths=(name,), message=f"{label(name)} does not apply: {result.not_applicable}") for name, result in results.items() if result.not_applicable]
     output_shape = tuple(np.shape(value.arrays[0]))
     non_finite = _non_finite(results, value, inputs)
     compiled = [r for r in (results.get(path_name(JIT_VALUE, b)) for b in bindings) if r is not None and r.ok and r is not value]
@@ -644,9 +629,7 @@ def judge(
             continue
         names = block_names(arg_names, family.order)
         classes = _agreement_classes([results[n] for n in ad_names if n in results and results[n].ok], tolerances.ad_rtol, tolerances.ad_atol)
-        comparisons = [
-            _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol) for earlier, later in itertools.combinations(classes, 2)
-        ]
+        comparisons = [_Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol) for earlier, later in itertools.combinations(classes, 2)]
         references = [results[n] for n in reference_names if results[n].ok]
         if references:
             reference = references[0]
@@ -654,17 +637,18 @@ def judge(
             skip = trusted.skipped
             noise = trusted.allowance(_estimate(reference, "noise"))
             notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
-            against_reference = [
-                _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, trusted.skipped_for(side[0]), noise)
-                for side in classes
-            ]
+            against_reference = [_Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, trusted.skipped_for(side[0]), noise) for side in classes]
             comparisons += against_reference
             # Under another binding the function itself may compute something else: compare its references
             # too, where both have an estimate.
             comparisons += [
                 _Comparison(
-                    [other], [reference], tolerances.fd_rtol, tolerances.fd_atol,
-                    tuple(s | u for s, u in zip(skip, _undefined(other), strict=True)), noise,
+                    [other],
+                    [reference],
+                    tolerances.fd_rtol,
+                    tolerances.fd_atol,
+                    tuple(s | u for s, u in zip(skip, _undefined(other), strict=True)),
+                    noise,
                 )
                 for other in references[1:]
             ]
@@ -678,21 +662,22 @@ def judge(
         for comparison in comparisons:
             found = comparison.finding(output_shape, names, family.order)
             if found and _ieee(comparison, non_finite):
-                notes.append(Note(
-                    paths=found.paths,
-                    message=f"{found.message.split(';')[0]}: {IEEE_NAN} "
-                    "(a zero tangent or cotangent times an infinite or NaN derivative is NaN in the mode that multiplies it in)",
-                    count=found.count, of=found.of, location=found.location,
-                ))
+                notes.append(
+                    Note(
+                        paths=found.paths,
+                        message=f"{found.message.split(';')[0]}: {IEEE_NAN} (a zero tangent or cotangent times an infinite or NaN derivative is NaN in the mode that multiplies it in)",
+                        count=found.count,
+                        of=found.of,
+                        location=found.location,
+                    )
+                )
             elif found:
                 findings.append(found)
     findings += _device_findings(results, arg_names, output_shape, tolerances)
     prov = provenance(results, tolerances.fd_atol, bindings)
     first_order = [results[p] for p in FAMILIES[0].bound(bindings)[0] if p in results]
     if first_order and all(r.not_applicable for r in first_order):
-        raising.append(
-            Finding(kind=RAISED, paths=tuple(r.name for r in first_order), message="no derivative path applies to this function: nothing was checked", error_type="NotApplicable")
-        )
+        raising.append(Finding(kind=RAISED, paths=tuple(r.name for r in first_order), message="no derivative path applies to this function: nothing was checked", error_type="NotApplicable"))
     routing = _routing_findings(prov, arg_names, disagreeing) if prov is not None else []
     findings = raising + routing + findings
     if any(f.kind == RAISED for f in findings):

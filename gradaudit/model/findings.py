@@ -13,6 +13,7 @@ IEEE_NAN = "NaN against a number only, where something is not finite"
 """What a note says of a disagreement set aside as IEEE arithmetic (0 × inf) between modes: one a
 path's jit twin may still show to be real."""
 
+
 class Status(StrEnum):
     """A scenario's verdict."""
 
@@ -40,6 +41,7 @@ ROUTING, DISAGREEMENT, RAISED = Kind.ROUTING, Kind.DISAGREEMENT, Kind.RAISED
 
 Sources = tuple[int, ...]
 """The arguments an output element depends on, by index (empty: none)."""
+
 
 @dataclass(frozen=True)
 class Finding:

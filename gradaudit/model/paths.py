@@ -92,10 +92,7 @@ class PathError:
         return f"{self} (at {self.user_where})" if self.user_where else str(self)
 
 
-_LIBRARY_FOLDERS = tuple(
-    str(Path(folder).resolve()) + os.sep
-    for folder in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], str(Path(__file__).parents[1])}
-)
+_LIBRARY_FOLDERS = tuple(str(Path(folder).resolve()) + os.sep for folder in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], str(Path(__file__).parents[1])})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -129,11 +126,7 @@ class Inapplicable:
     """Only for jit-compiled paths: the same exception eagerly is a real error."""
 
     def matches(self, path: str, exc: BaseException) -> bool:
-        return (
-            type(exc).__name__ == self.type
-            and self.fragment in str(exc)
-            and (not self.compiled_only or base_name(path) in COMPILED)
-        )
+        return type(exc).__name__ == self.type and self.fragment in str(exc) and (not self.compiled_only or base_name(path) in COMPILED)
 
 
 NOT_APPLICABLE: tuple[Inapplicable, ...] = (

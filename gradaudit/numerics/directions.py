@@ -67,9 +67,7 @@ def probe_index(probe: str, names: Sequence[str], shapes: Sequence[tuple[int, ..
     return position, int(np.ravel_multi_index(tuple(i % n for i, n in zip(element, shape, strict=True)), shape)) if shape else 0
 
 
-def choose(
-    points: Sequence[np.ndarray], names: Sequence[str], n_out: int, out_dtype: np.dtype, count: int, seed: int, probes: Sequence[str] = ()
-) -> Directions:
+def choose(points: Sequence[np.ndarray], names: Sequence[str], n_out: int, out_dtype: np.dtype, count: int, seed: int, probes: Sequence[str] = ()) -> Directions:
     """`count` random tangents over all of `points` (one per differentiated input), each as long as
     the point (at least 1), a tangent per probe (its element alone, max(1, |x|) long), and the
     cotangents: the output's basis when it has at most `count` elements, else `count` random unit

@@ -17,7 +17,16 @@ import ml_dtypes
 import numpy as np
 
 ESTIMATES = (
-    "extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise", "undefined",
+    "extrapolated",
+    "central",
+    "central_half",
+    "central_check",
+    "left",
+    "right",
+    "left_half",
+    "right_half",
+    "noise",
+    "undefined",
 )
 """Arrays per (output, argument) block: the Richardson extrapolation (4 c(h/2) - c(h)) / 3 of the
 central differences, which cancels their h^2 error; central differences at steps h, h/2 and, to
@@ -29,7 +38,12 @@ CHECK = 0.7
 number of times (where both central differences vanish, whatever the derivative) does not fit it."""
 
 MOVES: tuple[tuple[str, float], ...] = (
-    ("plus", 1.0), ("minus", -1.0), ("plus_half", 0.5), ("minus_half", -0.5), ("plus_check", CHECK), ("minus_check", -CHECK),
+    ("plus", 1.0),
+    ("minus", -1.0),
+    ("plus_half", 0.5),
+    ("minus_half", -0.5),
+    ("plus_check", CHECK),
+    ("minus_check", -CHECK),
 )
 """Where the function is evaluated, as multiples of the step h."""
 

@@ -178,9 +178,7 @@ def report_to_json(report: AuditReport, detail: str = "full", rendered: Rendered
         "warnings": list(report.warnings),
         "detail": detail,
         "diagnoses": _diagnoses(report.results),
-        "results": _Rows(
-            (rendered and rendered.row(result, detail)) or result_to_json(result, detail) for result in report.results
-        ),
+        "results": _Rows((rendered and rendered.row(result, detail)) or result_to_json(result, detail) for result in report.results),
         "errors": [error.to_dict() for error in report.errors],
     }
 

@@ -118,12 +118,7 @@ def _second_order_cell(result: ScenarioResult) -> Text:
         text.append("(" + ", ".join(diagonal) + ("," if n == 1 else "") + ") ")
     # Blame the paths that disagree with the reference (or raised); without a reference, any disagreement.
     blamed = family.reference if reference.ok else None
-    wrong = [
-        p
-        for p in family.ad_paths
-        if (result.paths[p].error is not None if p in result.paths else False)
-        or any(p in f.paths and (blamed is None or blamed in f.paths) for f in result.findings)
-    ]
+    wrong = [p for p in family.ad_paths if (result.paths[p].error is not None if p in result.paths else False) or any(p in f.paths and (blamed is None or blamed in f.paths) for f in result.findings)]
     if wrong:
         text.append(f"{len(wrong)} differ", style="red")  # the findings lines name them
     else:
@@ -144,11 +139,7 @@ def _shape_cell(shape: tuple[int, ...]) -> str:
 
 def _shown_paths(results: Sequence[ScenarioResult]) -> list[str]:
     """First-order path columns; jit(jacfwd) only where it says something jacfwd does not, to save width."""
-    return [
-        name
-        for name in (*AD_PATHS, FINITE_DIFFERENCE)
-        if name != JIT_JACFWD or any(str(_path_cell(r, JIT_JACFWD)) != str(_path_cell(r, JACFWD)) for r in results)
-    ]
+    return [name for name in (*AD_PATHS, FINITE_DIFFERENCE) if name != JIT_JACFWD or any(str(_path_cell(r, JIT_JACFWD)) != str(_path_cell(r, JACFWD)) for r in results)]
 
 
 Column = tuple[str, dict]
@@ -218,10 +209,7 @@ def _function_cells(result: ScenarioResult) -> tuple[str, ...]:
 def _blamed(result: ScenarioResult, name: str) -> bool:
     """Whether a path is on the wrong side of a finding: against finite differences where they could be compared."""
     references = [p for p in result.paths if base_name(p) in (FINITE_DIFFERENCE, FAMILIES[1].reference)]
-    return any(
-        name in f.paths and (f.kind != DISAGREEMENT or not references or any(r in f.paths for r in references))
-        for f in result.findings
-    )
+    return any(name in f.paths and (f.kind != DISAGREEMENT or not references or any(r in f.paths for r in references)) for f in result.findings)
 
 
 def _binding_cell(result: ScenarioResult, base: str) -> Text:
@@ -539,8 +527,7 @@ def print_search(console: Console, name: str, outcome: SearchOutcome, written: S
     console.print(line, highlight=False)
     for found in outcome.unconfirmed:
         console.print(
-            f"not confirmed: the fast path saw {found.kind[0]} ({', '.join(found.kind[1])}), "
-            "but the literal path finds the minimal scenario consistent; not reported",
+            f"not confirmed: the fast path saw {found.kind[0]} ({', '.join(found.kind[1])}), but the literal path finds the minimal scenario consistent; not reported",
             highlight=False,
         )
     if not outcome.found:
@@ -587,8 +574,7 @@ def print_survey(console: Console, surveyed: Sequence, reproduce: str) -> None:
     kinds = sum(len(one.outcome.found) for one in surveyed)
     found = sum(1 for one in surveyed if one.outcome.found)
     console.print(
-        f"surveyed {len(surveyed)} function entries: {kinds} kind{'s' if kinds != 1 else ''} of disagreement in {found}"
-        + (f"; reproduce: {reproduce}" if kinds else ""),
+        f"surveyed {len(surveyed)} function entries: {kinds} kind{'s' if kinds != 1 else ''} of disagreement in {found}" + (f"; reproduce: {reproduce}" if kinds else ""),
         highlight=False,
     )
 

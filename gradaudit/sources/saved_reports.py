@@ -26,16 +26,10 @@ def _check_result(path: str, index: int, result) -> None:
     if not isinstance(result["scenario"], dict) or not isinstance(result["scenario"].get("suite", ""), str):
         raise ReportError(f"{where}: 'scenario' must be an object whose 'suite' is a string")
     outcome = result.get("outcome")
-    if outcome is not None and not (
-        isinstance(outcome, dict)
-        and isinstance(outcome.get("passed"), bool)
-        and all(isinstance(outcome.get(k, []), list) for k in ("new", "known"))
-    ):
+    if outcome is not None and not (isinstance(outcome, dict) and isinstance(outcome.get("passed"), bool) and all(isinstance(outcome.get(k, []), list) for k in ("new", "known"))):
         raise ReportError(f"{where}: 'outcome' must be null or an object with 'passed' (true or false), 'new' and 'known' lists")
     findings = result["findings"]
-    if not isinstance(findings, list) or not all(
-        isinstance(f, dict) and isinstance(f.get("fingerprint"), str) and isinstance(f.get("message"), str) for f in findings
-    ):
+    if not isinstance(findings, list) or not all(isinstance(f, dict) and isinstance(f.get("fingerprint"), str) and isinstance(f.get("message"), str) for f in findings):
         raise ReportError(f"{where}: 'findings' must be a list of objects with a string 'fingerprint' and 'message'")
 
 
@@ -88,10 +82,7 @@ def read_report(path: str) -> dict:
     if not isinstance(document.get("gate", {}), dict):
         raise ReportError(f"{path}: 'gate' must be an object")
     if document.get("errors"):
-        raise ReportError(
-            f"{path}: this report had {len(document['errors'])} input error(s), so its run audited nothing "
-            "it can vouch for; fix them and run again"
-        )
+        raise ReportError(f"{path}: this report had {len(document['errors'])} input error(s), so its run audited nothing it can vouch for; fix them and run again")
     names: set[str] = set()
     for index, result in enumerate(document["results"]):
         _check_result(path, index, result)

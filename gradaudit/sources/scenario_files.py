@@ -224,9 +224,7 @@ class _ScenarioFile:
     def load(self, root: yaml.Node | None) -> list[Scenario]:
         check = self.check
         if root is None:
-            check.errors.append(
-                InputError(Location(self.file, 1, 1), "empty file: expected a mapping with a 'scenarios' list")
-            )
+            check.errors.append(InputError(Location(self.file, 1, 1), "empty file: expected a mapping with a 'scenarios' list"))
             return []
         try:
             top = check.mapping(root, "the file", TOP_LEVEL_KEYS)
@@ -314,6 +312,7 @@ class _ScenarioFile:
         if key == "selector.dtype":
             return check.choice(node, "selector dtype", dtypes.SELECTOR_DTYPES)
         if key == "selector.value":
+
             def element(item: yaml.Node):
                 value = scalar_value(self.file, item)
                 if not isinstance(value, int):
@@ -476,9 +475,7 @@ class _ScenarioFile:
         if any(spec is None for spec in specs):
             return ()
         if not any(spec.differentiable for spec in specs):
-            raise self.check.fail(
-                node, f"no input to differentiate: give at least one input of a floating dtype ({_allowed(dtypes.FLOAT_DTYPES)})"
-            )
+            raise self.check.fail(node, f"no input to differentiate: give at least one input of a floating dtype ({_allowed(dtypes.FLOAT_DTYPES)})")
         return tuple(specs)
 
     def input(self, node: yaml.Node, scenario_seed: int) -> InputSpec:
@@ -538,15 +535,12 @@ class _ScenarioFile:
         if dtype_value in dtypes.FLOAT_DTYPES:
             raise check.fail(
                 dtype_node,
-                f"selector dtype must be bool or an integer dtype, got floating '{dtype_value}' "
-                f"(allowed: {_allowed(dtypes.SELECTOR_DTYPES)})",
+                f"selector dtype must be bool or an integer dtype, got floating '{dtype_value}' (allowed: {_allowed(dtypes.SELECTOR_DTYPES)})",
             )
         dtype = check.choice(dtype_node, "selector dtype", dtypes.SELECTOR_DTYPES)
         value, value_shape = check.nested(items["value"][1], "selector value", lambda n: check.discrete(n, dtype, "selector"))
         if dtype == "bool" and cases is not None and cases > 2:
-            raise check.fail(
-                items["dtype"][1], f"a bool selector chooses between at most 2 cases, but cases is {cases}; use an integer dtype"
-            )
+            raise check.fail(items["dtype"][1], f"a bool selector chooses between at most 2 cases, but cases is {cases}; use an integer dtype")
         if shape is not None and value_shape not in ((), shape):
             raise check.fail(
                 items["value"][1],

@@ -39,10 +39,7 @@ def shard_from_environment(text: str, environ: dict) -> tuple[int, int]:
     if "SLURM_ARRAY_TASK_ID" in environ and "SLURM_ARRAY_TASK_COUNT" in environ:
         first = int(environ.get("SLURM_ARRAY_TASK_MIN", "0"))
         return parse_shard(f"{int(environ['SLURM_ARRAY_TASK_ID']) - first + 1}/{environ['SLURM_ARRAY_TASK_COUNT']}")
-    raise ValueError(
-        "--shard auto reads a SLURM array job's SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, which are not set "
-        "(for a Kubernetes Indexed Job give the count: --shard auto/N)"
-    )
+    raise ValueError("--shard auto reads a SLURM array job's SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, which are not set (for a Kubernetes Indexed Job give the count: --shard auto/N)")
 
 
 def in_shard(name: str, k: int, n: int) -> bool:

@@ -54,9 +54,7 @@ def _key(node: yaml.Node, text: str) -> yaml.ScalarNode:
     return yaml.ScalarNode(_STR, text, node.start_mark, node.end_mark)
 
 
-def combinations(
-    name_node: yaml.ScalarNode, axes: dict[str, list[yaml.Node]], fixed: dict[str, yaml.Node], plain: dict[str, list]
-) -> list[Combination]:
+def combinations(name_node: yaml.ScalarNode, axes: dict[str, list[yaml.Node]], fixed: dict[str, yaml.Node], plain: dict[str, list]) -> list[Combination]:
     """The product of the axes as scenario nodes, named by the template in `name_node`.
 
     `plain` holds each alternative's Python value, for the name.

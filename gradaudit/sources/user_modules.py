@@ -23,8 +23,7 @@ def resolve_checked(spec: str, root: str, user_code: bool) -> None:
     it without importing anything: FunctionImportError either way, meant for the user."""
     if not user_code:
         raise FunctionImportError(
-            f"fn '{spec}' would import and run Python code, and user code is off (--no-user-code, or user_code = false): "
-            "function scenarios are refused, select_n scenarios still run"
+            f"fn '{spec}' would import and run Python code, and user code is off (--no-user-code, or user_code = false): function scenarios are refused, select_n scenarios still run"
         )
     resolve(spec, root)
 
@@ -59,11 +58,7 @@ def _modules_in(folder: Path) -> list[str]:
     """The modules a folder offers: its *.py files and its packages (folders with __init__.py)."""
     if not folder.is_dir():
         return []
-    return sorted(
-        p.stem if p.suffix == ".py" else p.name
-        for p in folder.iterdir()
-        if (p.suffix == ".py" and p.is_file()) or (p.is_dir() and (p / "__init__.py").is_file())
-    )
+    return sorted(p.stem if p.suffix == ".py" else p.name for p in folder.iterdir() if (p.suffix == ".py" and p.is_file()) or (p.is_dir() and (p / "__init__.py").is_file()))
 
 
 def resolve(spec: str, root: str) -> Callable:

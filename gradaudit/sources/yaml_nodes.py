@@ -34,6 +34,7 @@ class _Loader(_SafeLoader):  # type: ignore[misc, valid-type]
             return _plain_scalar_tag(value) if implicit[0] else self.DEFAULT_SCALAR_TAG
         return super().resolve(kind, value, implicit)
 
+
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:null": "null",
     "tag:yaml.org,2002:bool": "bool",
@@ -75,9 +76,7 @@ def parse_file(path: Path, display: str) -> tuple[yaml.Node | None, list[InputEr
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         where = _offset_location(display, data[: exc.start].decode("utf-8", "replace"), exc.start)
-        raise InvalidInput(
-            InputError(where, f"not UTF-8 text (byte 0x{data[exc.start]:02x}); scenario files must be UTF-8")
-        ) from None
+        raise InvalidInput(InputError(where, f"not UTF-8 text (byte 0x{data[exc.start]:02x}); scenario files must be UTF-8")) from None
     return parse_text(text, display)
 
 
@@ -101,10 +100,7 @@ def parse_text(text: str, display: str) -> tuple[yaml.Node | None, list[InputErr
     except RecursionError:
         raise InvalidInput(InputError(Location(display, 1, 1), "YAML nested too deeply")) from None
     documents = [d for d in documents if d is not None]
-    extra = [
-        InputError(node_location(display, d), "a scenario file holds one YAML document; found another one after '---'")
-        for d in documents[1:]
-    ]
+    extra = [InputError(node_location(display, d), "a scenario file holds one YAML document; found another one after '---'") for d in documents[1:]]
     return (documents[0] if documents else None), extra
 
 
@@ -114,9 +110,7 @@ def scalar_value(file: str, node: yaml.Node):
         kind = "a mapping" if isinstance(node, yaml.MappingNode) else "a list"
         raise InvalidInput(InputError(node_location(file, node), f"expected a single value, got {kind}"))
     if node.tag not in _SCALAR_TAGS:
-        raise InvalidInput(
-            InputError(node_location(file, node), f"unsupported YAML tag {node.tag!r}; only plain values are allowed")
-        )
+        raise InvalidInput(InputError(node_location(file, node), f"unsupported YAML tag {node.tag!r}; only plain values are allowed"))
     if node.tag == "tag:yaml.org,2002:str" and not node.style and _EXPONENT.match(node.value):
         return float(node.value)  # YAML 1.1 reads 1e-3 as a string; a plain scalar like that means a number
     try:
@@ -124,9 +118,7 @@ def scalar_value(file: str, node: yaml.Node):
     except (yaml.YAMLError, ValueError, OverflowError) as exc:
         raise InvalidInput(InputError(node_location(file, node), f"cannot read value {node.value!r}: {exc}")) from None
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST_INTEGER:
-        raise InvalidInput(
-            InputError(node_location(file, node), f"integer too large: {len(str(abs(value)))} digits (at most {LARGEST_INTEGER:.0e}, past uint64's range)")
-        )
+        raise InvalidInput(InputError(node_location(file, node), f"integer too large: {len(str(abs(value)))} digits (at most {LARGEST_INTEGER:.0e}, past uint64's range)"))
     return value
 
 
@@ -174,9 +166,7 @@ def mapping_items(file: str, node: yaml.Node, what: str) -> tuple[dict[str, tupl
         key = key_node.value
         if key in items:
             first = node_location(file, items[key][0])
-            errors.append(
-                InputError(node_location(file, key_node), f"duplicate key '{key}' in {what} (first given at line {first.line})")
-            )
+            errors.append(InputError(node_location(file, key_node), f"duplicate key '{key}' in {what} (first given at line {first.line})"))
             continue
         items[key] = (key_node, value_node)
     return items, errors

@@ -94,8 +94,7 @@ TABLE: tuple[Surveyed, ...] = (
     ),
     *_each(
         "jax.numpy",
-        "add subtract multiply divide true_divide floor_divide power float_power remainder fmod maximum minimum fmax "
-        "fmin hypot arctan2 copysign logaddexp logaddexp2 heaviside",
+        "add subtract multiply divide true_divide floor_divide power float_power remainder fmod maximum minimum fmax fmin hypot arctan2 copysign logaddexp logaddexp2 heaviside",
         "x x",
     ),
     Surveyed("jax.numpy.clip", ("x", "x", "x")),
@@ -119,11 +118,13 @@ TABLE: tuple[Surveyed, ...] = (
     Surveyed("jax.numpy.polyval", ("v", "x"), {}, "vector"),
     # jax.numpy.linalg and fft
     *_wide(_each("jax.numpy.linalg", "inv det slogdet pinv eigh qr svd cholesky", "m", "square")),
-    *_wide([
-        Surveyed("jax.numpy.linalg.norm", ("x",), {"ord": (None, 1, 2, "fro")}, "matrix"),
-        Surveyed("jax.numpy.linalg.solve", ("m", "m"), {}, "square"),
-        Surveyed("jax.numpy.linalg.matrix_power", ("m",), {"n": (2, 3, -1)}, "square"),
-    ]),
+    *_wide(
+        [
+            Surveyed("jax.numpy.linalg.norm", ("x",), {"ord": (None, 1, 2, "fro")}, "matrix"),
+            Surveyed("jax.numpy.linalg.solve", ("m", "m"), {}, "square"),
+            Surveyed("jax.numpy.linalg.matrix_power", ("m",), {"n": (2, 3, -1)}, "square"),
+        ]
+    ),
     Surveyed("jax.numpy.trace", ("m",), {}, "square"),
     *_wide(_each("jax.numpy.fft", "fft ifft rfft irfft", "v", "vector")),
     Surveyed("jax.numpy.fft.fft2", ("x",), {}, "matrix", floats=WIDE),
@@ -153,8 +154,7 @@ TABLE: tuple[Surveyed, ...] = (
     # jax.nn
     *_each(
         "jax.nn",
-        "relu relu6 sigmoid softplus soft_sign silu gelu elu celu selu leaky_relu hard_tanh hard_sigmoid hard_silu "
-        "log_sigmoid mish sparse_plus squareplus",
+        "relu relu6 sigmoid softplus soft_sign silu gelu elu celu selu leaky_relu hard_tanh hard_sigmoid hard_silu log_sigmoid mish sparse_plus squareplus",
         "x",
     ),
     *_each("jax.nn", "softmax log_softmax standardize logsumexp", "x", "array", axis=(-1, 0)),
