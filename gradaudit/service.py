@@ -26,6 +26,7 @@ is reported.
 from __future__ import annotations
 
 import platform
+import random
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -192,7 +193,7 @@ def _report(scenarios, results, options: Options, files, counts: dict, devices) 
     too_large = [r for r in results if r.findings and r.findings[0].error_type == LIMIT_EXCEEDED]
     errors = tuple(InputError(r.scenario.source, r.findings[0].message) for r in too_large)
     kept = tuple(r for r in results if r not in too_large)
-    return AuditReport(environment=env, results=kept, files=files, timings=timings, errors=errors)
+    return AuditReport(environment=env, results=kept, files=files, timings=timings, errors=errors, shuffle=options.shuffle)
 
 
 def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_result, files) -> AuditReport:
@@ -201,16 +202,19 @@ def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_resu
 
     results: list[ScenarioResult | None] = [None] * len(scenarios)
     counts: dict = {"groups": 0, "bundles": 0, "failed_bundles": 0, "waited": 0.0}
+    order = list(range(len(scenarios)))
+    if options.shuffle is not None:
+        random.Random(options.shuffle).shuffle(order)
     with select_n_rule(options.rule), remembered_interrupt() as check:
 
         def settle(index: int, result: ScenarioResult) -> None:
-            results[index] = result
+            results[order[index]] = result
             if on_result is not None:
                 on_result(result)
             check()
 
         try:
-            _engines(scenarios, options, devices, settle, counts)
+            _engines([scenarios[i] for i in order], options, devices, settle, counts)
         except KeyboardInterrupt:
             finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
             raise AuditInterrupted(_report(scenarios, finished, options, files, counts, devices)) from None

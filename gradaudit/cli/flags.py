@@ -23,6 +23,7 @@ CLICK_TYPES: dict[str, dict] = {
     "keyword": {"metavar": "EXPR"},
     "shard": {"metavar": "K/N"},
     "json_detail": {"type": click.Choice(DETAILS), "show_default": "findings"},
+    "shuffle": {"type": int, "metavar": "SEED"},
 }
 """How click reads each flag; its name, flag and help come from KEYS."""
 
@@ -55,7 +56,7 @@ def flags(*names: str) -> Callable:
 
 
 SELECTION = ("keyword", "shard")
-AUDIT = ("rtol", "atol", "timeout", "literal", "jobs", "cache", "backend", "devices", "user_code")
+AUDIT = ("rtol", "atol", "timeout", "literal", "jobs", "cache", "backend", "devices", "user_code", "shuffle")
 
 
 def options_from(flags_given: dict) -> Options:

@@ -111,6 +111,13 @@ KEYS: dict[str, Key] = {
             "Jacobian entries above which the Python API compares along directions instead of whole Jacobians (0: always).",
         ),
         Key(
+            "shuffle",
+            int,
+            "a seed (an integer)",
+            "Audit in a random order drawn from this seed (recorded in the report), to show a result that depends on what ran before it; the report lists scenarios in file order either way.",
+            flag="--shuffle",
+        ),
+        Key(
             "user_code",
             bool,
             "true or false",
@@ -168,6 +175,7 @@ class Options:
     directions: int = 4
     directional_above: int = 10_000
     user_code: bool = True
+    shuffle: int | None = None
 
     @property
     def tolerance(self) -> tuple[float | None, float | None]:

@@ -76,6 +76,8 @@ class AuditReport:
     """The baseline report the gate used, if any."""
     warnings: tuple[str, ...] = ()
     """What the run worked around and a user should know (a cache folder it could not use)."""
+    shuffle: int | None = None
+    """The seed of the order scenarios were audited in (`--shuffle`), or None: file order."""
     timings: dict = field(default_factory=dict)
     """Seconds spent judging, how many fast-path groups and bundles there were, and under `workers`
     what worker processes spent (for --profile)."""

@@ -177,6 +177,7 @@ def report_to_json(report: AuditReport, detail: str = "full", rendered: Rendered
         "files": list(report.files),
         "warnings": list(report.warnings),
         "detail": detail,
+        "shuffle": report.shuffle,
         "diagnoses": _diagnoses(report.results),
         "results": _Rows((rendered and rendered.row(result, detail)) or result_to_json(result, detail) for result in report.results),
         "errors": [error.to_dict() for error in report.errors],
