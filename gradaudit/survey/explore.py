@@ -10,6 +10,7 @@ function is smooth (the judge's kink-aware comparison keeps documented conventio
 from __future__ import annotations
 
 import difflib
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,8 @@ class FunctionSurvey:
     space: SurveySpace
     outcome: SearchOutcome
     files: list[Path] = field(default_factory=list)
+    seconds: float = 0.0
+    """Wall time of its search, shrinking, confirming and writing."""
 
     @property
     def worst(self) -> str:
@@ -80,11 +83,12 @@ class FunctionSurvey:
 
 def survey_one(space: SurveySpace, budget: int, seed: int, screen, audit_one, out: Path, how: str, limits, on_progress) -> FunctionSurvey:
     """Explore one function, shrink and confirm each kind, write its files."""
+    started = time.perf_counter()
     outcome = search(space, budget, seed, screened(screen), None, on_progress, limits)
     if outcome.found:
         confirm(outcome, space, audit_one)
     files = write_found(outcome, space, out, how) if not outcome.problem else []
-    return FunctionSurvey(space, outcome, files)
+    return FunctionSurvey(space, outcome, files, round(time.perf_counter() - started, 1))
 
 
 def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budget: int, seed: int) -> dict:
@@ -101,6 +105,7 @@ def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budge
                 "audited": one.outcome.audited,
                 "skipped": dict(one.outcome.skipped),
                 "problem": one.outcome.problem,
+                "seconds": one.seconds,
                 "worst": one.worst,
                 "kinds": [
                     {

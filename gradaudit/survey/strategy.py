@@ -7,13 +7,15 @@ values in range, each option's first alternative.
 
 Hypothesis draws edge values often but not evenly (it mutates what it drew before), so a survey
 first audits a sweep: the plainest case with one edge changed, for every edge of the shared tables
-(each floating edge value, a tie, each index dtype at its limits, a narrow index into a long axis).
+(each floating edge value, a tie, a tie of each non-finite value, each index dtype at its limits, a
+narrow index into a long axis).
 One entry builder serves both: it asks a picker for every choice, and the sweep's picker answers
 with the plainest one.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gradaudit.model import dtypes
@@ -152,7 +154,7 @@ def entry_strategy(surveyed: Surveyed, name: str):
 
 def sweep(surveyed: Surveyed, name: str) -> list[dict]:
     """The plainest entry with one edge changed, for every edge of the shared tables: each floating
-    edge value (and a tie) in the first floating argument, and each index or selector dtype at its
+    edge value (and a tie, and a tie of each non-finite value) in the first floating argument, and each index or selector dtype at its
     limits in the first such argument (all its elements), also into a `LONG_AXIS` where the dtype
     cannot address one. Each is as small as a draw can be, so a kind it shows needs no shrinking."""
     plain = build_entry(surveyed, name, _Plain())
@@ -165,6 +167,10 @@ def sweep(surveyed: Surveyed, name: str) -> list[dict]:
         for edge in (*float_edges(spec["dtype"]), flat[0]):
             values = list(flat)
             values[where] = edge
+            entries.append(_with(plain, first_float, value=_reshaped(values, spec["value"])))
+        for edge in (e for e in float_edges(spec["dtype"]) if not math.isfinite(e)) if len(flat) > 2 else ():
+            values = list(flat)
+            values[1] = values[2] = edge  # a tie of a non-finite value
             entries.append(_with(plain, first_float, value=_reshaped(values, spec["value"])))
     first_index = next((k for k, role in enumerate(surveyed.signature) if role in (*INDEXING, "w")), None)
     if first_index is not None:
