@@ -137,4 +137,4 @@ def test_the_public_names_are_documented_and_typed():
             returns = inspect.signature(value).return_annotation
             assert "Returns:" in doc or returns in (None, "None"), f"gradaudit.{name}'s docstring says nothing of what it returns"
     assert (importlib.resources.files("gradaudit") / "py.typed").is_file()
-    assert 'gradaudit = ["py.typed", "schemas/*.json"]' in (ROOT / "pyproject.toml").read_text()
+    assert 'gradaudit = ["py.typed", "schemas/*.json", "render/templates/*.html"]' in (ROOT / "pyproject.toml").read_text()

@@ -39,7 +39,7 @@ def _paths(paths: Sequence[str]) -> Sequence[str]:
     return paths or output_setting("paths", ()) or ()
 
 
-def _session(json_path, junit_path, format, color, json_option: str = "--json", options=None) -> Session:
+def _session(json_path, junit_path, format, color, json_option: str = "--json", options=None, html_path=None, sarif_path=None) -> Session:
     return Session(
         output_setting("color", color),
         output_setting("json", json_path),
@@ -47,6 +47,8 @@ def _session(json_path, junit_path, format, color, json_option: str = "--json", 
         output_setting("format", format),
         json_option,
         options.json_detail if options is not None else "findings",
+        output_setting("html", html_path),
+        output_setting("sarif", sarif_path),
     )
 
 
@@ -56,7 +58,7 @@ def _session(json_path, junit_path, format, color, json_option: str = "--json", 
 @profile_option
 @output_options
 @guarded
-def run(paths, profile, json_path, junit_path, format, verbose, quiet, color, exit_zero, **given) -> int:
+def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, verbose, quiet, color, exit_zero, **given) -> int:
     """Audit every scenario in PATHS (YAML files, or folders searched for *.yaml and *.yml).
 
     Exit 0 when every scenario passes, 1 when any fails, 2 for bad input.
@@ -66,7 +68,7 @@ def run(paths, profile, json_path, junit_path, format, verbose, quiet, color, ex
     from gradaudit.service import AuditInterrupted
 
     options = options_from(given)
-    session = _session(json_path, junit_path, format, color, options=options)
+    session = _session(json_path, junit_path, format, color, options=options, html_path=html_path, sarif_path=sarif_path)
     profiler = Profile(enabled=profile)
     with profiler.phase("load"):
         loaded = session.load(_paths(paths), options.user_code)
@@ -290,6 +292,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 @click.option("--seed", type=int, default=0, show_default=True, help="The survey's random seed: the same seed, the same survey.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("survey"), show_default=True, help="Folder for the reproducer files.")
 @click.option("--json", "json_path", metavar="PATH", help="Write the survey report (gradaudit.survey/1) to PATH ('-' for stdout).")
+@click.option("--html", "html_path", metavar="PATH", help="Write a self-contained HTML page to PATH: a function × dtype matrix linking to each kind's findings and pictures.")
 @click.option(
     "--shard",
     metavar="K/N|auto|auto/N",
@@ -300,7 +303,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 @exit_zero_option
 @debug_option
 @guarded
-def survey(functions, listing, budget, seed, out, json_path, shard, color, exit_zero, **given) -> int:
+def survey(functions, listing, budget, seed, out, json_path, html_path, shard, color, exit_zero, **given) -> int:
     """Survey JAX's differentiable functions (FUNCTIONS by public path, e.g. jax.numpy.take; none:
     all of them): draw scenarios from each function's roles and the shared edge values, and shrink
     every kind of disagreement to a scenario file in --out, which `gradaudit run` reproduces.
@@ -314,7 +317,7 @@ def survey(functions, listing, budget, seed, out, json_path, shard, color, exit_
     options = options_from(given)
     if given.get("timeout") is None and "timeout" not in configured():
         options = dataclasses.replace(options, timeout=SURVEY_TIMEOUT)
-    session = Session(output_setting("color", color))
+    session = Session(output_setting("color", color), html_path=html_path)
     try:
         chosen = spaces(functions)
     except UnknownFunction as exc:
@@ -358,6 +361,11 @@ def survey(functions, listing, budget, seed, out, json_path, shard, color, exit_
     document = report_document(done, environment(options.rule, devices), budget, seed)
     if json_path:
         write_atomic(json_path, json.dumps(document, indent=2) + "\n")
+    if html_path:
+        from gradaudit.render.html_report import survey_html
+
+        kinds = {str(path): found.result for one in done for found, path in zip(one.outcome.found, one.files, strict=False)}
+        write_atomic(html_path, survey_html(document, kinds))
     print_survey(session.out, done, f"gradaudit run {out} --rule {options.rule}")
     return exit_code(not any(one.outcome.found for one in done), output_setting("exit_zero", exit_zero))
 
@@ -397,7 +405,7 @@ def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:
 @flags(*SELECTION, *AUDIT)
 @output_options
 @guarded
-def compare(args, json_path, junit_path, format, verbose, quiet, color, exit_zero, **given) -> int:
+def compare(args, json_path, junit_path, html_path, sarif_path, format, verbose, quiet, color, exit_zero, **given) -> int:
     """Audit PATHs under each of two or more select_n transpose rules and show what changed.
 
     RULE is installed, legacy or fixed. Exit 0 when the last rule passes everywhere, else 1.
@@ -407,7 +415,7 @@ def compare(args, json_path, junit_path, format, verbose, quiet, color, exit_zer
 
     paths, rules = split_rules(args)
     options = options_from(given).updated(baseline=None)
-    session = _session(json_path, junit_path, format, color, options=options)
+    session = _session(json_path, junit_path, format, color, options=options, html_path=html_path, sarif_path=sarif_path)
     loaded = session.load(_paths(paths), options.user_code)
     if loaded is None:
         return EXIT_INPUT

@@ -72,7 +72,7 @@ def options_from(flags_given: dict) -> Options:
 
 
 def output_setting(name: str, given):
-    """An output setting (json, junit, format, color, exit_zero, paths): the flag's value, else the configuration's."""
+    """An output setting (json, junit, html, sarif, format, color, exit_zero, paths): the flag's value, else the configuration's."""
     if given not in (None, ()):
         return given
     value = configured().get(name)
@@ -88,6 +88,8 @@ output_options = _stacked(
     click.option("--json", "json_path", metavar="PATH", help="Write the JSON report to PATH ('-' for stdout)."),
     flags("json_detail"),
     click.option("--junit", "junit_path", metavar="PATH", help="Write a JUnit XML report to PATH ('-' for stdout)."),
+    click.option("--html", "html_path", metavar="PATH", help="Write a self-contained HTML report (findings and pictures, no network needed) to PATH."),
+    click.option("--sarif", "sarif_path", metavar="PATH", help="Write SARIF 2.1.0 to PATH: each finding at its scenario's line, for GitHub code scanning."),
     click.option(
         "--format",
         "format",

@@ -55,6 +55,13 @@ def check_writable(option: str, target: str | None) -> None:
         raise click.BadParameter(f"folder '{parent}' is not writable", param_hint=option)
 
 
+def check_html(target: str | None) -> None:
+    """An HTML report is a page to open in a browser: a file, never stdout."""
+    if target == "-":
+        raise click.BadParameter("the HTML report is a page to open in a browser: give a file name, not '-'", param_hint="--html")
+    check_writable("--html", target)
+
+
 def console(stream, color: str | None) -> Console:
     """A rich console; `auto` colour follows rich (NO_COLOR, TERM=dumb, TTY), `always`/`never` force it.
 
@@ -79,15 +86,20 @@ class Session:
         formats=(),
         json_option: str = "--json",
         json_detail: str = "findings",
+        html_path: str | None = None,
+        sarif_path: str | None = None,
     ):
         check_writable(json_option, json_path)
         check_writable("--junit", junit_path)
+        check_html(html_path)
+        check_writable("--sarif", sarif_path)
         if json_path == "-" and junit_path == "-":
             raise click.BadParameter("only one report can go to stdout", param_hint="--junit")
         report_on_stdout = "-" in (json_path, junit_path)
         if report_on_stdout and "github" in (formats or ()):
             raise click.BadParameter("annotations and a report cannot both go to stdout: write the report to a file", param_hint="--format github")
         self.json_path, self.junit_path, self.json_detail = json_path, junit_path, json_detail
+        self.html_path, self.sarif_path = html_path, sarif_path
         # Results as they finish, one JSON line each, beside the report: a killed run's work stays readable.
         self.partial = Path(json_path + ".partial") if json_path and json_path != "-" else None
         from gradaudit.render.json_report import RenderedRows
@@ -160,7 +172,7 @@ class Session:
     def write_files(self, report=None, comparison=None) -> None:
         from gradaudit.render import ReportFormat, formatter_for
 
-        for target, fmt in ((self.json_path, ReportFormat.JSON), (self.junit_path, ReportFormat.JUNIT)):
+        for target, fmt in ((self.json_path, ReportFormat.JSON), (self.junit_path, ReportFormat.JUNIT), (self.html_path, ReportFormat.HTML), (self.sarif_path, ReportFormat.SARIF)):
             if target:
                 renderer = formatter_for(fmt, json_detail=self.json_detail, rendered=self.rendered)
                 write_atomic(target, renderer.render(report) if comparison is None else renderer.render_comparison(comparison))

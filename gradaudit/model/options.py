@@ -135,8 +135,8 @@ KEYS: dict[str, Key] = {
         ),
     )
 }
-"""What an audit reads. The command line's output settings (paths, json, junit, format, color,
-exit_zero) are `[tool.gradaudit]` keys too: see OUTPUT_KEYS."""
+"""What an audit reads. The command line's output settings (paths, json, junit, html, sarif,
+format, color, exit_zero) are `[tool.gradaudit]` keys too: see OUTPUT_KEYS."""
 
 OUTPUT_KEYS: dict[str, Key] = {
     key.name: key
@@ -144,6 +144,8 @@ OUTPUT_KEYS: dict[str, Key] = {
         Key("paths", list, "a list of files or folders", "Scenario files or folders to audit when none are given."),
         Key("json", str, "a path ('-' for stdout)", "Write the JSON report to PATH ('-' for stdout)."),
         Key("junit", str, "a path", "Write a JUnit XML report to PATH ('-' for stdout)."),
+        Key("html", str, "a path", "Write a self-contained HTML report to PATH."),
+        Key("sarif", str, "a path", "Write SARIF 2.1.0 to PATH (GitHub code scanning)."),
         Key("format", list, f"a list of output formats ({', '.join(FORMATS)})", "Terminal output formats.", FORMATS),
         Key("color", str, "a colour mode", "Colour in the terminal.", COLORS),
         Key("exit_zero", bool, "true or false", "Exit 0 even when scenarios fail (bad input still exits 2)."),

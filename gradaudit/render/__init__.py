@@ -15,11 +15,14 @@ from gradaudit.model.results import AuditReport, RuleComparison
 
 
 class ReportFormat(enum.StrEnum):
-    """The machine-readable formats: JSON and JUnit XML files, GitHub Actions annotations on stdout."""
+    """The file formats: JSON and JUnit XML for machines, SARIF for code scanning, GitHub Actions
+    annotations on stdout, and a self-contained HTML page for people."""
 
     JSON = "json"
     JUNIT = "junit"
     GITHUB = "github"
+    HTML = "html"
+    SARIF = "sarif"
 
 
 class FileFormat(ABC):
@@ -38,13 +41,17 @@ class FileFormat(ABC):
 def formatter_for(fmt: ReportFormat, json_detail: str = "findings", rendered=None) -> FileFormat:
     """The renderer of `fmt`; `rendered`: JSON rows already rendered during the run (json_report.RenderedRows)."""
     from gradaudit.render.github import GithubFormat
+    from gradaudit.render.html_report import HtmlFormat  # imports jinja2 only when it renders
     from gradaudit.render.json_report import JsonFormat
     from gradaudit.render.junit import JunitFormat
+    from gradaudit.render.sarif import SarifFormat
 
     formatters: dict[ReportFormat, FileFormat] = {
         ReportFormat.JSON: JsonFormat(json_detail, rendered),
         ReportFormat.JUNIT: JunitFormat(),
         ReportFormat.GITHUB: GithubFormat(),
+        ReportFormat.HTML: HtmlFormat(),
+        ReportFormat.SARIF: SarifFormat(),
     }
     missing = set(ReportFormat) - set(formatters)
     assert not missing, f"no renderer for {missing}"
