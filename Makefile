@@ -19,10 +19,11 @@ install: $(STAMP)
 audit: $(STAMP)
 	$(BIN)/gradaudit run scenarios/
 
-# Lint and formatting first (ruff, configured in pyproject.toml): seconds, and a failure names the line.
+# Lint, formatting and types first (ruff and mypy, configured in pyproject.toml): seconds, and a failure names the line.
 test: $(STAMP)
 	$(BIN)/ruff check gradaudit tests bench
 	$(BIN)/ruff format --check gradaudit tests bench
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # The quick loop while editing: every test but those marked slow, stopping at the first failure.

@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import FrameType
 
 import numpy as np
 
@@ -198,7 +199,7 @@ def _scenario_keywords(keywords: Mapping) -> dict:
 
 def _call_site() -> Location:
     """Where the user called the API: the first frame outside gradaudit's own API."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back
     if frame is None:
@@ -223,7 +224,7 @@ def _parameter_names(fn: Callable, count: int) -> list[str]:
         parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return [f"args[{i}]" for i in range(count)]
-    names = []
+    names: list[str] = []
     for parameter in parameters:
         if parameter.kind == parameter.VAR_POSITIONAL:
             names += [f"{parameter.name}[{i}]" for i in range(count - len(names))]
@@ -269,7 +270,7 @@ def _on_leaves(fn: Callable, treedef) -> Callable:
         return fn(*jax.tree_util.tree_unflatten(treedef, leaves))
 
     on_leaves.__qualname__ = getattr(fn, "__qualname__", "fn")
-    on_leaves.__module__ = getattr(fn, "__module__", None)
+    on_leaves.__module__ = getattr(fn, "__module__", None)  # type: ignore[assignment]  # a function takes any __module__ at run time, None included; typeshed says str
     return on_leaves
 
 

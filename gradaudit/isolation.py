@@ -40,6 +40,7 @@ LITERAL, GROUP, BUNDLE, SCREEN = "literal", "group", "bundle", "screen"
 def _serve(connection: Connection, options: Options, device_names: tuple[str, ...]) -> None:
     """The worker's loop: receive (engine, Batch), send back (index, result, time spent) per
     scenario, then DONE; the result is None, or why (a str), for one left to another engine."""
+    from gradaudit.engines.base import Engine
     from gradaudit.engines.bundle import BundleEngine
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
@@ -48,12 +49,10 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
     from gradaudit.screening import ScreenEngine
 
     devices = devices_named(device_names)
-    engines = {
-        LITERAL: LiteralEngine(options.timeout, devices, options.limits),
-        GROUP: GroupEngine(devices=devices, timeout=options.timeout, limits=options.limits),
-        BUNDLE: BundleEngine(devices=devices),
-    }
-    engines[SCREEN] = ScreenEngine(engines[LITERAL], options.tolerance)
+    literal = LiteralEngine(options.timeout, devices, options.limits)
+    group = GroupEngine(devices=devices, timeout=options.timeout, limits=options.limits)
+    bundle = BundleEngine(devices=devices)
+    engines: dict[str, Engine] = {LITERAL: literal, GROUP: group, BUNDLE: bundle, SCREEN: ScreenEngine(literal, options.tolerance)}
     events = JaxEvents()
 
     with select_n_rule(options.rule):
@@ -70,7 +69,7 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
                 answered.add(position)
                 kept = engine in (LITERAL, SCREEN) or one_story(result, options.tolerance)
                 connection.send((batch[position][0], result if kept else None, spent))
-            fallen = engines[BUNDLE].fallen
+            fallen = bundle.fallen
             for position in sorted(set(range(len(batch))) - answered):
                 connection.send((batch[position][0], fallen.get(position) if engine == BUNDLE else None, events.take()))
             fallen.clear()
@@ -141,6 +140,7 @@ def run_in_workers(
         """The worker's batch did not finish: the scenario it was on (the first unfinished, as a batch
         runs in order) is retried once or fails; the rest go back in the queue, one each."""
         batch = worker.batch
+        assert batch is not None, "only a busy worker (one with a batch) is lost"
         worker.stop()
         workers[workers.index(worker)] = _Worker(context, settings)
         unfinished = [index for index, _ in batch if index in worker.pending]
@@ -238,6 +238,7 @@ class IsolatedAuditor:
                 self.close()
                 return assess(scenario, failed(Failure(reason, "WorkerCrash"), 0.0), self.options.tolerance)
             if message == DONE:
+                assert result is not None, "the literal and screen engines answer every scenario, and the worker keeps their results"
                 return result
             result = message[1]
 

@@ -85,7 +85,7 @@ def tracing_context() -> tuple:
     """What decides a trace besides the function and its inputs' shapes and dtypes: the select_n
     rule in force and x64. A cache of programs gradaudit compiles itself keys on it, so a program
     traced under one rule is never run under another (JAX's own caches are cleared instead)."""
-    return (installed_rule(), bool(jax.config.jax_enable_x64))
+    return (installed_rule(), bool(jax.config.jax_enable_x64))  # type: ignore[attr-defined]  # Config defines each flag as an attribute at run time
 
 
 @contextmanager
@@ -120,7 +120,7 @@ def needs_x64(scenario: Scenario) -> bool:
 @contextmanager
 def x64_for(scenario: Scenario) -> Iterator[None]:
     """x64 on for a scenario that needs it, and only for it: one scenario never changes another's dtypes."""
-    previous = bool(jax.config.jax_enable_x64)
+    previous = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # Config defines each flag as an attribute at run time
     jax.config.update("jax_enable_x64", previous or needs_x64(scenario))
     try:
         yield
@@ -131,7 +131,7 @@ def x64_for(scenario: Scenario) -> Iterator[None]:
 @contextmanager
 def unfiltered_tracebacks() -> Iterator[None]:
     """JAX hides its own frames from tracebacks; a diagnosis needs the innermost frame, JAX's included."""
-    previous = jax.config.jax_traceback_filtering
+    previous = jax.config.jax_traceback_filtering  # type: ignore[attr-defined]  # Config defines each flag as an attribute at run time
     jax.config.update("jax_traceback_filtering", "off")
     try:
         yield
@@ -142,7 +142,7 @@ def unfiltered_tracebacks() -> Iterator[None]:
 # --- the compilation cache --------------------------------------------------------------------
 CACHE_FOLDER = Path(".gradaudit") / "cache"
 
-CACHE_SETTINGS = {
+CACHE_SETTINGS: dict[str, str | float | None] = {
     "jax_compilation_cache_dir": None,
     "jax_persistent_cache_min_compile_time_secs": 0.0,
     "jax_persistent_cache_min_entry_size_bytes": -1,
@@ -274,13 +274,13 @@ class JaxEvents:
     def _count(self, event: str, **kwargs) -> None:
         self.cached += event == CACHE_HIT
 
-    def _record(self, event: str, duration: float, **kwargs) -> None:
+    def _record(self, event: str, duration_secs: float, **kwargs) -> None:
         name = JAX_EVENTS.get(event)
         if name:
-            self.seconds[name] += duration
+            self.seconds[name] += duration_secs
             self.compiled += name == "compile"
             if name == "compile" and threading.current_thread() is not threading.main_thread():
-                self.background += duration
+                self.background += duration_secs
 
     def take(self) -> dict[str, float]:
         """What was recorded since the last take, as plain numbers (what a worker sends its parent)."""

@@ -111,6 +111,7 @@ class ScenarioItem(pytest.Item):
 
             raise ScenarioFailed(failure_text(result))
         if result.findings:
+            assert result.outcome is not None, "audit gates every result (apply_gate)"
             pytest.xfail(result.outcome.reason)
 
     def repr_failure(self, excinfo):

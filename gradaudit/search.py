@@ -18,16 +18,18 @@ and the minimal scenario of each is written out as an ordinary scenario file.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import yaml
 
@@ -87,6 +89,23 @@ class Space:
     def sweep(self) -> list[dict]:
         """Entries audited before any draw (a survey's spaces sweep their edge values; a space file names its own)."""
         return []
+
+
+class SearchSpace(Protocol):
+    """What a search explores: a space file's Space, or a survey's space of one function."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def fn(self) -> str | None: ...
+
+    def strategy(self) -> Any: ...
+
+    def sweep(self) -> list[dict]: ...
 
 
 class SpaceError(Exception):
@@ -230,7 +249,7 @@ class _SpaceReader:
             inputs = tuple(self.input(n) for n in sequence_items(self.file, items["inputs"], "'inputs'"))
             if not inputs:
                 raise self.fail(items["inputs"], "'inputs' needs at least one input range")
-            axes = {k: self.axis(items[k], k) for k in ("bind", "order", "seed") if k in items}
+            axes: dict[str, Axis] = {k: self.axis(items[k], k) for k in ("bind", "order", "seed") if k in items}
             return Space(name=name, file=self.file, axes=axes, fn=fn, inputs=inputs, fixed=fixed)
         for key in ("selector", "cases", "shape"):
             if key not in items:
@@ -278,6 +297,7 @@ def _holds(dtype: str, values: Axis) -> bool:
     """Whether an integer dtype can hold some of these selector values."""
     low, high = dtypes.integer_range(dtype)
     if values.is_range:
+        assert values.minimum is not None and values.maximum is not None, "a range has both bounds (_SpaceReader.axis)"
         return max(low, values.minimum) <= min(high, values.maximum)
     return any(low <= v <= high for v in values.choices)
 
@@ -308,6 +328,7 @@ def _draw_axis(draw, st, axis: Axis, integer: bool = True):
     """An alternative, or a number in the range: an integer (bounds rounded inwards), else a float."""
     if not axis.is_range:
         return draw(st.sampled_from(axis.choices))
+    assert axis.minimum is not None and axis.maximum is not None, "a range has both bounds (_SpaceReader.axis)"
     if integer:
         low, high = math.ceil(axis.minimum), math.floor(axis.maximum)
         assume(low <= high)
@@ -315,7 +336,7 @@ def _draw_axis(draw, st, axis: Axis, integer: bool = True):
     return draw(st.floats(float(axis.minimum), float(axis.maximum), allow_nan=False, allow_infinity=False))
 
 
-def assume(condition: bool) -> None:
+def assume(condition: object) -> None:
     """hypothesis.assume, imported only when a search runs."""
     from hypothesis import assume as hypothesis_assume
 
@@ -340,18 +361,20 @@ def scenario_strategy(space: Space):
         cases = _draw_axis(draw, st, axes["cases"])
         shape = list(draw(st.sampled_from(axes["shape"].choices)))
         per_element = bool(shape) and bool(_draw_axis(draw, st, axes.get("selector.per_element", Axis(choices=(False, True)))))
+        element: Callable[[], object]
         if dtype == "bool":
-            element = lambda: draw(st.booleans())  # noqa: E731
+            element = functools.partial(draw, st.booleans())
         else:
             low, high = dtypes.integer_range(dtype)
             if values.is_range:
+                assert values.minimum is not None and values.maximum is not None, "a range has both bounds (_SpaceReader.axis)"
                 low, high = max(low, int(values.minimum)), min(high, int(values.maximum))
                 assume(low <= high)
-                element = lambda: draw(st.integers(low, high))  # noqa: E731
+                element = functools.partial(draw, st.integers(low, high))
             else:
                 held = [v for v in values.choices if isinstance(v, int) and not isinstance(v, bool) and low <= v <= high]
                 assume(held)
-                element = lambda: draw(st.sampled_from(held))  # noqa: E731
+                element = functools.partial(draw, st.sampled_from(held))
         entry = {
             "name": space.name,
             "selector": {"dtype": dtype, "value": _nested(draw, element, shape if per_element else [])},
@@ -372,10 +395,11 @@ def scenario_strategy(space: Space):
             shape = list(_draw_axis(draw, st, spec.get("shape", Axis(choices=([],)))))
             value_axis = spec.get("value", Axis(minimum=-10.0, maximum=10.0))
             integer = dtype in dtypes.SELECTOR_DTYPES
+            element: Callable[[], object]
             if dtype == "bool":
-                element = lambda: draw(st.booleans())  # noqa: E731
+                element = functools.partial(draw, st.booleans())
             else:
-                element = lambda axis=value_axis, integer=integer: _draw_axis(draw, st, axis, integer=integer)  # noqa: E731
+                element = functools.partial(_draw_axis, draw, st, value_axis, integer=integer)
             inputs.append({"dtype": dtype, "value": _nested(draw, element, shape)})
         entry = {"name": space.name, "fn": space.fn, "inputs": inputs}
         for key in ("bind", "order", "seed"):
@@ -450,7 +474,7 @@ class SearchOutcome:
 
 
 def search(
-    space: Space,
+    space: SearchSpace,
     budget: int,
     seed: int,
     audit: Callable[..., ScenarioResult],
@@ -502,6 +526,7 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
     def evaluate(entry: dict, exploring: bool = False) -> ScenarioResult:
         text = scenario_text(entry)
         if text not in judged:
+            errors: Sequence[InputError | InvalidDraw]
             scenarios, errors = load_text(text, space.file)
             if scenarios and not errors and limits is not None:
                 errors = check_limits(scenarios, limits)
@@ -513,9 +538,10 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
                 outcome.skipped[_reason(str(errors[0].message)) if errors else "no scenario"] += 1
             else:
                 outcome.audited += exploring  # the budget counts what exploring audits; shrinking comes on top
-        if judged[text] is None:
+        result = judged[text]
+        if result is None:
             reject()
-        return judged[text]
+        return result
 
     def run(test: Callable, phases: tuple, folder: Path | None, examples: int = budget) -> None:
         test = given(space.strategy())(test)
@@ -604,10 +630,10 @@ def _reason(message: str) -> str:
     return re.sub(r"^scenario '[^']*' ", "", message)
 
 
-def confirm(outcome: SearchOutcome, space: Space, audit: Callable[..., ScenarioResult]) -> None:
+def confirm(outcome: SearchOutcome, space: SearchSpace, audit: Callable[..., ScenarioResult]) -> None:
     """Each minimal scenario audited again by `audit` (the literal path), whose result is what is
     reported; one the literal path finds consistent is set aside as unconfirmed."""
-    confirmed = []
+    confirmed: list[Found] = []
     for found in outcome.found:
         scenarios, _ = load_text(scenario_text(found.entry), space.file)
         found.result = audit(scenarios[0])
@@ -636,7 +662,7 @@ def foreign_files(out: Path, name: str) -> list[Path]:
     return [path for path in _numbered(out, name) if not path.read_text(encoding="utf-8", errors="replace").startswith(FOUND_HEADER)]
 
 
-def write_found(outcome: SearchOutcome, space: Space, out: Path, how: str) -> list[Path]:
+def write_found(outcome: SearchOutcome, space: SearchSpace, out: Path, how: str) -> list[Path]:
     """Each minimal scenario as `out/<space name>-<n>.yaml`, with a comment saying how it was found."""
     out.mkdir(parents=True, exist_ok=True)
     for stale in _numbered(out, space.name):

@@ -71,7 +71,7 @@ def environment(rule: str, devices: Sequence = ()) -> dict:
         "backend": devices[0].platform,
         "devices": [describe(d) for d in devices],
         "rule": rule,
-        "x64": bool(jax.config.jax_enable_x64),
+        "x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]  # Config defines each flag as an attribute at run time
     }
 
 
@@ -352,3 +352,4 @@ def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult
     options = options or Options()
     for _, computed in ScreenEngine(LiteralEngine(options.timeout), options.tolerance).run([scenario]):
         return assess(scenario, computed, options.tolerance)
+    raise AssertionError("unreachable: ScreenEngine.run yields every scenario it is given")

@@ -300,3 +300,17 @@ def test_dataclass_modules_of_arrays_are_pytrees_named_by_attribute():
     result = gradaudit.audit(apply, Dense(PARAMS["w"], PARAMS["b"]), X)
     assert result.result.arg_names == ("model.w", "model.b", "x")
     assert result.status == MISMATCH and any("/d model." in (f.location or "") for f in result.findings)
+
+
+def test_a_function_whose_value_path_does_not_apply_is_an_error_saying_why():
+    """jax.jvp of a custom_vjp function inside the audited function: evaluating it is forward mode,
+    which does not apply; the audit says so (it used to stop on an AttributeError)."""
+
+    @jax.custom_vjp
+    def reverse_only(x):
+        return jnp.sin(x)
+
+    reverse_only.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (g * jnp.cos(x),))
+    result = gradaudit.audit(lambda x: jax.jvp(reverse_only, (x,), (jnp.ones_like(x),))[1], jnp.array([0.5, 1.0]))
+    assert result.status == "error"
+    assert result.findings[0].message.startswith("evaluating the function raised NotApplicable: forward mode cannot differentiate a custom_vjp function")

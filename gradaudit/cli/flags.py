@@ -30,6 +30,7 @@ CLICK_TYPES: dict[str, dict] = {
 
 def _flag(name: str) -> Callable:
     key = KEYS[name]
+    assert key.flag is not None, f"'{name}' is set only by configuration or keyword: it has no flag"
     if name in ("literal", "user_code"):
         return click.option(f"{key.flag}/--no-{key.flag[2:]}", name, default=None, help=key.help)
     if name == "cache":

@@ -184,7 +184,9 @@ class Session:
 
         if "github" in self.formats:
             renderer = formatter_for(ReportFormat.GITHUB)
-            sys.stdout.write(renderer.render(report) if comparison is None else renderer.render_comparison(comparison))
+            text = renderer.render(report) if comparison is None else renderer.render_comparison(comparison)
+            assert isinstance(text, str), "GithubFormat renders the annotations whole"
+            sys.stdout.write(text)
             sys.stdout.flush()
 
     def say_why_it_failed(self, report) -> None:

@@ -14,6 +14,7 @@ as a whole computes nothing: its scenarios are left to the literal engine, with 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -74,13 +75,14 @@ class Bundle:
         self.inputs = ([(*t.args, *t.fixed) for t in self.targets], [[stack[:, 0] for stack in p.stacks] for p in self.points])
         with unfiltered_tracebacks():
             self.lowered = jax.jit(program).lower(*self.inputs)
-        self.executable = None
+        self.executable: jax.stages.Compiled | None = None
 
     def compile(self) -> None:
         self.executable = self.lowered.compile()
 
     def computed(self, share: float, device: str | None = None) -> list[Computed]:
         """Every scenario's paths: the jit ones from the program, the eager ones computed now."""
+        assert self.executable is not None, "compile() first (run waits for it before this)"
         everything = jax.device_get(self.executable(*self.inputs))
         paths: list[dict] = [{} for _ in self.scenarios]
         seconds = [share] * len(self.scenarios)
@@ -103,7 +105,7 @@ class Bundle:
                     bindings=tuple(t.binding for t in mine),
                     seconds=seconds[owner],
                     engine="bundle",
-                    primitives=lambda t=mine[0]: primitives(t),
+                    primitives=functools.partial(primitives, mine[0]),
                 )
             )
         return results
@@ -158,6 +160,7 @@ class BundleEngine:
             elements = 0
             for index in members:
                 key = group_key(scenarios[index])
+                assert key is not None, "by_width holds only scenarios with a group key"
                 if key not in fits:
                     with x64_for(scenarios[index]):
                         try:

@@ -142,7 +142,8 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
         for part in sharing.values():
             computed = _binding([targets[b][t] for b in part], members[0].eps, with_eager, t == 0, device)
             for b, found in zip(part, computed, strict=True):
-                paths[b] = None if found is None or paths[b] is None else {**paths[b], **found}
+                before = paths[b]
+                paths[b] = None if found is None or before is None else {**before, **found}
     share = (time.perf_counter() - started) / len(members)
     # One jaxpr per function of the first binding: members that share it share their shapes, dtypes
     # and binding. (Over a target alone: a closure over `targets` would keep every member's arrays alive.)
@@ -151,9 +152,9 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
         traced.setdefault(id(ts[0].fn), functools.cache(functools.partial(primitives, ts[0])))
     return [
         None
-        if paths[b] is None
+        if mine is None
         else Computed(
-            paths=paths[b],
+            paths=mine,
             arg_names=ts[0].arg_names,
             inputs=ts[0].args,
             bindings=tuple(target.binding for target in ts),
@@ -161,7 +162,7 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
             engine="group",
             primitives=traced[id(ts[0].fn)],
         )
-        for b, ts in enumerate(targets)
+        for mine, ts in zip(paths, targets, strict=True)
     ]
 
 

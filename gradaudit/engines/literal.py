@@ -78,8 +78,8 @@ def ad_blocks(target: Target, transform: str, order: int) -> tuple[np.ndarray, .
     argnums = tuple(range(len(target.args)))
     result = transformed(target.fn, transform, argnums)(*target.args, *target.fixed)
     if order == 1:
-        return tuple(np.asarray(result[i]) for i in argnums)  # type: ignore[index]
-    return tuple(np.asarray(result[i][j]) for i in argnums for j in argnums)  # type: ignore[index]
+        return tuple(np.asarray(result[i]) for i in argnums)
+    return tuple(np.asarray(result[i][j]) for i in argnums for j in argnums)
 
 
 def steps(target: Target, eps: float | None) -> list[float]:

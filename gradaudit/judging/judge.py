@@ -14,8 +14,9 @@ import functools
 import hashlib
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -99,9 +100,12 @@ def _labels(paths: Sequence[str]) -> str:
     return _and([label(p) for p in paths])
 
 
-def _grouped(items: Iterable[tuple[str, object]]) -> dict[object, list[str]]:
+_Said = TypeVar("_Said", bound=Hashable)
+
+
+def _grouped(items: Iterable[tuple[str, _Said]]) -> dict[_Said, list[str]]:
     """Paths grouped by what they said, in path order, so one finding names every path that said it."""
-    groups: dict[object, list[str]] = {}
+    groups: dict[_Said, list[str]] = {}
     for path, said in items:
         groups.setdefault(said, []).append(path)
     return groups
@@ -121,10 +125,10 @@ def _estimate(reference: PathResult, name: str) -> tuple[np.ndarray, ...]:
     if reference.estimates is not None:
         return reference.estimates[name]
     if name == "undefined":
-        return tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.arrays)
+        return tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.ok_arrays)
     if name == "noise":
-        return tuple(np.zeros(np.shape(a)) for a in reference.arrays)
-    return reference.arrays
+        return tuple(np.zeros(np.shape(a)) for a in reference.ok_arrays)
+    return reference.ok_arrays
 
 
 def _undefined(reference: PathResult) -> Masks:
@@ -179,7 +183,7 @@ class Trust:
     def skipped_for(self, path: PathResult) -> Masks:
         """What is not compared with `path`: kinks, undefined entries, and moving entries where the
         path is not finite."""
-        return tuple(s | (m & ~np.isfinite(np.asarray(a, dtype=np.float64))) for s, m, a in zip(self.skipped, self.moving, path.arrays, strict=True))
+        return tuple(s | (m & ~np.isfinite(np.asarray(a, dtype=np.float64))) for s, m, a in zip(self.skipped, self.moving, path.ok_arrays, strict=True))
 
     def allowance(self, noise: Masks) -> Masks:
         """The rounding noise of each estimate, plus the spread where the estimate moves."""
@@ -190,8 +194,8 @@ def trust(reference: PathResult, tolerances: Tolerances) -> Trust:
     """Where finite differences can be trusted (see Trust), from their estimates at two steps."""
     undefined = _undefined(reference)
     if reference.estimates is None:
-        zeros = tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.arrays)
-        return Trust(kink=zeros, moving=zeros, spread=tuple(np.zeros(np.shape(a)) for a in reference.arrays), undefined=undefined)
+        zeros = tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.ok_arrays)
+        return Trust(kink=zeros, moving=zeros, spread=tuple(np.zeros(np.shape(a)) for a in reference.ok_arrays), undefined=undefined)
     kinks, moving, spreads = [], [], []
     names = ("extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise")
     estimates = [_estimate(reference, name) for name in SPREAD_ESTIMATES]
@@ -237,15 +241,17 @@ def provenance(results: dict[str, PathResult], threshold: float, bindings: Seque
     value, fd = _value(results, bindings), results[path_name(FINITE_DIFFERENCE, bindings[0])]
     if not value.ok or not fd.ok:
         return None
-    shape = tuple(np.shape(value.arrays[0]))
-    evidence = [np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0) for central, left, right in zip(fd.arrays, _estimate(fd, "left"), _estimate(fd, "right"), strict=True)]
+    shape = tuple(np.shape(value.ok_arrays[0]))
+    evidence = [
+        np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0) for central, left, right in zip(fd.ok_arrays, _estimate(fd, "left"), _estimate(fd, "right"), strict=True)
+    ]
     routes, seen = {}, {}
     for name in (path_name(p, binding) for binding in bindings for p in AD_PATHS):
         if name in results and results[name].ok:
             # Paths with the same bits (eager and jit twins, often) have the same sources.
-            bits = tuple((np.asarray(a).dtype.str, np.shape(a), np.asarray(a).tobytes()) for a in results[name].arrays)
+            bits = tuple((np.asarray(a).dtype.str, np.shape(a), np.asarray(a).tobytes()) for a in results[name].ok_arrays)
             if bits not in seen:
-                seen[bits] = _sources(results[name].arrays, shape, threshold)
+                seen[bits] = _sources(results[name].ok_arrays, shape, threshold)
             routes[name] = seen[bits]
     return Provenance(output_shape=shape, value_from=_sources(evidence, shape, threshold), routes=routes)
 
@@ -311,7 +317,7 @@ def _identical(a, b) -> bool:
 
 
 def _agree(first: PathResult, second: PathResult, rtol: float, atol: float) -> bool:
-    for a, b in zip(first.arrays, second.arrays, strict=True):
+    for a, b in zip(first.ok_arrays, second.ok_arrays, strict=True):
         if _identical(a, b):
             continue
         bad = _bad_entries(a, b, rtol, atol)
@@ -406,16 +412,16 @@ class _Comparison:
                 None if self.skip is None else self.skip[i],
                 None if self.noise is None else self.noise[i],
             )
-            for i, (a, b) in enumerate(zip(first.arrays, second.arrays, strict=True))
+            for i, (a, b) in enumerate(zip(first.ok_arrays, second.ok_arrays, strict=True))
         ]
 
     def finding(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> Finding | None:
         first, second = self.side[0], self.reference[0]
         bad = self.bad
-        differing = sum(np.size(a) if b is None else b.size for a, b in zip(first.arrays, bad, strict=True))
+        differing = sum(np.size(a) if b is None else b.size for a, b in zip(first.ok_arrays, bad, strict=True))
         if not differing:
             return None
-        total = sum(np.size(a) for a in first.arrays)
+        total = sum(np.size(a) for a in first.ok_arrays)
         these, those = _labels([p.name for p in self.side]), _labels([p.name for p in self.reference])
         verb = "disagrees" if len(self.side) == 1 else "disagree"
         paths = tuple(p.name for p in (*self.side, *self.reference))
@@ -423,15 +429,16 @@ class _Comparison:
             block = next(i for i, b in enumerate(bad) if b is None)
             message = f"{these} and {those} give derivatives of different shapes for {names[block]}"
             return Finding(kind=DISAGREEMENT, paths=paths, message=message, count=differing, of=total, magnitude=np.inf, wrong="shape")
-        got = [np.asarray(a, dtype=np.float64).reshape(-1)[b] for a, b in zip(first.arrays, bad, strict=True)]
-        want = [np.asarray(a, dtype=np.float64).reshape(-1)[b] for a, b in zip(second.arrays, bad, strict=True)]
-        gaps = [self._excess(i, g, w, b) for i, (g, w, b) in enumerate(zip(got, want, bad, strict=True))]
+        indices = [b for b in bad if b is not None]  # every block's: a block of another shape returned above
+        got = [np.asarray(a, dtype=np.float64).reshape(-1)[b] for a, b in zip(first.ok_arrays, indices, strict=True)]
+        want = [np.asarray(a, dtype=np.float64).reshape(-1)[b] for a, b in zip(second.ok_arrays, indices, strict=True)]
+        gaps = [self._excess(i, g, w, b) for i, (g, w, b) in enumerate(zip(got, want, indices, strict=True))]
         # The largest disagreement, in multiples of its tolerance (the first of equals): what a user wants to see first.
-        block = max((i for i in range(len(bad)) if bad[i].size), key=lambda i: (float(np.max(gaps[i])), -i))
+        block = max((i for i in range(len(indices)) if indices[i].size), key=lambda i: (float(np.max(gaps[i])), -i))
         at = int(np.argmax(gaps[block]))
-        flat = int(bad[block][at])
+        flat = int(indices[block][at])
         got_value, want_value = float(got[block][at]), float(want[block][at])
-        location = _location(first.arrays[block], output_shape, names[block], order, flat)
+        location = _location(first.ok_arrays[block], output_shape, names[block], order, flat)
         where = "at" if differing == 1 else "largest at"
         return Finding(
             kind=DISAGREEMENT,
@@ -443,14 +450,15 @@ class _Comparison:
             values={**{p.name: want_value for p in self.reference}, **{p.name: got_value for p in self.side}},
             magnitude=float(gaps[block][at]),
             wrong=wrong_class(np.concatenate(got), np.concatenate(want)),
-            entries=entries_summary(bad, total),
+            entries=entries_summary(indices, total),
         )
 
     def nan_on_one_side(self) -> bool:
         """Whether every differing entry is NaN on one side and not on the other."""
-        if any(b is None for b in self.bad) or not any(b.size for b in self.bad):
+        indices = [b for b in self.bad if b is not None]
+        if len(indices) < len(self.bad) or not any(b.size for b in indices):  # a block of another shape, or no differing entry
             return False
-        for a, b, bad in zip(self.side[0].arrays, self.reference[0].arrays, self.bad, strict=True):
+        for a, b, bad in zip(self.side[0].ok_arrays, self.reference[0].ok_arrays, indices, strict=True):
             got, want = np.asarray(a, dtype=np.float64).reshape(-1)[bad], np.asarray(b, dtype=np.float64).reshape(-1)[bad]
             if not np.all(np.isnan(got) ^ np.isnan(want)):
                 return False
@@ -458,7 +466,10 @@ class _Comparison:
 
     def splits_twins(self) -> bool:
         """Whether one path is on one side and its eager or jit twin (same mode) on the other."""
-        twins = lambda paths: {base_name(p.name).removeprefix("jit_") for p in paths}  # noqa: E731
+
+        def twins(paths: Sequence[PathResult]) -> set[str]:
+            return {base_name(p.name).removeprefix("jit_") for p in paths}
+
         return bool(twins(self.side) & twins(self.reference))
 
     def _excess(self, block: int, got: np.ndarray, want: np.ndarray, bad: np.ndarray) -> np.ndarray:
@@ -471,7 +482,7 @@ class _Comparison:
     def disagreeing_elements(self, output_shape: tuple[int, ...]) -> set[int]:
         """Output elements (flat) with at least one differing entry."""
         elements: set[int] = set()
-        for a, bad in zip(self.side[0].arrays, self.bad, strict=True):
+        for a, bad in zip(self.side[0].ok_arrays, self.bad, strict=True):
             in_size = max(1, int(np.size(a) // max(1, int(np.prod(output_shape, dtype=np.int64)))))
             if bad is None:
                 elements.update(range(int(np.prod(output_shape, dtype=np.int64))))
@@ -511,7 +522,7 @@ def _finite_difference_notes(reference: PathResult, trusted: Trust, output_shape
         block, flat = first
         count = sum(int(np.sum(m)) for m in masks)
         values = {name: float(arrays[block].reshape(-1)[flat]) for name, arrays in estimates.items()}
-        location = _location(reference.arrays[block], output_shape, names[block], order, flat)
+        location = _location(reference.ok_arrays[block], output_shape, names[block], order, flat)
         message = describe(location=location, count=count, **values)
         return [Note(paths=(reference.name,), message=message, count=count, of=total, location=location, values=values)]
 
@@ -575,11 +586,11 @@ def _non_finite(results: dict[str, PathResult], value: PathResult, inputs: Seque
     element that is not finite, an infinite derivative on some path (sqrt at 0), or a derivative
     every AD path finds NaN (arctan2 at (0, 0): 0/0)."""
     with np.errstate(invalid="ignore"):
-        if any(not np.all(np.isfinite(np.asarray(a, dtype=np.float64))) for a in (*inputs, *value.arrays)):
+        if any(not np.all(np.isfinite(np.asarray(a, dtype=np.float64))) for a in (*inputs, *value.ok_arrays)):
             return True
-        if any(np.any(np.isinf(np.asarray(a, dtype=np.float64))) for r in results.values() if r.ok for a in r.arrays):
+        if any(np.any(np.isinf(np.asarray(a, dtype=np.float64))) for r in results.values() if r.ok for a in r.ok_arrays):
             return True
-        derivatives = [r.arrays for name, r in results.items() if base_name(name) in AD_PATHS and r.ok]
+        derivatives = [r.ok_arrays for name, r in results.items() if base_name(name) in AD_PATHS and r.ok]
         shapes = {tuple(np.shape(a) for a in arrays) for arrays in derivatives}
         if not derivatives or len(shapes) != 1:
             return False
@@ -605,17 +616,16 @@ def judge(
     `inputs` (the differentiated ones)."""
     value = _value(results, bindings)
     if not value.ok:
-        finding = Finding(
-            kind=RAISED,
-            paths=(VALUE,),
-            message=f"{VALUE_RAISED} {value.error.located()}; no derivative can be checked",
-        )
+        # Where the value path does not apply (a user function that calls jax.jvp on a custom_vjp
+        # function), it has no error to name but the reason it does not apply.
+        why = value.error.located() if value.error is not None else f"NotApplicable: {value.not_applicable}"
+        finding = Finding(kind=RAISED, paths=(VALUE,), message=f"{VALUE_RAISED} {why}; no derivative can be checked")
         return Verdict(status=ERROR, findings=(finding,), provenance=None)
     raised = _grouped((name, result.error) for name, result in results.items() if result.error is not None)
     raising = [Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error.located()}", error_type=error.type) for error, paths in raised.items()]
     findings: list[Finding] = []
     notes = [Note(paths=(name,), message=f"{label(name)} does not apply: {result.not_applicable}") for name, result in results.items() if result.not_applicable]
-    output_shape = tuple(np.shape(value.arrays[0]))
+    output_shape = tuple(np.shape(value.ok_arrays[0]))
     non_finite = _non_finite(results, value, inputs)
     compiled = [r for r in (results.get(path_name(JIT_VALUE, b)) for b in bindings) if r is not None and r.ok and r is not value]
     for side in _agreement_classes(compiled, tolerances.ad_rtol, tolerances.ad_atol):

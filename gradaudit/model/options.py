@@ -12,6 +12,7 @@ import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 INSTALLED = "installed"
 LEGACY = "legacy"
@@ -193,9 +194,9 @@ def _did_you_mean(word: str, allowed) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def check_value(key: Key, value) -> object:
+def check_value(key: Key, value: Any) -> Any:
     """`value` as `key` takes it, or OptionError saying what is allowed."""
-    kinds = key.kind if isinstance(key.kind, tuple) else (key.kind,)
+    kinds: tuple[Any, ...] = key.kind if isinstance(key.kind, tuple) else (key.kind,)  # Any: the checks below depend on the key, so `value` stays Any
     if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
         raise OptionError(f"'{key.name}' must be {key.described}, got {value!r}")
     if isinstance(value, list):
@@ -228,7 +229,7 @@ def check_value(key: Key, value) -> object:
     return value
 
 
-def check(values: Mapping[str, object], source: str) -> dict:
+def check(values: Mapping[str, Any], source: str) -> dict:
     """Keyword values (`source` is 'keyword' or 'configuration') as Options takes them: every name
     checked against KEYS with a did-you-mean, every value against its key; `cache = false` is None,
     `limits` a Limits, `tolerance` its rtol and atol."""
@@ -254,7 +255,7 @@ def check(values: Mapping[str, object], source: str) -> dict:
     return taken
 
 
-def resolve(configured: Mapping[str, object], given: Mapping[str, object]) -> Options:
+def resolve(configured: Mapping[str, Any], given: Mapping[str, Any]) -> Options:
     """Options from defaults, then `configured` (already checked), then `given` (flags or keywords)."""
     names = {f.name for f in fields(Options)}
     merged = {k: v for k, v in configured.items() if k in names}

@@ -186,6 +186,13 @@ class PathResult:
         return self.arrays is not None
 
     @property
+    def ok_arrays(self) -> tuple[np.ndarray, ...]:
+        """`arrays` of a path known to be ok (checked, or only ok paths reach the caller): the type
+        checker cannot see through `ok`."""
+        assert self.arrays is not None, f"{self.name} has no arrays: it did not run"
+        return self.arrays
+
+    @property
     def status(self) -> str:
         return "ok" if self.ok else ("not_applicable" if self.not_applicable else "error")
 

@@ -111,7 +111,7 @@ class AuditReport:
 
 def _counts(results) -> dict[str, int]:
     counts = Counter(result.status for result in results)
-    summary = {"total": len(results), **{status: counts.get(status, 0) for status in STATUSES}}
+    summary: dict[str, int] = {"total": len(results), **{status: counts.get(status, 0) for status in STATUSES}}
     if counts.get(INTERRUPTED):
         summary[INTERRUPTED] = counts[INTERRUPTED]
     return summary

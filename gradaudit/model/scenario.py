@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -75,7 +75,7 @@ class SelectN:
     output: str = "identity"
     """What is applied to the selected value before differentiation (see OUTPUTS)."""
 
-    kind = "select_n"
+    kind: ClassVar[Literal["select_n"]] = "select_n"
 
     @property
     def named_dtypes(self) -> tuple[str, ...]:
@@ -170,7 +170,7 @@ class FunctionCall:
     description: str | None = field(default=None, compare=False)
     """How tables show the inputs (the Python API names them by pytree path); None: each input's `describe`."""
 
-    kind = "function"
+    kind: ClassVar[Literal["function"]] = "function"
 
     @property
     def named_dtypes(self) -> tuple[str, ...]:

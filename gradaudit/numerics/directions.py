@@ -55,7 +55,9 @@ class Directions:
 
 def probe_index(probe: str, names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> tuple[int, int]:
     """(input, flat element) a probe such as `params['w'][2, 0]` names; ValueError saying what is allowed."""
-    match = PROBE.match(probe.strip())
+    match = PROBE.fullmatch(probe.strip())
+    if match is None:
+        raise ValueError(f"probe {probe!r} is not an input's name followed by an index (allowed: {', '.join(names)}, e.g. {names[0]}[0])")
     leaf, index = match["leaf"], match["index"]
     if leaf not in names:
         raise ValueError(f"probe {probe!r} names no differentiated input (allowed: {', '.join(names)}, each followed by an index)")

@@ -111,7 +111,7 @@ def points(args: Sequence[np.ndarray], steps: Sequence[float]) -> Points:
     return Points([np.stack(stack) for stack in stacks], labels, np.stack(moves))
 
 
-def quotients(f0: np.ndarray, at: dict[str, np.ndarray], move: dict[str, object], rounding: float) -> dict[str, np.ndarray]:
+def quotients(f0: np.ndarray, at: dict[str, np.ndarray], move: dict[str, np.ndarray], rounding: float) -> dict[str, np.ndarray]:
     """Every estimate from the function's values at x (`f0`) and at x + move (`at`, labelled as MOVES).
 
     Arrays may carry leading axes (scenarios in a batch); each move broadcasts against them.
@@ -186,7 +186,7 @@ def differences(forward: Callable[..., Sequence[object]], args: Sequence[np.ndar
     batched = [np.asarray(a)[None] for a in args]
     where = points(batched, steps)
     base = [np.asarray(o)[None] for o in forward(*args)]
-    at_points = [[] for _ in base]
+    at_points: list[list[np.ndarray]] = [[] for _ in base]
     for p in range(len(where.labels)):
         for k, output in enumerate(forward(*(stack[p, 0] for stack in where.stacks))):
             at_points[k].append(np.asarray(output)[None])

@@ -27,7 +27,7 @@ def _relative(path: str) -> str:
         return path
 
 
-def annotations(report: AuditReport, title_suffix: str = "") -> list[str]:
+def annotation_lines(report: AuditReport, title_suffix: str = "") -> list[str]:
     lines = []
     for result in report.results:
         source = result.scenario.source
@@ -56,7 +56,7 @@ def annotations(report: AuditReport, title_suffix: str = "") -> list[str]:
 
 class GithubFormat(FileFormat):
     def render(self, report: AuditReport) -> str:
-        return "".join(line + "\n" for line in annotations(report))
+        return "".join(line + "\n" for line in annotation_lines(report))
 
     def render_comparison(self, comparison: RuleComparison) -> str:
-        return "".join(line + "\n" for line in annotations(comparison.reports[-1], f" [{comparison.rules[-1]}]"))
+        return "".join(line + "\n" for line in annotation_lines(comparison.reports[-1], f" [{comparison.rules[-1]}]"))

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gradaudit.model.findings import CONSISTENT, STATUSES
 from gradaudit.model.paths import label
@@ -24,6 +25,10 @@ from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.model.scenario import Scenario
 from gradaudit.render import FileFormat
 from gradaudit.render.pictures import FamilyPictures, Heatmap, Routing, routing, scenario_pictures
+from gradaudit.render.terminal import describe_scenario
+
+if TYPE_CHECKING:
+    from gradaudit.judging.diagnoses import Diagnosis
 
 PICTURED = 200
 """Scenarios with findings that get a section of their own (findings, diagnosis, pictures); the rest are listed."""
@@ -104,7 +109,7 @@ class ScenarioView:
 
     @property
     def describe(self) -> str:
-        return describe(self.scenario)
+        return describe_scenario(self.scenario)
 
     @property
     def headline(self) -> str:
@@ -138,25 +143,6 @@ class ScenarioView:
         return drawn
 
 
-def describe(scenario: Scenario) -> str:
-    """The scenario's parameters in one line, as `gradaudit list` shows them."""
-    spec = scenario.target
-    if spec.kind == "function":
-        text = f"{spec.label}({spec.describe_inputs()})"
-        if any(not s.differentiable and not s.held for s in spec.inputs):
-            text += f", bind {spec.bind}"
-    else:
-        shape = "(" + ", ".join(map(str, spec.shape)) + ("," if len(spec.shape) == 1 else "") + ")"
-        text = f"select_n, selector {spec.selector.dtype} {spec.selector.value}, {spec.cases} case{'s' if spec.cases != 1 else ''} of shape {shape} {spec.dtype}"
-        if spec.output != "identity":
-            text += f", output {spec.output}"
-    if scenario.order > 1:
-        text += f", order {scenario.order}"
-    if scenario.expect is not None:
-        text += f", expect {scenario.expect.status}" + (f" ({scenario.expect.exception})" if scenario.expect.exception else "")
-    return text
-
-
 def _number(value: float) -> str:
     return "nan" if isinstance(value, float) and math.isnan(value) else f"{value:.6g}"
 
@@ -177,7 +163,7 @@ def heatmap_geometry(h: Heatmap) -> dict:
     slanted = any(len(span.label) * CHAR > (span.end - span.start) * cell - 4 for span in h.col_spans)
     longest = max((len(span.label) for span in h.col_spans), default=0) * CHAR
     top = int(10 + longest * 0.71) if slanted else 18
-    labels = []
+    labels: list[dict[str, Any]] = []
     for span in h.col_spans:
         if slanted:
             x = left + (span.start + span.end) / 2 * cell
@@ -232,7 +218,7 @@ def _environment_items(environment: Mapping) -> list[tuple[str, str]]:
 
 
 def _diagnoses(results: Sequence[ScenarioResult]) -> list:
-    found = {}
+    found: dict[str, Diagnosis] = {}
     for result in results:
         if result.diagnosis is not None:
             found.setdefault(result.diagnosis.id, result.diagnosis)
@@ -296,8 +282,8 @@ def comparison_html(comparison: RuleComparison) -> Iterator[str]:
         views = [ScenarioView(result, f"c{number}-{rule}", budget, rule) for rule, result in zip(comparison.rules, row, strict=True)]
         rows.append(ComparedRow(first.scenario.name, f"{first.scenario.source.file}:{first.scenario.source.line}", f"c{number}", [r.status for r in row], views))
     notable = [row for row in rows if any(_notable(view.result) for view in row.views)]
-    for row in notable[:PICTURED]:
-        row.detailed = True
+    for compared in notable[:PICTURED]:
+        compared.detailed = True
     changes = [str(change_line(comparison, before, before + 1)) for before in range(len(comparison.rules) - 1)]
     yield from _render(
         "compare.html",

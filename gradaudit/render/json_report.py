@@ -52,7 +52,7 @@ def array_to_json(array: np.ndarray) -> object:
     return wide.tolist()
 
 
-def path_to_json(result: PathResult, arg_names: tuple[str, ...], arrays: bool = True, same: dict[str, str] | None = None) -> dict:
+def path_to_json(result: PathResult, arg_names: tuple[str, ...], arrays: bool = True, same: dict[str, str | None] | None = None) -> dict:
     """A path as the report keeps it: without `arrays`, only its status; with `same` given, its
     `engine`, `binding` and `device` only where they differ from those (the result's own)."""
     recorded = {"engine": result.engine, "binding": result.binding, **({} if result.device is None else {"device": result.device})}
@@ -60,7 +60,7 @@ def path_to_json(result: PathResult, arg_names: tuple[str, ...], arrays: bool = 
     return {**body, **{key: value for key, value in recorded.items() if same is None or same.get(key) != value}}
 
 
-def _paths_to_json(result: ScenarioResult, arrays: bool, detail: str, same: dict[str, str]) -> dict:
+def _paths_to_json(result: ScenarioResult, arrays: bool, detail: str, same: dict[str, str | None]) -> dict:
     """Every path; with detail `findings`, a path whose arrays hold the same numbers as a path
     written before it (of the same kind: a value, Jacobians, Hessians) says `"equals": that path`
     instead of repeating them. Each path was computed on its own; only the writing is shared."""
@@ -68,7 +68,7 @@ def _paths_to_json(result: ScenarioResult, arrays: bool, detail: str, same: dict
     document = {}
     for name, path in result.paths.items():
         if arrays and detail != "full" and path.ok:
-            bits = (_kind(name), *(_numbers(a) for a in path.arrays))
+            bits = (_kind(name), *(_numbers(a) for a in path.ok_arrays))
             if bits in written:
                 document[name] = {**path_to_json(path, result.arg_names, False, same), "equals": written[bits]}
                 continue
@@ -91,6 +91,7 @@ def _outcome(result: ScenarioResult) -> dict:
     for position, finding in enumerate(result.findings):
         first.setdefault(finding.fingerprint, position)
     outcome = result.outcome
+    assert outcome is not None, "only results with a gate outcome are asked for it"
     return {"passed": outcome.passed, "reason": outcome.reason, "new": [first[f] for f in outcome.new], "known": [first[f] for f in outcome.known]}
 
 
@@ -114,16 +115,17 @@ def _path_body(result: PathResult, arg_names: tuple[str, ...]) -> dict:
         return {"status": "not_applicable", "reason": result.not_applicable}
     if not result.ok:
         error = result.error
+        assert error is not None, "exactly one of arrays, error and not_applicable is set (PathResult)"
         return {
             "status": "error",
             "error": {"type": error.type, "message": error.message, "where": error.where, "user_where": error.user_where},
         }
     if base_name(result.name) in (VALUE, JIT_VALUE):
-        return {"status": "ok", "value": array_to_json(result.arrays[0])}
+        return {"status": "ok", "value": array_to_json(result.ok_arrays[0])}
     if base_name(result.name) in SECOND_ORDER_PATHS:
         names = block_names(arg_names, 2)
-        return {"status": "ok", "hessian": {name: array_to_json(a) for name, a in zip(names, result.arrays, strict=True)}}
-    return {"status": "ok", "jacobians": {name: array_to_json(a) for name, a in zip(arg_names, result.arrays, strict=True)}}
+        return {"status": "ok", "hessian": {name: array_to_json(a) for name, a in zip(names, result.ok_arrays, strict=True)}}
+    return {"status": "ok", "jacobians": {name: array_to_json(a) for name, a in zip(arg_names, result.ok_arrays, strict=True)}}
 
 
 def result_to_json(result: ScenarioResult, detail: str = "full") -> dict:
@@ -232,7 +234,7 @@ class _Rows:
     """A list of objects made one at a time as the report is written (the results; each an object,
     or its compact JSON text): a report of 10,000 scenarios is never whole in memory."""
 
-    def __init__(self, rows: Iterable[dict]):
+    def __init__(self, rows: Iterable[dict | str]):
         self.rows = rows
 
 
@@ -258,7 +260,7 @@ def _chunks(value: object, indent: str = "") -> Iterator[str]:
         yield json.dumps(_plain(value), allow_nan=False)
 
 
-def _compact(row: dict) -> str:
+def _compact(row: dict | None) -> str:
     """One object on one line; `_plain` walks it only when it holds a non-finite number."""
     try:
         return json.dumps(row, allow_nan=False, separators=(",", ":"))

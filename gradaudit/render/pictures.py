@@ -142,7 +142,7 @@ def _output_shape(result: ScenarioResult) -> tuple[int, ...] | None:
         return tuple(result.provenance.output_shape)
     for name, path in result.paths.items():
         if base_name(name) == VALUE and path.ok:
-            return tuple(np.shape(path.arrays[0]))
+            return tuple(np.shape(path.ok_arrays[0]))
     return None
 
 
@@ -205,7 +205,7 @@ def _matrix(path: PathResult, layout: _Layout) -> np.ndarray | None:
     """The path's blocks as one float64 matrix laid out as `layout` says; None when they do not fit it."""
     rows, cols = layout.shape
     try:
-        blocks = [np.asarray(a, dtype=np.float64) for a in path.arrays]
+        blocks = [np.asarray(a, dtype=np.float64) for a in path.ok_arrays]  # family_pictures passes only ok paths
         if layout.order == 1:
             parts = [b.reshape(rows, size) for b, (_, size) in zip(blocks, layout.col_groups, strict=True)]
             return np.hstack(parts) if parts else np.zeros((rows, 0))
@@ -387,7 +387,11 @@ def family_pictures(result: ScenarioResult, family: PathFamily) -> FamilyPicture
     for name in names:
         path = result.paths[name]
         if not path.ok:
-            failed.append((label(name), f"does not apply: {path.not_applicable}" if path.not_applicable else f"raised {path.error.located()}"))
+            if path.not_applicable:
+                failed.append((label(name), f"does not apply: {path.not_applicable}"))
+            else:
+                assert path.error is not None, "exactly one of arrays, error and not_applicable is set (PathResult)"
+                failed.append((label(name), f"raised {path.error.located()}"))
             continue
         matrix = _matrix(path, layout) if layout is not None else None
         if matrix is None:
@@ -398,6 +402,7 @@ def family_pictures(result: ScenarioResult, family: PathFamily) -> FamilyPicture
         return FamilyPictures(family.order, heading, [], [], [], failed)
     if not next(iter(matrices.values())).size:
         return FamilyPictures(family.order, heading, [], [], [], [*failed, ("every path", "no entries to draw: the output or every input is empty")])
+    assert layout is not None, "without a layout no path has a matrix: returned above"
     groups: list[tuple[list[str], np.ndarray]] = []
     for name, matrix in matrices.items():
         for members, seen in groups:

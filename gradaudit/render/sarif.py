@@ -19,7 +19,7 @@ from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.render import FileFormat
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-KIND_RULES = {
+KIND_RULES: dict[str, tuple[str, str]] = {
     DISAGREEMENT: ("paths disagree", "Two derivative paths (or a path and finite differences) give different values for the same entries."),
     ROUTING: ("a derivative goes elsewhere", "The value comes from one input element while a derivative path sends its derivative to another, or nowhere."),
     RAISED: ("a path raised", "Some derivative paths raise an exception where others, or the function itself, succeed."),
@@ -59,7 +59,8 @@ def _uri(file: str) -> str:
 
 
 def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dict[str, dict]]:
-    results, rules = [], {}
+    results: list[dict] = []
+    rules: dict[str, dict] = {}
     for result in report.results:
         if result.passed:
             continue

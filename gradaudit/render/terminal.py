@@ -39,7 +39,7 @@ from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.model.scenario import Scenario
 from gradaudit.search import SearchOutcome
 
-STATUS_STYLES = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta", INTERRUPTED: "yellow"}
+STATUS_STYLES: dict[str, str] = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta", INTERRUPTED: "yellow"}
 NOWHERE = "·"
 MAX_TUPLE_CASES = 3
 """Scalar scenarios with up to this many cases show the gradient tuple, as the seed's table does."""
@@ -73,7 +73,9 @@ def _number(value: float) -> str:
 
 
 def _selector_cell(result: ScenarioResult) -> str:
-    selector = result.scenario.target.selector
+    spec = result.scenario.target
+    assert spec.kind == "select_n", "only select_n tables have a selector column"
+    selector = spec.selector
     value = selector.array()
     if selector.dtype == "bool":
         # Arrays of booleans stay readable as T/F; a scalar is spelt out as in YAML.
@@ -92,9 +94,10 @@ def _path_cell(result: ScenarioResult, name: str) -> Text:
     involved = any(name in finding.paths for finding in result.findings)
     style = "red" if involved else ""
     if not path.ok:
+        assert path.error is not None, "every path applies to select_n (this table's only kind): one that is not ok raised"
         return Text(path.error.type, style="magenta")
-    if len(path.arrays) <= MAX_TUPLE_CASES and all(np.size(jac) == 1 for jac in path.arrays):
-        numbers = [_number(float(np.asarray(jac).reshape(-1)[0])) for jac in path.arrays]
+    if len(path.ok_arrays) <= MAX_TUPLE_CASES and all(np.size(jac) == 1 for jac in path.ok_arrays):
+        numbers = [_number(float(np.asarray(jac).reshape(-1)[0])) for jac in path.ok_arrays]
         return Text("(" + ", ".join(numbers) + ("," if len(numbers) == 1 else "") + ")", style=style)
     prov = result.provenance
     if prov is None:
@@ -113,8 +116,8 @@ def _second_order_cell(result: ScenarioResult) -> Text:
     reference = result.paths[family.reference]
     text = Text()
     n = len(result.arg_names)
-    if reference.ok and n <= MAX_TUPLE_CASES and all(np.size(block) == 1 for block in reference.arrays):
-        diagonal = [_number(float(np.asarray(reference.arrays[i * n + i]).reshape(-1)[0])) for i in range(n)]
+    if reference.ok and n <= MAX_TUPLE_CASES and all(np.size(block) == 1 for block in reference.ok_arrays):
+        diagonal = [_number(float(np.asarray(reference.ok_arrays[i * n + i]).reshape(-1)[0])) for i in range(n)]
         text.append("(" + ", ".join(diagonal) + ("," if n == 1 else "") + ") ")
     # Blame the paths that disagree with the reference (or raised); without a reference, any disagreement.
     blamed = family.reference if reference.ok else None
@@ -202,6 +205,7 @@ def function_table(results: Sequence[ScenarioResult]) -> Table:
 
 def _function_cells(result: ScenarioResult) -> tuple[str, ...]:
     spec = result.scenario.target
+    assert spec.kind == "function", "only function tables have these cells"
     fixed = any(not s.differentiable and not s.held for s in spec.inputs)
     return (result.scenario.name, spec.label, spec.describe_inputs(), spec.bind if fixed else "")
 
@@ -235,6 +239,7 @@ def _binding_cell(result: ScenarioResult, base: str) -> Text:
 
 def _scenario_cells(result: ScenarioResult) -> tuple[str, ...]:
     scenario, spec = result.scenario, result.scenario.target
+    assert spec.kind == "select_n", "only select_n tables have these cells"
     return (scenario.name, _selector_cell(result), str(spec.cases), _shape_cell(spec.shape), _value_cell(result))
 
 
@@ -443,7 +448,8 @@ def print_comparison(console: Console, comparison: RuleComparison, seconds: floa
         console.print(f"in {seconds:.1f}s", highlight=False)
 
 
-def _parameters(scenario: Scenario) -> str:
+def describe_scenario(scenario: Scenario) -> str:
+    """The scenario's parameters in one line, as `gradaudit list` shows them (and the HTML report)."""
     spec = scenario.target
     if spec.kind == "function":
         text = f"fn {spec.label}({spec.description or ', '.join(s.describe() for s in spec.inputs)})"
@@ -464,7 +470,7 @@ def print_listing(console: Console, scenarios: Sequence[Scenario]) -> None:
     """One line per scenario, `file:line:col: name [suite] parameters`, then a count."""
     for scenario in scenarios:
         line = Text(f"{scenario.source}: ", style="bold").append(scenario.name).append(f" [{scenario.suite}] ", style="dim")
-        console.print(line.append(_parameters(scenario)), highlight=False, soft_wrap=True)
+        console.print(line.append(describe_scenario(scenario)), highlight=False, soft_wrap=True)
     console.print(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}", highlight=False)
 
 

@@ -56,7 +56,7 @@ def read_json(path: str):
         json.dumps(document, allow_nan=False, ensure_ascii=False).encode("utf-8")
     except OSError as exc:
         raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeError as exc:
+    except (UnicodeDecodeError, UnicodeEncodeError) as exc:  # the UnicodeErrors read_text and encode raise: each has a reason
         raise ReportError(f"{path}: not UTF-8 text ({exc.reason}): not a gradaudit report") from None
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None

@@ -7,6 +7,7 @@ InputError with what is allowed, so a user fixes them all in one round.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -263,6 +264,7 @@ class _ScenarioFile:
         name_node = items["name"][1]
         if not isinstance(scalar_value(self.file, name_node), str):
             raise check.fail(name_node, f"a sweep's name must be a template string, got {kind_name(name_node)}")
+        assert isinstance(name_node, yaml.ScalarNode), "scalar_value refused any other node"
         flat = {k: v[1] for k, v in items.items() if k not in ("name", "selector")}
         if "selector" in items:
             selector = check.mapping(items["selector"][1], "a sweep's selector", SELECTOR_KEYS)
@@ -278,7 +280,7 @@ class _ScenarioFile:
             if not isinstance(alternatives, yaml.SequenceNode) or not alternatives.value:
                 raise check.fail(alternatives, f"in a sweep, '{key}' lists its alternatives, e.g. {key.split('.')[-1]}: [a, b]; got {kind_name(alternatives)}")
             axes[key] = list(alternatives.value)
-            plain[key] = [check.checked(lambda n, key=key: self.alternative(key, n), n) for n in axes[key]]
+            plain[key] = [check.checked(functools.partial(self.alternative, key), n) for n in axes[key]]
         if len(check.errors) > errors_before:
             return []
         unknown = [m.group(1) for m in FIELD.finditer(name_node.value) if m.group(1) not in axes]
@@ -377,7 +379,7 @@ class _ScenarioFile:
         if kind == "select_n":
             cases = get("cases", lambda n: check.integer(n, "cases", minimum=1))
             shape = get("shape", self.shape)
-            target: SelectN | FunctionCall | None = SelectN(
+            target: SelectN | FunctionCall = SelectN(
                 selector=get("selector", lambda n: self.selector(n, cases, shape)),
                 cases=cases,
                 shape=shape,
@@ -493,10 +495,11 @@ class _ScenarioFile:
             if fill == "normal" and dtype not in dtypes.FLOAT_DTYPES:
                 raise check.fail(items["fill"][1], f"fill 'normal' needs a floating dtype, but dtype is {dtype}")
             return InputSpec(dtype=dtype, shape=shape or (), fill=fill, seed=seed)
+        element: Callable[[yaml.Node], object]
         if dtype in dtypes.FLOAT_DTYPES:
-            element = lambda n: check.number(n, "an input value", signed=True, finite=False)  # noqa: E731
+            element = functools.partial(check.number, what="an input value", signed=True, finite=False)
         else:
-            element = lambda n: check.discrete(n, dtype, "input")  # noqa: E731
+            element = functools.partial(check.discrete, dtype=dtype, noun="input")
         value, value_shape = check.nested(items["value"][1], "an input value", element)
         if shape is not None and value_shape != shape:
             raise check.fail(items["value"][1], f"input value has shape {list(value_shape)}, but shape is {list(shape)}")

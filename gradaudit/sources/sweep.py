@@ -13,6 +13,7 @@ reason; an alternative that is wrong on its own (a misspelt dtype) is an input e
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections import Counter
@@ -50,6 +51,11 @@ def render_value(value) -> str:
     return str(value)
 
 
+def _field(values: dict[str, object], match: re.Match[str]) -> str:
+    """A name template's `{key}` as the combination's value of that key reads; any other `{...}` as written."""
+    return render_value(values[match.group(1)]) if match.group(1) in values else match.group(0)
+
+
 def _key(node: yaml.Node, text: str) -> yaml.ScalarNode:
     return yaml.ScalarNode(_STR, text, node.start_mark, node.end_mark)
 
@@ -64,7 +70,7 @@ def combinations(name_node: yaml.ScalarNode, axes: dict[str, list[yaml.Node]], f
     for picks in itertools.product(*(range(len(axes[k])) for k in keys)):
         chosen = {k: axes[k][i] for k, i in zip(keys, picks, strict=True)}
         values = {k: plain[k][i] for k, i in zip(keys, picks, strict=True)}
-        name = FIELD.sub(lambda m, values=values: render_value(values[m.group(1)]) if m.group(1) in values else m.group(0), name_node.value)
+        name = FIELD.sub(functools.partial(_field, values), name_node.value)
         items: list[tuple[yaml.Node, yaml.Node]] = [(_key(name_node, "name"), yaml.ScalarNode(_STR, name, name_node.start_mark, name_node.end_mark))]
         selector = [(_key(chosen[k], k.split(".")[1]), chosen[k]) for k in keys if k.startswith("selector.")]
         selector += [(_key(node, k.split(".")[1]), node) for k, node in fixed.items() if k.startswith("selector.")]

@@ -44,6 +44,7 @@ def _import_from(module_name: str, root: Path):
         private = f"_gradaudit_{abs(hash(str(local)))}_{module_name.replace('.', '_')}"
         if private not in sys.modules:
             spec = importlib.util.spec_from_file_location(private, local)
+            assert spec is not None and spec.loader is not None, "a .py file (all _module_file finds) has a spec with a source loader"
             module = importlib.util.module_from_spec(spec)
             sys.modules[private] = module
             spec.loader.exec_module(module)

@@ -25,7 +25,7 @@ def _plain_scalar_tag(text: str) -> str:
     return yaml.resolver.Resolver().resolve(yaml.ScalarNode, text, (True, False))
 
 
-class _Loader(_SafeLoader):  # type: ignore[misc, valid-type]
+class _Loader(_SafeLoader):
     """The safe loader, resolving each distinct plain scalar's tag once: a 10,000-scenario file
     repeats the same few hundred texts, and resolving them took a third of reading it."""
 

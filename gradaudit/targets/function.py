@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradaudit.model.scenario import FunctionCall, Scenario
+from gradaudit.model.scenario import Scenario
 from gradaudit.sources.user_modules import resolve
 from gradaudit.targets.base import Target
 
@@ -91,7 +91,8 @@ def _captured(fn: Callable, pattern: tuple[str, ...], values: tuple[tuple[bytes,
 
 def build(scenario: Scenario) -> tuple[Target, ...]:
     """One Target per binding of the discrete inputs; held floating inputs are passed in either way."""
-    spec: FunctionCall = scenario.target
+    spec = scenario.target
+    assert spec.kind == "function", "build_targets and group_targets send only function scenarios here"
     fn = flat_output(with_kwargs(spec.function if spec.function is not None else resolve(spec.fn, spec.root), spec.kwargs))
     arrays = [s.array() for s in spec.inputs]
     args = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if s.differentiable)
@@ -103,7 +104,8 @@ def build(scenario: Scenario) -> tuple[Target, ...]:
     if not discrete:
         return (Target(fn=traced, args=args, arg_names=names, fixed=passed),)
     pattern = tuple(DIFFERENTIATED if s.differentiable else PASSED if s.held else CAPTURED for s in spec.inputs)
-    captured = _captured(fn, pattern, tuple((a.tobytes(), a.dtype.str, a.shape) for a in discrete), bool(jax.config.jax_enable_x64))
+    x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # Config defines each flag as an attribute at run time
+    captured = _captured(fn, pattern, tuple((a.tobytes(), a.dtype.str, a.shape) for a in discrete), x64)
     by_binding = {
         "traced": Target(fn=traced, args=args, arg_names=names, fixed=passed, binding="traced"),
         "constant": Target(fn=captured, args=args, arg_names=names, fixed=held, binding="constant", captured=True),

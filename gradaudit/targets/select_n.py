@@ -23,6 +23,7 @@ def case_values(scenario: Scenario) -> tuple[np.ndarray, ...]:
     elements in float16 and 256 in bfloat16), so an output value names the case that supplied it.
     """
     spec = scenario.target
+    assert spec.kind == "select_n", "a select_n scenario's cases"
     dtype = dtypes.numpy_dtype(spec.dtype)
     if spec.values is not None:
         return tuple(np.asarray(value, dtype=np.float64).astype(dtype) for value in spec.values)
@@ -67,6 +68,7 @@ def build(scenario: Scenario, traced: bool = False) -> Target:
     constant; with `traced`, the selector passed as the last argument instead (so scenarios that
     differ only in their selector share one program)."""
     spec = scenario.target
+    assert spec.kind == "select_n", "build_targets and group_targets send only select_n scenarios here"
     which = spec.selector.array()
     names = tuple(f"case {i}" for i in range(spec.cases))
     if traced:
