@@ -85,3 +85,13 @@ def test_a_command_whose_comment_promises_a_summary_prints_it(monkeypatch):
     for command, summary in promised:
         ran = run_cli(*shlex.split(command)[1:])
         assert summary in ran.stdout, (command, summary, ran.stdout[-300:])
+
+
+def test_the_diagnoses_page_is_the_catalog_as_the_code_has_it():
+    from gradaudit.judging.diagnoses import CATALOG
+    from gradaudit.render.markdown import diagnoses_page
+
+    assert (ROOT / "docs" / "diagnoses.md").read_text() == diagnoses_page(CATALOG), "regenerate: gradaudit explain --markdown > docs/diagnoses.md"
+    listed = run_cli("explain", "--markdown")
+    assert listed.exit_code == 0 and listed.stdout == diagnoses_page(CATALOG)
+    assert all(f"## {d.id}" in listed.stdout and d.fixes[0] in listed.stdout for d in CATALOG)

@@ -439,12 +439,18 @@ def compare(args, json_path, junit_path, html_path, sarif_path, format, verbose,
 
 @main.command(short_help="Explain a diagnosis: what it means and how to fix it.")
 @click.argument("diagnosis_id", required=False, metavar="ID")
+@click.option("--markdown", is_flag=True, help="Print the whole catalog as a Markdown page (docs/diagnoses.md is this page).")
 @color_option
-def explain(diagnosis_id: str | None, color: str) -> None:
+def explain(diagnosis_id: str | None, markdown: bool, color: str) -> None:
     """Explain diagnosis ID (e.g. GA002): what it means and how to fix it. Without ID, list them all."""
     from gradaudit.judging.diagnoses import BY_ID, CATALOG
     from gradaudit.render.terminal import print_diagnosis
 
+    if markdown:
+        from gradaudit.render.markdown import diagnoses_page
+
+        click.echo(diagnoses_page(CATALOG), nl=False)
+        return
     out = console(sys.stdout, color)
     if diagnosis_id is None:
         for diagnosis in CATALOG:
