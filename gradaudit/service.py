@@ -115,6 +115,7 @@ def audit(
     *,
     files: tuple[str, ...] = (),
     on_result: Callable[[ScenarioResult], None] | None = None,
+    sigterm: bool = False,
 ) -> AuditReport:
     """Audit `scenarios` as `options` say: the report of every chosen scenario, gated.
 
@@ -123,6 +124,7 @@ def audit(
         options: how (`Options`; None: the defaults).
         files: the scenario files they came from, for the report.
         on_result: called with each scenario's result as it is judged (progress, partial reports).
+        sigterm: SIGTERM interrupts as Ctrl-C does (`remembered_interrupt`; the command line's choice).
 
     Returns:
         An AuditReport: every chosen scenario's result, gated (`passed`), with where it ran.
@@ -130,7 +132,7 @@ def audit(
 
     Raises:
         OptionError: options that cannot be used (nothing is audited then).
-        AuditInterrupted: Ctrl-C; it carries the report of what finished.
+        AuditInterrupted: Ctrl-C (or SIGTERM, with `sigterm`); it carries the report of what finished.
     """
     from gradaudit.judging.gate import apply_gate, load_baseline
     from gradaudit.limits import check_limits
@@ -144,17 +146,23 @@ def audit(
     if too_large:
         return AuditReport(environment=environment(options.rule, devices), errors=tuple(too_large), files=files, warnings=tuple(warnings))
     try:
-        report = _run(chosen, options, devices, on_result, files)
+        report = _run(chosen, options, devices, on_result, files, sigterm)
     except AuditInterrupted as exc:
         raise AuditInterrupted(replace(apply_gate(exc.report, baseline), warnings=tuple(warnings))) from None
     return replace(apply_gate(report, baseline), warnings=tuple(warnings))
 
 
 @contextmanager
-def remembered_interrupt() -> Iterator[Callable[[], None]]:
+def remembered_interrupt(sigterm: bool = False) -> Iterator[Callable[[], None]]:
     """Ctrl-C raises KeyboardInterrupt as ever, and is remembered: where Python swallows that raise
     (inside JAX's garbage-collection hook it only prints "Exception ignored"), the check this yields
-    raises it again at the audit's next checkpoint, each result."""
+    raises it again at the audit's next checkpoint, each result.
+
+    With `sigterm`, SIGTERM does the same. It is how CI runners, `timeout`, Docker and systemd stop
+    a job, and its default action kills the process with no report at all (and leaves the workers
+    to die later on a broken pipe); the command line asks for it, so a stopped job still reports
+    what finished. Library callers (the Python API, the pytest plugin) keep their process's own
+    SIGTERM handling: pytest, stopped, must not carry on to its next test."""
     pending: list[int] = []
 
     def check() -> None:
@@ -169,11 +177,13 @@ def remembered_interrupt() -> Iterator[Callable[[], None]]:
         pending.append(signum)
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, interrupt)
+    signals = (signal.SIGINT, signal.SIGTERM) if sigterm else (signal.SIGINT,)
+    previous = {signum: signal.signal(signum, interrupt) for signum in signals}
     try:
         yield check
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _interrupted(scenario: Scenario) -> ScenarioResult:
@@ -196,7 +206,7 @@ def _report(scenarios, results, options: Options, files, counts: dict, devices) 
     return AuditReport(environment=env, results=kept, files=files, timings=timings, errors=errors, shuffle=options.shuffle)
 
 
-def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_result, files) -> AuditReport:
+def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_result, files, sigterm: bool = False) -> AuditReport:
     """Every scenario through the engines (see the module's docstring), under the options' rule."""
     from gradaudit.jaxenv import select_n_rule
 
@@ -205,7 +215,7 @@ def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_resu
     order = list(range(len(scenarios)))
     if options.shuffle is not None:
         random.Random(options.shuffle).shuffle(order)
-    with select_n_rule(options.rule), remembered_interrupt() as check:
+    with select_n_rule(options.rule), remembered_interrupt(sigterm) as check:
 
         def settle(index: int, result: ScenarioResult) -> None:
             results[order[index]] = result

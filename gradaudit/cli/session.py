@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import errno
+import hashlib
 import os
 import sys
 import tempfile
@@ -53,6 +56,28 @@ def check_writable(option: str, target: str | None) -> None:
         raise click.BadParameter(f"folder '{parent}' does not exist", param_hint=option)
     if not os.access(parent, os.W_OK):
         raise click.BadParameter(f"folder '{parent}' is not writable", param_hint=option)
+
+
+def _fingerprints(files: Iterable[str]) -> dict[str, str | None]:
+    """Each file's content hash (None: unreadable now), to tell whether it changed during a run."""
+    found: dict[str, str | None] = {}
+    for name in files:
+        try:
+            found[name] = hashlib.sha256(Path(name).read_bytes()).hexdigest()
+        except OSError:
+            found[name] = None
+    return found
+
+
+def unwritten(target: str, exc: OSError, kept: Path | None = None) -> click.ClickException:
+    """A report that could not be written (a full disk, a folder made read-only during the run):
+    exit 2 naming the path, as an unwritable location found before the run is, not an internal
+    error. `write_atomic` leaves no half-written file; `kept` names the `.partial` results, if whole."""
+    from gradaudit.cli.app import InputProblem
+
+    why = exc.strerror or errno.errorcode.get(exc.errno or 0) or str(exc)
+    tail = f"; the results that finished are in {kept}" if kept is not None else ""
+    return InputProblem(f"could not write the report {target}: {why} (nothing was written there){tail}")
 
 
 def check_html(target: str | None) -> None:
@@ -113,6 +138,7 @@ class Session:
         self.out = console(sys.stderr if to_stderr else sys.stdout, color)
         self.err = console(sys.stderr, color)
         self.started = time.perf_counter()
+        self.loaded_files: dict[str, str | None] = {}
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
@@ -127,6 +153,7 @@ class Session:
         if not paths:
             raise click.UsageError("give PATH... (scenario files or folders), or set paths in [tool.gradaudit]")
         loaded = load_paths(paths, user_code)
+        self.loaded_files = _fingerprints(loaded.files)
         for note in loaded.notes:
             self.err.print(note, style="dim", highlight=False, soft_wrap=True)
         if loaded.errors:
@@ -141,25 +168,56 @@ class Session:
         from gradaudit.service import audit, choose
 
         chosen = choose(loaded.scenarios, options)
-        partial = self.partial.open("w", encoding="utf-8") if self.partial else None
+        partial = self._open_partial()
 
         def finished(result) -> None:
+            nonlocal partial
             progress.advance(task)
             if partial is not None:
-                partial.write(self.rendered.line(result))
-                partial.flush()
+                try:
+                    partial.write(self.rendered.line(result))
+                    partial.flush()
+                except OSError as exc:
+                    self._drop_partial(partial, exc)
+                    partial = None
 
         columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=self.err, transient=True, disable=not self.err.is_terminal) as progress:
             task = progress.add_task(f"auditing ({label or options.rule + ' rule'})", total=len(chosen))
             try:
-                report = audit(chosen, options.updated(keyword=None, shard=None), files=tuple(loaded.files), on_result=finished)
+                report = audit(chosen, options.updated(keyword=None, shard=None), files=tuple(loaded.files), on_result=finished, sigterm=True)
             finally:
                 if partial is not None:
                     partial.close()
+        changed = [name for name, seen in _fingerprints(self.loaded_files).items() if seen != self.loaded_files[name]]
+        if changed:
+            note = f"{', '.join(changed)} changed during the run: this report is of the scenarios as loaded when it started"
+            report = dataclasses.replace(report, warnings=(*report.warnings, note))
         for warning in report.warnings:
             self.err.print(Text("warning: ", style="yellow").append(warning, style=""))
         return report
+
+    def _open_partial(self):
+        if self.partial is None:
+            return None
+        try:
+            return self.partial.open("w", encoding="utf-8")
+        except OSError as exc:
+            self._drop_partial(None, exc)
+            return None
+
+    def _drop_partial(self, handle, exc: OSError) -> None:
+        """A `.partial` file that cannot be written (a full disk) is removed, not left half a line
+        long, and the audit goes on: the partial file is a convenience, the results are not."""
+        assert self.partial is not None, "only a session with a JSON report keeps a .partial file"
+        self.err.print(Text("warning: ", style="yellow").append(f"stopped writing {self.partial}: {exc.strerror or exc}; the audit goes on", style=""))
+        if handle is not None:
+            try:
+                handle.close()
+            except OSError:
+                pass
+        self.partial.unlink(missing_ok=True)
+        self.partial = None
 
     def refused(self, report) -> bool:
         """Print the scenarios found too large (input errors found before or during the run), if any."""
@@ -175,7 +233,10 @@ class Session:
         for target, fmt in ((self.json_path, ReportFormat.JSON), (self.junit_path, ReportFormat.JUNIT), (self.html_path, ReportFormat.HTML), (self.sarif_path, ReportFormat.SARIF)):
             if target:
                 renderer = formatter_for(fmt, json_detail=self.json_detail, rendered=self.rendered)
-                write_atomic(target, renderer.render(report) if comparison is None else renderer.render_comparison(comparison))
+                try:
+                    write_atomic(target, renderer.render(report) if comparison is None else renderer.render_comparison(comparison))
+                except OSError as exc:
+                    raise unwritten(target, exc, self.partial if self.partial is not None and self.partial.exists() else None) from None
         if self.partial is not None:
             self.partial.unlink(missing_ok=True)
 
