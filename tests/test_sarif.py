@@ -59,3 +59,13 @@ def test_compare_writes_one_sarif_run_naming_each_rule(tmp_path, monkeypatch):
     assert compared.exit_code in (0, 1)
     messages = [r["message"]["text"] for r in _results(json.loads((tmp_path / "c.sarif").read_text()))]
     assert messages and all(" [legacy]: " in m for m in messages)  # the fixed rule clears the seed suite
+
+
+def test_a_run_refused_for_bad_input_shows_each_input_error_at_its_place(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("scenarios:\n  - name: s\n    selector: {dtype: int33, value: 1}\n    cases: 2\n    shape: []\n    dtype: float32\n")
+    refused = run_cli("run", str(bad), "--sarif", str(tmp_path / "bad.sarif"))
+    assert refused.exit_code == 2
+    (result,) = _results(json.loads((tmp_path / "bad.sarif").read_text()))
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert result["ruleId"] == "input-error" and "int33" in result["message"]["text"] and (region["startLine"], region["startColumn"]) == (3, 23)

@@ -19,12 +19,14 @@ from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.render import FileFormat
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INPUT_ERROR = "input-error"
 KIND_RULES: dict[str, tuple[str, str]] = {
     DISAGREEMENT: ("paths disagree", "Two derivative paths (or a path and finite differences) give different values for the same entries."),
     ROUTING: ("a derivative goes elsewhere", "The value comes from one input element while a derivative path sends its derivative to another, or nowhere."),
     RAISED: ("a path raised", "Some derivative paths raise an exception where others, or the function itself, succeed."),
+    INPUT_ERROR: ("bad input", "A scenario file cannot be audited as written (the run exits 2 and audits nothing); the message says what is allowed."),
 }
-"""Rules for findings without a diagnosis: one per kind of finding."""
+"""Rules for findings without a diagnosis: one per kind of finding, and one for input errors."""
 
 
 def _rule_id(result: ScenarioResult, finding: Finding) -> str:
@@ -58,9 +60,16 @@ def _uri(file: str) -> str:
         return path.as_posix()
 
 
+def _location(file: str, line: int, col: int) -> list[dict]:
+    return [{"physicalLocation": {"artifactLocation": {"uri": _uri(file)}, "region": {"startLine": line, "startColumn": col}}}]
+
+
 def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dict[str, dict]]:
     results: list[dict] = []
     rules: dict[str, dict] = {}
+    for error in report.errors:  # a run refused for bad input shows where, as the terminal does
+        rules.setdefault(INPUT_ERROR, _kind_rule(INPUT_ERROR))
+        results.append({"ruleId": INPUT_ERROR, "level": "error", "message": {"text": error.message}, "locations": _location(error.location.file, error.location.line, error.location.col)})
     for result in report.results:
         if result.passed:
             continue
@@ -76,14 +85,7 @@ def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dic
                     "ruleId": rule,
                     "level": "error",
                     "message": {"text": f"{result.scenario.name}{rule_label}: {finding.message}"},
-                    "locations": [
-                        {
-                            "physicalLocation": {
-                                "artifactLocation": {"uri": _uri(source.file)},
-                                "region": {"startLine": source.line, "startColumn": source.col},
-                            }
-                        }
-                    ],
+                    "locations": _location(source.file, source.line, source.col),
                     "partialFingerprints": {"gradauditFinding/v1": f"{result.scenario.name}{rule_label}|{finding.fingerprint}"},
                     "baselineState": "new" if report.baseline is not None else None,
                     "properties": {"scenario": result.scenario.name, "status": result.status},
