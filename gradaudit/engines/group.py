@@ -35,6 +35,7 @@ from gradaudit.model.computed import Computed
 from gradaudit.model.options import Limits
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import Points, estimates, points, scenario_estimates
+from gradaudit.sources import module_state
 from gradaudit.targets import group_key, group_targets, sizes
 from gradaudit.targets.base import Target, primitives
 
@@ -286,6 +287,7 @@ class GroupEngine:
             if self.done % RELEASE_EVERY == 0:
                 release_programs()
             members = [scenarios[i] for i in indices]
+            module_state.fresh()
             started = time.perf_counter()
             placed = jax.default_device(self.devices[0]) if self.devices else nullcontext()
             try:

@@ -46,6 +46,7 @@ from gradaudit.model.paths import (
 )
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import differences
+from gradaudit.sources import module_state
 from gradaudit.targets import build_targets
 from gradaudit.targets.base import Target, primitives
 
@@ -199,6 +200,7 @@ def compute(scenario: Scenario, timeout: float | None = None, devices: Sequence 
     With `limits`, the scenario is first checked against them with its function traced (under the
     timeout too); one too large is a LimitExceeded failure, unaudited."""
     start = time.perf_counter()
+    module_state.fresh()
     try:
         with time_limit(timeout), x64_for(scenario):
             problems = check_limits([scenario], limits) if limits is not None else []

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from gradaudit.sources import module_state
+
 
 class FunctionImportError(Exception):
     """Why `module:function` could not be resolved; the message is meant for the user."""
@@ -69,7 +71,8 @@ def resolve(spec: str, root: str) -> Callable:
     """
     module_name, _, attribute = spec.partition(":")
     try:
-        module = _import_from(module_name, Path(root).resolve())
+        with module_state.importing(root):
+            module = _import_from(module_name, Path(root).resolve())
     except ModuleNotFoundError as exc:
         close = difflib.get_close_matches(exc.name or module_name, _modules_in(Path(root)), n=3) if exc.name in (None, module_name.split(".")[0]) else []
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
