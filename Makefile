@@ -34,10 +34,11 @@ test-quick: $(STAMP)
 fuzz: $(STAMP)
 	GRADAUDIT_FUZZ_EXAMPLES=5000 $(BIN)/python -m pytest tests/test_fuzz.py -q
 
-# Speed against the check_grads loop (bench/run.py); writes reports/bench.json and reports/bench.md.
+# Speed against the check_grads loop (bench/run.py); writes reports/bench.json and reports/bench.md. The
+# installed-rule (findings-heavy) grid runs at 1,000 and 10,000 scenarios: the two peaks show how memory grows.
 bench: $(STAMP)
 	$(BIN)/python bench/run.py --sizes 100 1000 --repetitions 3
-	$(BIN)/python bench/run.py --sizes 10000 --repetitions 1 --peer-max 0 --out reports/bench-10000-installed
+	$(BIN)/python bench/run.py --sizes 1000 10000 --repetitions 1 --peer-max 0 --out reports/bench-10000-installed
 	$(BIN)/python bench/run.py --sizes 10000 --rule fixed --repetitions 1 --peer-max 0 --out reports/bench-10000-fixed
 	$(BIN)/python bench/run.py --grid functions --sizes 1000 --repetitions 1 --out reports/bench-functions
 	$(BIN)/python bench/model_loss.py

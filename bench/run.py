@@ -70,6 +70,14 @@ def markdown(document: dict) -> str:
             f"| {_cell(row['ratio_warm'], '.2f', 'x')} | {row['gradaudit_cold_peak_mb']:.0f} | {_cell(row['peer_cold_peak_mb'], '.0f')} "
             f"| {row['json_mb']:.1f} |"
         )
+    rows = document["rows"]
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        lines += [
+            "",
+            f"Memory growth: gradaudit's peak {first['gradaudit_cold_peak_mb']:.0f} MB at {first['size']:,} scenarios, {last['gradaudit_cold_peak_mb']:.0f} MB at "
+            f"{last['size']:,}: x{last['gradaudit_cold_peak_mb'] / first['gradaudit_cold_peak_mb']:.2f} for x{last['size'] / first['size']:g} the scenarios.",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from gradaudit.model.errors import InputError
 from gradaudit.model.findings import INTERRUPTED, Note
 from gradaudit.model.options import OptionError, Options
-from gradaudit.model.results import AuditReport, ScenarioResult
+from gradaudit.model.results import AuditReport, ScenarioResult, lightened
 from gradaudit.model.scenario import Scenario
 from gradaudit.sources.selection import parse_shard, select
 
@@ -116,6 +116,7 @@ def audit(
     files: tuple[str, ...] = (),
     on_result: Callable[[ScenarioResult], None] | None = None,
     sigterm: bool = False,
+    lighten: bool = False,
 ) -> AuditReport:
     """Audit `scenarios` as `options` say: the report of every chosen scenario, gated.
 
@@ -125,6 +126,9 @@ def audit(
         files: the scenario files they came from, for the report.
         on_result: called with each scenario's result as it is judged (progress, partial reports).
         sigterm: SIGTERM interrupts as Ctrl-C does (`remembered_interrupt`; the command line's choice).
+        lighten: keep of each consistent result only what the terminal and a findings-detail JSON
+            report show (`results.lightened`), once `on_result` has had it whole: memory that does
+            not grow with the arrays of scenarios that agreed.
 
     Returns:
         An AuditReport: every chosen scenario's result, gated (`passed`), with where it ran.
@@ -146,7 +150,7 @@ def audit(
     if too_large:
         return AuditReport(environment=environment(options.rule, devices), errors=tuple(too_large), files=files, warnings=tuple(warnings))
     try:
-        report = _run(chosen, options, devices, on_result, files, sigterm)
+        report = _run(chosen, options, devices, on_result, files, sigterm, lighten)
     except AuditInterrupted as exc:
         raise AuditInterrupted(replace(apply_gate(exc.report, baseline), warnings=tuple(warnings))) from None
     return replace(apply_gate(report, baseline), warnings=tuple(warnings))
@@ -206,7 +210,7 @@ def _report(scenarios, results, options: Options, files, counts: dict, devices) 
     return AuditReport(environment=env, results=kept, files=files, timings=timings, errors=errors, shuffle=options.shuffle)
 
 
-def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_result, files, sigterm: bool = False) -> AuditReport:
+def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_result, files, sigterm: bool = False, lighten: bool = False) -> AuditReport:
     """Every scenario through the engines (see the module's docstring), under the options' rule."""
     from gradaudit.jaxenv import select_n_rule
 
@@ -218,9 +222,9 @@ def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_resu
     with select_n_rule(options.rule), remembered_interrupt(sigterm) as check:
 
         def settle(index: int, result: ScenarioResult) -> None:
-            results[order[index]] = result
             if on_result is not None:
                 on_result(result)
+            results[order[index]] = lightened(result) if lighten else result
             check()
 
         try:

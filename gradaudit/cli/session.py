@@ -184,8 +184,9 @@ class Session:
         columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=self.err, transient=True, disable=not self.err.is_terminal) as progress:
             task = progress.add_task(f"auditing ({label or options.rule + ' rule'})", total=len(chosen))
+            lighten = self.json_detail != "full" and self.html_path is None  # nothing will show a consistent scenario's arrays
             try:
-                report = audit(chosen, options.updated(keyword=None, shard=None), files=tuple(loaded.files), on_result=finished, sigterm=True)
+                report = audit(chosen, options.updated(keyword=None, shard=None), files=tuple(loaded.files), on_result=finished, sigterm=True, lighten=lighten)
             finally:
                 if partial is not None:
                     partial.close()

@@ -11,7 +11,7 @@ import os
 import sysconfig
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -195,6 +195,30 @@ class PathResult:
     @property
     def status(self) -> str:
         return "ok" if self.ok else ("not_applicable" if self.not_applicable else "error")
+
+    @property
+    def scalars(self) -> tuple[float, ...] | None:
+        """Its blocks as numbers when they are a few scalars (one per case of a scalar select_n, as
+        the terminal's table shows them); None otherwise."""
+        if not self.arrays or len(self.arrays) > SHOWN_SCALARS or any(np.size(block) != 1 for block in self.arrays):
+            return None
+        return tuple(float(np.asarray(block).reshape(-1)[0]) for block in self.arrays)
+
+    def lightened(self) -> PathResult:
+        """This path with what no report of a consistent scenario shows dropped: finite-difference
+        estimates, and arrays past KEPT_ELEMENTS numbers (`arrays` is then empty: ok, not kept)."""
+        if not self.ok or sum(np.size(block) for block in self.ok_arrays) <= KEPT_ELEMENTS:
+            return replace(self, estimates=None)
+        return replace(self, arrays=(), estimates=None)
+
+
+SHOWN_SCALARS = 3
+"""Most scalar blocks a table shows as numbers, as the seed's table shows a scalar select_n's
+gradient tuple; past it, a path shows its routes."""
+
+KEPT_ELEMENTS = SHOWN_SCALARS**2
+"""Numbers a lightened path keeps: what the terminal shows (a few scalar cases, the diagonal of a
+Hessian of as many scalar arguments)."""
 
 
 CONSTANT_SUFFIX = ":const"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,6 +60,14 @@ class ScenarioResult:
     @property
     def passed(self) -> bool:
         return self.outcome.passed if self.outcome is not None else self.status == CONSISTENT
+
+
+def lightened(result: ScenarioResult) -> ScenarioResult:
+    """A consistent result without the arrays no report shows for it (`PathResult.lightened`), so
+    that a long run's memory does not grow with arrays that agreed; others as they are."""
+    if result.status != CONSISTENT:
+        return result
+    return replace(result, paths={name: path.lightened() for name, path in result.paths.items()})
 
 
 @dataclass(frozen=True, eq=False)

@@ -203,7 +203,10 @@ def comparison_to_json(comparison: RuleComparison, detail: str = "full") -> dict
     }
 
 
-_AS_JUDGED = tuple(f.name for f in fields(ScenarioResult) if f.name != "outcome")
+_AS_JUDGED = tuple(f.name for f in fields(ScenarioResult) if f.name not in ("outcome", "paths"))
+"""What a rendered row depends on and the gate does not change. Paths are left out: after rendering
+they change only by `results.lightened`, which keeps what a row of detail `findings` shows, and
+holding them would hold every array of the run."""
 
 
 class RenderedRows:
@@ -212,19 +215,19 @@ class RenderedRows:
     writing the report, and is done once."""
 
     def __init__(self) -> None:
-        self._rows: dict[int, tuple[ScenarioResult, str]] = {}
+        self._rows: dict[int, tuple[tuple, str]] = {}
 
     def line(self, result: ScenarioResult) -> str:
         """The result as one line of JSON (detail `findings`, before any gate outcome), remembered."""
         row = _compact(_judged(result, "findings"))
-        self._rows[id(result.scenario)] = (result, row)
+        self._rows[id(result.scenario)] = (tuple(getattr(result, name) for name in _AS_JUDGED), row)
         return row + "\n"
 
     def row(self, result: ScenarioResult, detail: str) -> str | None:
         """The report's row for `result`, from the line rendered for it with the gate's outcome
         added; None where none was (another detail, or a result that has changed since)."""
         seen = self._rows.get(id(result.scenario)) if detail == "findings" else None
-        if seen is None or any(getattr(seen[0], name) is not getattr(result, name) for name in _AS_JUDGED):
+        if seen is None or any(kept is not getattr(result, name) for kept, name in zip(seen[0], _AS_JUDGED, strict=True)):
             return None
         outcome = None if result.outcome is None else _outcome(result)
         return f'{seen[1][:-1]},"outcome":{_compact(outcome)}}}'

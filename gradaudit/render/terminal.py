@@ -31,6 +31,7 @@ from gradaudit.model.paths import (
     JACREV,
     JIT_JACFWD,
     PATH_LABELS,
+    SHOWN_SCALARS,
     PathResult,
     base_name,
     path_name,
@@ -41,8 +42,6 @@ from gradaudit.search import SearchOutcome
 
 STATUS_STYLES: dict[str, str] = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta", INTERRUPTED: "yellow"}
 NOWHERE = "·"
-MAX_TUPLE_CASES = 3
-"""Scalar scenarios with up to this many cases show the gradient tuple, as the seed's table does."""
 MANY = 30
 """Scenarios to show past which the terminal groups findings by kind, with counts and a few
 examples each (as pytest's short summary and ruff's --statistics do), and shows only the first
@@ -96,8 +95,8 @@ def _path_cell(result: ScenarioResult, name: str) -> Text:
     if not path.ok:
         assert path.error is not None, "every path applies to select_n (this table's only kind): one that is not ok raised"
         return Text(path.error.type, style="magenta")
-    if len(path.ok_arrays) <= MAX_TUPLE_CASES and all(np.size(jac) == 1 for jac in path.ok_arrays):
-        numbers = [_number(float(np.asarray(jac).reshape(-1)[0])) for jac in path.ok_arrays]
+    if path.scalars is not None:
+        numbers = [_number(value) for value in path.scalars]
         return Text("(" + ", ".join(numbers) + ("," if len(numbers) == 1 else "") + ")", style=style)
     prov = result.provenance
     if prov is None:
@@ -116,7 +115,7 @@ def _second_order_cell(result: ScenarioResult) -> Text:
     reference = result.paths[family.reference]
     text = Text()
     n = len(result.arg_names)
-    if reference.ok and n <= MAX_TUPLE_CASES and all(np.size(block) == 1 for block in reference.ok_arrays):
+    if reference.ok and n <= SHOWN_SCALARS and len(reference.ok_arrays) == n * n and all(np.size(block) == 1 for block in reference.ok_arrays):
         diagonal = [_number(float(np.asarray(reference.ok_arrays[i * n + i]).reshape(-1)[0])) for i in range(n)]
         text.append("(" + ", ".join(diagonal) + ("," if n == 1 else "") + ") ")
     # Blame the paths that disagree with the reference (or raised); without a reference, any disagreement.
