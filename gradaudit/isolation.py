@@ -120,7 +120,8 @@ def run_in_workers(
 ) -> None:
     """Audit `batches` on `engine` in `jobs` worker processes; `notify(index, result)` hears of each
     result (a group member the group engine may not report is not notified: another engine's), and
-    `left(index, why)` of each scenario of a bundle that failed as a whole.
+    `left(index, why)` of each scenario of a bundle that failed as a whole, and of each member of
+    a group or bundle whose worker crashed or timed out (each then audited alone, on the literal engine).
 
     A batch whose worker dies or times out sends its unfinished scenarios back to the queue, one
     literal batch each, except the scenario it was on (for a group, its first unfinished one): retried
@@ -145,7 +146,11 @@ def run_in_workers(
         workers[workers.index(worker)] = _Worker(context, settings)
         unfinished = [index for index, _ in batch if index in worker.pending]
         for position, index in enumerate(unfinished):
-            if position > 0 or worker.engine in (GROUP, BUNDLE):  # computed together: none is to blame
+            if worker.engine in (GROUP, BUNDLE):  # computed together: none is to blame, each goes on alone
+                if left is not None:
+                    left(index, f"its {worker.engine}'s worker {reason}")
+                queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
+            elif position > 0:
                 queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
             elif timed_out:
                 notify(index, failure(scenarios[index], Failure(f"timed out after {options.timeout:g} s", "TimeoutError")))

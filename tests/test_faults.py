@@ -83,6 +83,57 @@ def test_a_killed_worker_is_retried_once_then_reported_as_crashed_and_the_run_go
     assert by_name["fine-a"]["status"] == by_name["fine-b"]["status"] == "consistent"
 
 
+GROUPED = """
+import os
+import time
+from pathlib import Path
+
+
+def aborts_once(x):
+    marker = Path(__file__).with_name("aborted-once")
+    if not marker.exists():
+        marker.write_text("aborted")
+        os.abort()
+    return x * x
+
+
+def hangs(x):
+    time.sleep(120)
+    return x
+"""
+
+
+def _group_of(function: str, count: int) -> str:
+    """`count` calls of one function with one shape: a group for the group engine."""
+    rows = "".join(f'  - {{name: {function}-{i}, fn: "grouped:{function}", inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n' for i in range(count))
+    return "scenarios:\n" + rows
+
+
+@pytest.mark.slow
+def test_a_group_that_crashes_its_worker_falls_back_to_each_scenario_alone(tmp_path):
+    (tmp_path / "grouped.py").write_text(GROUPED)
+    path = write_yaml(tmp_path, "s.yaml", _group_of("aborts_once", 4))
+    result = run_cli("run", str(path), "--jobs", "1", "--no-cache", "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    results = result.json()["results"]
+    assert [(r["status"], r["method"]) for r in results] == [("consistent", "literal")] * 4
+    for row in results:
+        assert [n["message"] for n in row["notes"]] == ["audited on the literal engine: its group's worker crashed: SIGABRT"]
+        assert row["paths"]["jacrev"]["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_a_group_that_hangs_is_a_timeout_of_each_scenario_it_held_and_the_run_ends(tmp_path):
+    (tmp_path / "grouped.py").write_text(GROUPED)
+    path = write_yaml(tmp_path, "s.yaml", _group_of("hangs", 4))
+    start = time.perf_counter()
+    result = run_cli("run", str(path), "--jobs", "2", "--timeout", "2", "--no-cache", "--json", "-")
+    assert time.perf_counter() - start < 90
+    assert result.exit_code == 1, result.stderr
+    results = result.json()["results"]
+    assert [(r["status"], [f["message"] for f in r["findings"]]) for r in results] == [("error", ["timed out after 2 s"])] * 4
+
+
 # --- 2. SIGTERM is Ctrl-C ------------------------------------------------------------------------
 
 
