@@ -15,9 +15,12 @@ it, so a scenario whose worker died is retried once in a fresh worker before it 
 from __future__ import annotations
 
 import multiprocessing
+import queue
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import replace
 from multiprocessing.connection import Connection, wait
 
@@ -28,6 +31,11 @@ from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 
 DONE = "done"
+READY = "ready"
+"""A worker's first message, once JAX is imported and its backend started: a scenario's timeout
+counts from then, so that a worker's start-up (seconds) is never blamed on the scenario it was given."""
+STARTUP_SECONDS = 120.0
+"""Seconds a worker may take to start (import JAX, start the backend) before it counts as hung."""
 
 
 Batch = tuple[tuple[int, Scenario], ...]
@@ -40,6 +48,8 @@ LITERAL, GROUP, BUNDLE, SCREEN = "literal", "group", "bundle", "screen"
 def _serve(connection: Connection, options: Options, device_names: tuple[str, ...]) -> None:
     """The worker's loop: receive (engine, Batch), send back (index, result, time spent) per
     scenario, then DONE; the result is None, or why (a str), for one left to another engine."""
+    import jax
+
     from gradaudit.engines.base import Engine
     from gradaudit.engines.bundle import BundleEngine
     from gradaudit.engines.group import GroupEngine
@@ -54,8 +64,10 @@ def _serve(connection: Connection, options: Options, device_names: tuple[str, ..
     bundle = BundleEngine(devices=devices)
     engines: dict[str, Engine] = {LITERAL: literal, GROUP: group, BUNDLE: bundle, SCREEN: ScreenEngine(literal, options.tolerance)}
     events = JaxEvents()
+    jax.block_until_ready(jax.numpy.zeros(()) + 1)  # the backend started: not a scenario's time
 
     with select_n_rule(options.rule):
+        connection.send(READY)
         while True:
             message = connection.recv()
             if message is None:
@@ -94,10 +106,22 @@ class _Worker:
         self.engine = LITERAL
         self.batch: Batch | None = None
         self.pending: set[int] = set()
-        self.started = 0.0
+        self.started = time.monotonic()
+        self.ready = False
+        """Whether it has said READY; until then its clock is STARTUP_SECONDS, not the timeout."""
+
+    def limit(self, timeout: float | None) -> float | None:
+        """Seconds its current scenario may still take from `started`: the timeout, or while it
+        starts up, the longer of that and STARTUP_SECONDS."""
+        return timeout if self.ready else max(timeout or 0.0, STARTUP_SECONDS)
+
+    def heard_ready(self) -> None:
+        self.ready, self.started = True, time.monotonic()
 
     def give(self, engine: str, batch: Batch) -> None:
-        self.engine, self.batch, self.pending, self.started = engine, batch, {index for index, _ in batch}, time.monotonic()
+        self.engine, self.batch, self.pending = engine, batch, {index for index, _ in batch}
+        if self.ready:
+            self.started = time.monotonic()
         self.connection.send((engine, batch))
 
     def stop(self) -> None:
@@ -175,6 +199,9 @@ def run_in_workers(
                         worker.process.join(timeout=5)
                         lost(worker, f"crashed: {signal_name(worker.process.exitcode)}", timed_out=False)
                         continue
+                    if message == READY:
+                        worker.heard_ready()
+                        continue
                     if message == DONE:
                         worker.batch = None
                         continue
@@ -191,8 +218,8 @@ def run_in_workers(
                     if index in retried:
                         result = replace(result, notes=(*result.notes, Note(message=f"retried in a fresh worker: the first one {retried[index]}")))
                     notify(index, result)
-                elif options.timeout and time.monotonic() - worker.started > options.timeout:
-                    lost(worker, "timed out", timed_out=True)
+                elif (limit := worker.limit(options.timeout)) and time.monotonic() - worker.started > limit:
+                    lost(worker, "timed out" if worker.ready else "did not start", timed_out=worker.ready)
     finally:
         for worker in workers:
             if worker.process.is_alive():
@@ -230,11 +257,12 @@ class IsolatedAuditor:
         worker = self.worker
         worker.give(engine, ((0, scenario),))
         result: ScenarioResult | None = None
-        limit = self.options.timeout
         while True:
-            if not wait([worker.connection], timeout=limit):
+            limit = worker.limit(self.options.timeout)
+            if not wait([worker.connection], timeout=None if limit is None else max(0.0, limit - (time.monotonic() - worker.started))):
                 self.close()
-                return assess(scenario, failed(Failure(f"timed out after {limit:g} s", "TimeoutError"), limit), self.options.tolerance)
+                why = f"timed out after {self.options.timeout:g} s" if worker.ready else f"its worker did not start within {limit:g} s"
+                return assess(scenario, failed(Failure(why, "TimeoutError"), limit or 0.0), self.options.tolerance)
             try:
                 message = worker.connection.recv()
             except (EOFError, OSError):
@@ -242,10 +270,14 @@ class IsolatedAuditor:
                 reason = f"crashed: {signal_name(worker.process.exitcode)}"
                 self.close()
                 return assess(scenario, failed(Failure(reason, "WorkerCrash"), 0.0), self.options.tolerance)
+            if message == READY:
+                worker.heard_ready()
+                continue
             if message == DONE:
                 assert result is not None, "the literal and screen engines answer every scenario, and the worker keeps their results"
                 return result
             result = message[1]
+            worker.started = time.monotonic()
 
     def close(self) -> None:
         if self.worker is not None:
@@ -256,3 +288,56 @@ class IsolatedAuditor:
                     pass
             self.worker.stop()
             self.worker = None
+
+
+class IsolatedPool:
+    """`jobs` IsolatedAuditors side by side, for searches and surveys: `screen_all` screens many
+    scenarios at once, each in a worker of its own, results in order; `screen` and `audit` take one
+    (the first worker). With jobs 0, every scenario in this process, unisolated, as `run --jobs 0`,
+    under the options' rule until `close`."""
+
+    def __init__(self, options: Options, devices: tuple[str, ...] = ()):
+        self.options = options
+        self.auditors = [IsolatedAuditor(options, devices) for _ in range(options.jobs)]
+        self.here = ExitStack()
+        if not self.auditors:
+            from gradaudit.jaxenv import select_n_rule
+
+            self.here.enter_context(select_n_rule(options.rule))
+
+    def screen(self, scenario: Scenario) -> ScenarioResult:
+        if not self.auditors:
+            from gradaudit.service import screen
+
+            return screen(scenario, self.options)
+        return self.auditors[0].screen(scenario)
+
+    def audit(self, scenario: Scenario) -> ScenarioResult:
+        if not self.auditors:
+            from gradaudit.service import audit_one
+
+            return audit_one(scenario, self.options)
+        return self.auditors[0].audit(scenario)
+
+    def screen_all(self, scenarios: Sequence[Scenario]) -> Iterator[ScenarioResult]:
+        if len(self.auditors) <= 1:
+            yield from map(self.screen, scenarios)
+            return
+        free: queue.SimpleQueue[IsolatedAuditor] = queue.SimpleQueue()
+        for auditor in self.auditors:
+            free.put(auditor)
+
+        def one(scenario: Scenario) -> ScenarioResult:
+            auditor = free.get()  # threads only wait on their worker's pipe: the work is in the workers
+            try:
+                return auditor.screen(scenario)
+            finally:
+                free.put(auditor)
+
+        with ThreadPoolExecutor(len(self.auditors)) as pool:
+            yield from pool.map(one, scenarios)
+
+    def close(self) -> None:
+        for auditor in self.auditors:
+            auditor.close()
+        self.here.close()

@@ -25,7 +25,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +38,7 @@ from gradaudit.model import dtypes
 from gradaudit.model.errors import InputError, InvalidInput, Location
 from gradaudit.model.findings import CONSISTENT
 from gradaudit.model.results import ScenarioResult
-from gradaudit.model.scenario import BINDS, ORDERS, OUTPUTS
+from gradaudit.model.scenario import BINDS, ORDERS, OUTPUTS, Scenario
 from gradaudit.sources.scenario_files import MAX_DEPTH, load_text
 from gradaudit.sources.user_modules import FunctionImportError, resolve_checked
 from gradaudit.sources.yaml_nodes import (
@@ -482,12 +482,17 @@ def search(
     on_progress: Callable[[str], None] = lambda message: None,
     limits: Limits | None = None,
     storage: Path | None = None,
+    audit_all: Callable[[list[Scenario]], Iterable[ScenarioResult | InvalidDraw]] | None = None,
 ) -> SearchOutcome:
-    """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario.
+    """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario
+    (or raises InvalidDraw), `audit_all(scenarios)` many at once (several workers), in order.
 
     Exploring audits the space's sweep, then `budget` more distinct valid scenarios drawn by
-    hypothesis (fewer only when the space holds fewer), and
-    notes the first of each kind. Then, per kind,
+    hypothesis (fewer only when the space holds fewer), and notes the first of each kind. The
+    draws are made first and audited together afterwards: hypothesis sees a draw's outcome
+    (valid or not) before it is audited, so any that the audit finds invalid (an InvalidDraw) sends
+    hypothesis back to draw again, from the start, with those known; its draws repeat up to there,
+    and the search is the one a draw-audit-draw loop makes, however many workers audit. Then, per kind,
     hypothesis runs again with the same seed, so it draws the same scenarios (their audits are
     remembered) until the first of that kind, which fails, and shrinks it while the kind holds.
     Two phases rather than hypothesis's own multiple-bug mode, whose generation stops on a clock
@@ -495,7 +500,18 @@ def search(
     Hypothesis keeps its own files in `storage` (under .gradaudit/), not in ./.hypothesis.
     """
     with _hypothesis_home(storage):
-        return _search(space, budget, seed, audit, database, on_progress, limits)
+        return _search(space, budget, seed, audit, audit_all or _one_by_one(audit), database, on_progress, limits)
+
+
+def _one_by_one(audit: Callable[..., ScenarioResult]) -> Callable[[list[Scenario]], Iterator[ScenarioResult | InvalidDraw]]:
+    def audit_all(scenarios: list[Scenario]) -> Iterator[ScenarioResult | InvalidDraw]:
+        for scenario in scenarios:
+            try:
+                yield audit(scenario)
+            except InvalidDraw as exc:
+                yield exc
+
+    return audit_all
 
 
 @contextmanager
@@ -514,31 +530,42 @@ def _hypothesis_home(folder: Path | None) -> Iterator[None]:
         configuration.set_hypothesis_home_dir(previous)
 
 
-def _search(space, budget, seed, audit, database, on_progress, limits) -> SearchOutcome:
+def _search(space, budget, seed, audit, audit_all, database, on_progress, limits) -> SearchOutcome:
     from hypothesis import HealthCheck, Phase, Verbosity, example, given, reject, settings
     from hypothesis import seed as seeded
     from hypothesis.database import DirectoryBasedExampleDatabase
     from hypothesis.errors import Unsatisfiable
 
     outcome = SearchOutcome()
+    loaded: dict[str, Scenario | None] = {}
+    """Each drawn scenario's text: the scenario, or None where it is invalid (or over the limits)."""
     judged: dict[str, ScenarioResult | None] = {}
+    """Each audited scenario's text: its result, or None where the audit found the draw invalid."""
 
-    def evaluate(entry: dict, exploring: bool = False) -> ScenarioResult:
-        text = scenario_text(entry)
-        if text not in judged:
-            errors: Sequence[InputError | InvalidDraw]
+    def load(text: str) -> Scenario | None:
+        if text not in loaded:
+            errors: Sequence[InputError]
             scenarios, errors = load_text(text, space.file)
             if scenarios and not errors and limits is not None:
                 errors = check_limits(scenarios, limits)
-            try:
-                judged[text] = audit(scenarios[0]) if scenarios and not errors else None
-            except InvalidDraw as exc:
-                judged[text], errors = None, [exc]
-            if judged[text] is None:
+            loaded[text] = scenarios[0] if scenarios and not errors else None
+            if loaded[text] is None:
                 outcome.skipped[_reason(str(errors[0].message)) if errors else "no scenario"] += 1
-            else:
-                outcome.audited += exploring  # the budget counts what exploring audits; shrinking comes on top
-        result = judged[text]
+        return loaded[text]
+
+    def settle(texts: list[str]) -> None:
+        """Audit `texts` (valid, not yet audited), all at once."""
+        for number, (text, result) in enumerate(zip(texts, audit_all([loaded[t] for t in texts]), strict=True), 1):
+            judged[text] = None if isinstance(result, InvalidDraw) else result
+            if isinstance(result, InvalidDraw):
+                outcome.skipped[_reason(result.message)] += 1
+            on_progress(f"{number} of {len(texts)} drawn scenarios audited")
+
+    def evaluate(entry: dict) -> ScenarioResult:
+        text = scenario_text(entry)
+        if load(text) is not None and text not in judged:
+            settle([text])
+        result = judged.get(text) if loaded[text] is not None else None
         if result is None:
             reject()
         return result
@@ -559,24 +586,40 @@ def _search(space, budget, seed, audit, database, on_progress, limits) -> Search
             print_blob=False,
         )(seeded(seed)(test))()
 
-    first: dict[Kind, tuple[dict, ScenarioResult]] = {}
     swept = {scenario_text(entry) for entry in space.sweep()}
     total = budget + len(swept)
+    drawn: dict[str, dict] = {}
+    """The distinct valid draws of the last pass, in the order drawn."""
 
     def explore(entry: dict) -> None:
-        if outcome.audited >= total:
+        if len(drawn) >= total:
             raise BudgetSpent  # hypothesis replays the example that stopped it: it stops there again
         outcome.tried += 1
-        result = evaluate(entry, exploring=True)
+        text = scenario_text(entry)
+        if load(text) is None or (text in judged and judged[text] is None):
+            reject()
+        drawn.setdefault(text, entry)
+        on_progress(f"{len(drawn)} of {total} scenarios drawn")
+
+    while True:
+        drawn.clear()
+        outcome.tried = 0
+        try:
+            # Draws that repeat a scenario, or are invalid, do not count: draw until `budget` distinct ones are audited.
+            run(explore, (Phase.explicit, Phase.generate), None, examples=budget * EXPLORE_DRAWS)
+        except (Unsatisfiable, BudgetSpent):
+            pass
+        new = [text for text in drawn if text not in judged]
+        settle(new)
+        if all(judged[text] is not None for text in new):
+            break  # every draw hypothesis took as valid was: the pass stands
+    outcome.audited = len(drawn)
+    first: dict[Kind, tuple[dict, ScenarioResult]] = {}
+    for text, entry in drawn.items():
+        result = judged[text]
+        assert result is not None, "the last pass drew only scenarios audited as valid"
         if result.status != CONSISTENT:
             first.setdefault(kind_of(result), (entry, result))
-        on_progress(f"{outcome.audited} of {total} scenarios audited, {len(first)} kinds of disagreement")
-
-    try:
-        # Draws that repeat a scenario, or are invalid, do not count: draw until `budget` distinct ones are audited.
-        run(explore, (Phase.explicit, Phase.generate), None, examples=budget * EXPLORE_DRAWS)
-    except (Unsatisfiable, BudgetSpent):
-        pass
     if not outcome.audited:
         reasons = "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) or "none could be drawn"
         outcome.problem = f"no valid scenario could be drawn from this space ({reasons})"

@@ -348,11 +348,12 @@ def audit_one(scenario: Scenario, options: Options | None = None) -> ScenarioRes
 
 
 def isolated(options: Options):
-    """An auditor of one scenario at a time in a worker process (`.screen`, `.audit`, `.close`), for
-    searches and surveys: a draw that crashes the interpreter or hangs is a result, not the end."""
-    from gradaudit.isolation import IsolatedAuditor
+    """Auditors in `options.jobs` worker processes (`.screen`, `.audit` one scenario, `.screen_all`
+    many side by side, `.close`), for searches and surveys: a draw that crashes the interpreter or
+    hangs is a result, not the end. With jobs 0, this process."""
+    from gradaudit.isolation import IsolatedPool
 
-    return IsolatedAuditor(options)
+    return IsolatedPool(options)
 
 
 def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult:

@@ -65,7 +65,7 @@ def test_fixed_rule_finds_nothing_within_the_same_budget(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_same_seed_gives_the_same_files_and_the_database_is_kept_unless_turned_off(tmp_path, monkeypatch):
+def test_the_same_seed_gives_the_same_files_with_any_number_of_workers_and_the_database_is_kept_unless_turned_off(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_yaml(tmp_path, "space.yaml", SELECTOR_SPACE)
 
@@ -73,8 +73,9 @@ def test_the_same_seed_gives_the_same_files_and_the_database_is_kept_unless_turn
         return {p.name: p.read_text().replace(f"--out {out}`", "--out OUT`") for p in (tmp_path / out).glob("*.yaml")}
 
     contents = []
-    for out in ("a", "b"):
-        assert run_cli("search", "space.yaml", "--budget", "60", "--seed", "7", "--out", out, "--rule", "legacy", "--no-database").exit_code == 1
+    # In this process, then in two workers auditing side by side: one search.
+    for out, jobs in (("a", "0"), ("b", "2")):
+        assert run_cli("search", "space.yaml", "--budget", "60", "--seed", "7", "--out", out, "--rule", "legacy", "--no-database", "--jobs", jobs).exit_code == 1
         contents.append(written(out))
     assert contents[0] and contents[0] == contents[1]
     examples = tmp_path / ".gradaudit" / "hypothesis" / "examples"
@@ -213,9 +214,11 @@ def test_files_no_search_wrote_are_never_replaced(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_scenario_that_aborts_the_interpreter_is_a_kind_of_its_own_and_the_search_goes_on(tmp_path, monkeypatch):
+def test_scenarios_that_abort_the_interpreter_or_hang_are_kinds_of_their_own_and_the_search_goes_on(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "aborting.py").write_text("import os\n\n\ndef maybe_abort(x, i):\n    if int(i) == 3:\n        os.abort()\n    return x * 2.0\n")
+    (tmp_path / "aborting.py").write_text(
+        "import os\nimport time\n\n\ndef maybe_abort(x, i):\n    if int(i) == 3:\n        os.abort()\n    if int(i) == 1:\n        time.sleep(60)\n    return x * 2.0\n"
+    )
     write_yaml(
         tmp_path,
         "space.yaml",
@@ -229,10 +232,12 @@ def test_a_scenario_that_aborts_the_interpreter_is_a_kind_of_its_own_and_the_sea
             - {dtype: int32, value: {min: 0, max: 3}}
         """,
     )
-    result = run_cli("search", "space.yaml", "--budget", "8", "--out", "found")
+    # Two workers audit the draws side by side; each crash or hang costs only its worker.
+    result = run_cli("search", "space.yaml", "--budget", "8", "--out", "found", "--jobs", "2", "--timeout", "3")
     assert result.exit_code == 1, result.stdout + result.stderr
-    (path,) = (tmp_path / "found").glob("*.yaml")
-    text = path.read_text()
-    assert "crashed: SIGABRT" in text and _scenario(path)["inputs"][1]["value"] == 3
+    found = {_scenario(path)["inputs"][1]["value"]: path.read_text() for path in (tmp_path / "found").glob("*.yaml")}
+    assert sorted(found) == [1, 3], result.stdout
+    assert "crashed: SIGABRT" in found[3] and "timed out after 3 s" in found[1]
+    path = next(p for p in (tmp_path / "found").glob("*.yaml") if _scenario(p)["inputs"][1]["value"] == 3)
     again = run_cli("run", str(path), "--json", "-", "--jobs", "1")  # in a worker: it aborts the interpreter
     assert again.json()["results"][0]["status"] == "error" and "crashed: SIGABRT" in again.stdout

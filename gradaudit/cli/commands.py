@@ -221,7 +221,7 @@ def diff(before, after, json_path, quiet, color, exit_zero) -> int:
 @click.option("--budget", type=click.IntRange(min=1), default=300, show_default=True, help="Distinct valid scenarios to audit (shrinking comes on top).")
 @click.option("--seed", type=int, default=0, show_default=True, help="The search's random seed: the same seed, the same search.")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for the minimal scenario files.")
-@flags("rule", "cache", "timeout", "user_code")
+@flags("rule", "jobs", "cache", "timeout", "user_code")
 @click.option("--no-database", is_flag=True, help="Neither keep nor replay hypothesis's examples (kept in .gradaudit/hypothesis).")
 @color_option
 @exit_zero_option
@@ -271,7 +271,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 
         auditor = isolated(options)
         try:
-            outcome = explore(parsed, budget, seed, auditor.screen, database, tell, options.limits, storage)
+            outcome = explore(parsed, budget, seed, auditor.screen, database, tell, options.limits, storage, audit_all=auditor.screen_all)
             tell("confirming on the literal engine")
             confirm(outcome, parsed, auditor.audit)
         finally:
@@ -298,7 +298,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
     metavar="K/N|auto|auto/N",
     help="Only shard K of N (a stable split by name; merge the reports with `gradaudit merge`); auto: a SLURM array job's, auto/N: a Kubernetes Indexed Job's.",
 )
-@flags("rule", "cache", "timeout")
+@flags("rule", "jobs", "cache", "timeout")
 @color_option
 @exit_zero_option
 @debug_option
@@ -355,7 +355,7 @@ def survey(functions, listing, budget, seed, out, json_path, html_path, shard, c
                 def tell(message: str, name=space.name, number=number) -> None:
                     progress.update(task, description=f"surveying {name} ({number} of {len(chosen)}): {message}")
 
-                done.append(survey_one(space, budget, seed, auditor.screen, auditor.audit, out, how, options.limits, tell))
+                done.append(survey_one(space, budget, seed, auditor, out, how, options.limits, tell))
         finally:
             auditor.close()
     document = report_document(done, environment(options.rule, devices), budget, seed)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,15 +52,33 @@ def spaces(names: Sequence[str] = ()) -> list[SurveySpace]:
     return [space for space in every if space.surveyed.path in names or space.surveyed.short in names]
 
 
+def _invalid(result: ScenarioResult) -> InvalidDraw | None:
+    """A draw whose plain value raises (the function rejects its own inputs): skipped, not a kind."""
+    first = result.findings[0] if result.findings else None
+    if first is not None and first.kind == RAISED and first.paths == (VALUE,) and first.message.startswith(VALUE_RAISED):
+        return InvalidDraw(f"the function rejects these inputs: {first.error_type or first.message.split(' raised ')[1].split(':')[0]}")
+    return None
+
+
 def screened(audit: Callable[..., ScenarioResult]) -> Callable[..., ScenarioResult]:
-    """`audit`, with a draw whose plain value raises turned into an InvalidDraw (skipped, not a kind)."""
+    """`audit`, with a draw whose plain value raises turned into an InvalidDraw (raised)."""
 
     def judged(scenario) -> ScenarioResult:
         result = audit(scenario)
-        first = result.findings[0] if result.findings else None
-        if first is not None and first.kind == RAISED and first.paths == (VALUE,) and first.message.startswith(VALUE_RAISED):
-            raise InvalidDraw(f"the function rejects these inputs: {first.error_type or first.message.split(' raised ')[1].split(':')[0]}")
+        invalid = _invalid(result)
+        if invalid is not None:
+            raise invalid
         return result
+
+    return judged
+
+
+def screened_all(audit_all: Callable[[list], Iterable[ScenarioResult]]) -> Callable[[list], Iterator[ScenarioResult | InvalidDraw]]:
+    """`audit_all`, with each draw whose plain value raises given as an InvalidDraw."""
+
+    def judged(scenarios: list) -> Iterator[ScenarioResult | InvalidDraw]:
+        for result in audit_all(scenarios):
+            yield _invalid(result) or result
 
     return judged
 
@@ -81,12 +99,12 @@ class FunctionSurvey:
         return max(statuses, key=STATUSES.index)
 
 
-def survey_one(space: SurveySpace, budget: int, seed: int, screen, audit_one, out: Path, how: str, limits, on_progress) -> FunctionSurvey:
-    """Explore one function, shrink and confirm each kind, write its files."""
+def survey_one(space: SurveySpace, budget: int, seed: int, auditor, out: Path, how: str, limits, on_progress) -> FunctionSurvey:
+    """Explore one function, shrink and confirm each kind, write its files (`auditor`: `service.isolated`'s)."""
     started = time.perf_counter()
-    outcome = search(space, budget, seed, screened(screen), None, on_progress, limits)
+    outcome = search(space, budget, seed, screened(auditor.screen), None, on_progress, limits, audit_all=screened_all(auditor.screen_all))
     if outcome.found:
-        confirm(outcome, space, audit_one)
+        confirm(outcome, space, auditor.audit)
     files = write_found(outcome, space, out, how) if not outcome.problem else []
     return FunctionSurvey(space, outcome, files, round(time.perf_counter() - started, 1))
 
