@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: audit test test-quick bench fuzz install clean matrix gpu-check survey
+.PHONY: audit test test-quick bench fuzz install clean matrix gpu-check survey order
 
 # PYTHONWARNINGS=ignore keeps setuptools' editable-install banner (about folders named like the package) out of the way.
 $(STAMP): pyproject.toml
@@ -42,6 +42,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py --sizes 10000 --rule fixed --repetitions 1 --peer-max 0 --out reports/bench-10000-fixed
 	$(BIN)/python bench/run.py --grid functions --sizes 1000 --repetitions 1 --out reports/bench-functions
 	$(BIN)/python bench/model_loss.py
+
+# The catalog ten times in shuffled orders with 0, 1 and 2 workers: one report (bench/order.py writes reports/order.md).
+order: $(STAMP)
+	$(BIN)/python bench/order.py --runs 10
 
 # JAX's differentiable surface surveyed unaided (docs/survey.md): the report and a reproducer file per kind in reports/survey/.
 survey: $(STAMP)
