@@ -41,6 +41,9 @@ STARTUP_SECONDS = 120.0
 Batch = tuple[tuple[int, Scenario], ...]
 """Scenarios, with their positions in the run, that one worker audits one after another."""
 
+Verdict = Callable[[Scenario, Options], ScenarioResult]
+"""One scenario judged in this process: `service.screen` or `service.audit_one`."""
+
 LITERAL, GROUP, BUNDLE, SCREEN = "literal", "group", "bundle", "screen"
 """The engines a batch can be for (SCREEN: `service.screen`'s quick verdict, for searches)."""
 
@@ -294,10 +297,11 @@ class IsolatedPool:
     """`jobs` IsolatedAuditors side by side, for searches and surveys: `screen_all` screens many
     scenarios at once, each in a worker of its own, results in order; `screen` and `audit` take one
     (the first worker). With jobs 0, every scenario in this process, unisolated, as `run --jobs 0`,
-    under the options' rule until `close`."""
+    under the options' rule until `close`, by `here`'s (screen, audit) pair (the service's own, handed
+    in so that isolation need not import the service that uses it)."""
 
-    def __init__(self, options: Options, devices: tuple[str, ...] = ()):
-        self.options = options
+    def __init__(self, options: Options, here: tuple[Verdict, Verdict], devices: tuple[str, ...] = ()):
+        self.options, self.here_screen, self.here_audit = options, *here
         self.auditors = [IsolatedAuditor(options, devices) for _ in range(options.jobs)]
         self.here = ExitStack()
         if not self.auditors:
@@ -307,16 +311,12 @@ class IsolatedPool:
 
     def screen(self, scenario: Scenario) -> ScenarioResult:
         if not self.auditors:
-            from gradaudit.service import screen
-
-            return screen(scenario, self.options)
+            return self.here_screen(scenario, self.options)
         return self.auditors[0].screen(scenario)
 
     def audit(self, scenario: Scenario) -> ScenarioResult:
         if not self.auditors:
-            from gradaudit.service import audit_one
-
-            return audit_one(scenario, self.options)
+            return self.here_audit(scenario, self.options)
         return self.auditors[0].audit(scenario)
 
     def screen_all(self, scenarios: Sequence[Scenario]) -> Iterator[ScenarioResult]:

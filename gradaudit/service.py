@@ -353,7 +353,7 @@ def isolated(options: Options):
     hangs is a result, not the end. With jobs 0, this process."""
     from gradaudit.isolation import IsolatedPool
 
-    return IsolatedPool(options)
+    return IsolatedPool(options, here=(screen, audit_one))
 
 
 def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult:
