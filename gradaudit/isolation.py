@@ -309,6 +309,11 @@ class IsolatedPool:
 
             self.here.enter_context(select_n_rule(options.rule))
 
+    @property
+    def isolates(self) -> bool:
+        """Whether scenarios run in workers (jobs 1 or more), where users' code cannot stall or crash this process."""
+        return bool(self.auditors)
+
     def screen(self, scenario: Scenario) -> ScenarioResult:
         if not self.auditors:
             return self.here_screen(scenario, self.options)

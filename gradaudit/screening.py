@@ -27,7 +27,8 @@ class ScreenEngine:
 
     def __init__(self, literal: LiteralEngine, tolerance: tuple[float | None, float | None] = (None, None)):
         self.literal, self.tolerance = literal, tolerance
-        self.quick = GroupEngine(eager=False)
+        self.quick = GroupEngine(devices=literal.devices, eager=False, timeout=literal.timeout, limits=literal.limits)
+        """Under the literal engine's timeout and limits: a draw over them is left to it, which says so."""
 
     def run(self, scenarios: Sequence[Scenario]) -> Iterator[tuple[int, Computed]]:
         for position, scenario in enumerate(scenarios):

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from gradaudit.limits import Limits, check_limits
+from gradaudit.limits import LIMIT_EXCEEDED, Limits, check_limits
 from gradaudit.model import dtypes
 from gradaudit.model.errors import InputError, InvalidInput, Location
 from gradaudit.model.findings import CONSISTENT
@@ -483,6 +483,7 @@ def search(
     limits: Limits | None = None,
     storage: Path | None = None,
     audit_all: Callable[[list[Scenario]], Iterable[ScenarioResult | InvalidDraw]] | None = None,
+    trace: bool = True,
 ) -> SearchOutcome:
     """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario
     (or raises InvalidDraw), `audit_all(scenarios)` many at once (several workers), in order.
@@ -498,9 +499,13 @@ def search(
     Two phases rather than hypothesis's own multiple-bug mode, whose generation stops on a clock
     ten seconds after the first failure: this way the same seed gives the same search.
     Hypothesis keeps its own files in `storage` (under .gradaudit/), not in ./.hypothesis.
+
+    `trace=False` checks the limits here without tracing users' functions (which could hang or
+    crash this process): an audit in a worker that checks them traced (the literal engine with
+    limits) answers a draw over them with a LIMIT_EXCEEDED error, taken as an invalid draw.
     """
     with _hypothesis_home(storage):
-        return _search(space, budget, seed, audit, audit_all or _one_by_one(audit), database, on_progress, limits)
+        return _search(space, budget, seed, audit, audit_all or _one_by_one(audit), database, on_progress, limits, trace)
 
 
 def _one_by_one(audit: Callable[..., ScenarioResult]) -> Callable[[list[Scenario]], Iterator[ScenarioResult | InvalidDraw]]:
@@ -530,7 +535,7 @@ def _hypothesis_home(folder: Path | None) -> Iterator[None]:
         configuration.set_hypothesis_home_dir(previous)
 
 
-def _search(space, budget, seed, audit, audit_all, database, on_progress, limits) -> SearchOutcome:
+def _search(space, budget, seed, audit, audit_all, database, on_progress, limits, trace) -> SearchOutcome:
     from hypothesis import HealthCheck, Phase, Verbosity, example, given, reject, settings
     from hypothesis import seed as seeded
     from hypothesis.database import DirectoryBasedExampleDatabase
@@ -547,7 +552,7 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
             errors: Sequence[InputError]
             scenarios, errors = load_text(text, space.file)
             if scenarios and not errors and limits is not None:
-                errors = check_limits(scenarios, limits)
+                errors = check_limits(scenarios, limits, trace)
             loaded[text] = scenarios[0] if scenarios and not errors else None
             if loaded[text] is None:
                 outcome.skipped[_reason(str(errors[0].message)) if errors else "no scenario"] += 1
@@ -556,6 +561,8 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
     def settle(texts: list[str]) -> None:
         """Audit `texts` (valid, not yet audited), all at once."""
         for number, (text, result) in enumerate(zip(texts, audit_all([loaded[t] for t in texts]), strict=True), 1):
+            if isinstance(result, ScenarioResult) and result.findings and result.findings[0].error_type == LIMIT_EXCEEDED:
+                result = InvalidDraw(result.findings[0].message)
             judged[text] = None if isinstance(result, InvalidDraw) else result
             if isinstance(result, InvalidDraw):
                 outcome.skipped[_reason(result.message)] += 1

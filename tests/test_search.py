@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -179,6 +182,14 @@ def test_limits_apply_to_drawn_scenarios_and_a_space_with_nothing_valid_is_exit_
     assert "space.yaml: no valid scenario could be drawn from this space" in result.stderr
     assert "an input of 3 elements exceeds the limit of 2 (limits.elements)" in result.stderr
     assert not list((tmp_path / "found").glob("*.yaml"))
+    # An output's size is known only by tracing the function: in workers (--jobs 1), never here.
+    (tmp_path / "pyproject.toml").write_text("[tool.gradaudit]\nlimits = {jacobian = 20}\n")
+    (tmp_path / "wide.py").write_text("import jax.numpy as jnp\n\n\ndef outer(x):\n    return jnp.outer(x, x)\n")
+    write_yaml(tmp_path, "wide.yaml", "search: {name: wide, fn: 'wide:outer', inputs: [{dtype: float32, shape: [[3]], value: {min: -1, max: 1}}]}\n")
+    for jobs in ("0", "1"):
+        result = run_cli("search", "wide.yaml", "--budget", "3", "--out", "found", "--no-database", "--jobs", jobs)
+        assert result.exit_code == 2, result.stdout + result.stderr
+        assert "no valid scenario could be drawn" in result.stderr and "27 entries, over the limit of 20 (limits.jacobian)" in result.stderr
 
 
 def test_float_inputs_with_integer_bounds_are_drawn_as_floats():
@@ -217,8 +228,10 @@ def test_files_no_search_wrote_are_never_replaced(tmp_path, monkeypatch):
 def test_scenarios_that_abort_the_interpreter_or_hang_are_kinds_of_their_own_and_the_search_goes_on(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "aborting.py").write_text(
-        "import os\nimport time\n\n\ndef maybe_abort(x, i):\n    if int(i) == 3:\n        os.abort()\n    if int(i) == 1:\n        time.sleep(60)\n    return x * 2.0\n"
+        "import os\nimport time\n\n\ndef maybe_abort(x, i):\n    if int(i) == 3:\n        os.abort()\n    if int(i) == 1:\n        time.sleep(600)\n    return x * 2.0\n"
     )
+    # A constant, `i` is a plain number whenever the function is traced: even checking a draw's size
+    # runs into the abort or the hang, so the search's own process must leave that to its workers.
     write_yaml(
         tmp_path,
         "space.yaml",
@@ -226,15 +239,16 @@ def test_scenarios_that_abort_the_interpreter_or_hang_are_kinds_of_their_own_and
         search:
           name: abort-space
           fn: aborting:maybe_abort
-          bind: traced
+          bind: constant
           inputs:
             - {dtype: float32, value: {min: -1.0, max: 1.0}}
             - {dtype: int32, value: {min: 0, max: 3}}
         """,
     )
     # Two workers audit the draws side by side; each crash or hang costs only its worker.
-    result = run_cli("search", "space.yaml", "--budget", "8", "--out", "found", "--jobs", "2", "--timeout", "3")
-    assert result.exit_code == 1, result.stdout + result.stderr
+    command = [sys.executable, "-m", "gradaudit", "search", "space.yaml", "--budget", "8", "--out", "found", "--jobs", "2", "--timeout", "3"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=400, env={**os.environ, "NO_COLOR": "1"})
+    assert result.returncode == 1, result.stdout + result.stderr
     found = {_scenario(path)["inputs"][1]["value"]: path.read_text() for path in (tmp_path / "found").glob("*.yaml")}
     assert sorted(found) == [1, 3], result.stdout
     assert "crashed: SIGABRT" in found[3] and "timed out after 3 s" in found[1]
