@@ -20,11 +20,12 @@ audit: $(STAMP)
 	$(BIN)/gradaudit run scenarios/
 
 # Lint, formatting and types first (ruff and mypy, configured in pyproject.toml): seconds, and a failure names the line.
+# Then the tests on every core (pytest-xdist): most of their time is XLA compiling, which uses one.
 test: $(STAMP)
 	$(BIN)/ruff check gradaudit tests bench
 	$(BIN)/ruff format --check gradaudit tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 # The quick loop while editing: every test but those marked slow, stopping at the first failure.
 test-quick: $(STAMP)
@@ -63,7 +64,7 @@ matrix-%:
 	.matrix/$*/bin/python -m pip install --quiet --upgrade pip
 	.matrix/$*/bin/python -m pip install --quiet -e '.[test]' $(if $(filter newest,$*),--upgrade jax jaxlib,jax==$* jaxlib==$*)
 	.matrix/$*/bin/python -c "import jax, jaxlib; print('JAX', jax.__version__, 'jaxlib', jaxlib.__version__)"
-	.matrix/$*/bin/python -m pytest -q -p no:cacheprovider
+	.matrix/$*/bin/python -m pytest -n auto -q -p no:cacheprovider
 	mkdir -p reports/matrix
 	.matrix/$*/bin/gradaudit run scenarios/select_n/ -q --exit-zero --json reports/matrix/select_n-jax-$*.json
 	.matrix/$*/bin/gradaudit diff reports/select_n-jax-0.10.2-cpu.json reports/matrix/select_n-jax-$*.json -q

@@ -1,9 +1,54 @@
-"""Strict JAX flags for every test: implicit rank promotion is a bug in our code, not a feature."""
+"""Strict JAX flags for every test: implicit rank promotion is a bug in our code, not a feature.
+
+One JAX compilation cache for the whole test session: the tests audit the same programs many times
+over (the catalog under several routes and rules, the seed suite in most files, worker processes
+that start cold), and XLA's compiling is most of their time. The cache holds compiled programs
+keyed by the program itself, so a hit is the very executable a compile would give: no verdict can
+change. It lives in a fresh folder per session (removed at its end), shared with every process
+the tests start (workers, subprocesses, pytest-xdist's workers) through JAX's environment
+variables; a test that names its own cache folder (--cache-dir, or the default .gradaudit/cache
+of a subprocess in tmp_path) still gets that folder, as a user would.
+"""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import jax
 import pytest
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
+
+SESSION_CACHE = "GRADAUDIT_TEST_CACHE"
+"""The session's cache folder, made by the first pytest process (xdist's controller) for its workers."""
+
+
+def pytest_configure(config):
+    from gradaudit.jaxenv import cache_unsupported
+
+    if cache_unsupported() is not None:
+        return  # an old jaxlib (make matrix) reloads cached programs with errors: no cache there
+    if not os.environ.get(SESSION_CACHE):
+        folder = tempfile.mkdtemp(prefix="gradaudit-test-cache-")
+        os.environ[SESSION_CACHE] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    _use_session_cache()
+
+
+def _use_session_cache() -> None:
+    from gradaudit.jaxenv import enable_cache
+
+    if os.environ.get(SESSION_CACHE):
+        enable_cache(Path(os.environ[SESSION_CACHE]))
+
+
+@pytest.fixture(autouse=True)
+def _session_cache():
+    """Each test starts with the session's cache, also for the processes it starts: a run before it
+    that named another folder (the CLI's default .gradaudit/cache of its working directory) moved
+    JAX's environment variables there."""
+    _use_session_cache()
 
 
 @pytest.fixture(scope="session")
