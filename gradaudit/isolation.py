@@ -102,13 +102,17 @@ def signal_name(exitcode: int | None) -> str:
 
 class _Worker:
     def __init__(self, context, settings: tuple):
-        self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, *settings), daemon=True)
-        self.process.start()
-        child.close()
+        self.context, self.settings = context, settings
         self.engine = LITERAL
         self.batch: Batch | None = None
         self.pending: set[int] = set()
+        self._start()
+
+    def _start(self) -> None:
+        self.connection, child = self.context.Pipe()
+        self.process = self.context.Process(target=_serve, args=(child, *self.settings), daemon=True)
+        self.process.start()
+        child.close()
         self.started = time.monotonic()
         self.ready = False
         """Whether it has said READY; until then its clock is STARTUP_SECONDS, not the timeout."""
@@ -125,7 +129,14 @@ class _Worker:
         self.engine, self.batch, self.pending = engine, batch, {index for index, _ in batch}
         if self.ready:
             self.started = time.monotonic()
-        self.connection.send((engine, batch))
+        try:
+            if not self.process.is_alive():
+                raise BrokenPipeError("the worker died while idle")
+            self.connection.send((engine, batch))
+        except OSError:  # it died between batches (killed, out of memory): no scenario's fault, a fresh one takes the batch
+            self.stop()
+            self._start()
+            self.connection.send((engine, batch))
 
     def stop(self) -> None:
         if self.process.is_alive():
@@ -308,11 +319,6 @@ class IsolatedPool:
             from gradaudit.jaxenv import select_n_rule
 
             self.here.enter_context(select_n_rule(options.rule))
-
-    @property
-    def isolates(self) -> bool:
-        """Whether scenarios run in workers (jobs 1 or more), where users' code cannot stall or crash this process."""
-        return bool(self.auditors)
 
     def screen(self, scenario: Scenario) -> ScenarioResult:
         if not self.auditors:

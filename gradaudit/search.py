@@ -483,7 +483,6 @@ def search(
     limits: Limits | None = None,
     storage: Path | None = None,
     audit_all: Callable[[list[Scenario]], Iterable[ScenarioResult | InvalidDraw]] | None = None,
-    trace: bool = True,
 ) -> SearchOutcome:
     """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario
     (or raises InvalidDraw), `audit_all(scenarios)` many at once (several workers), in order.
@@ -500,12 +499,12 @@ def search(
     ten seconds after the first failure: this way the same seed gives the same search.
     Hypothesis keeps its own files in `storage` (under .gradaudit/), not in ./.hypothesis.
 
-    `trace=False` checks the limits here without tracing users' functions (which could hang or
-    crash this process): an audit in a worker that checks them traced (the literal engine with
-    limits) answers a draw over them with a LIMIT_EXCEEDED error, taken as an invalid draw.
+    The limits are checked here without tracing users' functions (which could hang, or crash this
+    process): `audit` checks those that need tracing, under its timeout (the literal engine with
+    limits), and answers a draw over them with a LIMIT_EXCEEDED error, taken as an invalid draw.
     """
     with _hypothesis_home(storage):
-        return _search(space, budget, seed, audit, audit_all or _one_by_one(audit), database, on_progress, limits, trace)
+        return _search(space, budget, seed, audit, audit_all or _one_by_one(audit), database, on_progress, limits)
 
 
 def _one_by_one(audit: Callable[..., ScenarioResult]) -> Callable[[list[Scenario]], Iterator[ScenarioResult | InvalidDraw]]:
@@ -535,7 +534,7 @@ def _hypothesis_home(folder: Path | None) -> Iterator[None]:
         configuration.set_hypothesis_home_dir(previous)
 
 
-def _search(space, budget, seed, audit, audit_all, database, on_progress, limits, trace) -> SearchOutcome:
+def _search(space, budget, seed, audit, audit_all, database, on_progress, limits) -> SearchOutcome:
     from hypothesis import HealthCheck, Phase, Verbosity, example, given, reject, settings
     from hypothesis import seed as seeded
     from hypothesis.database import DirectoryBasedExampleDatabase
@@ -552,7 +551,7 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
             errors: Sequence[InputError]
             scenarios, errors = load_text(text, space.file)
             if scenarios and not errors and limits is not None:
-                errors = check_limits(scenarios, limits, trace)
+                errors = check_limits(scenarios, limits, trace=False)
             loaded[text] = scenarios[0] if scenarios and not errors else None
             if loaded[text] is None:
                 outcome.skipped[_reason(str(errors[0].message)) if errors else "no scenario"] += 1

@@ -222,9 +222,11 @@ def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_resu
     with select_n_rule(options.rule), remembered_interrupt(sigterm) as check:
 
         def settle(index: int, result: ScenarioResult) -> None:
+            results[order[index]] = result  # first: a Ctrl-C during on_result must not lose it
             if on_result is not None:
                 on_result(result)
-            results[order[index]] = lightened(result) if lighten else result
+            if lighten:
+                results[order[index]] = lightened(result)
             check()
 
         try:
@@ -365,6 +367,6 @@ def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult
     from gradaudit.screening import ScreenEngine
 
     options = options or Options()
-    for _, computed in ScreenEngine(LiteralEngine(options.timeout), options.tolerance).run([scenario]):
+    for _, computed in ScreenEngine(LiteralEngine(options.timeout, limits=options.limits), options.tolerance).run([scenario]):
         return assess(scenario, computed, options.tolerance)
     raise AssertionError("unreachable: ScreenEngine.run yields every scenario it is given")

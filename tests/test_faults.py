@@ -98,6 +98,11 @@ def aborts_once(x):
     return x * x
 
 
+def sleeps(x):
+    time.sleep(120)  # a hang in Python, as soon as it is traced: SIGALRM interrupts it
+    return x
+
+
 def hangs(x):
     # SIGALRM blocked, as in a hung XLA compile (C code, which no Python signal interrupts): only
     # the parent's watchdog can end it.
@@ -136,6 +141,59 @@ def test_a_group_that_hangs_past_any_signal_is_a_timeout_of_each_scenario_it_hel
     assert result.exit_code == 1, result.stderr
     results = result.json()["results"]
     assert [(r["status"], [f["message"] for f in r["findings"]]) for r in results] == [("error", ["timed out after 2 s"])] * 4
+
+
+TWO_CASES = "defaults: {dtype: float32, cases: 2, shape: []}\nscenarios:\n"
+"""The head of a select_n file whose scenarios follow, one a line."""
+
+
+def test_in_this_process_a_group_whose_tracing_hangs_is_cut_by_the_timeout_too(tmp_path):
+    # --jobs 0: no watchdog, only SIGALRM; learning the group's batch size traces the function too.
+    (tmp_path / "grouped.py").write_text(GROUPED)
+    path = write_yaml(tmp_path, "s.yaml", _group_of("sleeps", 4))
+    start = time.perf_counter()
+    result = run_cli("run", str(path), "--jobs", "0", "--timeout", "1", "--no-cache", "--json", "-")
+    assert time.perf_counter() - start < 60
+    assert result.exit_code == 1, result.stderr
+    assert [(r["status"], [f["message"] for f in r["findings"]]) for r in result.json()["results"]] == [("error", ["timed out after 1 s"])] * 4
+
+
+def test_a_worker_that_died_while_idle_is_replaced_without_blaming_the_next_scenario(tmp_path):
+    from gradaudit.isolation import IsolatedAuditor
+    from gradaudit.model.options import Options
+    from gradaudit.sources.scenario_files import load_paths
+
+    path = write_yaml(tmp_path, "s.yaml", TWO_CASES + "".join(f"  - {{name: s{i}, selector: {{dtype: int32, value: {i}}}}}\n" for i in range(2)))
+    first, second = load_paths([str(path)], True).scenarios
+    auditor = IsolatedAuditor(Options(jobs=1, rule="fixed"))
+    try:
+        assert auditor.audit(first).status == "consistent"
+        assert auditor.worker is not None
+        os.kill(auditor.worker.process.pid, signal.SIGKILL)  # the OOM killer, between two scenarios
+        auditor.worker.process.join(timeout=10)
+        again = auditor.audit(second)
+        assert again.status == "consistent" and not again.notes
+    finally:
+        auditor.close()
+
+
+def test_a_ctrl_c_while_a_result_is_being_reported_keeps_that_result(tmp_path):
+    from gradaudit.model.options import Options
+    from gradaudit.service import AuditInterrupted, audit
+    from gradaudit.sources.scenario_files import load_paths
+
+    path = write_yaml(tmp_path, "s.yaml", TWO_CASES + "".join(f"  - {{name: s{i}, selector: {{dtype: int32, value: {i % 2}}}}}\n" for i in range(3)))
+    reported = []
+
+    def on_result(result) -> None:  # as the command line's: the .partial line written, then Ctrl-C
+        reported.append(result.scenario.name)
+        if len(reported) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(AuditInterrupted) as stopped:
+        audit(load_paths([str(path)], True).scenarios, Options(jobs=0, literal=True, rule="fixed"), on_result=on_result)
+    statuses = [(r.scenario.name, str(r.status)) for r in stopped.value.report.results]
+    assert statuses == [("s0", "consistent"), ("s1", "consistent"), ("s2", "interrupted")]
 
 
 # --- 2. SIGTERM is Ctrl-C ------------------------------------------------------------------------

@@ -271,7 +271,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 
         auditor = isolated(options)
         try:
-            outcome = explore(parsed, budget, seed, auditor.screen, database, tell, options.limits, storage, audit_all=auditor.screen_all, trace=not auditor.isolates)
+            outcome = explore(parsed, budget, seed, auditor.screen, database, tell, options.limits, storage, audit_all=auditor.screen_all)
             tell("confirming on the literal engine")
             confirm(outcome, parsed, auditor.audit)
         finally:

@@ -269,14 +269,14 @@ class GroupEngine:
 
     def groups(self, scenarios: Sequence[Scenario]) -> list[list[int]]:
         """`keyed` groups in batches small enough for one call (a function is traced, unevaluated,
-        to learn its output's size)."""
+        to learn its output's size, under the timeout: tracing runs the user's Python)."""
         batches = []
         for indices in self.keyed(scenarios):
-            with x64_for(scenarios[indices[0]]):
-                try:
+            try:
+                with time_limit(self.timeout), x64_for(scenarios[indices[0]]):
                     size = batch_size(scenarios[indices[0]])
-                except (Exception, SystemExit):  # noqa: BLE001 - a function that cannot even be traced: the literal engine will say why
-                    continue
+            except (Exception, SystemExit, ScenarioTimeout):  # noqa: BLE001 - a function that cannot even be traced (in time): the literal engine will say why
+                continue
             if size:
                 batches += [indices[start : start + size] for start in range(0, len(indices), size)]
         return batches

@@ -102,7 +102,7 @@ class FunctionSurvey:
 def survey_one(space: SurveySpace, budget: int, seed: int, auditor, out: Path, how: str, limits, on_progress) -> FunctionSurvey:
     """Explore one function, shrink and confirm each kind, write its files (`auditor`: `service.isolated`'s)."""
     started = time.perf_counter()
-    outcome = search(space, budget, seed, screened(auditor.screen), None, on_progress, limits, audit_all=screened_all(auditor.screen_all), trace=not auditor.isolates)
+    outcome = search(space, budget, seed, screened(auditor.screen), None, on_progress, limits, audit_all=screened_all(auditor.screen_all))
     if outcome.found:
         confirm(outcome, space, auditor.audit)
     files = write_found(outcome, space, out, how) if not outcome.problem else []
