@@ -109,7 +109,9 @@ def test_the_digest_sees_each_kind_of_state_change_and_nothing_else(tmp_path):
         "def outer():\n    seen = [0]\n    def inner(x):\n        return x + seen[0]\n    return inner\n"
         "CLOSED = outer()\n"
         "@functools.lru_cache\ndef cached(n):\n    return n * 2\n"
-        "JITTED = jax.jit(lambda x: x + 1)\n",
+        "JITTED = jax.jit(lambda x: x + 1)\n"
+        "import array, itertools\nBATCHES = iter([1, 2, 3])\nCOUNTER = itertools.count()\nBUFFER = bytearray(2)\nNUMBERS = array.array('d', [0.0])\n"
+        "DEEP = ()\nfor _ in range(1500):\n    DEEP = (DEEP,)\n",
         encoding="utf-8",
     )
     sys.path.insert(0, str(tmp_path))
@@ -132,12 +134,67 @@ def test_the_digest_sees_each_kind_of_state_change_and_nothing_else(tmp_path):
         lambda: kinds.defaults.__defaults__[0].append(1),
         lambda: kinds.CLOSED.__closure__[0].cell_contents.__setitem__(0, 5),
         lambda: setattr(kinds, "NEW", 1),
+        lambda: next(kinds.BATCHES),
+        lambda: next(kinds.COUNTER),
+        lambda: kinds.BUFFER.__setitem__(0, 7),
+        lambda: kinds.NUMBERS.append(1.0),
     ]
     for change in changes:
         before = module_state.digest(kinds)
         change()
         assert module_state.digest(kinds) != before
     del sys.modules["kinds"]
+
+
+def test_a_module_that_cannot_be_imported_twice_is_kept_as_it_was_and_later_scenarios_still_run(tmp_path):
+    # It makes a type it does not define a pytree: a second import raises (duplicate registration).
+    (tmp_path / "registers.py").write_text(
+        "import fractions\nimport jax\n\njax.tree_util.register_pytree_node(fractions.Fraction, lambda f: ((), (f.numerator, f.denominator)), lambda aux, _: fractions.Fraction(*aux))\n"
+        "CALLS = []\n\n\ndef f(x):\n    CALLS.append(1)\n    return x * 2.0\n",
+        encoding="utf-8",
+    )
+    path = write_yaml(tmp_path, "s.yaml", "scenarios:\n" + "".join(f"  - {{name: s{i}, fn: 'registers:f', inputs: [{{dtype: float32, value: {i}.0}}]}}\n" for i in range(3)))
+    try:
+        report = audit(load_paths([str(path)]).scenarios, Options(jobs=0, literal=True, cache=None))
+        assert [str(r.status) for r in report.results] == ["consistent"] * 3
+        assert "registers" in module_state.unimportable
+    finally:
+        sys.modules.pop("registers", None)
+
+
+def test_neighbours_of_one_name_in_two_folders_stay_each_their_folders_after_a_fresh_import(tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "helpers.py").write_text(f"WHO = {ord(folder)}.0\n", encoding="utf-8")
+        (tmp_path / folder / f"uses_{folder}.py").write_text("from helpers import WHO\n\nCALLS = []\n\n\ndef f(x):\n    CALLS.append(1)\n    return x * WHO\n", encoding="utf-8")
+    write_yaml(tmp_path / "a", "s.yaml", "scenarios:\n  - {name: a1, fn: 'uses_a:f', inputs: [{dtype: float32, value: 1.0}]}\n  - {name: a2, fn: 'uses_a:f', inputs: [{dtype: float32, value: 1.0}]}\n")
+    write_yaml(tmp_path / "b", "s.yaml", "scenarios:\n  - {name: b1, fn: 'uses_b:f', inputs: [{dtype: float32, value: 1.0}]}\n")
+    try:
+        loaded = load_paths([str(tmp_path / "a" / "s.yaml"), str(tmp_path / "b" / "s.yaml")])
+        report = audit(loaded.scenarios, Options(jobs=0, literal=True, cache=None))  # a1 writes CALLS: a2 imports afresh
+        values = {r.scenario.name: float(np.asarray(r.paths["value"].arrays[0])) for r in report.results}
+        # b's folder went on the path after a's (its file loaded later): a2's fresh import still finds a's `helpers`.
+        assert (values["a1"], values["a2"]) == (ord("a"), ord("a"))
+    finally:
+        for name in ("helpers", "uses_a", "uses_b"):
+            sys.modules.pop(name, None)
+
+
+def test_a_module_imported_from_a_folder_above_stays_tracked_when_a_folder_below_is_first_used(tmp_path):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("")
+    (tmp_path / "models" / "net.py").write_text("SEEN = []\n\n\ndef f(x):\n    SEEN.append(1)\n    return x * len(SEEN)\n", encoding="utf-8")
+    above = write_yaml(tmp_path, "a.yaml", "scenarios:\n" + "".join(f"  - {{name: a{i}, fn: 'models.net:f', inputs: [{{dtype: float32, value: 1.0}}]}}\n" for i in range(2)))
+    below = write_yaml(tmp_path / "models", "b.yaml", "scenarios:\n  - {name: b, fn: 'net:f', inputs: [{dtype: float32, value: 1.0}]}\n")
+    try:
+        loaded = load_paths([str(above), str(below)])  # models.net imported from tmp_path, then the folder below is a root
+        report = audit([loaded.scenarios[0], loaded.scenarios[2], loaded.scenarios[1]], Options(jobs=0, literal=True, cache=None))
+        values = {r.scenario.name: float(np.asarray(r.paths["value"].arrays[0])) for r in report.results}
+        first = values["a0"]
+        assert values["a1"] == first  # as freshly imported, whatever a0 appended
+    finally:
+        for name in ("models", "models.net", "net"):
+            sys.modules.pop(name, None)
 
 
 def test_the_global_random_generators_are_put_back_before_each_scenario(stateful_suite):

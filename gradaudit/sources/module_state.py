@@ -20,6 +20,7 @@ import os
 import random
 import sys
 import types
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,10 @@ import numpy as np
 MOST_OBJECTS = 100_000
 """Objects the walk of one module visits at most; past it the digest stops growing (state deeper
 than that goes unseen)."""
+
+DEEPEST = 100
+"""Levels the walk follows from a module's globals; deeper state goes unseen (a cons list 1,500
+levels deep must not cost a RecursionError)."""
 
 _roots: set[str] = set()
 _foreign: set[str] = set()
@@ -40,10 +45,14 @@ _known: tuple[int, list[str]] = (-1, [])
 _lazy: set[str] = set()
 """User modules first seen after a scenario ran (imported by a user's function): imported with the
 module that is resolved, so that their state when fresh is known."""
+_kept: dict[str, types.ModuleType] = {}
+"""The modules last dropped, until they are imported again: put back where importing again fails."""
 _generators: tuple | None = None
 """Python's and NumPy's global random states as first seen."""
 dropped = 0
 """How many times user modules were dropped for a fresh import (a test and the profile read it)."""
+unimportable: set[str] = set()
+"""User modules that could not be imported a second time, kept as they were (see `put_back`)."""
 
 
 @contextmanager
@@ -54,7 +63,8 @@ def importing(root: str | Path) -> Iterator[None]:
     global _generators
     folder = str(Path(root).resolve())
     if folder not in _roots:
-        _foreign.update(_under_roots((folder,)))
+        # Not those gradaudit imported from another root (a folder above this one) or dropped.
+        _foreign.update(name for name in _under_roots((folder,)) if name not in _pristine and name not in _kept)
         _roots.add(folder)
     if _generators is None:
         _generators = (random.getstate(), np.random.get_state())
@@ -69,6 +79,22 @@ def importing(root: str | Path) -> Iterator[None]:
         for name in _user_modules():
             if name not in _pristine:
                 _pristine[name] = digest(sys.modules[name])
+                _kept.pop(name, None)
+
+
+def put_back() -> bool:
+    """After importing again failed: the modules last dropped back as they were, state and all,
+    and never dropped again (a module that registers a pytree for a type it does not define, an
+    FFI target or a config option can be imported once per process). True if there were any."""
+    if not _kept:
+        return False
+    for name, module in _kept.items():
+        sys.modules[name] = module
+        _foreign.add(name)
+        _lazy.discard(name)
+        unimportable.add(name)
+    _kept.clear()
+    return True
 
 
 def fresh() -> bool:
@@ -88,7 +114,7 @@ def fresh() -> bool:
     if changed:
         _lazy.update(unseen)
         for name in names:
-            del sys.modules[name]
+            _kept[name] = sys.modules.pop(name)
             _pristine.pop(name, None)
     dropped += changed
     return changed
@@ -119,7 +145,7 @@ def digest(module: types.ModuleType) -> bytes:
     bytes), refs (their values), random generators (their states), functions of user modules (defaults, closures,
     attributes), classes of this module (their attributes) and instances (theirs)."""
     walk = _Walk(module.__name__)
-    walk.feed({k: v for k, v in vars(module).items() if not k.startswith("__")})  # __builtins__, __spec__ and the like: the interpreter's
+    walk.feed({k: v for k, v in vars(module).items() if not k.startswith("__")}, 0)  # __builtins__, __spec__ and the like: the interpreter's
     return walk.hash.digest()
 
 
@@ -137,13 +163,14 @@ class _Walk:
             self.hash.update(part if isinstance(part, bytes) else repr(part).encode())
             self.hash.update(b"\0")
 
-    def feed(self, value: object) -> None:
+    def feed(self, value: object, depth: int) -> None:
         if isinstance(value, (type(None), bool, int, float, complex, str, bytes)):
             self.put(value)
             return
-        if id(value) in self.seen or len(self.seen) >= MOST_OBJECTS:
-            self.put("seen")
+        if id(value) in self.seen or len(self.seen) >= MOST_OBJECTS or depth > DEEPEST:
+            self.put("seen" if depth <= DEEPEST else "deeper")
             return
+        depth += 1
         self.seen.add(id(value))
         self.kept.append(value)
         kind = type(value)
@@ -155,74 +182,80 @@ class _Walk:
         elif isinstance(value, dict):
             for key, item in list(value.items()):
                 self.put(key if isinstance(key, str) else repr(key))
-                self.feed(item)
+                self.feed(item, depth)
         elif isinstance(value, (list, tuple, set, frozenset)) or kind.__name__ == "deque":
             items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else list(value)  # type: ignore[call-overload]  # every branch is iterable
             for item in items:
-                self.feed(item)
+                self.feed(item, depth)
         elif isinstance(value, np.random.Generator):
-            self.feed(value.bit_generator.state)
+            self.feed(value.bit_generator.state, depth)
         elif isinstance(value, (np.random.RandomState, random.Random)):
-            self.feed(value.get_state() if isinstance(value, np.random.RandomState) else value.getstate())
+            self.feed(value.get_state() if isinstance(value, np.random.RandomState) else value.getstate(), depth)
         else:
             try:
-                self._other(value)
+                self._other(value, depth)
             except Exception as exc:  # noqa: BLE001 - an object that cannot be read (a leaked tracer, a closed file): seen as its error, which stays the same while it does
                 self.put("unreadable", type(exc).__name__)
 
-    def _other(self, value: object) -> None:
+    def _other(self, value: object, depth: int) -> None:
         kind = type(value)
         if kind.__module__.startswith(("jax", "jaxlib")):
-            self._jax(value)
+            self._jax(value, depth)
         elif isinstance(value, (types.FunctionType, types.MethodType)):
-            self._function(value)
+            self._function(value, depth)
         elif isinstance(value, type):
             if value.__module__ == self.module:
-                self.feed({k: v for k, v in vars(value).items() if not k.startswith("__")})
+                self.feed({k: v for k, v in vars(value).items() if not k.startswith("__")}, depth)
         else:
-            self._object(value)
+            self._object(value, depth)
 
-    def _jax(self, value: object) -> None:
+    def _jax(self, value: object, depth: int) -> None:
         """A JAX array (its values), a ref (the values it holds now), a jitted function (the
         function it wraps); other JAX objects by type alone."""
         if type(value).__name__ == "Ref":
-            self.feed(np.asarray(value[...]))  # type: ignore[index]  # a jax Ref reads its value with [...]
+            self.feed(np.asarray(value[...]), depth)  # type: ignore[index]  # a jax Ref reads its value with [...]
         elif hasattr(value, "__array__") and hasattr(value, "dtype") and not _is_tracer(value):
-            self.feed(np.asarray(value))
+            self.feed(np.asarray(value), depth)
         elif hasattr(value, "__wrapped__"):
-            self.feed(value.__wrapped__)
+            self.feed(value.__wrapped__, depth)
 
-    def _function(self, value) -> None:
+    def _function(self, value, depth: int) -> None:
         function = value.__func__ if isinstance(value, types.MethodType) else value
         if isinstance(value, types.MethodType):
-            self.feed(value.__self__)
+            self.feed(value.__self__, depth)
         if function.__module__ != self.module and not _is_user(function.__module__):
             self.put(function.__module__, function.__qualname__)
             return
-        self.feed(function.__defaults__)
-        self.feed(function.__kwdefaults__)
-        self.feed(function.__dict__)
+        self.feed(function.__defaults__, depth)
+        self.feed(function.__kwdefaults__, depth)
+        self.feed(function.__dict__, depth)
         for cell in function.__closure__ or ():
             try:
-                self.feed(cell.cell_contents)
+                self.feed(cell.cell_contents, depth)
             except ValueError:  # an empty cell: a name bound later
                 self.put("empty")
 
-    def _object(self, value: object) -> None:
+    def _object(self, value: object, depth: int) -> None:
         """An instance: its attributes (`__dict__` and slots), or, for a wrapper (functools'
         caches, partials), what it wraps."""
         wrapped = getattr(value, "__wrapped__", None) or getattr(value, "func", None)
         if wrapped is not None and callable(wrapped):
-            self.feed(wrapped)
-            self.feed(getattr(value, "args", None))
-            self.feed(getattr(value, "keywords", None))
+            self.feed(wrapped, depth)
+            self.feed(getattr(value, "args", None), depth)
+            self.feed(getattr(value, "keywords", None), depth)
             return
         attributes = getattr(value, "__dict__", None)
+        slots = [slot for slot in getattr(type(value), "__slots__", ()) if isinstance(slot, str) and hasattr(value, slot)]
         if isinstance(attributes, dict):
-            self.feed(attributes)
-        for slot in getattr(type(value), "__slots__", ()):
-            if isinstance(slot, str) and hasattr(value, slot):
-                self.feed(getattr(value, slot))
+            self.feed(attributes, depth)
+        for slot in slots:
+            self.feed(getattr(value, slot), depth)
+        if not isinstance(attributes, dict) and not slots:
+            # A builtin whose state has no attributes (an iterator's position, a bytearray, an
+            # array.array, itertools.count): what pickling it would keep.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # pickling itertools objects is deprecated from Python 3.12
+                self.feed(value.__reduce_ex__(4), depth)
 
 
 def _is_tracer(value: object) -> bool:

@@ -52,9 +52,25 @@ def _import_from(module_name: str, root: Path):
             spec.loader.exec_module(module)
         return sys.modules[private]
     # The folder stays importable: the user's functions may import their neighbours when called.
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
+    # First on the path whenever one of its modules is imported, so that a neighbour's name means
+    # this folder's file, imported again or not (another folder may have one of that name too).
+    if str(root) in sys.path:
+        sys.path.remove(str(root))
+    sys.path.insert(0, str(root))
     return importlib.import_module(module_name)
+
+
+def _imported(module_name: str, root: Path):
+    """`module_name` imported from `root`; where importing it again (after `module_state.fresh`
+    dropped it) fails, the modules dropped are put back as they were and it is taken from them."""
+    try:
+        with module_state.importing(root):
+            return _import_from(module_name, root)
+    except (Exception, SystemExit):
+        if not module_state.put_back():
+            raise
+    with module_state.importing(root):
+        return _import_from(module_name, root)
 
 
 def _modules_in(folder: Path) -> list[str]:
@@ -71,8 +87,7 @@ def resolve(spec: str, root: str) -> Callable:
     """
     module_name, _, attribute = spec.partition(":")
     try:
-        with module_state.importing(root):
-            module = _import_from(module_name, Path(root).resolve())
+        module = _imported(module_name, Path(root).resolve())
     except ModuleNotFoundError as exc:
         close = difflib.get_close_matches(exc.name or module_name, _modules_in(Path(root)), n=3) if exc.name in (None, module_name.split(".")[0]) else []
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
