@@ -178,7 +178,7 @@ def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, wit
     fixed = [np.stack([target.fixed[i] for target in targets]) for i in range(len(first.fixed))]
     where = points(args, steps(first, eps))
     eager_failures: dict[str, BaseException] = {}
-    eager = jax.device_get(_answers(_batched(first.fn, n), (*args, *fixed), eager_failures)) if with_eager else {}
+    eager = jax.device_get(_answers(_batched(first.fn, n), tuple(map(jnp.asarray, (*args, *fixed))), eager_failures)) if with_eager else {}  # JAX arrays, as ad_blocks
     # Each member's points, its centre first: (1 + points, *shape) per argument.
     stacks = [np.concatenate([arg[:, None], stack.swapaxes(0, 1)], axis=1) for arg, stack in zip(args, where.stacks, strict=True)]
     signature = tuple((a.shape[1:], a.dtype) for a in (*args, *fixed, *stacks))

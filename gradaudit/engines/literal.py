@@ -75,9 +75,11 @@ def transformed(fn: Callable, transform: str, argnums: tuple[int, ...]) -> Calla
 
 
 def ad_blocks(target: Target, transform: str, order: int) -> tuple[np.ndarray, ...]:
-    """Derivative blocks by one AD path: Jacobians per argument, or Hessian blocks [i][j] row-major."""
+    """Derivative blocks by one AD path: Jacobians per argument, or Hessian blocks [i][j] row-major;
+    called on JAX arrays, as a user calls it (eagerly, JAX 0.9 treats NumPy inputs as constants of
+    their own kind, on which some rules fail where they do not on arrays)."""
     argnums = tuple(range(len(target.args)))
-    result = transformed(target.fn, transform, argnums)(*target.args, *target.fixed)
+    result = transformed(target.fn, transform, argnums)(*map(jnp.asarray, (*target.args, *target.fixed)))
     if order == 1:
         return tuple(np.asarray(result[i]) for i in argnums)
     return tuple(np.asarray(result[i][j]) for i in argnums for j in argnums)
