@@ -29,14 +29,6 @@ REPRESENTATIVE = str(ROOT / "scenarios" / "select_n" / "representative.yaml")
 REGISTRY = Registry().with_resources((s["$id"], DRAFT202012.create_resource(s)) for s in map(schema, NAMES.values()))
 """The three schemas by `$id`: compare-1 refers to report-1 for each rule's report."""
 
-OLDER = "made before the fingerprints' form 2 (reports/README.md): no `fingerprints`, `diagnoses`, `detail`, `warnings`; method `compiled`, paths' `shared_with`"
-STALE = {
-    "reports/matrix/select_n-jax-0.9.0.1.json": OLDER,
-    "reports/matrix/select_n-jax-newest.json": OLDER,
-}
-"""Committed reports an older gradaudit wrote (`gradaudit diff` refuses them too); `make matrix`
-writes them anew, and then their entry here must go (strict xfail)."""
-
 
 @cache
 def validator(format_name: str):
@@ -55,8 +47,7 @@ def _committed() -> list:
         document = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(document, dict) and document.get("schema") in NAMES:
             name = path.relative_to(ROOT).as_posix()
-            marks = [pytest.mark.xfail(strict=True, reason=STALE[name])] if name in STALE else []
-            found.append(pytest.param(name, marks=marks, id=name))
+            found.append(pytest.param(name, id=name))
     return found
 
 
