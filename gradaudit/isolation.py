@@ -155,6 +155,7 @@ def run_in_workers(
     totals: dict[str, float] | None = None,
     engine: str = LITERAL,
     left: Callable[[int, str], None] | None = None,
+    idle: list[_Worker] | None = None,
 ) -> None:
     """Audit `batches` on `engine` in `jobs` worker processes; `notify(index, result)` hears of each
     result (a group member the group engine may not report is not notified: another engine's), and
@@ -166,14 +167,17 @@ def run_in_workers(
     once in a fresh worker if it died, then `failure(scenario, Failure(...))`; one past
     `options.timeout` (counted from the batch's previous result) gets a timeout failure at once.
     `totals` adds up what the workers report of their time (JAX's trace, lower and compile seconds,
-    programs and cache reads, judge and audit seconds).
+    programs and cache reads, judge and audit seconds). With `idle`, workers are taken from it and,
+    alive at the end, put back for the run's next engine (one start-up per worker per run; the
+    caller ends them with `stop_workers`).
     """
     context = multiprocessing.get_context("spawn")
     settings = (options, devices)
     queue: list[tuple[str, Batch]] = [(engine, batch) for batch in batches]
     scenarios = {index: scenario for batch in batches for index, scenario in batch}
     retried: dict[int, str] = {}
-    workers = [_Worker(context, settings) for _ in range(min(jobs, len(queue)))]
+    workers = [idle.pop() if idle else _Worker(context, settings) for _ in range(min(jobs, len(queue)))]
+    finished = False
 
     def lost(worker: _Worker, reason: str, timed_out: bool) -> None:
         """The worker's batch did not finish: the scenario it was on (the first unfinished, as a batch
@@ -234,14 +238,25 @@ def run_in_workers(
                     notify(index, result)
                 elif (limit := worker.limit(options.timeout)) and time.monotonic() - worker.started > limit:
                     lost(worker, "timed out" if worker.ready else "did not start", timed_out=worker.ready)
+        finished = True
     finally:
         for worker in workers:
-            if worker.process.is_alive():
-                try:
-                    worker.connection.send(None)
-                except (OSError, BrokenPipeError):
-                    pass
-            worker.stop()
+            if finished and idle is not None and worker.process.is_alive():
+                idle.append(worker)  # for the run's next engine: no second start-up
+            else:
+                stop_workers([worker])
+
+
+def stop_workers(workers: list[_Worker]) -> None:
+    """Ask each worker to end, then make sure it has."""
+    for worker in workers:
+        if worker.process.is_alive():
+            try:
+                worker.connection.send(None)
+            except (OSError, BrokenPipeError):
+                pass
+        worker.stop()
+    workers.clear()
 
 
 class IsolatedAuditor:
@@ -295,12 +310,7 @@ class IsolatedAuditor:
 
     def close(self) -> None:
         if self.worker is not None:
-            if self.worker.process.is_alive():
-                try:
-                    self.worker.connection.send(None)
-                except (OSError, BrokenPipeError):
-                    pass
-            self.worker.stop()
+            stop_workers([self.worker])
             self.worker = None
 
 

@@ -293,6 +293,7 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
             counts.setdefault("workers", {}),
             engine,
             fallen.__setitem__,
+            idle,
         )
 
     def grouped(kind: str) -> None:
@@ -307,14 +308,22 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         elif batches:
             run(group, indices, keep=lambda result: one_story(result, options.tolerance))
 
-    if not options.literal and len(devices) <= 1:
-        grouped("select_n")
-        bundled(positions(lambda s: s.target.kind == "select_n"))
-        grouped("function")
-    if options.jobs > 0:
-        in_workers(_literal_batches(scenarios, positions(lambda s: True), options.jobs), "literal")
-        return
-    run(LiteralEngine(options.timeout, devices, options.limits), sorted(positions(lambda s: True), key=lambda i: _family(scenarios[i])))
+    idle: list = []
+    """Workers between one engine's batches and the next's: started once per run."""
+    try:
+        if not options.literal and len(devices) <= 1:
+            grouped("select_n")
+            bundled(positions(lambda s: s.target.kind == "select_n"))
+            grouped("function")
+        if options.jobs > 0:
+            in_workers(_literal_batches(scenarios, positions(lambda s: True), options.jobs), "literal")
+            return
+        run(LiteralEngine(options.timeout, devices, options.limits), sorted(positions(lambda s: True), key=lambda i: _family(scenarios[i])))
+    finally:
+        if idle:
+            from gradaudit.isolation import stop_workers
+
+            stop_workers(idle)
 
 
 def _family(scenario: Scenario) -> tuple:

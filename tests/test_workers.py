@@ -90,3 +90,20 @@ def test_a_function_output_too_large_is_refused_by_its_worker_and_the_others_sti
     assert [e["message"] for e in report["errors"]] == [message]
     assert {r["name"]: r["status"] for r in report["results"]} == {"small": "consistent"}
     assert report["summary"]["total"] == 1 and report["gate"]["failed"] == 0
+
+
+def test_one_worker_serves_every_engine_of_a_run(tmp_path):
+    # Four calls of one shape (a group), a select_n scenario (a bundle) and a second-order one (the
+    # literal engine): with --jobs 1, one worker process computes them all, started once.
+    (tmp_path / "whose.py").write_text(
+        "import os\nfrom pathlib import Path\n\n\ndef f(x):\n    with Path(__file__).with_name('pids').open('a') as pids:\n        pids.write(f'{os.getpid()}\\n')\n    return x * x\n"
+    )
+    rows = "".join(f"  - {{name: g{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n" for i in range(4))
+    rows += "  - {name: second, fn: 'whose:f', order: 2, inputs: [{dtype: float32, value: 2.0}]}\n"
+    rows += "  - {name: pick, selector: {dtype: int32, value: 1}, cases: 2, dtype: float32, shape: []}\n"
+    path = write_yaml(tmp_path, "s.yaml", "scenarios:\n" + rows)
+    result = run_cli("run", str(path), "--jobs", "1", "--no-cache", "--json", "-")
+    assert result.exit_code in (0, 1), result.stderr
+    methods = {r["name"]: r["method"] for r in result.json()["results"]}
+    assert methods["g0"] == "group" and methods["second"] == "literal", methods
+    assert len(set((tmp_path / "pids").read_text().split())) == 1
