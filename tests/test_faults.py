@@ -132,30 +132,26 @@ def test_a_group_that_crashes_its_worker_falls_back_to_each_scenario_alone(tmp_p
 
 
 @pytest.mark.slow
-def test_a_group_that_hangs_past_any_signal_is_a_timeout_of_each_scenario_it_held_and_the_run_ends(tmp_path):
+@pytest.mark.parametrize(
+    ("function", "jobs", "timeout"),
+    [
+        ("hangs", "2", "2"),  # past any signal: only the parent's watchdog ends it
+        ("sleeps", "0", "1"),  # in this process: SIGALRM, also while the group's batch size is learnt by tracing
+    ],
+)
+def test_a_group_that_hangs_is_a_timeout_of_each_scenario_it_held_and_the_run_ends(tmp_path, function, jobs, timeout):
     (tmp_path / "grouped.py").write_text(GROUPED)
-    path = write_yaml(tmp_path, "s.yaml", _group_of("hangs", 4))
+    path = write_yaml(tmp_path, "s.yaml", _group_of(function, 4))
     start = time.perf_counter()
-    result = run_cli("run", str(path), "--jobs", "2", "--timeout", "2", "--no-cache", "--json", "-")
+    result = run_cli("run", str(path), "--jobs", jobs, "--timeout", timeout, "--no-cache", "--json", "-")
     assert time.perf_counter() - start < 90
     assert result.exit_code == 1, result.stderr
     results = result.json()["results"]
-    assert [(r["status"], [f["message"] for f in r["findings"]]) for r in results] == [("error", ["timed out after 2 s"])] * 4
+    assert [(r["status"], [f["message"] for f in r["findings"]]) for r in results] == [("error", [f"timed out after {timeout} s"])] * 4
 
 
 TWO_CASES = "defaults: {dtype: float32, cases: 2, shape: []}\nscenarios:\n"
 """The head of a select_n file whose scenarios follow, one a line."""
-
-
-def test_in_this_process_a_group_whose_tracing_hangs_is_cut_by_the_timeout_too(tmp_path):
-    # --jobs 0: no watchdog, only SIGALRM; learning the group's batch size traces the function too.
-    (tmp_path / "grouped.py").write_text(GROUPED)
-    path = write_yaml(tmp_path, "s.yaml", _group_of("sleeps", 4))
-    start = time.perf_counter()
-    result = run_cli("run", str(path), "--jobs", "0", "--timeout", "1", "--no-cache", "--json", "-")
-    assert time.perf_counter() - start < 60
-    assert result.exit_code == 1, result.stderr
-    assert [(r["status"], [f["message"] for f in r["findings"]]) for r in result.json()["results"]] == [("error", ["timed out after 1 s"])] * 4
 
 
 def test_a_worker_that_died_while_idle_is_replaced_without_blaming_the_next_scenario(tmp_path):
