@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection, wait
 
 from gradaudit.model.computed import Failure
 from gradaudit.model.findings import Note
-from gradaudit.model.options import Options
+from gradaudit.model.options import OptionError, Options
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 
@@ -36,6 +36,10 @@ READY = "ready"
 counts from then, so that a worker's start-up (seconds) is never blamed on the scenario it was given."""
 STARTUP_SECONDS = 120.0
 """Seconds a worker may take to start (import JAX, start the backend) before it counts as hung."""
+
+START_TRIES = 3
+"""Worker starts in a row that may fail (die or hang before READY) before a run stops trying: each
+scenario left is then an error saying workers cannot start here (`--jobs 0` runs without them)."""
 
 
 Batch = tuple[tuple[int, Scenario], ...]
@@ -145,6 +149,15 @@ class _Worker:
         self.connection.close()
 
 
+class WorkersCannotStart(OptionError):
+    """A search's workers died or hung before they were ready, START_TRIES times in a row: nothing
+    can be audited with `--jobs` here (a run instead reports each scenario left as an error)."""
+
+
+def cannot_start(reason: str, times: int) -> Failure:
+    return Failure(f"no worker process could start ({reason}, {times} times in a row); --jobs 0 audits without them", "WorkerStartError")
+
+
 def run_in_workers(
     batches: Sequence[Batch],
     jobs: int,
@@ -178,15 +191,29 @@ def run_in_workers(
     retried: dict[int, str] = {}
     workers = [idle.pop() if idle else _Worker(context, settings) for _ in range(min(jobs, len(queue)))]
     finished = False
+    failed_starts = 0
+    """Workers in a row that died or hung before they were ready."""
 
     def lost(worker: _Worker, reason: str, timed_out: bool) -> None:
         """The worker's batch did not finish: the scenario it was on (the first unfinished, as a batch
-        runs in order) is retried once or fails; the rest go back in the queue, one each."""
+        runs in order) is retried once or fails; the rest go back in the queue, one each. A worker
+        that was not ready yet blames no scenario: its batch goes back whole, up to START_TRIES."""
+        nonlocal failed_starts
         batch = worker.batch
         assert batch is not None, "only a busy worker (one with a batch) is lost"
         worker.stop()
-        workers[workers.index(worker)] = _Worker(context, settings)
         unfinished = [index for index, _ in batch if index in worker.pending]
+        failed_starts = 0 if worker.ready else failed_starts + 1
+        if failed_starts >= START_TRIES:
+            for index in [*unfinished, *(index for _, queued in queue for index, _ in queued)]:
+                notify(index, failure(scenarios[index], cannot_start(reason, failed_starts)))
+            queue.clear()
+            worker.batch = None
+            return
+        workers[workers.index(worker)] = _Worker(context, settings)
+        if not worker.ready:
+            queue.insert(0, (worker.engine, tuple((index, scenarios[index]) for index in unfinished)))
+            return
         for position, index in enumerate(unfinished):
             if worker.engine in (GROUP, BUNDLE):  # computed together: none is to blame, each goes on alone
                 if left is not None:
@@ -219,6 +246,7 @@ def run_in_workers(
                         continue
                     if message == READY:
                         worker.heard_ready()
+                        failed_starts = 0
                         continue
                     if message == DONE:
                         worker.batch = None
@@ -237,7 +265,7 @@ def run_in_workers(
                         result = replace(result, notes=(*result.notes, Note(message=f"retried in a fresh worker: the first one {retried[index]}")))
                     notify(index, result)
                 elif (limit := worker.limit(options.timeout)) and time.monotonic() - worker.started > limit:
-                    lost(worker, "timed out" if worker.ready else "did not start", timed_out=worker.ready)
+                    lost(worker, "timed out" if worker.ready else f"did not start within {limit:g} s", timed_out=worker.ready)
         finished = True
     finally:
         for worker in workers:
@@ -278,6 +306,18 @@ class IsolatedAuditor:
         return self._audit(LITERAL, scenario)
 
     def _audit(self, engine: str, scenario: Scenario) -> ScenarioResult:
+        """The scenario's result; a worker that dies or hangs before it is ready is started again
+        (up to START_TRIES in a row, then WorkersCannotStart) rather than blamed on the scenario."""
+        why = ""
+        for _ in range(START_TRIES):
+            answer = self._once(engine, scenario)
+            if not isinstance(answer, str):
+                return answer
+            why = answer
+        raise WorkersCannotStart(cannot_start(why, START_TRIES).message)
+
+    def _once(self, engine: str, scenario: Scenario) -> ScenarioResult | str:
+        """The scenario's result, or why its worker did not start (a str)."""
         from gradaudit.judging.assess import assess
         from gradaudit.model.computed import failed
 
@@ -290,14 +330,17 @@ class IsolatedAuditor:
             limit = worker.limit(self.options.timeout)
             if not wait([worker.connection], timeout=None if limit is None else max(0.0, limit - (time.monotonic() - worker.started))):
                 self.close()
-                why = f"timed out after {self.options.timeout:g} s" if worker.ready else f"its worker did not start within {limit:g} s"
-                return assess(scenario, failed(Failure(why, "TimeoutError"), limit or 0.0), self.options.tolerance)
+                if not worker.ready:
+                    return f"it did not start within {limit:g} s"
+                return assess(scenario, failed(Failure(f"timed out after {self.options.timeout:g} s", "TimeoutError"), limit or 0.0), self.options.tolerance)
             try:
                 message = worker.connection.recv()
             except (EOFError, OSError):
                 worker.process.join(timeout=5)
                 reason = f"crashed: {signal_name(worker.process.exitcode)}"
                 self.close()
+                if not worker.ready:
+                    return reason
                 return assess(scenario, failed(Failure(reason, "WorkerCrash"), 0.0), self.options.tolerance)
             if message == READY:
                 worker.heard_ready()

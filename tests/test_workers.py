@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 
-from tests.helpers import run_cli, write_yaml
+import pytest
+
+from tests.helpers import ROOT, run_cli, write_yaml
 
 HAZARDS = """
 import os
@@ -107,3 +112,24 @@ def test_one_worker_serves_every_engine_of_a_run(tmp_path):
     methods = {r["name"]: r["method"] for r in result.json()["results"]}
     assert methods["g0"] == "group" and methods["second"] == "literal", methods
     assert len(set((tmp_path / "pids").read_text().split())) == 1
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/cmdline"), reason="tells worker processes apart by /proc/self/cmdline")
+def test_workers_that_cannot_start_blame_no_scenario_and_the_run_says_why(tmp_path):
+    # Every worker process dies as it starts, before it is ready (a broken environment, not a scenario).
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text('import os\nif b"spawn_main" in open("/proc/self/cmdline", "rb").read():\n    os._exit(3)\n')
+    write_yaml(tmp_path, "s.yaml", "defaults: {dtype: float32, cases: 2, shape: []}\nscenarios:\n" + "".join(f"  - {{name: s{i}, selector: {{dtype: int32, value: {i}}}}}\n" for i in range(3)))
+    write_yaml(tmp_path, "space.yaml", "search: {name: x, selector: {dtype: [int8], value: [0, 1]}, cases: [1], shape: [[]]}\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{ROOT}", "NO_COLOR": "1"}
+
+    def gradaudit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "gradaudit", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+    run = gradaudit("run", "s.yaml", "--jobs", "2", "--literal", "--no-cache", "--json", "-")
+    assert run.returncode == 1, run.stderr
+    findings = [(r["status"], r["findings"][0]["message"]) for r in json.loads(run.stdout)["results"]]
+    assert all(status == "error" and message.startswith("no worker process could start (crashed: exit code 3, ") for status, message in findings), findings
+    search = gradaudit("search", "space.yaml", "--budget", "3", "--jobs", "1", "--out", "found", "--no-database")
+    assert search.returncode == 2 and "no worker process could start (crashed: exit code 3, 3 times in a row); --jobs 0 audits without them" in search.stderr
+    assert not (tmp_path / "found").exists() or not list((tmp_path / "found").iterdir())
