@@ -331,7 +331,7 @@ class IsolatedAuditor:
             if not wait([worker.connection], timeout=None if limit is None else max(0.0, limit - (time.monotonic() - worker.started))):
                 self.close()
                 if not worker.ready:
-                    return f"it did not start within {limit:g} s"
+                    return f"did not start within {limit:g} s"
                 return assess(scenario, failed(Failure(f"timed out after {self.options.timeout:g} s", "TimeoutError"), limit or 0.0), self.options.tolerance)
             try:
                 message = worker.connection.recv()
