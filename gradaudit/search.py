@@ -546,15 +546,19 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
     judged: dict[str, ScenarioResult | None] = {}
     """Each audited scenario's text: its result, or None where the audit found the draw invalid."""
 
+    over: dict[tuple, str] = {}
+    """Why draws of each `_limits_key` are over the limits, once an audit found one that is."""
+
     def load(text: str) -> Scenario | None:
         if text not in loaded:
             errors: Sequence[InputError]
             scenarios, errors = load_text(text, space.file)
             if scenarios and not errors and limits is not None:
                 errors = check_limits(scenarios, limits, trace=False)
-            loaded[text] = scenarios[0] if scenarios and not errors else None
+            known = over.get(_limits_key(scenarios[0])) if scenarios and not errors else None
+            loaded[text] = scenarios[0] if scenarios and not errors and known is None else None
             if loaded[text] is None:
-                outcome.skipped[_reason(str(errors[0].message)) if errors else "no scenario"] += 1
+                outcome.skipped[known or (_reason(str(errors[0].message)) if errors else "no scenario")] += 1
         return loaded[text]
 
     def settle(texts: list[str]) -> None:
@@ -562,6 +566,7 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
         for number, (text, result) in enumerate(zip(texts, audit_all([loaded[t] for t in texts]), strict=True), 1):
             if isinstance(result, ScenarioResult) and result.findings and result.findings[0].error_type == LIMIT_EXCEEDED:
                 result = InvalidDraw(result.findings[0].message)
+                over[_limits_key(loaded[text])] = _reason(result.message)  # every draw of that key is, too: no more audits of them
             judged[text] = None if isinstance(result, InvalidDraw) else result
             if isinstance(result, InvalidDraw):
                 outcome.skipped[_reason(result.message)] += 1
@@ -672,6 +677,18 @@ class BudgetSpent(Exception):
 EXPLORE_DRAWS = 10
 """Draws hypothesis may make per scenario of the budget, so repeats and invalid draws cannot shorten
 the search; a space with fewer distinct valid scenarios ends when hypothesis has drawn them all."""
+
+
+def _limits_key(scenario: Scenario | None) -> tuple:
+    """What a scenario's limits depend on: its target with the values of inputs that are traced
+    taken out (tracing sees their shapes and dtypes only); a captured input's value stays in, as
+    it may decide an output's shape. (A select_n scenario's are checked in full before any audit.)"""
+    if scenario is None or scenario.target.kind != "function":
+        return (id(scenario),)
+    spec = scenario.target
+    captured = spec.bind != "traced"
+    inputs = tuple((s.dtype, s.array().shape, repr(s.value) if captured and not s.differentiable else None) for s in spec.inputs)
+    return (spec.fn, spec.root, spec.bind, scenario.order, repr(spec.kwargs), inputs)
 
 
 def _reason(message: str) -> str:
