@@ -555,7 +555,8 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
             scenarios, errors = load_text(text, space.file)
             if scenarios and not errors and limits is not None:
                 errors = check_limits(scenarios, limits, trace=False)
-            known = over.get(_limits_key(scenarios[0])) if scenarios and not errors else None
+            key = _limits_key(scenarios[0]) if scenarios and not errors else None
+            known = over.get(key) if key is not None else None
             loaded[text] = scenarios[0] if scenarios and not errors and known is None else None
             if loaded[text] is None:
                 outcome.skipped[known or (_reason(str(errors[0].message)) if errors else "no scenario")] += 1
@@ -566,7 +567,11 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
         for number, (text, result) in enumerate(zip(texts, audit_all([loaded[t] for t in texts]), strict=True), 1):
             if isinstance(result, ScenarioResult) and result.findings and result.findings[0].error_type == LIMIT_EXCEEDED:
                 result = InvalidDraw(result.findings[0].message)
-                over[_limits_key(loaded[text])] = _reason(result.message)  # every draw of that key is, too: no more audits of them
+                scenario = loaded[text]
+                assert scenario is not None, "only scenarios that loaded are audited"
+                key = _limits_key(scenario)
+                if key is not None:
+                    over[key] = _reason(result.message)  # every draw of that key is, too: no more audits of them
             judged[text] = None if isinstance(result, InvalidDraw) else result
             if isinstance(result, InvalidDraw):
                 outcome.skipped[_reason(result.message)] += 1
@@ -679,15 +684,15 @@ EXPLORE_DRAWS = 10
 the search; a space with fewer distinct valid scenarios ends when hypothesis has drawn them all."""
 
 
-def _limits_key(scenario: Scenario | None) -> tuple:
-    """What a scenario's limits depend on: its target with the values of inputs that are traced
-    taken out (tracing sees their shapes and dtypes only); a captured input's value stays in, as
-    it may decide an output's shape. (A select_n scenario's are checked in full before any audit.)"""
-    if scenario is None or scenario.target.kind != "function":
-        return (id(scenario),)
+def _limits_key(scenario: Scenario) -> tuple | None:
+    """What a function scenario's limits depend on: its target with the values of inputs that are
+    traced taken out (tracing sees their shapes and dtypes only); a captured input's values stay
+    in, as they may decide an output's shape. None for select_n, checked in full before any audit."""
     spec = scenario.target
+    if spec.kind != "function":
+        return None
     captured = spec.bind != "traced"
-    inputs = tuple((s.dtype, s.array().shape, repr(s.value) if captured and not s.differentiable else None) for s in spec.inputs)
+    inputs = tuple((s.dtype, s.array().shape, s.array().tobytes() if captured and not s.differentiable else None) for s in spec.inputs)
     return (spec.fn, spec.root, spec.bind, scenario.order, repr(spec.kwargs), inputs)
 
 

@@ -190,6 +190,13 @@ def test_limits_apply_to_drawn_scenarios_and_a_space_with_nothing_valid_is_exit_
         result = run_cli("search", "wide.yaml", "--budget", "3", "--out", "found", "--no-database", "--jobs", jobs)
         assert result.exit_code == 2, result.stdout + result.stderr
         assert "no valid scenario could be drawn" in result.stderr and "27 entries, over the limit of 20 (limits.jacobian)" in result.stderr
+    # A captured value can decide the output's size: a draw over the limits says nothing of one
+    # with another captured value (here 6 copies are, 1 copy is not).
+    (tmp_path / "tiles.py").write_text("import jax.numpy as jnp\n\n\ndef tile(x, n):\n    return jnp.tile(x, int(n))\n")
+    write_yaml(tmp_path, "tiles.yaml", "search: {name: tiles, fn: 'tiles:tile', bind: constant, inputs: [{dtype: float32, shape: [[2]], value: {min: -1, max: 1}}, {dtype: int32, value: [6, 1]}]}\n")
+    tiled = run_cli("search", "tiles.yaml", "--budget", "3", "--out", "found", "--no-database", "--jobs", "0")
+    assert tiled.exit_code in (0, 1), tiled.stdout + tiled.stderr
+    assert re.search(r"search tiles: [1-9]\d* scenarios audited", tiled.stdout), tiled.stdout
 
 
 def test_float_inputs_with_integer_bounds_are_drawn_as_floats():
