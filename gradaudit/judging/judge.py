@@ -190,36 +190,49 @@ class Trust:
         return tuple(n + np.where(m, s, 0.0) for n, m, s in zip(noise, self.moving, self.spread, strict=True))
 
 
+def _flat(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """Blocks as one flat float64 array, so elementwise work on every block is one NumPy call each."""
+    if len(arrays) == 1:
+        return np.asarray(arrays[0], dtype=np.float64).reshape(-1)
+    return np.concatenate([np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]) if arrays else np.zeros(0)
+
+
+def _blocks(flat: np.ndarray, like: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    """`flat` (see `_flat`) cut back into blocks of the shapes of `like`."""
+    shapes = [np.shape(a) for a in like]
+    if not shapes:
+        return ()
+    bounds = np.cumsum([math.prod(shape) for shape in shapes])[:-1]
+    return tuple(part.reshape(shape) for part, shape in zip(np.split(flat, bounds), shapes, strict=True))
+
+
 def trust(reference: PathResult, tolerances: Tolerances) -> Trust:
     """Where finite differences can be trusted (see Trust), from their estimates at two steps."""
     undefined = _undefined(reference)
     if reference.estimates is None:
         zeros = tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.ok_arrays)
         return Trust(kink=zeros, moving=zeros, spread=tuple(np.zeros(np.shape(a)) for a in reference.ok_arrays), undefined=undefined)
-    kinks, moving, spreads = [], [], []
-    names = ("extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise")
-    estimates = [_estimate(reference, name) for name in SPREAD_ESTIMATES]
-    for block, (extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise) in enumerate(zip(*(_estimate(reference, name) for name in names), strict=True)):
-        with np.errstate(invalid="ignore", over="ignore"):
-            gap = np.abs(right - left)
-            gap_half = np.abs(right_half - left_half)
-            slack = tolerances.fd_atol + tolerances.fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
-            kink = (gap_half > slack) & (gap_half > 0.75 * gap)
-            scale = np.maximum.reduce([np.abs(central), np.abs(central_half), np.abs(central_check)])
-            predicted = extrapolated + CHECK_WEIGHT * (central - central_half)
-            kink |= np.abs(central_check - predicted) > tolerances.fd_atol + tolerances.fd_rtol * scale + 4 * noise
-            moved = np.abs(central_half - central)
-            moves = moved > tolerances.fd_atol + tolerances.fd_rtol * scale
-            settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack)
-            converging = moved <= CONVERGING * np.abs(central_half)
-            kink = np.nan_to_num(kink | (moves & ~(settled & converging))).astype(bool) & ~undefined[block]
-            moves = np.nan_to_num(moves).astype(bool) & ~kink & ~undefined[block]
-            stacked = np.stack([np.asarray(e[block], dtype=np.float64) for e in estimates])
-            spread = np.nan_to_num(np.max(stacked, axis=0) - np.min(stacked, axis=0), nan=np.inf, posinf=np.inf)
-        kinks.append(kink)
-        moving.append(moves)
-        spreads.append(spread)
-    return Trust(kink=tuple(kinks), moving=tuple(moving), spread=tuple(spreads), undefined=undefined)
+    extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise = (
+        _flat(_estimate(reference, name)) for name in ("extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise")
+    )
+    defined = ~_flat(undefined).astype(bool)
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.abs(right - left)
+        gap_half = np.abs(right_half - left_half)
+        slack = tolerances.fd_atol + tolerances.fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
+        kink = (gap_half > slack) & (gap_half > 0.75 * gap)
+        scale = np.maximum(np.maximum(np.abs(central), np.abs(central_half)), np.abs(central_check))
+        predicted = extrapolated + CHECK_WEIGHT * (central - central_half)
+        kink |= np.abs(central_check - predicted) > tolerances.fd_atol + tolerances.fd_rtol * scale + 4 * noise
+        moved = np.abs(central_half - central)
+        moves = moved > tolerances.fd_atol + tolerances.fd_rtol * scale
+        settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack)
+        converging = moved <= CONVERGING * np.abs(central_half)
+        kink = (kink | (moves & ~(settled & converging))) & defined
+        moves = moves & ~kink & defined
+        spreading = [_flat(_estimate(reference, name)) for name in SPREAD_ESTIMATES]
+        spread = np.nan_to_num(functools.reduce(np.maximum, spreading) - functools.reduce(np.minimum, spreading), nan=np.inf, posinf=np.inf)
+    return Trust(kink=_blocks(kink, undefined), moving=_blocks(moves, undefined), spread=_blocks(spread, undefined), undefined=undefined)
 
 
 # --- provenance -------------------------------------------------------------------------------
@@ -228,7 +241,7 @@ def trust(reference: PathResult, tolerances: Tolerances) -> Trust:
 def _sources(blocks: Sequence[np.ndarray], output_shape: tuple[int, ...], threshold: float) -> tuple[Sources, ...]:
     """For each output element, the arguments whose block row is non-zero beyond `threshold`."""
     size = int(np.prod(output_shape, dtype=np.int64))
-    depends = [np.any(np.abs(_rows(b, output_shape).astype(np.float64)) > threshold, axis=1) for b in blocks]
+    depends = [np.any(np.abs(_rows(b, output_shape).astype(np.float64)) > threshold, axis=1).tolist() for b in blocks]
     return tuple(tuple(i for i, dep in enumerate(depends) if dep[j]) for j in range(size))
 
 
@@ -482,12 +495,10 @@ class _Comparison:
     def disagreeing_elements(self, output_shape: tuple[int, ...]) -> set[int]:
         """Output elements (flat) with at least one differing entry."""
         elements: set[int] = set()
+        out_size = math.prod(output_shape)
         for a, bad in zip(self.side[0].ok_arrays, self.bad, strict=True):
-            in_size = max(1, int(np.size(a) // max(1, int(np.prod(output_shape, dtype=np.int64)))))
-            if bad is None:
-                elements.update(range(int(np.prod(output_shape, dtype=np.int64))))
-            else:
-                elements.update(int(i) // in_size for i in bad)
+            in_size = max(1, int(np.size(a)) // max(1, out_size))
+            elements.update(range(out_size) if bad is None else (bad // in_size).tolist())
         return elements
 
 
@@ -586,15 +597,15 @@ def _non_finite(results: dict[str, PathResult], value: PathResult, inputs: Seque
     element that is not finite, an infinite derivative on some path (sqrt at 0), or a derivative
     every AD path finds NaN (arctan2 at (0, 0): 0/0)."""
     with np.errstate(invalid="ignore"):
-        if any(not np.all(np.isfinite(np.asarray(a, dtype=np.float64))) for a in (*inputs, *value.ok_arrays)):
+        if not np.isfinite(_flat((*inputs, *value.ok_arrays))).all():
             return True
-        if any(np.any(np.isinf(np.asarray(a, dtype=np.float64))) for r in results.values() if r.ok for a in r.ok_arrays):
+        if np.isinf(_flat([a for r in results.values() if r.ok for a in r.ok_arrays])).any():
             return True
         derivatives = [r.ok_arrays for name, r in results.items() if base_name(name) in AD_PATHS and r.ok]
         shapes = {tuple(np.shape(a) for a in arrays) for arrays in derivatives}
         if not derivatives or len(shapes) != 1:
             return False
-        return any(np.any(np.logical_and.reduce([np.isnan(np.asarray(arrays[block], dtype=np.float64)) for arrays in derivatives])) for block in range(len(derivatives[0])))
+        return bool(functools.reduce(np.logical_and, (np.isnan(_flat(arrays)) for arrays in derivatives)).any())
 
 
 def _ieee(comparison: _Comparison, non_finite: bool) -> bool:
