@@ -14,6 +14,7 @@ it, so a scenario whose worker died is retried once in a fresh worker before it 
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import queue
 import signal
@@ -52,19 +53,31 @@ LITERAL, GROUP, BUNDLE, SCREEN = "literal", "group", "bundle", "screen"
 """The engines a batch can be for (SCREEN: `service.screen`'s quick verdict, for searches)."""
 
 
-def _serve(connection: Connection, options: Options, device_names: tuple[str, ...]) -> None:
-    """The worker's loop: receive (engine, Batch), send back (index, result, time spent) per
-    scenario, then DONE; the result is None, or why (a str), for one left to another engine."""
+Settings = tuple[Options, tuple[str, ...], dict[str, object]]
+"""What a worker needs of its run: the options, its devices by name, and JAX's compilation-cache
+configuration (`jaxenv.cache_config`)."""
+
+
+def _serve(connection: Connection) -> None:
+    """The worker's loop: import JAX, receive the run's Settings (a worker started ahead of its
+    run waits here), say READY, then receive (engine, Batch) and send back (index, result, time
+    spent) per scenario, then DONE; the result is None, or why (a str), for one left to another engine."""
     import jax
 
     from gradaudit.engines.base import Engine
     from gradaudit.engines.bundle import BundleEngine
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
-    from gradaudit.jaxenv import JaxEvents, devices_named, select_n_rule
+    from gradaudit.jaxenv import JaxEvents, devices_named, select_n_rule, use_cache_config
     from gradaudit.judging.assess import assess, one_story
     from gradaudit.screening import ScreenEngine
 
+    jax.devices()  # the backend started while the run had no settings to send yet
+    settings = connection.recv()
+    if settings is None:
+        return
+    options, device_names, cache = settings
+    use_cache_config(cache)
     devices = devices_named(device_names)
     literal = LiteralEngine(options.timeout, devices, options.limits)
     group = GroupEngine(devices=devices, timeout=options.timeout, limits=options.limits)
@@ -105,8 +118,9 @@ def signal_name(exitcode: int | None) -> str:
 
 
 class _Worker:
-    def __init__(self, context, settings: tuple):
+    def __init__(self, context, settings: Settings | None):
         self.context, self.settings = context, settings
+        """None for a worker started ahead of its run (`start_ahead`) until `configure`."""
         self.engine = LITERAL
         self.batch: Batch | None = None
         self.pending: set[int] = set()
@@ -114,12 +128,26 @@ class _Worker:
 
     def _start(self) -> None:
         self.connection, child = self.context.Pipe()
-        self.process = self.context.Process(target=_serve, args=(child, *self.settings), daemon=True)
+        self.process = self.context.Process(target=_serve, args=(child,), daemon=True)
         self.process.start()
         child.close()
         self.started = time.monotonic()
         self.ready = False
         """Whether it has said READY; until then its clock is STARTUP_SECONDS, not the timeout."""
+        if self.settings is not None:
+            try:
+                self.connection.send(self.settings)
+            except OSError:  # it died at once: it never says READY, and is treated as a failed start
+                pass
+
+    def configure(self, settings: Settings) -> None:
+        """Give a worker started ahead its run's settings (once: a run's settings do not change)."""
+        if self.settings is None:
+            self.settings = settings
+            try:
+                self.connection.send(settings)
+            except OSError:  # it died while it waited: `give` starts a fresh one, with these settings
+                pass
 
     def limit(self, timeout: float | None) -> float | None:
         """Seconds its current scenario may still take from `started`: the timeout, or while it
@@ -147,6 +175,33 @@ class _Worker:
             self.process.kill()
         self.process.join(timeout=5)
         self.connection.close()
+
+
+def _settings(options: Options, devices: tuple[str, ...]) -> Settings:
+    """The Settings workers get, JAX's cache configuration as it is now in this process (a run
+    turns its cache on before it starts or configures workers)."""
+    from gradaudit.jaxenv import cache_config
+
+    return options, devices, cache_config()
+
+
+_ahead: list[_Worker] = []
+"""Workers started by `start_ahead`, waiting for the next run to configure them."""
+
+
+def start_ahead(jobs: int) -> None:
+    """Start `jobs` workers now, so that they import JAX while this process loads scenarios; the
+    next `taken_ahead` hands them to a run, and any never taken are stopped at exit."""
+    if jobs > 0 and not _ahead:
+        _ahead.extend(_Worker(multiprocessing.get_context("spawn"), None) for _ in range(jobs))
+        atexit.register(stop_workers, _ahead)
+
+
+def taken_ahead() -> list[_Worker]:
+    """The workers `start_ahead` started (none after the first call): a run's first idle workers."""
+    taken = list(_ahead)
+    _ahead.clear()
+    return taken
 
 
 class WorkersCannotStart(OptionError):
@@ -185,11 +240,13 @@ def run_in_workers(
     caller ends them with `stop_workers`).
     """
     context = multiprocessing.get_context("spawn")
-    settings = (options, devices)
+    settings = _settings(options, devices)
     queue: list[tuple[str, Batch]] = [(engine, batch) for batch in batches]
     scenarios = {index: scenario for batch in batches for index, scenario in batch}
     retried: dict[int, str] = {}
     workers = [idle.pop() if idle else _Worker(context, settings) for _ in range(min(jobs, len(queue)))]
+    for worker in workers:
+        worker.configure(settings)
     finished = False
     failed_starts = 0
     """Workers in a row that died or hung before they were ready."""
@@ -322,7 +379,7 @@ class IsolatedAuditor:
         from gradaudit.model.computed import failed
 
         if self.worker is None:
-            self.worker = _Worker(self.context, self.settings)
+            self.worker = _Worker(self.context, _settings(*self.settings))
         worker = self.worker
         worker.give(engine, ((0, scenario),))
         result: ScenarioResult | None = None

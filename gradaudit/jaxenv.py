@@ -185,6 +185,17 @@ def enable_cache(folder: Path) -> str | None:
     return None
 
 
+def cache_config() -> dict[str, object]:
+    """JAX's compilation-cache settings in this process, for workers started before it set them."""
+    return {name: getattr(jax.config, name) for name in CACHE_SETTINGS}
+
+
+def use_cache_config(config: dict[str, object]) -> None:
+    """Take another process's `cache_config` (before this process compiles anything)."""
+    for name, value in config.items():
+        jax.config.update(name, value)
+
+
 # --- devices ----------------------------------------------------------------------------------
 
 

@@ -109,6 +109,27 @@ def prepare(options: Options) -> tuple[list, list[str]]:
     return devices, warnings
 
 
+START_AHEAD_BYTES = 256 * 1024
+"""Scenario files this large take long enough to load (about 0.2 s per 100 KB) to hide a worker's start-up."""
+
+
+def start_workers(options: Options, paths: Sequence[str]) -> None:
+    """Start the coming audit's worker processes (`--jobs`) now, while the caller loads `paths`,
+    where those files are large enough to take the time (START_AHEAD_BYTES): the audit configures
+    and uses them, and any it does not need are stopped at exit."""
+    from gradaudit.isolation import start_ahead
+    from gradaudit.sources.scenario_files import collect_files
+
+    def size(path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except OSError:  # loading will say what is wrong with it
+            return 0
+
+    if sum(size(path) for path, _ in collect_files(paths)[0]) >= START_AHEAD_BYTES:
+        start_ahead(options.jobs)
+
+
 def audit(
     scenarios: Sequence[Scenario],
     options: Options | None = None,
@@ -308,8 +329,10 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         elif batches:
             run(group, indices, keep=lambda result: one_story(result, options.tolerance))
 
-    idle: list = []
-    """Workers between one engine's batches and the next's: started once per run."""
+    from gradaudit.isolation import taken_ahead
+
+    idle: list = taken_ahead() if options.jobs > 0 else []
+    """Workers between one engine's batches and the next's: started once per run (or ahead of it)."""
     try:
         if not options.literal and len(devices) <= 1:
             grouped("select_n")

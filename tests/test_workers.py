@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -133,3 +134,57 @@ def test_workers_that_cannot_start_blame_no_scenario_and_the_run_says_why(tmp_pa
     search = gradaudit("search", "space.yaml", "--budget", "3", "--jobs", "1", "--out", "found", "--no-database")
     assert search.returncode == 2 and "no worker process could start (crashed: exit code 3, 3 times in a row); --jobs 0 audits without them" in search.stderr
     assert not (tmp_path / "found").exists() or not list((tmp_path / "found").iterdir())
+
+
+def test_only_large_files_start_workers_ahead_of_loading(tmp_path):
+    from gradaudit import isolation
+    from gradaudit.model.options import Options
+    from gradaudit.service import START_AHEAD_BYTES, start_workers
+
+    small = write_yaml(tmp_path, "small.yaml", "scenarios:\n  - {name: s, selector: {dtype: int32, value: 0}, cases: 2, shape: [], dtype: float32}\n")
+    start_workers(Options(jobs=2), [str(small)])
+    assert isolation.taken_ahead() == []
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "big.yaml").write_text(small.read_text() + "#" * START_AHEAD_BYTES + "\n")
+    start_workers(Options(jobs=0), [str(tmp_path / "big")])
+    assert isolation.taken_ahead() == []
+    start_workers(Options(jobs=2), [str(tmp_path / "big")])
+    ahead = isolation.taken_ahead()
+    try:
+        assert len(ahead) == 2 and all(w.process.is_alive() and w.settings is None for w in ahead)
+        assert isolation.taken_ahead() == []  # handed out once
+    finally:
+        isolation.stop_workers(ahead)
+
+
+def test_workers_started_ahead_get_the_runs_cache_and_serve_every_engine(tmp_path):
+    # A file large enough that its workers start before the run turns its cache on: they are told the
+    # cache folder (a rerun reads every program of theirs from it), and one worker serves the run.
+    from gradaudit.jaxenv import cache_unsupported
+    from gradaudit.service import START_AHEAD_BYTES
+
+    if cache_unsupported() is not None:
+        pytest.skip(cache_unsupported())
+    (tmp_path / "whose.py").write_text(
+        "import os\nfrom pathlib import Path\n\n\ndef f(x):\n    with Path(__file__).with_name('pids').open('a') as pids:\n        pids.write(f'{os.getpid()}\\n')\n    return x * x\n"
+    )
+    rows = "".join(f"  - {{name: g{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n" for i in range(4))
+    rows += "  - {name: second, fn: 'whose:f', order: 2, inputs: [{dtype: float32, value: 2.0}]}\n"
+    write_yaml(tmp_path, "s.yaml", "scenarios:\n" + rows + "#" * START_AHEAD_BYTES + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+    env.update(PYTHONPATH=str(ROOT), NO_COLOR="1")
+    read = []
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "gradaudit", "run", "s.yaml", "--jobs", "1", "--cache-dir", "cache", "--profile", "-q"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        programs, cached = map(int, re.search(r"worker processes.*?(\d+) programs, (\d+) of them read", proc.stderr).groups())
+        read.append((programs, cached))
+        assert len(set((tmp_path / "pids").read_text().split())) == len(read)  # one worker process a run
+    assert read[0][0] > 0 and read[1] == (read[0][0], read[0][0])

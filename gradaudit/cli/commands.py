@@ -65,12 +65,13 @@ def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, ve
     """
     from gradaudit.cli.profile import Profile
     from gradaudit.render.terminal import print_report
-    from gradaudit.service import AuditInterrupted
+    from gradaudit.service import AuditInterrupted, start_workers
 
     options = options_from(given)
     session = _session(json_path, junit_path, format, color, options=options, html_path=html_path, sarif_path=sarif_path)
     profiler = Profile(enabled=profile)
     with profiler.phase("load"):
+        start_workers(options, _paths(paths))
         loaded = session.load(_paths(paths), options.user_code)
     if loaded is None:
         return EXIT_INPUT
