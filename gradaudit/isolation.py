@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection, wait
 from gradaudit.model.computed import Failure
 from gradaudit.model.findings import Note
 from gradaudit.model.options import OptionError, Options
-from gradaudit.model.results import ScenarioResult
+from gradaudit.model.results import ScenarioResult, lightened
 from gradaudit.model.scenario import Scenario
 
 DONE = "done"
@@ -53,9 +53,10 @@ LITERAL, GROUP, BUNDLE, SCREEN = "literal", "group", "bundle", "screen"
 """The engines a batch can be for (SCREEN: `service.screen`'s quick verdict, for searches)."""
 
 
-Settings = tuple[Options, tuple[str, ...], dict[str, object]]
-"""What a worker needs of its run: the options, its devices by name, and JAX's compilation-cache
-configuration (`jaxenv.cache_config`)."""
+Settings = tuple[Options, tuple[str, ...], dict[str, object], bool]
+"""What a worker needs of its run: the options, its devices by name, JAX's compilation-cache
+configuration (`jaxenv.cache_config`), and whether to send consistent results lightened
+(`results.lightened`: the run keeps no more of them, so their arrays need not travel)."""
 
 
 def _serve(connection: Connection) -> None:
@@ -76,7 +77,7 @@ def _serve(connection: Connection) -> None:
     settings = connection.recv()
     if settings is None:
         return
-    options, device_names, cache = settings
+    options, device_names, cache, lighten = settings
     use_cache_config(cache)
     devices = devices_named(device_names)
     literal = LiteralEngine(options.timeout, devices, options.limits)
@@ -100,7 +101,7 @@ def _serve(connection: Connection) -> None:
                 spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
                 answered.add(position)
                 kept = engine in (LITERAL, SCREEN) or one_story(result, options.tolerance)
-                connection.send((batch[position][0], result if kept else None, spent))
+                connection.send((batch[position][0], (lightened(result) if lighten else result) if kept else None, spent))
             fallen = bundle.fallen
             for position in sorted(set(range(len(batch))) - answered):
                 connection.send((batch[position][0], fallen.get(position) if engine == BUNDLE else None, events.take()))
@@ -177,12 +178,12 @@ class _Worker:
         self.connection.close()
 
 
-def _settings(options: Options, devices: tuple[str, ...]) -> Settings:
+def _settings(options: Options, devices: tuple[str, ...], lighten: bool = False) -> Settings:
     """The Settings workers get, JAX's cache configuration as it is now in this process (a run
     turns its cache on before it starts or configures workers)."""
     from gradaudit.jaxenv import cache_config
 
-    return options, devices, cache_config()
+    return options, devices, cache_config(), lighten
 
 
 _ahead: list[_Worker] = []
@@ -224,6 +225,7 @@ def run_in_workers(
     engine: str = LITERAL,
     left: Callable[[int, str], None] | None = None,
     idle: list[_Worker] | None = None,
+    lighten: bool = False,
 ) -> None:
     """Audit `batches` on `engine` in `jobs` worker processes; `notify(index, result)` hears of each
     result (a group member the group engine may not report is not notified: another engine's), and
@@ -237,10 +239,10 @@ def run_in_workers(
     `totals` adds up what the workers report of their time (JAX's trace, lower and compile seconds,
     programs and cache reads, judge and audit seconds). With `idle`, workers are taken from it and,
     alive at the end, put back for the run's next engine (one start-up per worker per run; the
-    caller ends them with `stop_workers`).
+    caller ends them with `stop_workers`). With `lighten`, consistent results come lightened.
     """
     context = multiprocessing.get_context("spawn")
-    settings = _settings(options, devices)
+    settings = _settings(options, devices, lighten)
     queue: list[tuple[str, Batch]] = [(engine, batch) for batch in batches]
     scenarios = {index: scenario for batch in batches for index, scenario in batch}
     retried: dict[int, str] = {}

@@ -148,8 +148,8 @@ def audit(
         on_result: called with each scenario's result as it is judged (progress, partial reports).
         sigterm: SIGTERM interrupts as Ctrl-C does (`remembered_interrupt`; the command line's choice).
         lighten: keep of each consistent result only what the terminal and a findings-detail JSON
-            report show (`results.lightened`), once `on_result` has had it whole: memory that does
-            not grow with the arrays of scenarios that agreed.
+            report show (`results.lightened`), `on_result` included (worker processes send them
+            so): memory and traffic that do not grow with the arrays of scenarios that agreed.
 
     Returns:
         An AuditReport: every chosen scenario's result, gated (`passed`), with where it ran.
@@ -246,19 +246,17 @@ def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_resu
             results[order[index]] = result  # first: a Ctrl-C during on_result must not lose it
             if on_result is not None:
                 on_result(result)
-            if lighten:
-                results[order[index]] = lightened(result)
             check()
 
         try:
-            _engines([scenarios[i] for i in order], options, devices, settle, counts)
+            _engines([scenarios[i] for i in order], options, devices, settle, counts, lighten)
         except KeyboardInterrupt:
             finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
             raise AuditInterrupted(_report(scenarios, finished, options, files, counts, devices)) from None
     return _report(scenarios, results, options, files, counts, devices)
 
 
-def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, settle, counts: dict) -> None:
+def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, settle, counts: dict, lighten: bool = False) -> None:
     from gradaudit.engines.bundle import BUNDLE_SCENARIOS, BundleEngine
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
@@ -281,7 +279,7 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
             index = indices[position]
             result = assess(scenarios[index], computed, options.tolerance)
             if keep(result):
-                take(index, result)
+                take(index, lightened(result) if lighten else result)
 
     def bundled(indices: list[int]) -> None:
         """Scenarios on the bundle engine: in workers, a bundle a batch (bundles small enough that
@@ -315,6 +313,7 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
             engine,
             fallen.__setitem__,
             idle,
+            lighten,
         )
 
     def grouped(kind: str) -> None:

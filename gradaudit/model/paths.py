@@ -208,7 +208,7 @@ class PathResult:
         """This path with what no report of a consistent scenario shows dropped: finite-difference
         estimates, and arrays past KEPT_ELEMENTS numbers (`arrays` is then empty: ok, not kept)."""
         if not self.ok or sum(np.size(block) for block in self.ok_arrays) <= KEPT_ELEMENTS:
-            return replace(self, estimates=None)
+            return self if self.estimates is None else replace(self, estimates=None)
         return replace(self, arrays=(), estimates=None)
 
 
