@@ -26,7 +26,7 @@ require_supported_jax()  # first: an unsupported JAX's internals, imported below
 import os
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -183,6 +183,13 @@ def enable_cache(folder: Path) -> str | None:
         jax.config.update(name, value)
         os.environ[name.upper()] = str(value)
     return None
+
+
+def as_jax_arrays(arrays: Iterable) -> tuple:
+    """NumPy inputs as the JAX arrays a user's `jnp.asarray` makes of them, by `jax.device_put`,
+    which compiles nothing (in JAX 0.10 `jnp.asarray` of a NumPy array runs a `stage` program, one
+    compilation per shape and dtype)."""
+    return tuple(jax.device_put(tuple(arrays)))
 
 
 def cache_config() -> dict[str, object]:

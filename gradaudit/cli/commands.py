@@ -110,9 +110,11 @@ def baseline_command(paths, output, color, **given) -> int:
     Exit 0 when written (findings included), 2 for bad input.
     """
     from gradaudit.render.terminal import summary_line
+    from gradaudit.service import start_workers
 
     options = options_from({**given, "baseline": None}).updated(baseline=None)
     session = Session(output_setting("color", color), json_path=output, formats=("rich",), json_option="-o")
+    start_workers(options, _paths(paths))
     loaded = session.load(_paths(paths), options.user_code)
     if loaded is None:
         return EXIT_INPUT

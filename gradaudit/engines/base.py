@@ -85,12 +85,10 @@ def first_order_paths(
     def result(base: str, answer) -> PathResult:
         name = path_name(base, label)
         if isinstance(answer, BaseException):
-            computed = failed_path(name, answer)
-        elif base == FINITE_DIFFERENCE:
-            computed = PathResult(name, answer["extrapolated"], estimates=answer)
-        else:
-            computed = PathResult(name, tuple(np.asarray(a) for a in answer))
-        return replace(computed, engine=engine, binding=binding, device=device)
+            return replace(failed_path(name, answer), engine=engine, binding=binding, device=device)
+        if base == FINITE_DIFFERENCE:
+            return PathResult(name, answer["extrapolated"], estimates=answer, engine=engine, binding=binding, device=device)
+        return PathResult(name, tuple(np.asarray(a) for a in answer), engine=engine, binding=binding, device=device)
 
     answers = {
         VALUE: value_eager,

@@ -21,13 +21,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from gradaudit.engines.base import VALUE_, assembled
 from gradaudit.engines.group import MAX_ELEMENTS, _answers, batch_size, computations
 from gradaudit.engines.literal import steps
-from gradaudit.jaxenv import device_name, needs_x64, unfiltered_tracebacks, x64_for
+from gradaudit.jaxenv import as_jax_arrays, device_name, needs_x64, unfiltered_tracebacks, x64_for
 from gradaudit.model.computed import Computed
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import estimates, points, scenario_estimates
@@ -91,7 +90,7 @@ class Bundle:
             first = index == 0 or self.owners[index - 1] != owner
             with unfiltered_tracebacks():
                 eager_failures: dict[str, BaseException] = {}
-                eager = jax.device_get(_compute(target, [jnp.asarray(a) for a in (*target.args, *target.fixed)], eager_failures))
+                eager = jax.device_get(_compute(target, as_jax_arrays((*target.args, *target.fixed)), eager_failures))
             paths[owner].update(_paths(target, compiled, failed, eager, eager_failures, where, first, device))
             seconds[owner] += time.perf_counter() - started
         results = []

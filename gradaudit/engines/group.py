@@ -29,7 +29,7 @@ import numpy as np
 
 from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, assembled
 from gradaudit.engines.literal import ScenarioTimeout, steps, time_limit
-from gradaudit.jaxenv import device_name, tracing_context, unfiltered_tracebacks, x64_for
+from gradaudit.jaxenv import as_jax_arrays, device_name, tracing_context, unfiltered_tracebacks, x64_for
 from gradaudit.limits import check_limits
 from gradaudit.model.computed import Computed
 from gradaudit.model.options import Limits
@@ -178,7 +178,7 @@ def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, wit
     fixed = [np.stack([target.fixed[i] for target in targets]) for i in range(len(first.fixed))]
     where = points(args, steps(first, eps))
     eager_failures: dict[str, BaseException] = {}
-    eager = jax.device_get(_answers(_batched(first.fn, n), tuple(map(jnp.asarray, (*args, *fixed))), eager_failures)) if with_eager else {}  # JAX arrays, as ad_blocks
+    eager = jax.device_get(_answers(_batched(first.fn, n), as_jax_arrays((*args, *fixed)), eager_failures)) if with_eager else {}  # JAX arrays, as ad_blocks
     # Each member's points, its centre first: (1 + points, *shape) per argument.
     stacks = [np.concatenate([arg[:, None], stack.swapaxes(0, 1)], axis=1) for arg, stack in zip(args, where.stacks, strict=True)]
     signature = tuple((a.shape[1:], a.dtype) for a in (*args, *fixed, *stacks))

@@ -16,11 +16,10 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from gradaudit.engines.base import run_path
-from gradaudit.jaxenv import device_name, unfiltered_tracebacks, x64_for
+from gradaudit.jaxenv import as_jax_arrays, device_name, unfiltered_tracebacks, x64_for
 from gradaudit.limits import LIMIT_EXCEEDED, check_limits
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Computed, Failure, failed
@@ -79,7 +78,7 @@ def ad_blocks(target: Target, transform: str, order: int) -> tuple[np.ndarray, .
     called on JAX arrays, as a user calls it (eagerly, JAX 0.9 treats NumPy inputs as constants of
     their own kind, on which some rules fail where they do not on arrays)."""
     argnums = tuple(range(len(target.args)))
-    result = transformed(target.fn, transform, argnums)(*map(jnp.asarray, (*target.args, *target.fixed)))
+    result = transformed(target.fn, transform, argnums)(*as_jax_arrays((*target.args, *target.fixed)))
     if order == 1:
         return tuple(np.asarray(result[i]) for i in argnums)
     return tuple(np.asarray(result[i][j]) for i in argnums for j in argnums)
@@ -157,7 +156,7 @@ def _paths(targets: Sequence[Target], eps: float | None, order: int, modes: Sequ
     `value` is the function called eagerly on JAX arrays, as a user would, once; `jit_value` per binding.
     """
     first = targets[0]
-    yield VALUE, first.bound, lambda: (np.asarray(first.fn(*map(jnp.asarray, (*first.args, *first.fixed)))),)
+    yield VALUE, first.bound, lambda: (np.asarray(first.fn(*as_jax_arrays((*first.args, *first.fixed)))),)
     for target in targets:
         binding, bound = target.binding, target.bound
         compiled = jax.jit(target.fn)
