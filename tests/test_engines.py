@@ -378,3 +378,23 @@ def test_eager_and_jit_twins_must_agree_entry_by_entry():
     assert not twins_agree({**paths, "jit_value": PathResult("jit_value", other)}, tolerances)
     assert not twins_agree({**paths, "jit_jacrev": PathResult("jit_jacrev", one)}, tolerances)
     assert not twins_agree({**paths, "jit_value:const": PathResult("jit_value:const", other), "value:const": PathResult("value:const", one)}, tolerances)
+
+
+def test_an_engine_lets_go_of_its_programs_every_release_every_groups_and_gives_the_same(monkeypatch):
+    scenarios = [make_scenario(value=v % 2, shape=shape, seed=v, name=f"s{len(shape)}-{v}") for shape in ((), (2,), (3,)) for v in range(4)]
+
+    def run() -> tuple[dict, list[int]]:
+        engine, held, results = GroupEngine(), [], {}
+        for index, computed in engine.run(scenarios):
+            results[index] = [(path.name, *map(np.ndarray.tobytes, path.ok_arrays)) for path in computed.paths.values() if path.ok]
+            held.append(group._program.cache_info().currsize)
+        return results, held
+
+    group.release_programs()
+    kept, held = run()
+    assert held == [1] * 4 + [2] * 4 + [3] * 4  # one program a group, all kept
+    group.release_programs()
+    monkeypatch.setattr(group, "RELEASE_EVERY", 2)
+    released, held = run()
+    assert held == [1] * 4 + [1] * 4 + [2] * 4  # let go as the second group started
+    assert released == kept
