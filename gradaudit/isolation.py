@@ -74,7 +74,10 @@ def _serve(connection: Connection) -> None:
     from gradaudit.screening import ScreenEngine
 
     jax.devices()  # the backend started while the run had no settings to send yet
-    settings = connection.recv()
+    try:
+        settings = connection.recv()
+    except EOFError:  # the run ended (or was killed) before it needed this worker
+        return
     if settings is None:
         return
     options, device_names, cache, lighten = settings
@@ -144,7 +147,7 @@ class _Worker:
     def configure(self, settings: Settings) -> None:
         """Give a worker started ahead its run's settings (once: a run's settings do not change)."""
         if self.settings is None:
-            self.settings = settings
+            self.settings, self.started = settings, time.monotonic()  # its start-up counts from now: a long load is not a hang
             try:
                 self.connection.send(settings)
             except OSError:  # it died while it waited: `give` starts a fresh one, with these settings

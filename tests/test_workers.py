@@ -188,3 +188,27 @@ def test_workers_started_ahead_get_the_runs_cache_and_serve_every_engine(tmp_pat
         read.append((programs, cached))
         assert len(set((tmp_path / "pids").read_text().split())) == len(read)  # one worker process a run
     assert read[0][0] > 0 and read[1] == (read[0][0], read[0][0])
+
+
+def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves_the_run(tmp_path):
+    # However long the load took, a worker started ahead is not taken for hung: its start-up clock
+    # (STARTUP_SECONDS until it says READY) starts when the run gives it its settings, and it is
+    # the worker that audits, not a fresh one.
+    from gradaudit import isolation
+    from gradaudit.model.options import Options
+    from gradaudit.service import audit
+    from gradaudit.sources.scenario_files import load_paths
+
+    (tmp_path / "whose.py").write_text(
+        "import os\nfrom pathlib import Path\n\n\ndef f(x):\n    with Path(__file__).with_name('pids').open('a') as pids:\n        pids.write(f'{os.getpid()}\\n')\n    return x * x\n"
+    )
+    write_yaml(tmp_path, "s.yaml", "scenarios:\n  - {name: one, fn: 'whose:f', inputs: [{dtype: float32, value: [1.0, 2.0]}]}\n")
+    options = Options(jobs=1, cache=None)
+    isolation.start_ahead(1)
+    worker = isolation._ahead[0]
+    loaded = time.monotonic()
+    worker.configure(isolation._settings(options, ()))
+    assert worker.started >= loaded and not worker.ready
+    report = audit(load_paths([str(tmp_path / "s.yaml")]).scenarios, options)
+    assert [r.status for r in report.results] == ["consistent"]
+    assert set((tmp_path / "pids").read_text().split()) == {str(worker.process.pid)}
