@@ -212,3 +212,31 @@ def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves
     report = audit(load_paths([str(tmp_path / "s.yaml")]).scenarios, options)
     assert [r.status for r in report.results] == ["consistent"]
     assert set((tmp_path / "pids").read_text().split()) == {str(worker.process.pid)}
+
+
+def test_workers_each_take_a_stretch_of_kin_groups(tmp_path):
+    # Two functions at two shapes each, written interleaved: four groups. Kin (one function) are
+    # queued together and each of two workers works from its own end of the queue, so each
+    # function's groups are computed by one worker, which reuses what they share.
+    from gradaudit.isolation import _stretch
+
+    assert [_stretch(w, 2, 10) for w in (0, 1)] == [0, 9] and [_stretch(w, 3, 9) for w in (0, 1, 2)] == [0, 4, 8]
+    (tmp_path / "kin.py").write_text(
+        "import os\nfrom pathlib import Path\n\n\n"
+        "def _seen(name, x):\n    with Path(__file__).with_name('seen').open('a') as seen:\n        seen.write(f'{name} {os.getpid()}\\n')\n\n\n"
+        "def f(x):\n    _seen('f', x)\n    return x * x\n\n\n"
+        "def g(x):\n    _seen('g', x)\n    return x * x * x\n"
+    )
+    rows = ""
+    for shape in ([1.0, 2.0], [1.0, 2.0, 3.0]):
+        for fn in ("f", "g"):
+            rows += "".join(f"  - {{name: {fn}{len(shape)}-{i}, fn: 'kin:{fn}', inputs: [{{dtype: float32, value: {[v + i for v in shape]}}}]}}\n" for i in range(4))
+    write_yaml(tmp_path, "s.yaml", "scenarios:\n" + rows)
+    result = run_cli("run", str(tmp_path / "s.yaml"), "--jobs", "2", "--no-cache", "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    assert {r["method"] for r in result.json()["results"]} == {"group"}
+    workers: dict[str, set[str]] = {}
+    for line in (tmp_path / "seen").read_text().splitlines():
+        name, pid = line.split()
+        workers.setdefault(name, set()).add(pid)
+    assert len(workers["f"]) == 1 and len(workers["g"]) == 1 and workers["f"] != workers["g"], workers

@@ -36,7 +36,7 @@ from gradaudit.model.options import Limits
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import Points, estimates, points, scenario_estimates
 from gradaudit.sources import module_state
-from gradaudit.targets import group_key, group_targets, sizes
+from gradaudit.targets import group_key, group_targets, kinship, sizes
 from gradaudit.targets.base import Target, primitives
 
 MAX_ELEMENTS = 4_000_000
@@ -268,6 +268,12 @@ class GroupEngine:
             if key is not None:
                 found.setdefault(key, []).append(index)
         return [indices for indices in found.values() if len(indices) >= self.min_size]
+
+    @staticmethod
+    def kin_first(scenarios: Sequence[Scenario], batches: Sequence[list[int]]) -> list[list[int]]:
+        """`batches` (positions in `scenarios`) with kin next to each other (`targets.kinship`), for
+        worker processes that each take a stretch of them (`isolation._stretch`)."""
+        return sorted(batches, key=lambda batch: kinship(scenarios[batch[0]]))
 
     def groups(self, scenarios: Sequence[Scenario]) -> list[list[int]]:
         """`keyed` groups in batches small enough for one call (a function is traced, unevaluated,

@@ -12,7 +12,7 @@ import numpy as np
 from gradaudit.model.scenario import Scenario
 from gradaudit.targets.base import Target
 
-__all__ = ["Target", "build_targets", "group_key", "group_targets", "sizes"]
+__all__ = ["Target", "build_targets", "group_key", "group_targets", "kinship", "sizes"]
 
 
 def build_targets(scenario: Scenario) -> tuple[Target, ...]:
@@ -48,6 +48,16 @@ def group_key(scenario: Scenario) -> tuple | None:
     arrays = [s.array() for s in spec.inputs]
     shapes = tuple((s.dtype, a.shape) for s, a in zip(spec.inputs, arrays, strict=True))
     return ("function", spec.fn, spec.root, spec.kwargs, shapes, spec.bind, scenario.eps)
+
+
+def kinship(scenario: Scenario) -> tuple:
+    """A sort key that puts next to each other the groups (of one kind) whose eager computations
+    share programs: select_n groups by case shape and dtype, then selector (jax.jacfwd's basis, the
+    selector's broadcasts), functions by function, then input shapes and dtypes."""
+    spec = scenario.target
+    if spec.kind == "select_n":
+        return (tuple(spec.shape), spec.dtype, spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.output)
+    return (spec.fn, tuple((s.dtype, np.shape(s.array())) for s in spec.inputs))
 
 
 def sizes(scenario: Scenario) -> tuple[list[int], int]:
