@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
+import os
 import queue
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -53,16 +55,20 @@ LITERAL, GROUP, BUNDLE, SCREEN = "literal", "group", "bundle", "screen"
 """The engines a batch can be for (SCREEN: `service.screen`'s quick verdict, for searches)."""
 
 
-Settings = tuple[Options, tuple[str, ...], dict[str, object], bool]
+Settings = tuple[Options, tuple[str, ...], dict[str, object], bool, list[str], dict[str, str]]
 """What a worker needs of its run: the options, its devices by name, JAX's compilation-cache
-configuration (`jaxenv.cache_config`), and whether to send consistent results lightened
-(`results.lightened`: the run keeps no more of them, so their arrays need not travel)."""
+configuration (`jaxenv.cache_config`), whether to send consistent results lightened
+(`results.lightened`: the run keeps no more of them, so their arrays need not travel), and the
+run's `sys.path` and environment as they are when it hands the worker work: a worker started
+ahead of loading would otherwise miss the scenario folders (and any variables) loading added."""
 
 
 def _serve(connection: Connection) -> None:
     """The worker's loop: import JAX, receive the run's Settings (a worker started ahead of its
     run waits here), say READY, then receive (engine, Batch) and send back (index, result, time
-    spent) per scenario, then DONE; the result is None, or why (a str), for one left to another engine."""
+    spent) per scenario, then DONE; the result is None, or why (a str), for one left to another engine.
+    Ctrl-C is the run's to handle: it stops its workers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import jax
 
     from gradaudit.engines.base import Engine
@@ -73,14 +79,17 @@ def _serve(connection: Connection) -> None:
     from gradaudit.judging.assess import assess, one_story
     from gradaudit.screening import ScreenEngine
 
-    jax.devices()  # the backend started while the run had no settings to send yet
     try:
         settings = connection.recv()
     except EOFError:  # the run ended (or was killed) before it needed this worker
         return
     if settings is None:
         return
-    options, device_names, cache, lighten = settings
+    options, device_names, cache, lighten, path, environ = settings
+    sys.path[:] = path
+    for name in set(os.environ) - set(environ):
+        del os.environ[name]
+    os.environ.update(environ)  # before JAX's backend starts (XLA_FLAGS and the like)
     use_cache_config(cache)
     devices = devices_named(device_names)
     literal = LiteralEngine(options.timeout, devices, options.limits)
@@ -186,7 +195,7 @@ def _settings(options: Options, devices: tuple[str, ...], lighten: bool = False)
     turns its cache on before it starts or configures workers)."""
     from gradaudit.jaxenv import cache_config
 
-    return options, devices, cache_config(), lighten
+    return options, devices, cache_config(), lighten, list(sys.path), dict(os.environ)
 
 
 _ahead: list[_Worker] = []

@@ -115,8 +115,9 @@ START_AHEAD_BYTES = 256 * 1024
 
 def start_workers(options: Options, paths: Sequence[str]) -> None:
     """Start the coming audit's worker processes (`--jobs`) now, while the caller loads `paths`,
-    where those files are large enough to take the time (START_AHEAD_BYTES): the audit configures
-    and uses them, and any it does not need are stopped at exit."""
+    where those files are large enough to take the time (START_AHEAD_BYTES) and no -k or --shard
+    may leave fewer scenarios than workers: the audit configures and uses them, and any it does
+    not need are stopped at exit."""
     from gradaudit.isolation import start_ahead
     from gradaudit.sources.scenario_files import collect_files
 
@@ -126,6 +127,8 @@ def start_workers(options: Options, paths: Sequence[str]) -> None:
         except OSError:  # loading will say what is wrong with it
             return 0
 
+    if options.keyword or options.shard:
+        return
     if sum(size(path) for path, _ in collect_files(paths)[0]) >= START_AHEAD_BYTES:
         start_ahead(options.jobs)
 

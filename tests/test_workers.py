@@ -148,6 +148,9 @@ def test_only_large_files_start_workers_ahead_of_loading(tmp_path):
     (tmp_path / "big" / "big.yaml").write_text(small.read_text() + "#" * START_AHEAD_BYTES + "\n")
     start_workers(Options(jobs=0), [str(tmp_path / "big")])
     assert isolation.taken_ahead() == []
+    for selection in ({"keyword": "s"}, {"shard": "1/2"}):  # might leave fewer scenarios than workers
+        start_workers(Options(jobs=2, **selection), [str(tmp_path / "big")])
+        assert isolation.taken_ahead() == []
     start_workers(Options(jobs=2), [str(tmp_path / "big")])
     ahead = isolation.taken_ahead()
     try:
@@ -214,29 +217,38 @@ def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves
     assert set((tmp_path / "pids").read_text().split()) == {str(worker.process.pid)}
 
 
-def test_workers_each_take_a_stretch_of_kin_groups(tmp_path):
-    # Two functions at two shapes each, written interleaved: four groups. Kin (one function) are
-    # queued together and each of two workers works from its own end of the queue, so each
-    # function's groups are computed by one worker, which reuses what they share.
-    from gradaudit.isolation import _stretch
+def test_group_batches_are_queued_kin_first_and_two_workers_take_a_stretch_each():
+    # Kin (groups whose eager computations share programs) are queued next to each other, and
+    # whatever order two workers ask in, the first takes from the front and the second from the
+    # back: each computes a stretch of kin of its own.
+    import random
 
-    assert [_stretch(w, 2, 10) for w in (0, 1)] == [0, 9] and [_stretch(w, 3, 9) for w in (0, 1, 2)] == [0, 4, 8]
-    (tmp_path / "kin.py").write_text(
-        "import os\nfrom pathlib import Path\n\n\n"
-        "def _seen(name, x):\n    with Path(__file__).with_name('seen').open('a') as seen:\n        seen.write(f'{name} {os.getpid()}\\n')\n\n\n"
-        "def f(x):\n    _seen('f', x)\n    return x * x\n\n\n"
-        "def g(x):\n    _seen('g', x)\n    return x * x * x\n"
-    )
-    rows = ""
-    for shape in ([1.0, 2.0], [1.0, 2.0, 3.0]):
-        for fn in ("f", "g"):
-            rows += "".join(f"  - {{name: {fn}{len(shape)}-{i}, fn: 'kin:{fn}', inputs: [{{dtype: float32, value: {[v + i for v in shape]}}}]}}\n" for i in range(4))
-    write_yaml(tmp_path, "s.yaml", "scenarios:\n" + rows)
-    result = run_cli("run", str(tmp_path / "s.yaml"), "--jobs", "2", "--no-cache", "--json", "-")
+    from gradaudit.engines.group import GroupEngine
+    from gradaudit.isolation import _stretch
+    from tests.helpers import make_scenario
+
+    written = [make_scenario(selector_dtype=dtype, shape=shape, name=f"{dtype}{shape}") for dtype in ("int8", "bool") for shape in ((3,), (2, 3), ())]
+    queued = GroupEngine.kin_first(written, [[i] for i in range(len(written))])
+    assert [written[b[0]].target.shape for b in queued] == [(), (), (2, 3), (2, 3), (3,), (3,)]
+    assert [written[b[0]].target.selector.dtype for b in queued] == ["bool", "int8"] * 3
+    rng = random.Random(0)
+    for length in range(1, 30):
+        queue, taken = list(range(length)), {0: [], 1: []}
+        while queue:
+            worker = rng.randrange(2)
+            taken[worker].append(queue.pop(_stretch(worker, 2, len(queue))))
+        assert taken[0] == list(range(len(taken[0]))) and taken[1] == list(range(length - 1, len(taken[0]) - 1, -1))
+
+
+def test_workers_started_ahead_see_the_folders_loading_added(tmp_path):
+    # A function importing a module that only another scenario folder provides: loading puts that
+    # folder on the run's sys.path after the workers started ahead, and they must see it too.
+    from gradaudit.service import START_AHEAD_BYTES
+
+    write_yaml(tmp_path / "a", "s.yaml", "scenarios:\n  - {name: uses-b, fn: 'mod_a:f', inputs: [{dtype: float32, value: [1.0, 2.0]}]}\n" + "#" * START_AHEAD_BYTES + "\n")
+    (tmp_path / "a" / "mod_a.py").write_text("def f(x):\n    import helper_b\n\n    return x * helper_b.k()\n")
+    write_yaml(tmp_path / "b", "s.yaml", "scenarios:\n  - {name: in-b, fn: 'helper_b:g', inputs: [{dtype: float32, value: 3.0}]}\n")
+    (tmp_path / "b" / "helper_b.py").write_text("def k():\n    return 2.0\n\n\ndef g(x):\n    return x * k()\n")
+    result = run_cli("run", str(tmp_path / "a"), str(tmp_path / "b"), "--jobs", "1", "--no-cache", "--json", "-")
     assert result.exit_code == 0, result.stderr
-    assert {r["method"] for r in result.json()["results"]} == {"group"}
-    workers: dict[str, set[str]] = {}
-    for line in (tmp_path / "seen").read_text().splitlines():
-        name, pid = line.split()
-        workers.setdefault(name, set()).add(pid)
-    assert len(workers["f"]) == 1 and len(workers["g"]) == 1 and workers["f"] != workers["g"], workers
+    assert {r["name"]: r["status"] for r in result.json()["results"]} == {"uses-b": "consistent", "in-b": "consistent"}
