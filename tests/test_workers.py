@@ -13,6 +13,9 @@ import pytest
 
 from tests.helpers import ROOT, run_cli, write_yaml
 
+WHOSE = "import os\nfrom pathlib import Path\n\n\ndef f(x):\n    with Path(__file__).with_name('pids').open('a') as pids:\n        pids.write(f'{os.getpid()}\\n')\n    return x * x\n"
+"""A module whose `f` records, in `pids` beside it, the process that called it."""
+
 HAZARDS = """
 import os
 import time
@@ -101,9 +104,7 @@ def test_a_function_output_too_large_is_refused_by_its_worker_and_the_others_sti
 def test_one_worker_serves_every_engine_of_a_run(tmp_path):
     # Four calls of one shape (a group), a select_n scenario (a bundle) and a second-order one (the
     # literal engine): with --jobs 1, one worker process computes them all, started once.
-    (tmp_path / "whose.py").write_text(
-        "import os\nfrom pathlib import Path\n\n\ndef f(x):\n    with Path(__file__).with_name('pids').open('a') as pids:\n        pids.write(f'{os.getpid()}\\n')\n    return x * x\n"
-    )
+    (tmp_path / "whose.py").write_text(WHOSE)
     rows = "".join(f"  - {{name: g{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n" for i in range(4))
     rows += "  - {name: second, fn: 'whose:f', order: 2, inputs: [{dtype: float32, value: 2.0}]}\n"
     rows += "  - {name: pick, selector: {dtype: int32, value: 1}, cases: 2, dtype: float32, shape: []}\n"
@@ -168,9 +169,7 @@ def test_workers_started_ahead_get_the_runs_cache_and_serve_every_engine(tmp_pat
 
     if cache_unsupported() is not None:
         pytest.skip(cache_unsupported())
-    (tmp_path / "whose.py").write_text(
-        "import os\nfrom pathlib import Path\n\n\ndef f(x):\n    with Path(__file__).with_name('pids').open('a') as pids:\n        pids.write(f'{os.getpid()}\\n')\n    return x * x\n"
-    )
+    (tmp_path / "whose.py").write_text(WHOSE)
     rows = "".join(f"  - {{name: g{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n" for i in range(4))
     rows += "  - {name: second, fn: 'whose:f', order: 2, inputs: [{dtype: float32, value: 2.0}]}\n"
     write_yaml(tmp_path, "s.yaml", "scenarios:\n" + rows + "#" * START_AHEAD_BYTES + "\n")
@@ -202,9 +201,7 @@ def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves
     from gradaudit.service import audit
     from gradaudit.sources.scenario_files import load_paths
 
-    (tmp_path / "whose.py").write_text(
-        "import os\nfrom pathlib import Path\n\n\ndef f(x):\n    with Path(__file__).with_name('pids').open('a') as pids:\n        pids.write(f'{os.getpid()}\\n')\n    return x * x\n"
-    )
+    (tmp_path / "whose.py").write_text(WHOSE)
     write_yaml(tmp_path, "s.yaml", "scenarios:\n  - {name: one, fn: 'whose:f', inputs: [{dtype: float32, value: [1.0, 2.0]}]}\n")
     options = Options(jobs=1, cache=None)
     isolation.start_ahead(1)
