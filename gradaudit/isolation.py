@@ -199,7 +199,9 @@ def _settings(options: Options, devices: tuple[str, ...], lighten: bool = False)
 
 
 _ahead: list[_Worker] = []
-"""Workers started by `start_ahead`, waiting for the next run to configure them."""
+"""Workers started by `start_ahead`, waiting for the next run to configure them (stopped at exit
+if none takes them)."""
+atexit.register(lambda: stop_workers(_ahead))
 
 
 def start_ahead(jobs: int) -> None:
@@ -207,7 +209,6 @@ def start_ahead(jobs: int) -> None:
     next `taken_ahead` hands them to a run, and any never taken are stopped at exit."""
     if jobs > 0 and not _ahead:
         _ahead.extend(_Worker(multiprocessing.get_context("spawn"), None) for _ in range(jobs))
-        atexit.register(stop_workers, _ahead)
 
 
 def taken_ahead() -> list[_Worker]:

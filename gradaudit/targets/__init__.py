@@ -45,9 +45,12 @@ def group_key(scenario: Scenario) -> tuple | None:
         if 0 in spec.shape:
             return None
         return ("select_n", spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.shape, spec.dtype, spec.output, scenario.eps)
-    arrays = [s.array() for s in spec.inputs]
-    shapes = tuple((s.dtype, a.shape) for s, a in zip(spec.inputs, arrays, strict=True))
-    return ("function", spec.fn, spec.root, spec.kwargs, shapes, spec.bind, scenario.eps)
+    return ("function", spec.fn, spec.root, spec.kwargs, _input_kinds(spec), spec.bind, scenario.eps)
+
+
+def _input_kinds(spec) -> tuple:
+    """A function scenario's inputs as (dtype, shape) each."""
+    return tuple((s.dtype, np.shape(s.array())) for s in spec.inputs)
 
 
 def kinship(scenario: Scenario) -> tuple:
@@ -57,7 +60,7 @@ def kinship(scenario: Scenario) -> tuple:
     spec = scenario.target
     if spec.kind == "select_n":
         return (tuple(spec.shape), spec.dtype, spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.output)
-    return (spec.fn, tuple((s.dtype, np.shape(s.array())) for s in spec.inputs))
+    return (spec.fn, _input_kinds(spec))
 
 
 def sizes(scenario: Scenario) -> tuple[list[int], int]:
