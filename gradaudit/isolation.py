@@ -76,7 +76,7 @@ def _serve(connection: Connection) -> None:
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
     from gradaudit.jaxenv import JaxEvents, devices_named, select_n_rule, use_cache_config
-    from gradaudit.judging.assess import assess, one_story
+    from gradaudit.judging.assess import assess_all, one_story
     from gradaudit.screening import ScreenEngine
 
     try:
@@ -108,12 +108,12 @@ def _serve(connection: Connection) -> None:
             engine, batch = message
             scenarios = [scenario for _, scenario in batch]
             answered = set()
-            for position, paths in engines[engine].run(scenarios):
-                result = assess(scenarios[position], paths, options.tolerance)
-                spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
-                answered.add(position)
-                kept = engine in (LITERAL, SCREEN) or one_story(result, options.tolerance)
-                connection.send((batch[position][0], (lightened(result) if lighten else result) if kept else None, spent))
+            for done in engines[engine].run(scenarios):
+                for (position, _), result in zip(done, assess_all([(scenarios[p], paths) for p, paths in done], options.tolerance), strict=True):
+                    spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
+                    answered.add(position)
+                    kept = engine in (LITERAL, SCREEN) or one_story(result, options.tolerance)
+                    connection.send((batch[position][0], (lightened(result) if lighten else result) if kept else None, spent))
             fallen = bundle.fallen
             for position in sorted(set(range(len(batch))) - answered):
                 connection.send((batch[position][0], fallen.get(position) if engine == BUNDLE else None, events.take()))

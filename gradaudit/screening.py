@@ -30,9 +30,9 @@ class ScreenEngine:
         self.quick = GroupEngine(devices=literal.devices, eager=False, timeout=literal.timeout, limits=literal.limits)
         """Under the literal engine's timeout and limits: a draw over them is left to it, which says so."""
 
-    def run(self, scenarios: Sequence[Scenario]) -> Iterator[tuple[int, Computed]]:
+    def run(self, scenarios: Sequence[Scenario]) -> Iterator[list[tuple[int, Computed]]]:
         for position, scenario in enumerate(scenarios):
-            computed = next((c for _, c in self.quick.run([scenario])), None)
+            computed = next((c for batch in self.quick.run([scenario]) for _, c in batch), None)
             if computed is None or any(IEEE_NAN in note.message for note in assess(scenario, computed, self.tolerance).notes):
-                computed = next(c for _, c in self.literal.run([scenario]))
-            yield position, computed
+                computed = next(c for batch in self.literal.run([scenario]) for _, c in batch)
+            yield [(position, computed)]

@@ -225,7 +225,7 @@ def _report(scenarios, results, options: Options, files, counts: dict, devices) 
     env = environment(options.rule, devices)
     # Judging in worker processes happened alongside: `workers` has it, the main process's figure does not.
     in_workers = counts.get("workers", {}).get("judge", 0.0)
-    timings = {**counts, "judge": sum(r.judge_seconds for r in results) - in_workers}
+    timings = {**counts, "judge": max(0.0, sum(r.judge_seconds for r in results) - in_workers)}
     env["x64"] = env["x64"] or any(needs_x64(s) for s in scenarios)
     # A scenario a worker found too large is bad input, not a finding: an error of the report, not a result.
     too_large = [r for r in results if r.findings and r.findings[0].error_type == LIMIT_EXCEEDED]
@@ -263,7 +263,7 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
     from gradaudit.engines.bundle import BUNDLE_SCENARIOS, BundleEngine
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
-    from gradaudit.judging.assess import assess, one_story
+    from gradaudit.judging.assess import assess, assess_all, one_story
 
     settled = [False] * len(scenarios)
     fallen: dict[int, str] = {}
@@ -278,11 +278,10 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         settle(index, result)
 
     def run(engine, indices: list[int], keep: Callable[[ScenarioResult], bool] = lambda result: True) -> None:
-        for position, computed in engine.run([scenarios[i] for i in indices]):
-            index = indices[position]
-            result = assess(scenarios[index], computed, options.tolerance)
-            if keep(result):
-                take(index, lightened(result) if lighten else result)
+        for batch in engine.run([scenarios[i] for i in indices]):
+            for (position, _), result in zip(batch, assess_all([(scenarios[indices[p]], computed) for p, computed in batch], options.tolerance), strict=True):
+                if keep(result):
+                    take(indices[position], lightened(result) if lighten else result)
 
     def bundled(indices: list[int]) -> None:
         """Scenarios on the bundle engine: in workers, a bundle a batch (bundles small enough that
@@ -401,6 +400,6 @@ def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult
     from gradaudit.screening import ScreenEngine
 
     options = options or Options()
-    for _, computed in ScreenEngine(LiteralEngine(options.timeout, limits=options.limits), options.tolerance).run([scenario]):
-        return assess(scenario, computed, options.tolerance)
+    for batch in ScreenEngine(LiteralEngine(options.timeout, limits=options.limits), options.tolerance).run([scenario]):
+        return assess(scenario, batch[0][1], options.tolerance)
     raise AssertionError("unreachable: ScreenEngine.run yields every scenario it is given")

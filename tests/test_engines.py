@@ -14,7 +14,7 @@ from gradaudit.engines.bundle import BundleEngine
 from gradaudit.engines.group import GroupEngine
 from gradaudit.engines.literal import LiteralEngine
 from gradaudit.jaxenv import FIXED, LEGACY, needs_x64, select_n_rule
-from gradaudit.judging.assess import assess
+from gradaudit.judging.assess import assess, assess_all
 from gradaudit.model.findings import CONSISTENT
 from gradaudit.model.options import Options
 from gradaudit.service import GROUP_MIN, audit
@@ -62,8 +62,18 @@ def _same(ours, theirs, rule) -> None:
             np.testing.assert_allclose(np.asarray(mine, np.float64), np.asarray(theirs_array, np.float64), rtol=1e-3, atol=1e-3)
 
 
+def computed_by(engine, scenarios) -> dict:
+    """Each scenario's Computed, from the batches `engine.run` yields."""
+    return {index: computed for batch in engine.run(scenarios) for index, computed in batch}
+
+
+def judged_by(engine, scenarios) -> dict:
+    """Each scenario's result, judged a batch at a time as the service judges them."""
+    return {index: result for batch in engine.run(scenarios) for (index, _), result in zip(batch, assess_all([(scenarios[i], c) for i, c in batch]), strict=True)}
+
+
 def _literal(scenarios):
-    return [assess(s, computed) for s, (_, computed) in zip(scenarios, LiteralEngine().run(scenarios), strict=True)]
+    return [assess(s, computed) for s, computed in zip(scenarios, computed_by(LiteralEngine(), scenarios).values(), strict=True)]
 
 
 @pytest.mark.slow
@@ -73,7 +83,7 @@ def test_the_group_engine_gives_the_literal_verdicts_and_arrays_scenario_by_scen
     engine = GroupEngine()
     assert len(engine.groups(scenarios)) < len(scenarios)  # the grid really batches
     with select_n_rule(rule):
-        grouped = {index: assess(scenarios[index], computed) for index, computed in engine.run(scenarios)}
+        grouped = judged_by(engine, scenarios)
         literal = _literal(scenarios)
     assert len(grouped) == len(scenarios)
     for index, result in grouped.items():
@@ -98,7 +108,7 @@ def test_bundles_give_the_literal_results_scenario_by_scenario(rule):
     scenarios = _varied(grid())
     engine = BundleEngine(size=5)  # many bundles: each traced while the one before compiles
     with select_n_rule(rule):
-        bundled = {index: assess(scenarios[index], computed) for index, computed in engine.run(scenarios)}
+        bundled = judged_by(engine, scenarios)
         literal = _literal(scenarios)
     assert len(bundled) == len(scenarios) and engine.counts["bundles"] >= len(scenarios) / 5 and not engine.fallen
     assert any(needs_x64(s) for s in scenarios) and not all(needs_x64(s) for s in scenarios)
@@ -134,7 +144,7 @@ def test_a_group_program_traced_under_one_rule_is_never_run_under_another():
 
     def statuses(rule):
         with select_n_rule(rule):
-            return {i: assess(big[i], computed).status for i, computed in GroupEngine().run(big)}
+            return {i: result.status for i, result in judged_by(GroupEngine(), big).items()}
 
     legacy, fixed, legacy_again = statuses(LEGACY), statuses(FIXED), statuses(LEGACY)
     assert [legacy[i] for i in out_of_range] == ["mismatch"] * len(out_of_range)
@@ -211,7 +221,7 @@ def test_a_member_whose_batched_value_is_not_its_own_is_left_to_another_engine(m
     monkeypatch.setattr(group, "_program", shifted)
     scenarios = _large_group_and_others()[:16]
     with select_n_rule(LEGACY):
-        taken = dict(GroupEngine().run(scenarios))
+        taken = computed_by(GroupEngine(), scenarios)
     assert sorted(taken) == list(range(1, 16))
 
 
@@ -346,7 +356,7 @@ def test_a_group_whose_points_cannot_be_evaluated_leaves_every_member(monkeypatc
 
     monkeypatch.setattr(group, "_program", without_points)
     with select_n_rule(LEGACY):
-        assert dict(GroupEngine().run(_large_group_and_others()[:16])) == {}
+        assert computed_by(GroupEngine(), _large_group_and_others()[:16]) == {}
 
 
 def test_a_group_whose_program_cannot_be_built_leaves_every_member(monkeypatch):
@@ -355,7 +365,7 @@ def test_a_group_whose_program_cannot_be_built_leaves_every_member(monkeypatch):
 
     monkeypatch.setattr(group, "_program", broken)
     with select_n_rule(LEGACY):
-        assert dict(GroupEngine().run(_large_group_and_others()[:16])) == {}
+        assert computed_by(GroupEngine(), _large_group_and_others()[:16]) == {}
 
 
 def test_eager_and_jit_twins_must_agree_entry_by_entry():
@@ -385,16 +395,40 @@ def test_an_engine_lets_go_of_its_programs_every_release_every_groups_and_gives_
 
     def run() -> tuple[dict, list[int]]:
         engine, held, results = GroupEngine(), [], {}
-        for index, computed in engine.run(scenarios):
-            results[index] = [(path.name, *map(np.ndarray.tobytes, path.ok_arrays)) for path in computed.paths.values() if path.ok]
+        for batch in engine.run(scenarios):
+            for index, computed in batch:
+                results[index] = [(path.name, *map(np.ndarray.tobytes, path.ok_arrays)) for path in computed.paths.values() if path.ok]
             held.append(group._program.cache_info().currsize)
         return results, held
 
     group.release_programs()
     kept, held = run()
-    assert held == [1] * 4 + [2] * 4 + [3] * 4  # one program a group, all kept
+    assert held == [1, 2, 3]  # one program a group, all kept
     group.release_programs()
     monkeypatch.setattr(group, "RELEASE_EVERY", 2)
     released, held = run()
-    assert held == [1] * 4 + [1] * 4 + [2] * 4  # let go as the second group started
+    assert held == [1, 1, 2]  # let go as the second group started
     assert released == kept
+
+
+def test_members_judged_together_get_what_each_gets_judged_alone():
+    """A group's members are judged together (their entry-by-entry work one NumPy call for them
+    all): each must get the status, findings, notes, provenance and diagnosis it gets alone, under
+    its own tolerance (every other member here accepts far wider finite-difference gaps)."""
+    from gradaudit.model.scenario import Tolerance
+
+    scenarios = [replace(s, tolerance=Tolerance(rtol=0.5, atol=10.0)) if n % 2 else s for n, s in enumerate(_large_group_and_others())]
+    with select_n_rule(LEGACY):
+        batches = [[(scenarios[i], computed) for i, computed in batch] for batch in GroupEngine().run(scenarios)]
+    assert max(map(len, batches)) >= GROUP_MIN
+    seen = []
+    for batch in batches:
+        for together, (scenario, computed) in zip(assess_all(batch), batch, strict=True):
+            alone = assess(scenario, computed)
+            assert repr((together.status, together.findings, together.notes, together.provenance, together.diagnosis)) == repr(
+                (alone.status, alone.findings, alone.notes, alone.provenance, alone.diagnosis)
+            ), scenario.name
+            seen.append((together.status, scenario.tolerance is None, len(together.findings)))
+    assert {status for status, _, _ in seen} >= {"consistent", "mismatch"}
+    # The wider tolerance changed what some members were told: a member judged with another's would differ.
+    assert sum(n for _, default, n in seen if default) > sum(n for _, default, n in seen if not default)

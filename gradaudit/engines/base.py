@@ -38,9 +38,11 @@ class Engine(Protocol):
 
     name: str
 
-    def run(self, scenarios: Sequence[Scenario]) -> Iterator[tuple[int, Computed]]:
-        """(position in `scenarios`, its paths) for each scenario this engine takes, as each is
-        done; scenarios it does not yield are left to another engine."""
+    def run(self, scenarios: Sequence[Scenario]) -> Iterator[list[tuple[int, Computed]]]:
+        """(position in `scenarios`, its paths) for each scenario this engine takes, a batch of
+        those computed together (a group's members, a bundle's; one scenario on the literal engine)
+        as each batch is done, so the service judges them together; scenarios it does not yield
+        are left to another engine."""
 
 
 def run_path(name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str, tuple[np.ndarray, ...]]], device: str | None = None) -> PathResult:

@@ -180,7 +180,7 @@ class BundleEngine:
     def _placed(self):
         return jax.default_device(self.devices[0]) if self.devices else nullcontext()
 
-    def run(self, scenarios: Sequence[Scenario]) -> Iterator[tuple[int, Computed]]:
+    def run(self, scenarios: Sequence[Scenario]) -> Iterator[list[tuple[int, Computed]]]:
         """Bundle by bundle, each traced while XLA compiles the one before (in a thread)."""
 
         def fail(indices: list[int], exc: Exception) -> None:
@@ -214,8 +214,8 @@ class BundleEngine:
                     fail(indices, exc)
                     bundle = None
                 traced = time.perf_counter() - start
-                if previous is not None:
-                    yield from finish(*previous)
+                if previous is not None and (done := finish(*previous)):
+                    yield done
                 previous = (indices, bundle, compiler.submit(bundle.compile), traced) if bundle is not None else None
-            if previous is not None:
-                yield from finish(*previous)
+            if previous is not None and (done := finish(*previous)):
+                yield done

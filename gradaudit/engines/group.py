@@ -289,7 +289,7 @@ class GroupEngine:
                 batches += [indices[start : start + size] for start in range(0, len(indices), size)]
         return batches
 
-    def run(self, scenarios: Sequence[Scenario]) -> Iterator[tuple[int, Computed]]:
+    def run(self, scenarios: Sequence[Scenario]) -> Iterator[list[tuple[int, Computed]]]:
         for indices in self.groups(scenarios):
             self.done += 1
             if self.done % RELEASE_EVERY == 0:
@@ -305,4 +305,6 @@ class GroupEngine:
                     computed = _group(members, started, device_name(self.devices[0]) if self.devices else None, self.eager)
             except (Exception, SystemExit, ScenarioTimeout):  # noqa: BLE001 - a group that fails as a whole settles nothing: the next engine takes its scenarios
                 continue
-            yield from ((index, c) for index, c in zip(indices, computed, strict=True) if c is not None)
+            done = [(index, c) for index, c in zip(indices, computed, strict=True) if c is not None]
+            if done:
+                yield done

@@ -231,6 +231,6 @@ class LiteralEngine:
     def __init__(self, timeout: float | None = None, devices: Sequence = (), limits: Limits | None = None):
         self.timeout, self.devices, self.limits = timeout, tuple(devices), limits
 
-    def run(self, scenarios: Sequence[Scenario]) -> Iterator[tuple[int, Computed]]:
+    def run(self, scenarios: Sequence[Scenario]) -> Iterator[list[tuple[int, Computed]]]:
         for index, scenario in enumerate(scenarios):
-            yield index, compute(scenario, self.timeout, self.devices, self.limits)
+            yield [(index, compute(scenario, self.timeout, self.devices, self.limits))]

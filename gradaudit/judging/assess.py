@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
-from gradaudit.judging.diagnoses import Evidence, diagnose
-from gradaudit.judging.judge import judge, tolerances_for, twins_agree
+from gradaudit.judging.diagnoses import Diagnosis, Evidence, diagnose
+from gradaudit.judging.judge import Case, judge_all, tolerances_for, twins_agree
 from gradaudit.model.computed import Computed
-from gradaudit.model.findings import ERROR, RAISED, Finding
+from gradaudit.model.findings import ERROR, RAISED, Finding, Verdict
 from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
@@ -17,25 +18,42 @@ from gradaudit.model.scenario import Scenario
 def assess(scenario: Scenario, computed: Computed, tolerance: tuple[float | None, float | None] = (None, None)) -> ScenarioResult:
     """The scenario's verdict, findings, notes and diagnosis from its paths; an error result when
     the engine could not compute them (a timeout, a crashed worker, a scenario too large)."""
-    if computed.failure is not None:
-        finding = Finding(kind=RAISED, paths=(VALUE,), message=computed.failure.message, error_type=computed.failure.error_type)
-        return ScenarioResult(
-            scenario=scenario,
-            arg_names=(),
-            inputs=(),
-            status=ERROR,
-            paths={},
-            findings=(finding,),
-            provenance=None,
-            seconds=computed.seconds,
-            method=computed.engine,
-            notes=computed.notes,
-        )
+    return assess_all([(scenario, computed)], tolerance)[0]
+
+
+def assess_all(computed: Sequence[tuple[Scenario, Computed]], tolerance: tuple[float | None, float | None] = (None, None)) -> list[ScenarioResult]:
+    """Each scenario's result, as `assess` gives it; scenarios computed together (a group's
+    members) are judged together (`judge_all`), each charged an equal share of the time."""
     started = time.perf_counter()
-    verdict = judge(computed.paths, computed.arg_names, tolerances_for(scenario, tolerance), computed.bindings, computed.inputs)
-    evidence = Evidence(paths=computed.paths, findings=verdict.findings, notes=verdict.notes, trace=computed.primitives or frozenset)
-    diagnosis = diagnose(evidence)
-    judged = time.perf_counter() - started
+    judged = [(scenario, paths) for scenario, paths in computed if paths.failure is None]
+    verdicts = judge_all([Case(paths.paths, paths.arg_names, tolerances_for(scenario, tolerance), paths.bindings, paths.inputs) for scenario, paths in judged])
+    diagnoses = [
+        diagnose(Evidence(paths=paths.paths, findings=verdict.findings, notes=verdict.notes, trace=paths.primitives or frozenset)) for (_, paths), verdict in zip(judged, verdicts, strict=True)
+    ]
+    share = (time.perf_counter() - started) / max(1, len(judged))
+    found = iter(zip(verdicts, diagnoses, strict=True))
+    return [_failed(scenario, paths) if paths.failure is not None else _result(scenario, paths, *next(found), share) for scenario, paths in computed]
+
+
+def _failed(scenario: Scenario, computed: Computed) -> ScenarioResult:
+    """The error result of a scenario its engine could not compute."""
+    assert computed.failure is not None
+    finding = Finding(kind=RAISED, paths=(VALUE,), message=computed.failure.message, error_type=computed.failure.error_type)
+    return ScenarioResult(
+        scenario=scenario,
+        arg_names=(),
+        inputs=(),
+        status=ERROR,
+        paths={},
+        findings=(finding,),
+        provenance=None,
+        seconds=computed.seconds,
+        method=computed.engine,
+        notes=computed.notes,
+    )
+
+
+def _result(scenario: Scenario, computed: Computed, verdict: Verdict, diagnosis: Diagnosis | None, judged: float) -> ScenarioResult:
     return ScenarioResult(
         scenario=scenario,
         arg_names=computed.arg_names,

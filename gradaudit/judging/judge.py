@@ -14,7 +14,7 @@ import functools
 import hashlib
 import itertools
 import math
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -45,6 +45,7 @@ from gradaudit.model.paths import (
     JIT_VALUE,
     ORDERS,
     VALUE,
+    PathFamily,
     PathResult,
     base_name,
     block_names,
@@ -111,12 +112,6 @@ def _grouped(items: Iterable[tuple[str, _Said]]) -> dict[_Said, list[str]]:
     return groups
 
 
-def _rows(block: np.ndarray, output_shape: tuple[int, ...]) -> np.ndarray:
-    """A block as (output elements, input elements)."""
-    size = int(np.prod(output_shape, dtype=np.int64))
-    return np.asarray(block).reshape(size, -1) if np.size(block) else np.zeros((size, 0))
-
-
 # --- finite differences: where they can be trusted -------------------------------------------
 
 
@@ -180,93 +175,197 @@ class Trust:
     def skipped(self) -> Masks:
         return tuple(k | u for k, u in zip(self.kink, self.undefined, strict=True))
 
-    def skipped_for(self, path: PathResult) -> Masks:
-        """What is not compared with `path`: kinks, undefined entries, and moving entries where the
-        path is not finite."""
-        return tuple(s | (m & ~np.isfinite(np.asarray(a, dtype=np.float64))) for s, m, a in zip(self.skipped, self.moving, path.ok_arrays, strict=True))
-
-    def allowance(self, noise: Masks) -> Masks:
-        """The rounding noise of each estimate, plus the spread where the estimate moves."""
-        return tuple(n + np.where(m, s, 0.0) for n, m, s in zip(noise, self.moving, self.spread, strict=True))
-
-
-def _flat(arrays: Sequence[np.ndarray]) -> np.ndarray:
-    """Blocks as one flat float64 array, so elementwise work on every block is one NumPy call each."""
-    if len(arrays) == 1:
-        return np.asarray(arrays[0], dtype=np.float64).reshape(-1)
-    return np.concatenate([np.asarray(a, dtype=np.float64).reshape(-1) for a in arrays]) if arrays else np.zeros(0)
-
 
 def _blocks(flat: np.ndarray, like: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """`flat` (see `_flat`) cut back into blocks of the shapes of `like`."""
-    shapes = [np.shape(a) for a in like]
-    if not shapes:
-        return ()
-    bounds = np.cumsum([math.prod(shape) for shape in shapes])[:-1]
-    return tuple(part.reshape(shape) for part, shape in zip(np.split(flat, bounds), shapes, strict=True))
+    """`flat` (blocks flattened one after another, as a row of `_stacked`) cut back into blocks of the shapes of `like`."""
+    blocks, start = [], 0
+    for array in like:
+        shape = np.shape(array)
+        end = start + math.prod(shape)
+        blocks.append(flat[start:end].reshape(shape))
+        start = end
+    return tuple(blocks)
 
 
-def trust(reference: PathResult, tolerances: Tolerances) -> Trust:
-    """Where finite differences can be trusted (see Trust), from their estimates at two steps."""
-    undefined = _undefined(reference)
-    if reference.estimates is None:
-        zeros = tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.ok_arrays)
-        return Trust(kink=zeros, moving=zeros, spread=tuple(np.zeros(np.shape(a)) for a in reference.ok_arrays), undefined=undefined)
-    extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise = (
-        _flat(_estimate(reference, name)) for name in ("extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise")
-    )
-    defined = ~_flat(undefined).astype(bool)
-    with np.errstate(invalid="ignore", over="ignore"):
-        gap = np.abs(right - left)
-        gap_half = np.abs(right_half - left_half)
-        slack = tolerances.fd_atol + tolerances.fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
-        kink = (gap_half > slack) & (gap_half > 0.75 * gap)
-        scale = np.maximum(np.maximum(np.abs(central), np.abs(central_half)), np.abs(central_check))
-        predicted = extrapolated + CHECK_WEIGHT * (central - central_half)
-        kink |= np.abs(central_check - predicted) > tolerances.fd_atol + tolerances.fd_rtol * scale + 4 * noise
-        moved = np.abs(central_half - central)
-        moves = moved > tolerances.fd_atol + tolerances.fd_rtol * scale
-        settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack)
-        converging = moved <= CONVERGING * np.abs(central_half)
-        kink = (kink | (moves & ~(settled & converging))) & defined
-        moves = moves & ~kink & defined
-        spreading = [_flat(_estimate(reference, name)) for name in SPREAD_ESTIMATES]
-        spread = np.nan_to_num(functools.reduce(np.maximum, spreading) - functools.reduce(np.minimum, spreading), nan=np.inf, posinf=np.inf)
-    return Trust(kink=_blocks(kink, undefined), moving=_blocks(moves, undefined), spread=_blocks(spread, undefined), undefined=undefined)
+def _stacked(members: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
+    """Each member's blocks (alike in number and shape) flattened one after another, as the rows of
+    one float64 array: elementwise work on every member (and every block) is then one NumPy call."""
+    count = len(members)
+    if not members[0]:
+        return np.zeros((count, 0))
+    columns = [np.stack([np.asarray(blocks[k]) for blocks in members]).reshape(count, -1).astype(np.float64) for k in range(len(members[0]))]
+    return columns[0] if len(columns) == 1 else np.concatenate(columns, axis=1)
+
+
+@dataclass(frozen=True)
+class _Against:
+    """A family's comparisons with its finite-difference reference, for one case."""
+
+    trust: Trust
+    noise: Masks
+    """The reference's rounding noise, plus the spread of its estimates where they move: what a
+    comparison with it allows beyond the tolerance."""
+    bad: dict[str, list[np.ndarray | None]]
+    """Per AD path of the family: `_Comparison.bad` of the path against the reference."""
+
+
+def _against(cases: Sequence[Case], reference: str, paths: Sequence[str]) -> list[_Against]:
+    """For cases alike in blocks and shapes (a group's members), all at once: where the finite
+    differences of `reference` can be trusted (see Trust), from their estimates at several steps,
+    and which entries of each of `paths` are not close to them (compared where trusted, moving
+    entries only where the path is finite, within the noise and spread)."""
+    references = [case.results[reference] for case in cases]
+    undefined = [_undefined(r) for r in references]
+    undefined_flat = _stacked(undefined).astype(bool)
+    fd_atol = np.array([[case.tolerances.fd_atol] for case in cases])
+    fd_rtol = np.array([[case.tolerances.fd_rtol] for case in cases])
+    if references[0].estimates is None:
+        kink = moves = np.zeros(undefined_flat.shape, dtype=bool)
+        spread = noise = np.zeros(undefined_flat.shape)
+    else:
+        names = ("extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise")
+        stacked = {name: _stacked([_estimate(r, name) for r in references]) for name in names}
+        extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise = (stacked[name] for name in names)
+        defined = ~undefined_flat
+        with np.errstate(invalid="ignore", over="ignore"):
+            gap = np.abs(right - left)
+            gap_half = np.abs(right_half - left_half)
+            slack = fd_atol + fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
+            kink = (gap_half > slack) & (gap_half > 0.75 * gap)
+            scale = np.maximum(np.maximum(np.abs(central), np.abs(central_half)), np.abs(central_check))
+            predicted = extrapolated + CHECK_WEIGHT * (central - central_half)
+            kink |= np.abs(central_check - predicted) > fd_atol + fd_rtol * scale + 4 * noise
+            moved = np.abs(central_half - central)
+            moves = moved > fd_atol + fd_rtol * scale
+            settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack)
+            converging = moved <= CONVERGING * np.abs(central_half)
+            kink = (kink | (moves & ~(settled & converging))) & defined
+            moves = moves & ~kink & defined
+            spreading = [stacked[name] for name in SPREAD_ESTIMATES]
+            spread = np.nan_to_num(functools.reduce(np.maximum, spreading) - functools.reduce(np.minimum, spreading), nan=np.inf, posinf=np.inf)
+    allowance = noise + np.where(moves, spread, 0.0)
+    bad: dict[str, list[list[np.ndarray | None]]] = {}
+    for name in paths:
+        found = _compared(cases, name, reference, fd_rtol, fd_atol, allowance, lambda got: kink | undefined_flat | (moves & ~np.isfinite(got)))
+        if found is not None:
+            bad[name] = found
+    return [
+        _Against(
+            trust=Trust(kink=_blocks(kink[b], mine), moving=_blocks(moves[b], mine), spread=_blocks(spread[b], mine), undefined=mine),
+            noise=_blocks(allowance[b], mine),
+            bad={name: found[b] for name, found in bad.items()},
+        )
+        for b, mine in enumerate(undefined)
+    ]
+
+
+def _compared(cases: Sequence[Case], side: str, reference: str, rtol, atol, noise=None, skip: Callable[[np.ndarray], np.ndarray] | None = None) -> list[list[np.ndarray | None]] | None:
+    """`_Comparison.bad` of path `side` against path `reference` for each of cases alike, all at
+    once (tolerances and noise a column per case; `skip` the entries not to compare, from the
+    side's); None where the paths' blocks differ in number (compared case by case, which says how)."""
+    like = cases[0].results[reference].ok_arrays
+    blocks = cases[0].results[side].ok_arrays
+    if len(blocks) != len(like):
+        return None
+    # A block of another shape than the reference's is compared as NaN, and its indices are None.
+    alike = [np.shape(a) == np.shape(b) for a, b in zip(blocks, like, strict=True)]
+    got = _stacked([[a if same else np.full(np.shape(b), np.nan) for a, b, same in zip(case.results[side].ok_arrays, like, alike, strict=True)] for case in cases])
+    close = _close(got, _stacked([case.results[reference].ok_arrays for case in cases]), rtol, atol, noise)
+    if skip is not None:
+        close |= skip(got)
+    return [[indices if same else None for indices, same in zip(mine, alike, strict=True)] for mine in _per_block(~close, like)]
+
+
+class _Pairs:
+    """Comparisons of one path with another to AD tolerance (rounding) for cases alike, worked out
+    for every case when the first asks (cases alike mostly ask the same)."""
+
+    def __init__(self, cases: Sequence[Case]):
+        self.cases = cases
+        self.rtol = np.array([[case.tolerances.ad_rtol] for case in cases])
+        self.atol = np.array([[case.tolerances.ad_atol] for case in cases])
+        self.found: dict[tuple[str, str], list[list[np.ndarray | None]] | None] = {}
+
+    def bad(self, row: int, side: str, reference: str) -> list[np.ndarray | None] | None:
+        """Case `row`'s `_Comparison.bad` of path `side` against `reference`; None: compare it alone."""
+        if (side, reference) not in self.found:
+            self.found[side, reference] = _compared(self.cases, side, reference, self.rtol, self.atol)
+        found = self.found[side, reference]
+        return None if found is None else found[row]
+
+
+def _per_block(bad: np.ndarray, like: Sequence[np.ndarray]) -> list[list[np.ndarray]]:
+    """Per row of `bad` (a member's blocks flattened one after another, as `_stacked` gives them),
+    per block, the flat indices within the block where `bad` is set."""
+    sizes = [math.prod(np.shape(a)) for a in like]
+    starts = np.cumsum([0, *sizes])
+    rows, columns = np.nonzero(bad)
+    none = [np.zeros(0, dtype=np.intp) for _ in like]
+    found = [none] * len(bad)
+    bounds = np.searchsorted(rows, np.arange(len(bad) + 1))
+    for row in np.flatnonzero(np.diff(bounds)):
+        mine = columns[bounds[row] : bounds[row + 1]]
+        cuts = np.searchsorted(mine, starts)
+        found[row] = [mine[cuts[k] : cuts[k + 1]] - starts[k] for k in range(len(like))]
+    return found
 
 
 # --- provenance -------------------------------------------------------------------------------
 
 
-def _sources(blocks: Sequence[np.ndarray], output_shape: tuple[int, ...], threshold: float) -> tuple[Sources, ...]:
-    """For each output element, the arguments whose block row is non-zero beyond `threshold`."""
-    size = int(np.prod(output_shape, dtype=np.int64))
-    depends = [np.any(np.abs(_rows(b, output_shape).astype(np.float64)) > threshold, axis=1).tolist() for b in blocks]
-    return tuple(tuple(i for i, dep in enumerate(depends) if dep[j]) for j in range(size))
+def _sources(blocks: Sequence[np.ndarray], output_shape: tuple[int, ...], thresholds: np.ndarray) -> list[tuple[Sources, ...]]:
+    """Per member (the first axis of every block: members' blocks stacked), for each output
+    element, the arguments whose block row is non-zero beyond the member's threshold."""
+    count, size = len(thresholds), math.prod(output_shape)
+    depends = np.zeros((count, size, len(blocks)), dtype=bool)
+    for i, block in enumerate(blocks):
+        if block.size:
+            depends[:, :, i] = np.any(np.abs(block.reshape(count, size, -1).astype(np.float64)) > thresholds[:, None, None], axis=2)
+    known: dict[tuple[bool, ...], Sources] = {}
+
+    def sources(row: list[bool]) -> Sources:
+        key = tuple(row)
+        if key not in known:
+            known[key] = tuple(i for i, depends_on in enumerate(row) if depends_on)
+        return known[key]
+
+    return [tuple(sources(row) for row in member) for member in depends.tolist()]
 
 
-def provenance(results: dict[str, PathResult], threshold: float, bindings: Sequence[str] = ("",)) -> Provenance | None:
-    """Provenance from finite differences and the first-order AD paths; None when the function cannot be evaluated.
+def _columns(paths: Sequence[PathResult], blocks: Callable[[PathResult], Sequence[np.ndarray]] = lambda path: path.ok_arrays) -> list[np.ndarray]:
+    """Per block, the members' blocks stacked (members alike in blocks and shapes)."""
+    return [np.stack([np.asarray(blocks(path)[k]) for path in paths]) for k in range(len(blocks(paths[0])))]
+
+
+def _provenances(cases: Sequence[Case]) -> list[Provenance | None]:
+    """Per case (cases alike in paths and shapes), provenance from finite differences and the
+    first-order AD paths; None when the function cannot be evaluated.
 
     At a kink the central difference can vanish while each side has a slope, so the one-sided
     slopes count as evidence that the input supplied the value.
     """
-    value, fd = _value(results, bindings), results[path_name(FINITE_DIFFERENCE, bindings[0])]
+    first = cases[0]
+    value, fd = _value(first.results, first.bindings), first.results[path_name(FINITE_DIFFERENCE, first.bindings[0])]
     if not value.ok or not fd.ok:
-        return None
+        return [None] * len(cases)
     shape = tuple(np.shape(value.ok_arrays[0]))
+    thresholds = np.array([case.tolerances.fd_atol for case in cases])
+    fds = [case.results[fd.name] for case in cases]
     evidence = [
-        np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0) for central, left, right in zip(fd.ok_arrays, _estimate(fd, "left"), _estimate(fd, "right"), strict=True)
+        np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0)
+        for central, left, right in zip(_columns(fds), _columns(fds, lambda path: _estimate(path, "left")), _columns(fds, lambda path: _estimate(path, "right")), strict=True)
     ]
     routes, seen = {}, {}
-    for name in (path_name(p, binding) for binding in bindings for p in AD_PATHS):
-        if name in results and results[name].ok:
+    for name in (path_name(p, binding) for binding in first.bindings for p in AD_PATHS):
+        if name in first.results and first.results[name].ok:
+            columns = _columns([case.results[name] for case in cases])
             # Paths with the same bits (eager and jit twins, often) have the same sources.
-            bits = tuple((np.asarray(a).dtype.str, np.shape(a), np.asarray(a).tobytes()) for a in results[name].ok_arrays)
+            bits = tuple((column.dtype.str, column.shape, column.tobytes()) for column in columns)
             if bits not in seen:
-                seen[bits] = _sources(results[name].ok_arrays, shape, threshold)
+                seen[bits] = _sources(columns, shape, thresholds)
             routes[name] = seen[bits]
-    return Provenance(output_shape=shape, value_from=_sources(evidence, shape, threshold), routes=routes)
+    value_from = _sources(evidence, shape, thresholds)
+    return [Provenance(output_shape=shape, value_from=value_from[b], routes={name: sources[b] for name, sources in routes.items()}) for b in range(len(cases))]
 
 
 def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing: dict[str, set[int]]) -> list[Finding]:
@@ -304,20 +403,24 @@ def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing:
 # --- numeric comparison -----------------------------------------------------------------------
 
 
-def _bad_entries(a, b, rtol: float, atol: float, skip=None, noise=None) -> np.ndarray | None:
-    """Flat indices where `a` is not close to the reference `b` (skipped entries excluded); None when shapes differ.
-
-    Entry by entry: equal values agree (an infinity agrees with the same infinity), NaN agrees with
-    NaN, and finite values agree within atol + rtol * |b| + noise; a non-finite value against a
-    finite one never agrees, however large the tolerance.
-    """
-    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a64.shape != b64.shape:
-        return None
+def _close(a64: np.ndarray, b64: np.ndarray, rtol, atol, noise=None) -> np.ndarray:
+    """Where `a` is close to the reference `b`, entry by entry (float64 arrays of one shape; the
+    tolerances numbers or a column per row): equal values agree (an infinity agrees with the same
+    infinity), NaN agrees with NaN, and finite values agree within atol + rtol * |b| + noise; a
+    non-finite value against a finite one never agrees, however large the tolerance."""
     with np.errstate(invalid="ignore", over="ignore"):
         allowed = atol + rtol * np.abs(b64) + (0.0 if noise is None else noise)
         finite = np.isfinite(a64) & np.isfinite(b64)
-        close = (finite & (np.abs(a64 - b64) <= allowed)) | (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
+        return (finite & (np.abs(a64 - b64) <= allowed)) | (np.isnan(a64) & np.isnan(b64)) | (a64 == b64)
+
+
+def _bad_entries(a, b, rtol: float, atol: float, skip=None, noise=None) -> np.ndarray | None:
+    """Flat indices where `a` is not close to the reference `b` (`_close`; skipped entries
+    excluded); None when shapes differ."""
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a64.shape != b64.shape:
+        return None
+    close = _close(a64, b64, rtol, atol, noise)
     if skip is not None:
         close |= skip
     return np.flatnonzero(~close)
@@ -357,11 +460,11 @@ def twins_agree(results: dict[str, PathResult], tolerances: Tolerances) -> bool:
     return True
 
 
-def _agreement_classes(paths: Sequence[PathResult], rtol: float, atol: float) -> list[list[PathResult]]:
+def _agreement_classes(paths: Sequence[PathResult], agree: Callable[[PathResult, PathResult], bool]) -> list[list[PathResult]]:
     """Paths grouped with the first earlier path they agree with, so a finding names every path on each side."""
     classes: list[list[PathResult]] = []
     for path in paths:
-        home = next((c for c in classes if _agree(path, c[0], rtol, atol)), None)
+        home = next((c for c in classes if agree(path, c[0])), None)
         if home is None:
             classes.append([path])
         else:
@@ -410,11 +513,15 @@ class _Comparison:
     atol: float
     skip: Masks | None = None
     noise: Masks | None = None
+    known: list[np.ndarray | None] | None = None
+    """`bad`, where it was worked out already (with other cases', `_against`)."""
 
     @functools.cached_property
     def bad(self) -> list[np.ndarray | None]:
         """Per block, the flat indices of the side's entries not close to the reference's (None
         where the shapes differ); computed once, for the finding and the elements it names."""
+        if self.known is not None:
+            return self.known
         first, second = self.side[0], self.reference[0]
         return [
             _bad_entries(
@@ -592,20 +699,19 @@ def _value(results: dict[str, PathResult], bindings: Sequence[str]) -> PathResul
     return results.get(VALUE) or results[path_name(JIT_VALUE, bindings[0])]
 
 
-def _non_finite(results: dict[str, PathResult], value: PathResult, inputs: Sequence[np.ndarray]) -> bool:
-    """Whether IEEE arithmetic alone can part forward from reverse mode here: an input or output
-    element that is not finite, an infinite derivative on some path (sqrt at 0), or a derivative
-    every AD path finds NaN (arctan2 at (0, 0): 0/0)."""
+def _non_finites(cases: Sequence[Case]) -> list[bool]:
+    """Per case (cases alike in paths and shapes, their values computed), whether IEEE arithmetic
+    alone can part forward from reverse mode there: an input or output element that is not
+    finite, an infinite derivative on some path (sqrt at 0), or a derivative every AD path finds
+    NaN (arctan2 at (0, 0): 0/0)."""
+    first = cases[0]
     with np.errstate(invalid="ignore"):
-        if not np.isfinite(_flat((*inputs, *value.ok_arrays))).all():
-            return True
-        if np.isinf(_flat([a for r in results.values() if r.ok for a in r.ok_arrays])).any():
-            return True
-        derivatives = [r.ok_arrays for name, r in results.items() if base_name(name) in AD_PATHS and r.ok]
-        shapes = {tuple(np.shape(a) for a in arrays) for arrays in derivatives}
-        if not derivatives or len(shapes) != 1:
-            return False
-        return bool(functools.reduce(np.logical_and, (np.isnan(_flat(arrays)) for arrays in derivatives)).any())
+        found = ~np.isfinite(_stacked([(*case.inputs, *_value(case.results, case.bindings).ok_arrays) for case in cases])).all(axis=1)
+        found |= np.isinf(_stacked([[a for r in case.results.values() if r.ok for a in r.ok_arrays] for case in cases])).any(axis=1)
+        derivatives = [name for name, r in first.results.items() if base_name(name) in AD_PATHS and r.ok]
+        if derivatives and len({tuple(np.shape(a) for a in first.results[name].ok_arrays) for name in derivatives}) == 1:
+            found |= functools.reduce(np.logical_and, (np.isnan(_stacked([case.results[name].ok_arrays for case in cases])) for name in derivatives)).any(axis=1)
+    return found.tolist()
 
 
 def _ieee(comparison: _Comparison, non_finite: bool) -> bool:
@@ -614,6 +720,80 @@ def _ieee(comparison: _Comparison, non_finite: bool) -> bool:
     jit twin: a zero tangent or cotangent met an infinite or NaN derivative (0 × inf, 0 × NaN),
     which IEEE makes NaN in the mode that multiplies it in and leaves out of the other."""
     return non_finite and not comparison.splits_twins() and comparison.nan_on_one_side()
+
+
+@dataclass(frozen=True)
+class Case:
+    """One scenario's paths to judge (one set per binding), at `inputs` (the differentiated ones)."""
+
+    results: dict[str, PathResult]
+    arg_names: tuple[str, ...]
+    tolerances: Tolerances
+    bindings: Sequence[str] = ("",)
+    inputs: Sequence[np.ndarray] = ()
+
+
+@dataclass(frozen=True)
+class _Elementwise:
+    """A case's entry-by-entry work, done for cases alike all at once (`_elementwise`)."""
+
+    against: dict[str, _Against]
+    """Per finite-difference reference a family's AD paths are compared with: the comparisons."""
+    non_finite: bool
+    provenance: Provenance | None
+    pairs: _Pairs
+    """Comparisons of paths with each other, shared by the cases alike."""
+    row: int
+    """The case's place among them."""
+
+    def bad(self, side: PathResult, reference: PathResult, tolerances: Tolerances) -> list[np.ndarray | None]:
+        """`_Comparison.bad` of `side` against `reference` to AD tolerance."""
+        known = self.pairs.bad(self.row, side.name, reference.name)
+        return known if known is not None else _Comparison([side], [reference], tolerances.ad_rtol, tolerances.ad_atol).bad
+
+    def agree(self, side: PathResult, reference: PathResult, tolerances: Tolerances) -> bool:
+        """Whether `side` agrees with `reference` to AD tolerance, entry by entry (`_agree`)."""
+        return all(indices is not None and not indices.size for indices in self.bad(side, reference, tolerances))
+
+
+def _layout(case: Case) -> tuple:
+    """What cases must share for their entry-by-entry work to be one NumPy call: paths, their
+    outcomes, blocks' shapes and dtypes, and the inputs' (a group's members share all of it)."""
+
+    def arrays(blocks: Sequence[np.ndarray]) -> tuple:
+        return tuple((np.shape(a), np.asarray(a).dtype.str) for a in blocks)
+
+    paths = tuple((name, path.status, arrays(path.arrays or ()), path.estimates is None) for name, path in case.results.items())
+    return tuple(case.bindings), arrays(case.inputs), paths
+
+
+def _references(case: Case) -> Iterator[tuple[PathFamily, list[PathResult]]]:
+    """Each family the case has a reference for, with the references that gave estimates (the
+    first is the one its AD paths are compared with)."""
+    for family in FAMILIES:
+        _, reference_names = family.bound(case.bindings)
+        if reference_names[0] in case.results:
+            yield family, [case.results[n] for n in reference_names if case.results[n].ok]
+
+
+def _elementwise(cases: Sequence[Case]) -> list[_Elementwise | None]:
+    """The entry-by-entry work of cases alike (`_layout`): trust, non-finite entries, provenance;
+    None for cases whose value was not computed (nothing is compared)."""
+    first = cases[0]
+    if not _value(first.results, first.bindings).ok:
+        return [None] * len(cases)
+    against: list[dict[str, _Against]] = [{} for _ in cases]
+    for family, references in _references(first):
+        if references:
+            name = references[0].name
+            paths = [p for p in family.bound(first.bindings)[0] if p in first.results and first.results[p].ok]
+            for mine, compared in zip(against, _against(cases, name, paths), strict=True):
+                mine[name] = compared
+    pairs = _Pairs(cases)
+    return [
+        _Elementwise(against=mine, non_finite=non_finite, provenance=prov, pairs=pairs, row=row)
+        for row, (mine, non_finite, prov) in enumerate(zip(against, _non_finites(cases), _provenances(cases), strict=True))
+    ]
 
 
 def judge(
@@ -625,8 +805,28 @@ def judge(
 ) -> Verdict:
     """The verdict on one scenario from all its paths' results (one set of paths per binding) at
     `inputs` (the differentiated ones)."""
+    return judge_all([Case(results, arg_names, tolerances, bindings, inputs)])[0]
+
+
+def judge_all(cases: Sequence[Case]) -> list[Verdict]:
+    """The verdict on each case, each as `judge` gives it; cases alike in paths and shapes (a
+    group's members) have their entry-by-entry work done together, a NumPy call for them all where
+    each would make its own (judging a 10,000-scenario grid took a third of its workers' time)."""
+    alike: dict[tuple, list[int]] = {}
+    for index, case in enumerate(cases):
+        alike.setdefault(_layout(case), []).append(index)
+    shared: list[_Elementwise | None] = [None] * len(cases)
+    for indices in alike.values():
+        for index, elementwise in zip(indices, _elementwise([cases[i] for i in indices]), strict=True):
+            shared[index] = elementwise
+    return [_verdict(case, elementwise) for case, elementwise in zip(cases, shared, strict=True)]
+
+
+def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
+    """One case's verdict, its entry-by-entry work done (`_elementwise`)."""
+    results, arg_names, tolerances, bindings = case.results, case.arg_names, case.tolerances, case.bindings
     value = _value(results, bindings)
-    if not value.ok:
+    if elementwise is None:  # the value was not computed
         # Where the value path does not apply (a user function that calls jax.jvp on a custom_vjp
         # function), it has no error to name but the reason it does not apply.
         why = value.error.located() if value.error is not None else f"NotApplicable: {value.not_applicable}"
@@ -637,28 +837,31 @@ def judge(
     findings: list[Finding] = []
     notes = [Note(paths=(name,), message=f"{label(name)} does not apply: {result.not_applicable}") for name, result in results.items() if result.not_applicable]
     output_shape = tuple(np.shape(value.ok_arrays[0]))
-    non_finite = _non_finite(results, value, inputs)
+    non_finite = elementwise.non_finite
     compiled = [r for r in (results.get(path_name(JIT_VALUE, b)) for b in bindings) if r is not None and r.ok and r is not value]
-    for side in _agreement_classes(compiled, tolerances.ad_rtol, tolerances.ad_atol):
-        found = _Comparison(side, [value], tolerances.ad_rtol, tolerances.ad_atol).finding(output_shape, ("",), 0)
+
+    def agree(side: PathResult, reference: PathResult) -> bool:
+        return elementwise.agree(side, reference, tolerances)
+
+    for side in _agreement_classes(compiled, agree):
+        found = _Comparison(side, [value], tolerances.ad_rtol, tolerances.ad_atol, known=elementwise.bad(side[0], value, tolerances)).finding(output_shape, ("",), 0)
         if found:
             findings.append(found)
     disagreeing: dict[str, set[int]] = {}
-    for family in FAMILIES:
-        ad_names, reference_names = family.bound(bindings)
-        if reference_names[0] not in results:
-            continue
+    for family, references in _references(case):
+        ad_names, _ = family.bound(bindings)
         names = block_names(arg_names, family.order)
-        classes = _agreement_classes([results[n] for n in ad_names if n in results and results[n].ok], tolerances.ad_rtol, tolerances.ad_atol)
-        comparisons = [_Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol) for earlier, later in itertools.combinations(classes, 2)]
-        references = [results[n] for n in reference_names if results[n].ok]
+        classes = _agreement_classes([results[n] for n in ad_names if n in results and results[n].ok], agree)
+        comparisons = [
+            _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=elementwise.bad(later[0], earlier[0], tolerances)) for earlier, later in itertools.combinations(classes, 2)
+        ]
         if references:
             reference = references[0]
-            trusted = trust(reference, tolerances)
+            compared = elementwise.against[reference.name]
+            trusted, noise = compared.trust, compared.noise
             skip = trusted.skipped
-            noise = trusted.allowance(_estimate(reference, "noise"))
             notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
-            against_reference = [_Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, trusted.skipped_for(side[0]), noise) for side in classes]
+            against_reference = [_Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, noise=noise, known=compared.bad.get(side[0].name)) for side in classes]
             comparisons += against_reference
             # Under another binding the function itself may compute something else: compare its references
             # too, where both have an estimate.
@@ -695,7 +898,7 @@ def judge(
             elif found:
                 findings.append(found)
     findings += _device_findings(results, arg_names, output_shape, tolerances)
-    prov = provenance(results, tolerances.fd_atol, bindings)
+    prov = elementwise.provenance
     first_order = [results[p] for p in FAMILIES[0].bound(bindings)[0] if p in results]
     if first_order and all(r.not_applicable for r in first_order):
         raising.append(Finding(kind=RAISED, paths=tuple(r.name for r in first_order), message="no derivative path applies to this function: nothing was checked", error_type="NotApplicable"))
