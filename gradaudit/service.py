@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from gradaudit.collector import long_lived
 from gradaudit.model.errors import InputError
 from gradaudit.model.findings import INTERRUPTED, Note
 from gradaudit.model.options import OptionError, Options
@@ -174,7 +175,8 @@ def audit(
     if too_large:
         return AuditReport(environment=environment(options.rule, devices), errors=tuple(too_large), files=files, warnings=tuple(warnings))
     try:
-        report = _run(chosen, options, devices, on_result, files, sigterm, lighten)
+        with long_lived():  # results live until the report is made: no full garbage collection meanwhile
+            report = _run(chosen, options, devices, on_result, files, sigterm, lighten)
     except AuditInterrupted as exc:
         raise AuditInterrupted(replace(apply_gate(exc.report, baseline), warnings=tuple(warnings))) from None
     return replace(apply_gate(report, baseline), warnings=tuple(warnings))

@@ -15,6 +15,7 @@ from tests.helpers import ROOT, write_yaml
 ALLOWED: dict[str, set[str]] = {
     "model": set(),
     "supported": set(),
+    "collector": set(),
     "sources": {"model"},
     "jaxenv": {"model", "supported"},
     "numerics": set(),
@@ -28,11 +29,11 @@ ALLOWED: dict[str, set[str]] = {
     "survey": {"model", "sources", "search", "merge"},
     "screening": {"model", "engines", "judging"},
     "isolation": {"model", "engines", "jaxenv", "judging", "screening"},
-    "service": {"model", "sources", "jaxenv", "limits", "engines", "judging", "isolation", "screening"},
+    "service": {"model", "collector", "sources", "jaxenv", "limits", "engines", "judging", "isolation", "screening"},
     "render": {"model", "judging", "diff", "search"},
     "api": {"model", "numerics", "targets", "service", "render"},
     "pytest_plugin": {"model", "sources", "service", "api", "render"},
-    "cli": {"model", "supported", "sources", "jaxenv", "judging", "service", "search", "survey", "render", "diff", "merge"},
+    "cli": {"model", "supported", "collector", "sources", "jaxenv", "judging", "service", "search", "survey", "render", "diff", "merge"},
 }
 """What each part of gradaudit may import (beside itself): lower layers only, so data flows one way."""
 

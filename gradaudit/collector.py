@@ -1,0 +1,29 @@
+"""Python's cyclic garbage collector while a run builds what lives until it ends.
+
+Loading a large scenario file and gathering its results make millions of objects that live until
+the run ends. Python's collector counts them as they are made and now and then traverses every
+one of them looking for cycles: on the 10,000-scenario grid 13 full collections took 1.8 s of the
+run's main process (14 s in all). Within `long_lived()` no full collection runs; the young
+generations still do, so a short-lived cycle is still freed, and the first full collection after
+it (the thresholds put back) frees whatever cycles the run left behind.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+NEVER = 2**30
+"""A threshold the oldest generation's count never reaches in one run."""
+
+
+@contextmanager
+def long_lived() -> Iterator[None]:
+    """No full collection within: see the module's docstring."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], NEVER)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
