@@ -328,7 +328,7 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         batches = [[indices[p] for p in batch] for batch in group.keyed([scenarios[i] for i in indices])]
         counts["groups"] += len(batches)
         if options.jobs > 0 and batches:
-            in_workers(group.kin_first(scenarios, batches), "group")
+            in_workers(group.queued(scenarios, batches, options.jobs), "group")
         elif batches:
             run(group, indices, keep=lambda result: one_story(result, options.tolerance))
 

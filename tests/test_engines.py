@@ -4,6 +4,9 @@ bundle engines give the literal engine's statuses, findings, notes and arrays, s
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -19,7 +22,7 @@ from gradaudit.model.findings import CONSISTENT
 from gradaudit.model.options import Options
 from gradaudit.service import GROUP_MIN, audit
 from gradaudit.sources.scenario_files import load_paths
-from tests.helpers import ROOT, make_scenario
+from tests.helpers import ROOT, make_scenario, write_yaml
 
 
 def run_audit(scenarios, rule, literal=False):
@@ -339,6 +342,48 @@ def test_calls_capturing_different_values_form_one_group(tmp_path):
     # Each captured index reads its own element: the group did not share one member's answer.
     picked = [int(np.argmax(r.paths["jit_jacrev:const"].arrays[0])) for r in default.results]
     assert picked == [0, 0, 1, 2, 2, 2]
+
+
+def _take_group(folder, indices: list[int]) -> list:
+    (folder / "fns.py").write_text(FUNCTION_GROUPS)
+    lines = ["scenarios:"] + [
+        f"  - {{name: take-{n}, fn: 'fns:scaled_take', inputs: [{{dtype: float32, value: [1.0, 2.0, 3.0]}}, {{dtype: int32, value: {index}}}]}}" for n, index in enumerate(indices)
+    ]
+    return load_paths([str(write_yaml(folder, f"take{len(indices)}.yaml", "\n".join(lines) + "\n"))]).scenarios
+
+
+COUNT_PROGRAMS = """
+import sys
+from pathlib import Path
+from gradaudit.engines.group import GroupEngine
+from gradaudit.jaxenv import JaxEvents
+from tests.test_engines import _take_group, computed_by
+
+events = JaxEvents()
+found = computed_by(GroupEngine(), _take_group(Path(sys.argv[1]), [int(i) for i in sys.argv[2].split(",")]))
+taken = events.take()
+print(len(found), taken["programs"])
+"""
+
+
+def test_parts_capturing_different_values_share_the_groups_eager_programs_whatever_their_sizes(tmp_path):
+    """A group's members capturing other values are computed part by part, each part's eager
+    paths one eager vmap: parts of 1, 2 and 3 members compile the programs parts of 3, 3 and 3 do
+    (eager operations compile per shape; each in a fresh process), and each member still gets
+    its own eager answers."""
+
+    def programs(indices: str) -> list[int]:
+        from gradaudit.jaxenv import CACHE_SETTINGS
+
+        # No compilation cache: a program read from it is counted apart from one compiled.
+        environ = {name: value for name, value in os.environ.items() if name.lower() not in CACHE_SETTINGS}
+        ran = subprocess.run([sys.executable, "-c", COUNT_PROGRAMS, str(tmp_path), indices], capture_output=True, text=True, cwd=ROOT, env=environ, check=True)
+        return [int(word) for word in ran.stdout.split()]
+
+    assert programs("0,1,1,2,2,2")[1] == programs("0,0,0,1,1,1,2,2,2")[1]
+    found = computed_by(GroupEngine(), _take_group(tmp_path, [0, 1, 1, 2, 2, 2]))
+    picked = [int(np.argmax(found[n].paths["jacrev:const"].arrays[0])) for n in range(6)]
+    assert picked == [0, 1, 1, 2, 2, 2]  # each member's eager row, not a padding copy's
 
 
 def test_a_group_whose_points_cannot_be_evaluated_leaves_every_member(monkeypatch):

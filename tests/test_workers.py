@@ -214,7 +214,7 @@ def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves
     assert set((tmp_path / "pids").read_text().split()) == {str(worker.process.pid)}
 
 
-def test_group_batches_are_queued_kin_first_and_two_workers_take_a_stretch_each():
+def test_group_batches_are_queued_kin_next_to_each_other_and_two_workers_take_a_stretch_each():
     # Kin (groups whose eager computations share programs) are queued next to each other, and
     # whatever order two workers ask in, the first takes from the front and the second from the
     # back: each computes a stretch of kin of its own.
@@ -225,7 +225,7 @@ def test_group_batches_are_queued_kin_first_and_two_workers_take_a_stretch_each(
     from tests.helpers import make_scenario
 
     written = [make_scenario(selector_dtype=dtype, shape=shape, name=f"{dtype}{shape}") for dtype in ("int8", "bool") for shape in ((3,), (2, 3), ())]
-    queued = GroupEngine.kin_first(written, [[i] for i in range(len(written))])
+    queued = GroupEngine.queued(written, [[i] for i in range(len(written))], 2)
     assert [written[b[0]].target.shape for b in queued] == [(), (), (2, 3), (2, 3), (3,), (3,)]
     assert [written[b[0]].target.selector.dtype for b in queued] == ["bool", "int8"] * 3
     rng = random.Random(0)
@@ -235,6 +235,36 @@ def test_group_batches_are_queued_kin_first_and_two_workers_take_a_stretch_each(
             worker = rng.randrange(2)
             taken[worker].append(queue.pop(_stretch(worker, 2, len(queue))))
         assert taken[0] == list(range(len(taken[0]))) and taken[1] == list(range(length - 1, len(taken[0]) - 1, -1))
+
+
+def test_a_batch_of_many_captured_values_is_split_between_the_workers_and_costly_batches_start_first(tmp_path):
+    # A group compiles a program per value its members capture: a batch of very many values is
+    # split between the two workers, values whole, one half at each end of the queue where the
+    # workers start; a batch of a few values comes next; the rest keep kin next to each other.
+    from gradaudit.engines.group import SPLIT_VALUES, GroupEngine
+    from gradaudit.isolation import _stretch
+    from gradaudit.sources.scenario_files import load_paths
+    from gradaudit.targets import captured
+
+    many = 2 * SPLIT_VALUES + 3
+    entries = [f"  - {{name: many-{v}, fn: 'fns:take', inputs: [{{dtype: float32, value: [1.0, 2.0]}}, {{dtype: int32, value: {v}}}]}}" for v in range(many)]
+    entries += [f"  - {{name: few-{k}, fn: 'fns:window', inputs: [{{dtype: float32, value: [1.0, 2.0, 3.0]}}, {{dtype: int32, value: {k % 3}}}]}}" for k in range(6)]
+    entries += [f"  - {{name: {fn}-{k}, fn: 'fns:{fn}', inputs: [{{dtype: float32, value: [1.0, 2.0]}}]}}" for fn in ("soft", "huber") for k in range(4)]
+    (tmp_path / "fns.py").write_text("def take(x, i):\n    return x[i % 2]\n\n\nwindow = take\n\n\ndef soft(x):\n    return x * x\n\n\nhuber = soft\n")
+    loaded = load_paths([str(write_yaml(tmp_path, "grid.yaml", "scenarios:\n" + "\n".join(entries) + "\n"))])
+    assert not loaded.errors
+    scenarios = loaded.scenarios
+    positions = {}
+    for index, scenario in enumerate(scenarios):
+        positions.setdefault(scenario.name.split("-")[0], []).append(index)
+    queued = GroupEngine.queued(scenarios, list(positions.values()), 2)
+    first, last = queued[0], queued[-1]
+    values = [{captured(scenarios[i]) for i in half} for half in (first, last)]
+    assert sorted(first + last) == positions["many"] and not values[0] & values[1]
+    assert {len(v) for v in values} <= {many // 2, many - many // 2}
+    assert queued[1] == positions["few"]
+    assert [scenarios[b[0]].name.split("-")[0] for b in queued[2:-1]] == ["huber", "soft"]
+    assert queued.pop(_stretch(0, 2, len(queued))) == first and queued.pop(_stretch(1, 2, len(queued))) == last
 
 
 def test_workers_started_ahead_see_the_folders_loading_added(tmp_path):

@@ -4,7 +4,8 @@ Scenarios that share a program (`targets.group_key`: a select_n family with its 
 in, or a user's function with the same input shapes, dtypes and binding) form a group; a binding
 with captured constants is computed together for the members that capture the same ones.
 The eager paths (`value`, `jacfwd`, `jacrev`) run for the whole group as one eager `jax.vmap`, op
-by op as eager calls run. The jit paths and the finite-difference points are one program per group,
+by op as eager calls run (for a binding with captured values, one per part, each padded to the
+largest part's size: `_padded`). The jit paths and the finite-difference points are one program per group,
 compiled once: under jax.jit, the function, jax.jacfwd and jax.jacrev of it at one scenario's
 inputs, unbatched, and the function vmapped over that scenario's centre and points; each member
 calls it on its own inputs. XLA compiles the three jit paths together (as a bundle's), where a
@@ -36,7 +37,7 @@ from gradaudit.model.options import Limits
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import Points, estimates, points, scenario_estimates
 from gradaudit.sources import module_state
-from gradaudit.targets import group_key, group_targets, kinship, sizes
+from gradaudit.targets import captured, group_key, group_targets, kinship, sizes
 from gradaudit.targets.base import Target, primitives
 
 MAX_ELEMENTS = 4_000_000
@@ -140,8 +141,9 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
         sharing: dict[int, list[int]] = {}
         for b, ts in enumerate(targets):
             sharing.setdefault(id(ts[t].fn), []).append(b)
+        rows = max(map(len, sharing.values()))
         for part in sharing.values():
-            computed = _binding([targets[b][t] for b in part], members[0].eps, with_eager, t == 0, device)
+            computed = _binding([targets[b][t] for b in part], members[0].eps, with_eager, t == 0, device, rows)
             for b, found in zip(part, computed, strict=True):
                 before = paths[b]
                 paths[b] = None if found is None or before is None else {**before, **found}
@@ -167,18 +169,19 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
     ]
 
 
-def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, with_value: bool, device: str | None) -> list[dict | None]:
+def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, with_value: bool, device: str | None, rows: int = 0) -> list[dict | None]:
     """One binding's first-order paths for members whose targets share one function: per member its
     paths, or None where its function gave another value vmapped over its points than called on
     its own (the points would not be its function's), or its points could not be evaluated, or the
-    program could not be built (the function alone, point by point, might do)."""
+    program could not be built (the function alone, point by point, might do). The eager paths run
+    over at least `rows` members (`_padded`)."""
     first = targets[0]
     n = len(first.args)
     args = [np.stack([target.args[i] for target in targets]) for i in range(n)]
     fixed = [np.stack([target.fixed[i] for target in targets]) for i in range(len(first.fixed))]
     where = points(args, steps(first, eps))
     eager_failures: dict[str, BaseException] = {}
-    eager = jax.device_get(_answers(_batched(first.fn, n), as_jax_arrays((*args, *fixed)), eager_failures)) if with_eager else {}  # JAX arrays, as ad_blocks
+    eager = jax.device_get(_answers(_batched(first.fn, n), as_jax_arrays(_padded((*args, *fixed), rows)), eager_failures)) if with_eager else {}  # JAX arrays, as ad_blocks
     # Each member's points, its centre first: (1 + points, *shape) per argument.
     stacks = [np.concatenate([arg[:, None], stack.swapaxes(0, 1)], axis=1) for arg, stack in zip(args, where.stacks, strict=True)]
     signature = tuple((a.shape[1:], a.dtype) for a in (*args, *fixed, *stacks))
@@ -214,9 +217,26 @@ def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, wit
     return found
 
 
+def _padded(batch: Sequence[np.ndarray], rows: int) -> list[np.ndarray]:
+    """A batch's arrays with its first member repeated up to `rows` members. A binding with captured
+    values splits a group into parts of many sizes (a part per value); eager operations compile per
+    shape, so each size compiled every eager operation of the function again (the function bench
+    grid's `take`, `window` and `select_scaled` about 150 programs). Padded to the largest part,
+    the parts share them; the copies' answers are not read."""
+    return [a if len(a) >= rows else np.concatenate([a, np.repeat(a[:1], rows - len(a), axis=0)]) for a in batch]
+
+
 def _taking(where: Points, members: Sequence[int]) -> Points:
     """The points of some members of a batch only."""
     return Points([stack[:, members] for stack in where.stacks], where.labels, where.moves[:, members])
+
+
+SPLIT_VALUES = 64
+"""Captured values each worker takes of one batch before it is split between workers: a program
+each (about 0.1 s here) on one side; on the other, each worker compiles the group's eager programs
+again (about 30 of 25 ms for a function of a few operations). On the function bench grid, whose
+`take` captures 60 index pairs (8 s of one worker), splitting it in two took 14.3 s where putting
+it first took 12.6-13.2 s; a grid of hundreds of values on one function is split."""
 
 
 RELEASE_EVERY = 200
@@ -270,10 +290,24 @@ class GroupEngine:
         return [indices for indices in found.values() if len(indices) >= self.min_size]
 
     @staticmethod
-    def kin_first(scenarios: Sequence[Scenario], batches: Sequence[list[int]]) -> list[list[int]]:
-        """`batches` (positions in `scenarios`) with kin next to each other (`targets.kinship`), for
-        worker processes that each take a stretch of them (`isolation._stretch`)."""
-        return sorted(batches, key=lambda batch: kinship(scenarios[batch[0]]))
+    def queued(scenarios: Sequence[Scenario], batches: Sequence[list[int]], workers: int) -> list[list[int]]:
+        """`batches` (positions in `scenarios`) in the order `workers` worker processes should take
+        them, each from a stretch of its own (`isolation._stretch`: the first from the front, the
+        last from the back). A group compiles a program for each value its members capture
+        (`targets.captured`), so a batch of many values is split between the workers (values whole,
+        SPLIT_VALUES or more a worker) and the costly batches go to the ends, the costliest first,
+        where the workers start; the others keep kin next to each other (`targets.kinship`), so
+        that one worker lowers the eager programs they share."""
+        pieces = []
+        for batch in batches:
+            values: dict[tuple, list[int]] = {}
+            for index in batch:
+                values.setdefault(captured(scenarios[index]), []).append(index)
+            parts = max(1, min(workers, len(values) // SPLIT_VALUES))
+            pieces += [batch] if parts == 1 else [[index for members in list(values.values())[part::parts] for index in members] for part in range(parts)]
+        costed = sorted(((len({captured(scenarios[index]) for index in piece}), piece) for piece in pieces), key=lambda c: (-c[0], kinship(scenarios[c[1][0]])))
+        costly = [piece for cost, piece in costed if cost > 1]
+        return costly[0::2] + [piece for cost, piece in costed if cost <= 1] + costly[1::2][::-1]
 
     def groups(self, scenarios: Sequence[Scenario]) -> list[list[int]]:
         """`keyed` groups in batches small enough for one call (a function is traced, unevaluated,

@@ -12,7 +12,7 @@ import numpy as np
 from gradaudit.model.scenario import Scenario
 from gradaudit.targets.base import Target
 
-__all__ = ["Target", "build_targets", "group_key", "group_targets", "kinship", "sizes"]
+__all__ = ["Target", "build_targets", "captured", "group_key", "group_targets", "kinship", "sizes"]
 
 
 def build_targets(scenario: Scenario) -> tuple[Target, ...]:
@@ -61,6 +61,16 @@ def kinship(scenario: Scenario) -> tuple:
     if spec.kind == "select_n":
         return (tuple(spec.shape), spec.dtype, spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.output)
     return (spec.fn, _input_kinds(spec))
+
+
+def captured(scenario: Scenario) -> tuple[bytes, ...]:
+    """The values a scenario's `constant` binding captures (a function's discrete inputs, unless
+    they are bound as traced only); () where it has none. Members of one group that capture other
+    values compile programs of their own, as a user's jax.jit does for each."""
+    spec = scenario.target
+    if spec.kind != "function" or spec.bind == "traced":
+        return ()
+    return tuple(s.array().tobytes() for s in spec.inputs if not s.differentiable and not s.held)
 
 
 def sizes(scenario: Scenario) -> tuple[list[int], int]:
