@@ -344,44 +344,53 @@ def test_calls_capturing_different_values_form_one_group(tmp_path):
     assert picked == [0, 0, 1, 2, 2, 2]
 
 
-def _take_group(folder, indices: list[int]) -> list:
+def _calls(folder, name: str, calls: list[tuple[str, int | None, float]]):
+    """A scenario file of calls (function of FUNCTION_GROUPS, captured index or None, step)."""
     (folder / "fns.py").write_text(FUNCTION_GROUPS)
-    lines = ["scenarios:"] + [
-        f"  - {{name: take-{n}, fn: 'fns:scaled_take', inputs: [{{dtype: float32, value: [1.0, 2.0, 3.0]}}, {{dtype: int32, value: {index}}}]}}" for n, index in enumerate(indices)
-    ]
-    return load_paths([str(write_yaml(folder, f"take{len(indices)}.yaml", "\n".join(lines) + "\n"))]).scenarios
+    lines = ["scenarios:"]
+    for n, (fn, index, eps) in enumerate(calls):
+        inputs = "{dtype: float32, value: [1.0, 2.0, 3.0]}" + ("" if index is None else f", {{dtype: int32, value: {index}}}")
+        lines.append(f"  - {{name: c{n}, fn: 'fns:{fn}', eps: {eps}, inputs: [{inputs}]}}")
+    return write_yaml(folder, name, "\n".join(lines) + "\n")
 
 
 COUNT_PROGRAMS = """
 import sys
-from pathlib import Path
 from gradaudit.engines.group import GroupEngine
 from gradaudit.jaxenv import JaxEvents
-from tests.test_engines import _take_group, computed_by
+from gradaudit.sources.scenario_files import load_paths
 
 events = JaxEvents()
-found = computed_by(GroupEngine(), _take_group(Path(sys.argv[1]), [int(i) for i in sys.argv[2].split(",")]))
-taken = events.take()
-print(len(found), taken["programs"])
+done = sum(len(batch) for batch in GroupEngine().run(load_paths([sys.argv[1]]).scenarios))
+print(done, events.take()["programs"])
 """
 
 
-def test_parts_capturing_different_values_share_the_groups_eager_programs_whatever_their_sizes(tmp_path):
-    """A group's members capturing other values are computed part by part, each part's eager
-    paths one eager vmap: parts of 1, 2 and 3 members compile the programs parts of 3, 3 and 3 do
-    (eager operations compile per shape; each in a fresh process), and each member still gets
-    its own eager answers."""
+def test_eager_programs_compile_once_for_groups_and_parts_of_sizes_that_differ_a_little(tmp_path):
+    """Eager paths run as one eager vmap over a batch padded to a power of two: a group in parts
+    capturing values 1, 2, 3 and 3 members compiles the programs one in parts of 3 does, and
+    groups of 9 and 12 members (of one function, steps apart) compile the programs groups of 12
+    and 12 do (eager operations compile per shape; each counted in a fresh process). Each member
+    still gets its own eager answers."""
+    from gradaudit.jaxenv import CACHE_SETTINGS
 
-    def programs(indices: str) -> list[int]:
-        from gradaudit.jaxenv import CACHE_SETTINGS
+    # No compilation cache: a program read from it is counted apart from one compiled.
+    environ = {name: value for name, value in os.environ.items() if name.lower() not in CACHE_SETTINGS}
 
-        # No compilation cache: a program read from it is counted apart from one compiled.
-        environ = {name: value for name, value in os.environ.items() if name.lower() not in CACHE_SETTINGS}
-        ran = subprocess.run([sys.executable, "-c", COUNT_PROGRAMS, str(tmp_path), indices], capture_output=True, text=True, cwd=ROOT, env=environ, check=True)
-        return [int(word) for word in ran.stdout.split()]
+    def programs(calls: list[tuple[str, int | None, float]]) -> int:
+        path = _calls(tmp_path, "calls.yaml", calls)
+        ran = subprocess.run([sys.executable, "-c", COUNT_PROGRAMS, str(path)], capture_output=True, text=True, cwd=ROOT, env=environ, check=True)
+        done, compiled = map(int, ran.stdout.split())
+        assert done == len(calls)
+        return compiled
 
-    assert programs("0,1,1,2,2,2")[1] == programs("0,0,0,1,1,1,2,2,2")[1]
-    found = computed_by(GroupEngine(), _take_group(tmp_path, [0, 1, 1, 2, 2, 2]))
+    def take(indices: list[int]) -> list[tuple[str, int | None, float]]:
+        return [("scaled_take", index, 0.01) for index in indices]
+
+    assert programs(take([0, 1, 1, 2, 2, 2, 3, 3, 3])) == programs(take([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]))
+    assert programs([("max_all", None, 0.01)] * 9 + [("max_all", None, 0.02)] * 12) == programs([("max_all", None, 0.01)] * 12 + [("max_all", None, 0.02)] * 12)
+    scenarios = load_paths([str(_calls(tmp_path, "take.yaml", take([0, 1, 1, 2, 2, 2])))]).scenarios
+    found = computed_by(GroupEngine(), scenarios)
     picked = [int(np.argmax(found[n].paths["jacrev:const"].arrays[0])) for n in range(6)]
     assert picked == [0, 1, 1, 2, 2, 2]  # each member's eager row, not a padding copy's
 

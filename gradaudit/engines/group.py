@@ -4,8 +4,8 @@ Scenarios that share a program (`targets.group_key`: a select_n family with its 
 in, or a user's function with the same input shapes, dtypes and binding) form a group; a binding
 with captured constants is computed together for the members that capture the same ones.
 The eager paths (`value`, `jacfwd`, `jacrev`) run for the whole group as one eager `jax.vmap`, op
-by op as eager calls run (for a binding with captured values, one per part, each padded to the
-largest part's size: `_padded`). The jit paths and the finite-difference points are one program per group,
+by op as eager calls run (for a binding with captured values, one per part), over a batch padded
+to a power of two (`_padded`). The jit paths and the finite-difference points are one program per group,
 compiled once: under jax.jit, the function, jax.jacfwd and jax.jacrev of it at one scenario's
 inputs, unbatched, and the function vmapped over that scenario's centre and points; each member
 calls it on its own inputs. XLA compiles the three jit paths together (as a bundle's), where a
@@ -141,7 +141,7 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
         sharing: dict[int, list[int]] = {}
         for b, ts in enumerate(targets):
             sharing.setdefault(id(ts[t].fn), []).append(b)
-        rows = max(map(len, sharing.values()))
+        rows = 1 << (max(map(len, sharing.values())) - 1).bit_length()  # the largest part, to a power of two (`_padded`)
         for part in sharing.values():
             computed = _binding([targets[b][t] for b in part], members[0].eps, with_eager, t == 0, device, rows)
             for b, found in zip(part, computed, strict=True):
@@ -218,11 +218,14 @@ def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, wit
 
 
 def _padded(batch: Sequence[np.ndarray], rows: int) -> list[np.ndarray]:
-    """A batch's arrays with its first member repeated up to `rows` members. A binding with captured
-    values splits a group into parts of many sizes (a part per value); eager operations compile per
-    shape, so each size compiled every eager operation of the function again (the function bench
-    grid's `take`, `window` and `select_scaled` about 150 programs). Padded to the largest part,
-    the parts share them; the copies' answers are not read."""
+    """A batch's arrays with its first member repeated up to `rows` members (`_group` asks for its
+    largest part, rounded up to a power of two); the copies' answers are not read. Eager
+    operations compile per shape, so every batch size compiled every eager operation again: a
+    binding with captured values splits a group into parts of many sizes (the function bench
+    grid's `take`, `window` and `select_scaled` compiled about 150 programs more), and groups of a
+    grid differ in size by a member or two (the 2,000-scenario select_n grid's groups of 22 and 23
+    compiled 504 programs, padded to one size 452). A power of two also lets a rerun whose groups
+    grew by a scenario find its eager programs in the compilation cache."""
     return [a if len(a) >= rows else np.concatenate([a, np.repeat(a[:1], rows - len(a), axis=0)]) for a in batch]
 
 
