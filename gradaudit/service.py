@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from gradaudit.collector import long_lived
+from gradaudit.collector import collecting, long_lived
 from gradaudit.model.errors import InputError
 from gradaudit.model.findings import INTERRUPTED, Note
 from gradaudit.model.options import OptionError, Options
@@ -175,7 +175,9 @@ def audit(
     if too_large:
         return AuditReport(environment=environment(options.rule, devices), errors=tuple(too_large), files=files, warnings=tuple(warnings))
     try:
-        with long_lived():  # results live until the report is made: no full garbage collection meanwhile
+        # Results live until the report is made: no full garbage collection meanwhile, unless the
+        # paths are computed here (their exceptions' frames hold arrays in cycles).
+        with long_lived() if options.jobs > 0 else collecting():
             report = _run(chosen, options, devices, on_result, files, sigterm, lighten)
     except AuditInterrupted as exc:
         raise AuditInterrupted(replace(apply_gate(exc.report, baseline), warnings=tuple(warnings))) from None

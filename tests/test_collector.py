@@ -39,3 +39,22 @@ def test_no_full_collection_within_long_lived_and_the_thresholds_come_back():
 
     assert _full_collections(within) == 0
     assert gc.get_threshold() == before
+
+
+def test_collecting_brings_full_collections_back_within_long_lived():
+    # An audit that computes paths in this process makes cycles holding arrays (an exception keeps
+    # its frames): full collections must go on there, and stop again after it.
+    from gradaudit.collector import collecting
+
+    def computing_within() -> None:
+        with long_lived(), collecting():
+            _many_long_lived_objects()
+
+    def after() -> None:
+        with long_lived():
+            with collecting():
+                pass
+            _many_long_lived_objects()
+
+    assert _full_collections(computing_within) > 0
+    assert _full_collections(after) == 0

@@ -58,19 +58,15 @@ def configured() -> dict:
 
 
 def guarded(command: Callable[..., int]) -> Callable[..., None]:
-    """Run a command body and exit with its code; bad options are exit 2, anything unexpected exit 3.
-    What a command loads and reports lives until it exits: no full garbage collection meanwhile
-    (`collector.long_lived`)."""
+    """Run a command body and exit with its code; bad options are exit 2, anything unexpected exit 3."""
 
     @functools.wraps(command)
     def wrapper(*args, debug: bool, **kwargs) -> None:
-        from gradaudit.collector import long_lived
         from gradaudit.model.options import OptionError
         from gradaudit.service import AuditInterrupted
 
         try:
-            with long_lived():
-                code = command(*args, **kwargs)
+            code = command(*args, **kwargs)
         except click.ClickException:
             raise
         except OptionError as exc:

@@ -27,6 +27,7 @@ from gradaudit.cli.flags import (
     profile_option,
 )
 from gradaudit.cli.session import Session, console, write_atomic
+from gradaudit.collector import long_lived
 from gradaudit.model.options import RULES
 
 SURVEY_TIMEOUT = 15.0
@@ -58,6 +59,7 @@ def _session(json_path, junit_path, format, color, json_option: str = "--json", 
 @profile_option
 @output_options
 @guarded
+@long_lived()  # what it loads and reports lives until it exits: no full garbage collection meanwhile
 def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, verbose, quiet, color, exit_zero, **given) -> int:
     """Audit every scenario in PATHS (YAML files, or folders searched for *.yaml and *.yml).
 
@@ -104,6 +106,7 @@ def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, ve
 @color_option
 @debug_option
 @guarded
+@long_lived()
 def baseline_command(paths, output, color, **given) -> int:
     """Write a baseline: the JSON report of PATHS, whose findings later runs accept with --baseline.
 
