@@ -301,16 +301,17 @@ class GroupEngine:
         SPLIT_VALUES or more a worker) and the costly batches go to the ends, the costliest first,
         where the workers start; the others keep kin next to each other (`targets.kinship`), so
         that one worker lowers the eager programs they share."""
-        pieces = []
+        pieces: list[tuple[int, list[int]]] = []  # (values it captures, positions)
         for batch in batches:
             values: dict[tuple, list[int]] = {}
             for index in batch:
                 values.setdefault(captured(scenarios[index]), []).append(index)
-            parts = max(1, min(workers, len(values) // SPLIT_VALUES))
-            pieces += [batch] if parts == 1 else [[index for members in list(values.values())[part::parts] for index in members] for part in range(parts)]
-        costed = sorted(((len({captured(scenarios[index]) for index in piece}), piece) for piece in pieces), key=lambda c: (-c[0], kinship(scenarios[c[1][0]])))
-        costly = [piece for cost, piece in costed if cost > 1]
-        return costly[0::2] + [piece for cost, piece in costed if cost <= 1] + costly[1::2][::-1]
+            members = list(values.values())
+            parts = max(1, min(workers, len(members) // SPLIT_VALUES))
+            pieces += [(len(members), batch)] if parts == 1 else [(len(members[part::parts]), [i for value in members[part::parts] for i in value]) for part in range(parts)]
+        pieces.sort(key=lambda piece: (-piece[0], kinship(scenarios[piece[1][0]])))
+        costly = [batch for cost, batch in pieces if cost > 1]
+        return costly[0::2] + [batch for cost, batch in pieces if cost <= 1] + costly[1::2][::-1]
 
     def groups(self, scenarios: Sequence[Scenario]) -> list[list[int]]:
         """`keyed` groups in batches small enough for one call (a function is traced, unevaluated,
