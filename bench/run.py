@@ -8,6 +8,9 @@ Each repetition runs both twice, sharing a fresh JAX persistent compilation cach
 two: "cold" is a first run (a CI runner with nothing cached), "warm" a rerun of the same grid (a
 developer's machine, or CI restoring `.gradaudit/cache`). The peer gets the same cache through
 JAX's environment variables, so the warm comparison is like for like.
+
+On select_n grids each repetition also runs bench/eager_floor.py cold: the grid's eager paths
+alone, with the most sharing eager calls allow, a floor no audit computing them eagerly gets under.
 """
 
 from __future__ import annotations
@@ -58,17 +61,19 @@ def markdown(document: dict) -> str:
     lines = [
         f"Machine: {document['machine']}; grid: {document['grid']}; rule: {document['rule']}; whole processes, median of the "
         "repetitions; cold: an empty JAX compilation cache, warm: a rerun with it filled; peak: the largest process's max RSS; "
-        "JSON: the size of gradaudit's --json report.",
+        "JSON: the size of gradaudit's --json report; eager floor: bench/eager_floor.py, cold, the grid's eager paths alone "
+        "(value, jax.jacfwd, jax.jacrev) with the most sharing eager calls allow, which no audit computing them eagerly gets under.",
         "",
-        "| scenarios | check_grads loop cold (s) | gradaudit cold (s) | ratio cold | check_grads loop warm (s) | gradaudit warm (s) | ratio warm | gradaudit peak (MB) | peer peak (MB) | JSON (MB) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| scenarios | check_grads loop cold (s) | gradaudit cold (s) | ratio cold | check_grads loop warm (s) | gradaudit warm (s) | ratio warm "
+        "| gradaudit peak (MB) | peer peak (MB) | JSON (MB) | eager floor cold (s) | floor / loop |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in document["rows"]:
         lines.append(
             f"| {row['size']} | {_cell(row['peer_cold_seconds'], '.2f')} | {row['gradaudit_cold_seconds']:.2f} "
             f"| {_cell(row['ratio_cold'], '.2f', 'x')} | {_cell(row['peer_warm_seconds'], '.2f')} | {row['gradaudit_warm_seconds']:.2f} "
             f"| {_cell(row['ratio_warm'], '.2f', 'x')} | {row['gradaudit_cold_peak_mb']:.0f} | {_cell(row['peer_cold_peak_mb'], '.0f')} "
-            f"| {row['json_mb']:.1f} |"
+            f"| {row['json_mb']:.1f} | {_cell(row['floor_cold_seconds'], '.2f')} | {_cell(row['ratio_floor'], '.2f', 'x')} |"
         )
     rows = document["rows"]
     if len(rows) > 1:
@@ -113,8 +118,10 @@ def main() -> None:
             path.write_text(yaml.safe_dump({"scenarios": scenarios}, sort_keys=False, width=200))
             ours_cmd = [sys.executable, "-m", "gradaudit", "run", str(path), "-q", "--exit-zero", "--rule", args.rule, "--json", str(report)]
             repetitions = args.repetitions if size <= 1000 else 1
-            runs: dict[str, list] = {key: [] for key in ("peer_cold", "peer_warm", "gradaudit_cold", "gradaudit_warm")}
+            runs: dict[str, list] = {key: [] for key in ("peer_cold", "peer_warm", "gradaudit_cold", "gradaudit_warm", "floor_cold")}
             for repetition in range(repetitions):
+                if args.grid == "select_n":
+                    runs["floor_cold"].append(measure([sys.executable, str(ROOT / "bench" / "eager_floor.py"), str(path)], Path(folder) / f"cache-floor-{size}-{repetition}"))
                 for name, command, wanted in (
                     ("peer", peer_cmd, size <= args.peer_max),
                     ("gradaudit", [*ours_cmd, "--cache-dir"], True),
@@ -133,6 +140,7 @@ def main() -> None:
             for state in ("cold", "warm"):
                 peer = row[f"peer_{state}_seconds"]
                 row[f"ratio_{state}"] = row[f"gradaudit_{state}_seconds"] / peer if peer else None
+            row["ratio_floor"] = row["floor_cold_seconds"] / row["peer_cold_seconds"] if row["floor_cold_seconds"] and row["peer_cold_seconds"] else None
             rows.append(row)
             print(json.dumps(row), flush=True)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, JAX {jax.__version__} ({jax.default_backend()})"
