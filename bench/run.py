@@ -121,7 +121,10 @@ def main() -> None:
             runs: dict[str, list] = {key: [] for key in ("peer_cold", "peer_warm", "gradaudit_cold", "gradaudit_warm", "floor_cold")}
             for repetition in range(repetitions):
                 if args.grid == "select_n":
-                    runs["floor_cold"].append(measure([sys.executable, str(ROOT / "bench" / "eager_floor.py"), str(path)], Path(folder) / f"cache-floor-{size}-{repetition}"))
+                    floor = measure([sys.executable, str(ROOT / "bench" / "eager_floor.py"), str(path)], Path(folder) / f"cache-floor-{size}-{repetition}")
+                    if not floor[2].startswith("eager floor:"):
+                        raise SystemExit(f"bench/eager_floor.py on {path.name}: {floor[2]}")
+                    runs["floor_cold"].append(floor)
                 for name, command, wanted in (
                     ("peer", peer_cmd, size <= args.peer_max),
                     ("gradaudit", [*ours_cmd, "--cache-dir"], True),
