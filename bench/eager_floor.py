@@ -1,18 +1,20 @@
-"""A floor under any audit that computes a select_n grid's eager paths as a user calls them (make bench).
+"""A measured floor under an audit that computes a select_n grid's eager paths (make bench).
 
 Runs only the eager paths of a grid file (the function's value, jax.jacfwd and jax.jacrev, called
-eagerly: nothing jit-compiled, no finite differences, no judging, no report) with the most sharing
-eager calls allow: one eager jax.vmap per set of three or more scenarios sharing every shape and
-dtype, padded to a power of two, smaller sets called member by member as they are (an eager vmap
-of two compiles programs of its own); kin next to each other, dealt as the processes (one per
-core) come free, from both ends of the kin order, so that each keeps reusing its own programs.
-The file is read with libyaml while the other processes import JAX; no garbage collection.
+eagerly: nothing jit-compiled, no finite differences, no judging, no report), sharing as much as
+we have found eager calls to allow: one eager jax.vmap per set of three or more scenarios sharing
+every shape and dtype, padded to a power of two; smaller sets called member by member as a user
+calls them (an eager vmap of two compiles programs of its own); kin next to each other, dealt as
+the processes (one per core) come free, from both ends of the kin order, so that each keeps
+reusing its own programs. The file is read with libyaml while the other processes import JAX; no
+garbage collection. It prints how many paths raised, by exception, so that a floor made cheap by
+paths failing early shows it.
 
 JAX compiles every eager operation for its shapes and dtypes, and unlike jit programs those
-compilations cannot be bundled, so no audit that computes these paths eagerly can take much less
-wall time on this machine than this does (docs/performance.md). A fresh-eyes review tried to beat
-it and found these choices (its first version read the file with pure-Python YAML in every process
-and took 12 s on the 10,000-scenario grid where this takes 7).
+compilations cannot be bundled: this is the fastest way we know to compute these paths as a whole
+cold process on this machine (docs/performance.md), measured, not proven. A fresh-eyes review
+beat this floor's first version (which read the file with pure-Python YAML in every process and
+took 12 s on the 10,000-scenario grid where this takes 7) and found these choices.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import multiprocessing
 import os
 import sys
 import time
+from collections import Counter
 
 start = time.perf_counter()
 SMALLEST_VMAP = 3
@@ -36,7 +39,8 @@ def _shape(value) -> tuple[int, ...]:
 
 
 def _sets(scenarios: list[dict]) -> list[list[dict]]:
-    """Scenarios sharing every shape and dtype, kin (case shapes, then selector dtypes) next to each other."""
+    """Scenarios sharing every shape and dtype, kin next to each other (in order of case dtype and
+    shape, selector dtype and shape, case count)."""
     sets: dict = {}
     for spec in scenarios:
         selector = spec["selector"]
@@ -45,8 +49,8 @@ def _sets(scenarios: list[dict]) -> list[list[dict]]:
     return [sets[key] for key in sorted(sets)]
 
 
-def _compute(members: list[dict]) -> None:
-    """The three eager paths of every member of one set."""
+def _compute(members: list[dict], raised: Counter) -> None:
+    """The three eager paths of every member of one set; `raised` counts paths run and those that raised."""
     import jax
     import numpy as np
     from jax import lax
@@ -76,29 +80,31 @@ def _compute(members: list[dict]) -> None:
         padded = members + members[:1] * (rows - len(members))
         calls = [(jax.vmap(path), (np.stack([selector(m) for m in padded]), *cases(rows))) for path in (value, forward, reverse)]
     for path, arguments in calls:
+        raised["paths"] += 1
         try:
             jax.block_until_ready(path(*arguments))
-        except Exception:  # noqa: BLE001 - a path that raises (select_n's reverse rule) has cost its time all the same
-            pass
+        except Exception as exc:  # noqa: BLE001 - a path that raises (select_n's reverse rule) has cost its time all the same
+            raised[type(exc).__name__] += 1
 
 
-def _work(sets: list[list[dict]], ends, lock, me: int) -> None:
+def _work(sets: list[list[dict]], ends, lock, me: int) -> Counter:
     """Sets taken one at a time until none is left: even processes from the front, odd from the back."""
+    raised: Counter = Counter()
     while True:
         with lock:
             if ends[0] > ends[1]:
-                return
+                return raised
             end = me % 2
             index = ends[end]
             ends[end] += 1 if end == 0 else -1
-        _compute(sets[index])
+        _compute(sets[index], raised)
 
 
-def _child(reader, ends, lock, me: int) -> None:
+def _child(reader, sender, ends, lock, me: int) -> None:
     gc.disable()
     import jax  # noqa: F401 - imported while the parent reads the file
 
-    _work(reader.recv(), ends, lock, me)
+    sender.send(_work(reader.recv(), ends, lock, me))
 
 
 def main(path: str) -> int:
@@ -108,7 +114,8 @@ def main(path: str) -> int:
     context = multiprocessing.get_context("fork")  # before JAX is imported anywhere
     lock, ends = context.Lock(), context.RawArray("l", [0, -1])
     reader, writer = context.Pipe(duplex=False)
-    children = [context.Process(target=_child, args=(reader, ends, lock, k)) for k in range(1, os.cpu_count() or 1)]
+    back, sender = context.Pipe(duplex=False)
+    children = [context.Process(target=_child, args=(reader, sender, ends, lock, k)) for k in range(1, os.cpu_count() or 1)]
     for child in children:
         child.start()
     with open(path) as file:
@@ -118,13 +125,17 @@ def main(path: str) -> int:
         writer.send(sets)
     import jax  # noqa: F401
 
-    _work(sets, ends, lock, 0)
+    raised = _work(sets, ends, lock, 0)
     for child in children:
         child.join()
     if any(child.exitcode for child in children):
         print(f"eager floor failed: exit codes {[child.exitcode for child in children]} (a process did less than its share)")
         return 1
-    print(f"eager floor: {time.perf_counter() - start:.2f}s in {len(children) + 1} processes")
+    for _ in children:
+        raised += back.recv()
+    paths = raised.pop("paths", 0)
+    failures = ", ".join(f"{name} {count}" for name, count in sorted(raised.items())) or "none"
+    print(f"eager floor: {time.perf_counter() - start:.2f}s in {len(children) + 1} processes; {paths} paths, raised: {failures}")
     return 0
 
 
