@@ -15,13 +15,13 @@ from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 
 
-def assess(scenario: Scenario, computed: Computed, tolerance: tuple[float | None, float | None] = (None, None)) -> ScenarioResult:
+def assess(scenario: Scenario, computed: Computed, tolerance: tuple[float | None, ...] = ()) -> ScenarioResult:
     """The scenario's verdict, findings, notes and diagnosis from its paths; an error result when
     the engine could not compute them (a timeout, a crashed worker, a scenario too large)."""
     return assess_all([(scenario, computed)], tolerance)[0]
 
 
-def assess_all(computed: Sequence[tuple[Scenario, Computed]], tolerance: tuple[float | None, float | None] = (None, None)) -> list[ScenarioResult]:
+def assess_all(computed: Sequence[tuple[Scenario, Computed]], tolerance: tuple[float | None, ...] = ()) -> list[ScenarioResult]:
     """Each scenario's result, as `assess` gives it; scenarios computed together (a group's
     members) are judged together (`judge_all`), each charged an equal share of the time."""
     started = time.perf_counter()
@@ -72,7 +72,7 @@ def _result(scenario: Scenario, computed: Computed, verdict: Verdict, diagnosis:
     )
 
 
-def one_story(result: ScenarioResult, tolerance: tuple[float | None, float | None] = (None, None)) -> bool:
+def one_story(result: ScenarioResult, tolerance: tuple[float | None, ...] = ()) -> bool:
     """Whether each eager path agrees with its jit twin (`twins_agree`). The group engine's results
     are kept only then: its eager paths ran vmapped over the group, its jit paths are the user's
     function compiled and called on this scenario alone, so where they agree the jit paths

@@ -15,26 +15,31 @@ import hashlib
 import itertools
 import math
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
+import ml_dtypes
 import numpy as np
 
+from gradaudit.judging.classes import WRONG, Reference, Surroundings, classify, crossing_infinities, explain, ranked
 from gradaudit.model import dtypes
 from gradaudit.model.findings import (
+    CLASSES,
     CONSISTENT,
     DISAGREEMENT,
     ERROR,
-    IEEE_NAN,
+    FAIL_ON_DEFAULT,
     MISMATCH,
     RAISED,
     ROUTING,
     VALUE_RAISED,
     Finding,
+    FindingClass,
     Note,
     Provenance,
     Sources,
     Verdict,
+    raised_class,
 )
 from gradaudit.model.paths import (
     AD_PATHS,
@@ -70,15 +75,19 @@ class Tolerances:
     ad_atol: float
 
 
-def tolerances_for(scenario: Scenario, default: tuple[float | None, float | None] = (None, None)) -> Tolerances:
-    """The scenario's own tolerance, else the run's default (--rtol/--atol), else its dtype's."""
+def tolerances_for(scenario: Scenario, default: tuple[float | None, ...] = ()) -> Tolerances:
+    """The scenario's own tolerance, else the run's default (`Options.tolerance`: --rtol/--atol,
+    then --ad-rtol/--ad-atol), else its dtype's. AD against AD: the user's, else the dtype's
+    rounding scaled by the square root of the reduction's length."""
+    given = (*default, None, None, None, None)[:4]
     fd_rtol, fd_atol = dtypes.default_tolerance(scenario.precision_dtype)
-    fd_rtol = fd_rtol if default[0] is None else default[0]
-    fd_atol = fd_atol if default[1] is None else default[1]
+    fd_rtol = fd_rtol if given[0] is None else given[0]
+    fd_atol = fd_atol if given[1] is None else given[1]
     if scenario.tolerance is not None:
         fd_rtol, fd_atol = scenario.tolerance.rtol, scenario.tolerance.atol
-    ad_rtol, ad_atol = dtypes.ad_tolerance(scenario.precision_dtype)
-    ad_rtol, ad_atol = (tol * math.sqrt(scenario.reduction) for tol in (ad_rtol, ad_atol))
+    ad_rtol, ad_atol = (tol * math.sqrt(scenario.reduction) for tol in dtypes.ad_tolerance(scenario.precision_dtype))
+    ad_rtol = ad_rtol if given[2] is None else given[2]
+    ad_atol = ad_atol if given[3] is None else given[3]
     return Tolerances(fd_rtol=fd_rtol, fd_atol=fd_atol, ad_rtol=ad_rtol, ad_atol=ad_atol)
 
 
@@ -368,12 +377,17 @@ def _provenances(cases: Sequence[Case]) -> list[Provenance | None]:
     return [Provenance(output_shape=shape, value_from=value_from[b], routes={name: sources[b] for name, sources in routes.items()}) for b in range(len(cases))]
 
 
-def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing: dict[str, set[int]]) -> list[Finding]:
-    """Elements whose derivative a path sends elsewhere than the value came from, where its numbers also disagree."""
+def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing: dict[str, dict[int, FindingClass]]) -> list[Finding]:
+    """Elements whose derivative a path sends elsewhere than the value came from, where its numbers
+    also disagree (in a class the gate fails by default); classed as the worst of those entries."""
     findings = []
     total = len(prov.value_from)
     for routes, paths in _grouped(prov.routes.items()).items():
-        elements = set().union(*(disagreeing.get(p, set()) for p in paths))
+        elements: dict[int, FindingClass] = {}
+        for p in paths:
+            for out, found in disagreeing.get(p, {}).items():
+                if out not in elements or CLASSES.index(found) < CLASSES.index(elements[out]):
+                    elements[out] = found
         wrong = [j for j, (want, got) in enumerate(zip(prov.value_from, routes, strict=True)) if want != got and j in elements]
         if not wrong:
             continue
@@ -395,6 +409,8 @@ def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing:
                 location=f"out{element}",
                 wrong="mixed" if len(sent_nowhere) > 1 else ("nowhere" if sent_nowhere.pop() else "elsewhere"),
                 entries=entries_summary([np.asarray(wrong)], total),
+                finding_class=min((elements[k] for k in wrong), key=CLASSES.index),
+                reason=f"{supplied} (finite differences); {_labels(paths)} {sent}",
             )
         )
     return findings
@@ -504,6 +520,22 @@ def entries_summary(indices: Sequence[np.ndarray], of: int) -> str:
 
 
 @dataclass(frozen=True)
+class _Classifying:
+    """What a comparison's entries are classed by (`classes.classify`): the case's numbers, finite
+    differences' word at each entry of the family (None: no reference), and whether the two sides
+    are a path and its own eager/jit or binding twin."""
+
+    surroundings: Surroundings
+    reference: Reference | None
+    twins: bool
+    crossing: Masks | None = None
+    """Per block, entries whose row or column holds an infinite derivative (`crossing_infinities`)."""
+
+    def crossed(self, block: int, flat: int) -> bool:
+        return self.crossing is not None and bool(np.asarray(self.crossing[block]).reshape(-1)[flat])
+
+
+@dataclass(frozen=True)
 class _Comparison:
     """How one side's blocks compare with a reference side's."""
 
@@ -515,6 +547,8 @@ class _Comparison:
     noise: Masks | None = None
     known: list[np.ndarray | None] | None = None
     """`bad`, where it was worked out already (with other cases', `_against`)."""
+    classifying: _Classifying | None = None
+    """How its entries are classed; None: every entry `wrong` (a comparison across devices)."""
 
     @functools.cached_property
     def bad(self) -> list[np.ndarray | None]:
@@ -535,23 +569,63 @@ class _Comparison:
             for i, (a, b) in enumerate(zip(first.ok_arrays, second.ok_arrays, strict=True))
         ]
 
-    def finding(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> Finding | None:
-        first, second = self.side[0], self.reference[0]
+    def _values(self, block: int, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What the side and the reference gave at `indices` of `block`, as float64."""
+        got = np.asarray(self.side[0].ok_arrays[block], dtype=np.float64).reshape(-1)[indices]
+        want = np.asarray(self.reference[0].ok_arrays[block], dtype=np.float64).reshape(-1)[indices]
+        return got, want
+
+    def classified(self, order: int) -> list[np.ndarray]:
+        """Per block, the class of each differing entry (`bad`'s order); blocks of another shape are
+        `wrong`. Worked out once (the findings and the routing elements both ask)."""
+        known = self.__dict__.setdefault("_classified", {})
+        if order not in known:
+            known[order] = self._classes(order)
+        return known[order]
+
+    def _classes(self, order: int) -> list[np.ndarray]:
+        found = []
+        for block, indices in enumerate(self.bad):
+            if indices is None or self.classifying is None:
+                found.append(np.full(0 if indices is None else indices.shape, WRONG.value, dtype=object))
+                continue
+            got, want = self._values(block, indices)
+            size = int(np.size(self.side[0].ok_arrays[block]))
+            c = self.classifying
+            crossing = None if c.crossing is None else c.crossing[block]
+            found.append(classify(c.surroundings, c.reference, block, order, size, indices, got, want, c.twins, crossing))
+        return found
+
+    def findings(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> list[Finding]:
+        """One finding per class among the differing entries, most severe first."""
+        first = self.side[0]
         bad = self.bad
         differing = sum(np.size(a) if b is None else b.size for a, b in zip(first.ok_arrays, bad, strict=True))
         if not differing:
-            return None
+            return []
         total = sum(np.size(a) for a in first.ok_arrays)
         these, those = _labels([p.name for p in self.side]), _labels([p.name for p in self.reference])
-        verb = "disagrees" if len(self.side) == 1 else "disagree"
         paths = tuple(p.name for p in (*self.side, *self.reference))
         if any(b is None for b in bad):
             block = next(i for i, b in enumerate(bad) if b is None)
             message = f"{these} and {those} give derivatives of different shapes for {names[block]}"
-            return Finding(kind=DISAGREEMENT, paths=paths, message=message, count=differing, of=total, magnitude=np.inf, wrong="shape")
-        indices = [b for b in bad if b is not None]  # every block's: a block of another shape returned above
-        got = [np.asarray(a, dtype=np.float64).reshape(-1)[b] for a, b in zip(first.ok_arrays, indices, strict=True)]
-        want = [np.asarray(a, dtype=np.float64).reshape(-1)[b] for a, b in zip(second.ok_arrays, indices, strict=True)]
+            return [Finding(kind=DISAGREEMENT, paths=paths, message=message, count=differing, of=total, magnitude=np.inf, wrong="shape")]
+        classes = self.classified(order)
+        found = []
+        for finding_class in ranked([c for block in classes for c in block]):
+            indices = [b[c == finding_class.value] for b, c in zip(bad, classes, strict=True) if b is not None]
+            found.append(self._finding(indices, finding_class, output_shape, names, order, total))
+        return found
+
+    def _finding(self, indices: list[np.ndarray], finding_class: FindingClass, output_shape: tuple[int, ...], names: tuple[str, ...], order: int, total: int) -> Finding:
+        """The finding for the differing entries `indices` (per block) of one class."""
+        first = self.side[0]
+        differing = sum(b.size for b in indices)
+        these, those = _labels([p.name for p in self.side]), _labels([p.name for p in self.reference])
+        verb = "disagrees" if len(self.side) == 1 else "disagree"
+        paths = tuple(p.name for p in (*self.side, *self.reference))
+        values = [self._values(block, b) for block, b in enumerate(indices)]
+        got, want = [v[0] for v in values], [v[1] for v in values]
         gaps = [self._excess(i, g, w, b) for i, (g, w, b) in enumerate(zip(got, want, indices, strict=True))]
         # The largest disagreement, in multiples of its tolerance (the first of equals): what a user wants to see first.
         block = max((i for i in range(len(indices)) if indices[i].size), key=lambda i: (float(np.max(gaps[i])), -i))
@@ -560,10 +634,18 @@ class _Comparison:
         got_value, want_value = float(got[block][at]), float(want[block][at])
         location = _location(first.ok_arrays[block], output_shape, names[block], order, flat)
         where = "at" if differing == 1 else "largest at"
+        message = f"{these} {verb} with {those} on {differing} of {total} entries; {where} {location}: {want_value:g} from {those}, {got_value:g} from {these}"
+        gap = _gap(got_value, want_value, self.rtol, self.atol, self._noise_at(block, flat))
+        reason, evidence = "", dict[str, float]()
+        if self.classifying is not None:
+            c = self.classifying
+            size = int(np.size(first.ok_arrays[block]))
+            sides, said = (these, those), (got_value, want_value)
+            reason, evidence = explain(finding_class, c.surroundings, c.reference, block, order, size, flat, sides, said, c.crossed(block, flat))
         return Finding(
             kind=DISAGREEMENT,
             paths=paths,
-            message=f"{these} {verb} with {those} on {differing} of {total} entries; {where} {location}: {want_value:g} from {those}, {got_value:g} from {these}",
+            message=message + gap,
             count=differing,
             of=total,
             location=location,
@@ -571,18 +653,13 @@ class _Comparison:
             magnitude=float(gaps[block][at]),
             wrong=wrong_class(np.concatenate(got), np.concatenate(want)),
             entries=entries_summary(indices, total),
+            finding_class=finding_class,
+            reason=reason,
+            evidence=evidence,
         )
 
-    def nan_on_one_side(self) -> bool:
-        """Whether every differing entry is NaN on one side and not on the other."""
-        indices = [b for b in self.bad if b is not None]
-        if len(indices) < len(self.bad) or not any(b.size for b in indices):  # a block of another shape, or no differing entry
-            return False
-        for a, b, bad in zip(self.side[0].ok_arrays, self.reference[0].ok_arrays, indices, strict=True):
-            got, want = np.asarray(a, dtype=np.float64).reshape(-1)[bad], np.asarray(b, dtype=np.float64).reshape(-1)[bad]
-            if not np.all(np.isnan(got) ^ np.isnan(want)):
-                return False
-        return True
+    def _noise_at(self, block: int, flat: int) -> float:
+        return 0.0 if self.noise is None else float(np.asarray(self.noise[block], dtype=np.float64).reshape(-1)[flat])
 
     def splits_twins(self) -> bool:
         """Whether one path is on one side and its eager or jit twin (same mode) on the other."""
@@ -599,14 +676,31 @@ class _Comparison:
             allowed = self.atol + self.rtol * np.abs(want) + noise
             return np.nan_to_num(np.abs(got - want) / allowed, nan=np.inf)
 
-    def disagreeing_elements(self, output_shape: tuple[int, ...]) -> set[int]:
-        """Output elements (flat) with at least one differing entry."""
-        elements: set[int] = set()
+    def disagreeing_elements(self, output_shape: tuple[int, ...], order: int) -> dict[int, FindingClass]:
+        """Output elements (flat) with at least one differing entry of a class the gate fails by
+        default, each with the most severe class among its entries: where routing can be judged."""
+        elements: dict[int, FindingClass] = {}
         out_size = math.prod(output_shape)
-        for a, bad in zip(self.side[0].ok_arrays, self.bad, strict=True):
+        for a, bad, classes in zip(self.side[0].ok_arrays, self.bad, self.classified(order), strict=True):
             in_size = max(1, int(np.size(a)) // max(1, out_size))
-            elements.update(range(out_size) if bad is None else (bad // in_size).tolist())
+            if bad is None:
+                pairs = [(element, WRONG.value) for element in range(out_size)]
+            else:
+                pairs = list(zip((bad // in_size).tolist(), classes.tolist(), strict=True))
+            for element, name in pairs:
+                found = FindingClass(name)
+                if found in FAIL_ON_DEFAULT and (element not in elements or CLASSES.index(found) < CLASSES.index(elements[element])):
+                    elements[element] = found
         return elements
+
+
+def _gap(got: float, want: float, rtol: float, atol: float, noise: float) -> str:
+    """The difference at an entry, relative to the reference, and what the tolerance allowed there."""
+    if not (math.isfinite(got) and math.isfinite(want)):
+        return ""
+    allowed = atol + rtol * abs(want) + noise
+    relative = f", relative {abs(got - want) / abs(want):.2g}" if want else ""
+    return f" (difference {abs(got - want):.3g}{relative}; tolerance {allowed:.3g})"
 
 
 def _location(block: np.ndarray, output_shape: tuple[int, ...], name: str, order: int, flat: int) -> str:
@@ -687,9 +781,7 @@ def _device_findings(results: dict[str, PathResult], arg_names: tuple[str, ...],
             continue
         order = ORDERS[base_name(name)]
         names = ("",) if order == 0 else block_names(arg_names, order)
-        found = _Comparison([result], [primary], tolerances.ad_rtol, tolerances.ad_atol).finding(output_shape, names, order)
-        if found:
-            findings.append(found)
+        findings += _Comparison([result], [primary], tolerances.ad_rtol, tolerances.ad_atol).findings(output_shape, names, order)
     return findings
 
 
@@ -697,29 +789,6 @@ def _value(results: dict[str, PathResult], bindings: Sequence[str]) -> PathResul
     """The function's value as the paths saw it: eager evaluation, or (where an engine computed no
     eager paths, as a search's quick screen does not) its jit evaluation."""
     return results.get(VALUE) or results[path_name(JIT_VALUE, bindings[0])]
-
-
-def _non_finites(cases: Sequence[Case]) -> list[bool]:
-    """Per case (cases alike in paths and shapes, their values computed), whether IEEE arithmetic
-    alone can part forward from reverse mode there: an input or output element that is not
-    finite, an infinite derivative on some path (sqrt at 0), or a derivative every AD path finds
-    NaN (arctan2 at (0, 0): 0/0)."""
-    first = cases[0]
-    with np.errstate(invalid="ignore"):
-        found = ~np.isfinite(_stacked([(*case.inputs, *_value(case.results, case.bindings).ok_arrays) for case in cases])).all(axis=1)
-        found |= np.isinf(_stacked([[a for r in case.results.values() if r.ok for a in r.ok_arrays] for case in cases])).any(axis=1)
-        derivatives = [name for name, r in first.results.items() if base_name(name) in AD_PATHS and r.ok]
-        if derivatives and len({tuple(np.shape(a) for a in first.results[name].ok_arrays) for name in derivatives}) == 1:
-            found |= functools.reduce(np.logical_and, (np.isnan(_stacked([case.results[name].ok_arrays for case in cases])) for name in derivatives)).any(axis=1)
-    return found.tolist()
-
-
-def _ieee(comparison: _Comparison, non_finite: bool) -> bool:
-    """A comparison whose every difference is NaN against a number (or an infinity), in a scenario with something
-    non-finite, between modes (or against finite differences) rather than between a path and its
-    jit twin: a zero tangent or cotangent met an infinite or NaN derivative (0 × inf, 0 × NaN),
-    which IEEE makes NaN in the mode that multiplies it in and leaves out of the other."""
-    return non_finite and not comparison.splits_twins() and comparison.nan_on_one_side()
 
 
 @dataclass(frozen=True)
@@ -739,7 +808,6 @@ class _Elementwise:
 
     against: dict[str, _Against]
     """Per finite-difference reference a family's AD paths are compared with: the comparisons."""
-    non_finite: bool
     provenance: Provenance | None
     pairs: _Pairs
     """Comparisons of paths with each other, shared by the cases alike."""
@@ -790,10 +858,7 @@ def _elementwise(cases: Sequence[Case]) -> list[_Elementwise | None]:
             for mine, compared in zip(against, _against(cases, name, paths), strict=True):
                 mine[name] = compared
     pairs = _Pairs(cases)
-    return [
-        _Elementwise(against=mine, non_finite=non_finite, provenance=prov, pairs=pairs, row=row)
-        for row, (mine, non_finite, prov) in enumerate(zip(against, _non_finites(cases), _provenances(cases), strict=True))
-    ]
+    return [_Elementwise(against=mine, provenance=prov, pairs=pairs, row=row) for row, (mine, prov) in enumerate(zip(against, _provenances(cases), strict=True))]
 
 
 def judge(
@@ -822,6 +887,62 @@ def judge_all(cases: Sequence[Case]) -> list[Verdict]:
     return [_verdict(case, elementwise) for case, elementwise in zip(cases, shared, strict=True)]
 
 
+def _surroundings(case: Case, value: PathResult) -> Surroundings:
+    """The case's inputs and value as its entries are classed by; `largest` from the value's dtype,
+    and the output elements any value path (eager or jit, per binding) finds finite."""
+    output = value.ok_arrays[0]
+    dtype = np.asarray(output).dtype
+    largest = float(ml_dtypes.finfo(dtype).max) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else math.inf
+    values = [r.ok_arrays[0] for r in case.results.values() if base_name(r.name) in (VALUE, JIT_VALUE) and r.ok and np.shape(r.ok_arrays[0]) == np.shape(output)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        finite = functools.reduce(np.logical_or, (np.isfinite(np.asarray(v, dtype=np.float64)) for v in values)) if values else None
+        return Surroundings(
+            inputs=tuple(np.asarray(a, dtype=np.float64) for a in case.inputs),
+            output=np.asarray(output, dtype=np.float64),
+            arg_names=case.arg_names,
+            largest=largest,
+            output_finite=finite,
+        )
+
+
+def _reference_evidence(reference: PathResult, trusted: Trust) -> Reference:
+    """What finite differences said at each entry, as `classes` reads it."""
+    estimates = {name: _estimate(reference, name) for name in ("left_half", "right_half", "extrapolated")} if reference.estimates is not None else {}
+    return Reference(kink=trusted.kink, undefined=trusted.undefined, estimates=estimates)
+
+
+def _twin_elsewhere(side: Sequence[PathResult], ad_paths: Sequence[PathResult]) -> bool:
+    """Whether each path of `side` has an eager/jit or binding twin (the same mode) on another side:
+    a side that disagrees with finite differences alone, without its twin, is one transform giving
+    two answers."""
+    names = {p.name for p in side}
+
+    def mode(name: str) -> str:
+        return base_name(name).removeprefix("jit_")
+
+    return all(any(mode(other.name) == mode(path.name) and other.name not in names for other in ad_paths) for path in side)
+
+
+def _value_notes(value: PathResult) -> list[Note]:
+    """The function's value is itself NaN or infinite somewhere: derivatives there are not a number to check."""
+    output = np.asarray(value.ok_arrays[0], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~np.isfinite(output))
+    if not bad.size:
+        return []
+    first = int(bad[0])
+    location = f"out{_index(output.shape, first)}"
+    return [
+        Note(
+            paths=(value.name,),
+            message=f"the function's value is {output.reshape(-1)[first]:g} at {location} ({bad.size} of {output.size} elements): its derivatives there have no number to agree on",
+            count=int(bad.size),
+            of=int(output.size),
+            location=location,
+        )
+    ]
+
+
 def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
     """One case's verdict, its entry-by-entry work done (`_elementwise`)."""
     results, arg_names, tolerances, bindings = case.results, case.arg_names, case.tolerances, case.bindings
@@ -830,38 +951,56 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         # Where the value path does not apply (a user function that calls jax.jvp on a custom_vjp
         # function), it has no error to name but the reason it does not apply.
         why = value.error.located() if value.error is not None else f"NotApplicable: {value.not_applicable}"
-        finding = Finding(kind=RAISED, paths=(VALUE,), message=f"{VALUE_RAISED} {why}; no derivative can be checked")
+        error_type = value.error.type if value.error is not None else None
+        finding = Finding(kind=RAISED, paths=(VALUE,), message=f"{VALUE_RAISED} {why}; no derivative can be checked", error_type=error_type, finding_class=raised_class(error_type))
         return Verdict(status=ERROR, findings=(finding,), provenance=None)
     raised = _grouped((name, result.error) for name, result in results.items() if result.error is not None)
-    raising = [Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error.located()}", error_type=error.type) for error, paths in raised.items()]
+    raising = [
+        Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error.located()}", error_type=error.type, finding_class=raised_class(error.type)) for error, paths in raised.items()
+    ]
     findings: list[Finding] = []
     notes = [Note(paths=(name,), message=f"{label(name)} does not apply: {result.not_applicable}") for name, result in results.items() if result.not_applicable]
+    notes += _value_notes(value)
     output_shape = tuple(np.shape(value.ok_arrays[0]))
-    non_finite = elementwise.non_finite
+    surroundings = _surroundings(case, value)
     compiled = [r for r in (results.get(path_name(JIT_VALUE, b)) for b in bindings) if r is not None and r.ok and r is not value]
 
     def agree(side: PathResult, reference: PathResult) -> bool:
         return elementwise.agree(side, reference, tolerances)
 
     for side in _agreement_classes(compiled, agree):
-        found = _Comparison(side, [value], tolerances.ad_rtol, tolerances.ad_atol, known=elementwise.bad(side[0], value, tolerances)).finding(output_shape, ("",), 0)
-        if found:
-            findings.append(found)
-    disagreeing: dict[str, set[int]] = {}
+        known = elementwise.bad(side[0], value, tolerances)
+        values = _Comparison(side, [value], tolerances.ad_rtol, tolerances.ad_atol, known=known, classifying=_Classifying(surroundings, None, twins=True))
+        findings += values.findings(output_shape, ("",), 0)
+    disagreeing: dict[str, dict[int, FindingClass]] = {}
     for family, references in _references(case):
         ad_names, _ = family.bound(bindings)
         names = block_names(arg_names, family.order)
-        classes = _agreement_classes([results[n] for n in ad_names if n in results and results[n].ok], agree)
-        comparisons = [
-            _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=elementwise.bad(later[0], earlier[0], tolerances)) for earlier, later in itertools.combinations(classes, 2)
-        ]
+        ad_paths = [results[n] for n in ad_names if n in results and results[n].ok]
+        classes = _agreement_classes(ad_paths, agree)
+        evidence: Reference | None = None
+        if references:
+            compared = elementwise.against[references[0].name]
+            evidence = _reference_evidence(references[0], compared.trust)
+        crossing = crossing_infinities([p.ok_arrays for p in ad_paths], int(np.size(value.ok_arrays[0]))) if family.order == 1 and ad_paths else None
+
+        def classed(twins: bool) -> _Classifying:
+            return _Classifying(surroundings, evidence, twins, crossing)  # noqa: B023 - used within this iteration
+
+        comparisons = []
+        for earlier, later in itertools.combinations(classes, 2):
+            pair = _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=elementwise.bad(later[0], earlier[0], tolerances))
+            comparisons.append(replace(pair, classifying=classed(pair.splits_twins())))
         if references:
             reference = references[0]
             compared = elementwise.against[reference.name]
             trusted, noise = compared.trust, compared.noise
             skip = trusted.skipped
             notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
-            against_reference = [_Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, noise=noise, known=compared.bad.get(side[0].name)) for side in classes]
+            against_reference = [
+                _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, noise=noise, known=compared.bad.get(side[0].name), classifying=classed(_twin_elsewhere(side, ad_paths)))
+                for side in classes
+            ]
             comparisons += against_reference
             # Under another binding the function itself may compute something else: compare its references
             # too, where both have an estimate.
@@ -873,30 +1012,17 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                     tolerances.fd_atol,
                     tuple(s | u for s, u in zip(skip, _undefined(other), strict=True)),
                     noise,
+                    classifying=classed(True),
                 )
                 for other in references[1:]
             ]
             if family.order == 1:
                 for comparison in against_reference:
-                    if _ieee(comparison, non_finite):
-                        continue
-                    elements = comparison.disagreeing_elements(output_shape)
+                    elements = comparison.disagreeing_elements(output_shape, family.order)
                     for path in comparison.side:
                         disagreeing[path.name] = elements
         for comparison in comparisons:
-            found = comparison.finding(output_shape, names, family.order)
-            if found and _ieee(comparison, non_finite):
-                notes.append(
-                    Note(
-                        paths=found.paths,
-                        message=f"{found.message.split(';')[0]}: {IEEE_NAN} (a zero tangent or cotangent times an infinite or NaN derivative is NaN in the mode that multiplies it in)",
-                        count=found.count,
-                        of=found.of,
-                        location=found.location,
-                    )
-                )
-            elif found:
-                findings.append(found)
+            findings += comparison.findings(output_shape, names, family.order)
     findings += _device_findings(results, arg_names, output_shape, tolerances)
     prov = elementwise.provenance
     first_order = [results[p] for p in FAMILIES[0].bound(bindings)[0] if p in results]

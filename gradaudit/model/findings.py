@@ -9,9 +9,6 @@ import numpy as np
 
 VALUE_RAISED = "evaluating the function raised"
 """How the finding begins when the plain value raised: nothing else could be checked."""
-IEEE_NAN = "NaN against a number only, where something is not finite"
-"""What a note says of a disagreement set aside as IEEE arithmetic (0 × inf) between modes: one a
-path's jit twin may still show to be real."""
 
 
 class Status(StrEnum):
@@ -39,6 +36,53 @@ class Kind(StrEnum):
 
 ROUTING, DISAGREEMENT, RAISED = Kind.ROUTING, Kind.DISAGREEMENT, Kind.RAISED
 
+
+class FindingClass(StrEnum):
+    """What kind of wrong a finding is, decided entry by entry from the evidence there
+    (`judging.classes`; docs/judging.md, "Classes"). Listed in the order reports rank them."""
+
+    CRASHED = "crashed"
+    TIMED_OUT = "timed-out"
+    RAISED = "raised"
+    WRONG = "wrong"
+    """A derivative that disagrees where the function is smooth and every number around it finite."""
+    EAGER_JIT = "eager-jit"
+    """The same transform answers differently eagerly and under jit, or per binding of an integer."""
+    LEAK = "leak"
+    """NaN or inf at an entry whose own input and output are finite, from a non-finite value elsewhere."""
+    NON_FINITE = "non-finite"
+    """Confined to entries whose own input or output is not finite, or whose derivative overflows."""
+    NON_DIFFERENTIABLE = "non-differentiable"
+    """At a kink, jump, tie or staircase: the paths pick different one-sided derivatives."""
+
+
+CLASSES: tuple[FindingClass, ...] = tuple(FindingClass)
+"""Every class, most severe first: how reports and the survey rank findings."""
+FAIL_ON_DEFAULT: tuple[FindingClass, ...] = (
+    FindingClass.CRASHED,
+    FindingClass.TIMED_OUT,
+    FindingClass.RAISED,
+    FindingClass.WRONG,
+    FindingClass.EAGER_JIT,
+    FindingClass.LEAK,
+)
+"""The classes that fail the gate unless `fail_on` says otherwise: each has something to fix."""
+CRASH_TYPES = {"WorkerCrash": FindingClass.CRASHED, "TimeoutError": FindingClass.TIMED_OUT}
+"""Exception types of a scenario its engine could not finish: a worker that died, or a hang."""
+
+
+def raised_class(error_type: str | None) -> FindingClass:
+    """The class of a `raised` finding: crashed and timed-out runs apart from exceptions paths raised."""
+    return CRASH_TYPES.get(error_type or "", FindingClass.RAISED)
+
+
+def without_class(fingerprint: str) -> str:
+    """A fingerprint as reports before classes wrote it (form 2): for baselines and diffs across forms."""
+    head, _, rest = fingerprint.partition(":")
+    # `raised` is a class and a kind: a class is stripped only where a kind follows it.
+    return rest if head in CLASSES and rest.partition(":")[0] in tuple(Kind) else fingerprint
+
+
 Sources = tuple[int, ...]
 """The arguments an output element depends on, by index (empty: none)."""
 
@@ -64,9 +108,16 @@ class Finding:
     """How many times its tolerance the largest difference among the affected entries is (inf where
     only one side is finite): how the terminal picks a scenario's largest disagreement."""
     wrong: str = ""
-    """The class of the wrong value (see `wrong_class`): zero, nan, inf, a constant ratio, or value."""
+    """The form of the wrong value (see `wrong_class`): zero, nan, inf, a constant ratio, or value."""
     entries: str = ""
     """A stable summary of which entries (or output elements) are affected: `count/of#hash`."""
+    finding_class: FindingClass = FindingClass.WRONG
+    """What kind of wrong it is (JSON key `class`), decided from the evidence at its entries."""
+    reason: str = ""
+    """Why it has its class, in words with the numbers that decided it (inputs, output and finite
+    differences at the entry)."""
+    evidence: dict[str, float] = field(default_factory=dict)
+    """The numbers that decided the class, by name: `input`, `output`, finite-difference estimates."""
 
     @property
     def signature(self) -> str:
@@ -78,13 +129,35 @@ class Finding:
     def fingerprint(self) -> str:
         """How a baseline and `diff` recognise a finding: its signature, the class of the wrong value
         and which entries, never line numbers or the values themselves. Two findings are the same
-        when all three agree (see docs/judging.md, "What makes two findings the same")."""
-        return "|".join(part for part in (self.signature, self.wrong, self.entries) if part)
+        when all agree (see docs/judging.md, "What makes two findings the same")."""
+        return f"{self.finding_class}:" + "|".join(part for part in (self.signature, self.wrong, self.entries) if part)
+
+    @property
+    def labelled(self) -> str:
+        """`[class] message`: how every plain-text output leads with what kind of wrong it is."""
+        return f"[{self.finding_class}] {self.message}"
+
+    @property
+    def rank(self) -> int:
+        """Its class's place among CLASSES: lower is more severe."""
+        return CLASSES.index(self.finding_class)
+
+    @property
+    def fails_by_default(self) -> bool:
+        return self.finding_class in FAIL_ON_DEFAULT
 
     def to_dict(self) -> dict:
         """As reports keep it; `entries` lives in the fingerprint, and a field with nothing to say
-        (no location, no values, no class of wrong value) is left out."""
-        return {"fingerprint": self.fingerprint, "kind": self.kind, **_described(self), **({"wrong": self.wrong} if self.wrong else {})}
+        (no location, no values, no form of wrong value, no evidence) is left out."""
+        return {
+            "fingerprint": self.fingerprint,
+            "kind": self.kind,
+            "class": str(self.finding_class),
+            **_described(self),
+            **({"wrong": self.wrong} if self.wrong else {}),
+            **({"reason": self.reason} if self.reason else {}),
+            **({"evidence": self.evidence} if self.evidence else {}),
+        }
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,253 @@
+"""What kind of wrong a disagreeing entry is, decided at that entry from the evidence there.
+
+The judge finds the entries where two paths disagree; this module says, entry by entry, which class
+each belongs to (`FindingClass`), never from the scenario as a whole: one NaN input elsewhere does
+not excuse a wrong derivative at an entry whose own numbers are all finite. In order of precedence:
+
+- `non-finite`: the entry's own input or output element is not finite, finite differences put its
+  derivative beyond the dtype's range, or a non-finite value meets an entry at the edge of the
+  dtype's range (a step past it leaves no finite-difference estimate);
+- `leak`: the entry's own input and output are finite, one side is NaN or inf where the other is a
+  number, and an input element elsewhere is not finite (a masked `-inf` logit, a NaN row masked out);
+- `non-finite` again: such a split where the entry's row or column holds an infinite derivative
+  (0 × inf: `1/x` at `[0, 1]` has jacrev NaN at d out[1]/d x[0], beside d out[0]/d x[0] = -inf);
+- `non-differentiable`: finite differences see a kink or jump there (one-sided slopes disagree);
+- `eager-jit`: the split is between a path and its own eager/jit or binding twin;
+- `wrong`: everything else: a derivative that disagrees where the function is smooth and finite.
+
+Each class comes with its reason in words, with the numbers that decided it (`Evidence.reason`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from gradaudit.model.findings import FindingClass
+
+WRONG, EAGER_JIT, LEAK = FindingClass.WRONG, FindingClass.EAGER_JIT, FindingClass.LEAK
+NON_FINITE, NON_DIFFERENTIABLE = FindingClass.NON_FINITE, FindingClass.NON_DIFFERENTIABLE
+
+SHOWN_INPUT = 8
+"""An input of at most this many elements is shown whole in a reason; a larger one by its entry."""
+
+
+def _index(shape: tuple[int, ...], flat: int) -> str:
+    if not shape:
+        return ""
+    return "[" + ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]"
+
+
+def _give(label: str) -> str:
+    """The verb for a side's label: one path gives, several ('jacrev and jit(jacrev)') give."""
+    return "give" if " and " in label or label == "finite differences" else "gives"
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """A case's numbers, for classifying its entries: the differentiated inputs and the value."""
+
+    inputs: tuple[np.ndarray, ...]
+    output: np.ndarray
+    arg_names: tuple[str, ...]
+    largest: float = math.inf
+    """The largest finite number of the derivatives' dtype: beyond it a derivative overflows."""
+    output_finite: np.ndarray | None = None
+    """Where some value path (eager or jit, any binding) gives a finite output: an element only one
+    of them finds infinite is an eager/jit split, not a non-finite output. None: `output`'s own."""
+
+    @cached_property
+    def finite_output(self) -> np.ndarray:
+        """Flat: the output elements some value path finds finite."""
+        with np.errstate(invalid="ignore"):
+            own = np.isfinite(self.output).reshape(-1)
+        return own if self.output_finite is None else own | np.asarray(self.output_finite, bool).reshape(-1)
+
+    @cached_property
+    def elsewhere(self) -> str | None:
+        """The first input element that is not finite, named with its value; None: all finite."""
+        with np.errstate(invalid="ignore"):
+            for name, array in zip(self.arg_names, self.inputs, strict=False):
+                hits = np.flatnonzero(~np.isfinite(np.asarray(array, dtype=np.float64)))
+                if hits.size:
+                    return f"{name}{_index(np.shape(array), int(hits[0]))} = {_number(float(np.asarray(array).reshape(-1)[hits[0]]))}"
+        return None
+
+    def own(self, block: int, order: int, flat: np.ndarray, block_size: int) -> tuple[np.ndarray, list[tuple[int, np.ndarray]]]:
+        """Per entry of a derivative block (flat indices), its output element and its input elements
+        as (argument, flat element) pairs; none where the block's layout does not match the inputs."""
+        out_size = max(1, int(self.output.size))
+        if order == 0:
+            return flat, []
+        in_size = max(1, block_size // out_size)
+        element = flat // in_size
+        rest = flat % in_size
+        count = len(self.inputs)
+        if order == 1 and block < count and np.size(self.inputs[block]) == in_size:
+            return element, [(block, rest)]
+        if order == 2 and count and block < count * count:
+            first, second = divmod(block, count)
+            size = np.size(self.inputs[second])
+            if np.size(self.inputs[first]) * size == in_size:
+                return element, [(first, rest // max(1, size)), (second, rest % max(1, size))]
+        return element, []
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What finite differences said at each entry of one family's blocks (the judge's `Trust`)."""
+
+    kink: tuple[np.ndarray, ...]
+    undefined: tuple[np.ndarray, ...]
+    estimates: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
+    """`left_half`, `right_half` and `extrapolated` per block, where the reference has them."""
+
+    def at(self, name: str, block: int, flat: int) -> float | None:
+        arrays = self.estimates.get(name)
+        return None if arrays is None else float(np.asarray(arrays[block], dtype=np.float64).reshape(-1)[flat])
+
+
+@dataclass(frozen=True)
+class Entries:
+    """The disagreeing entries of one comparison in one block, and their classes."""
+
+    flat: np.ndarray
+    classes: np.ndarray
+    """One `FindingClass` value (a str) per entry."""
+
+
+def classify(
+    surroundings: Surroundings,
+    reference: Reference | None,
+    block: int,
+    order: int,
+    block_size: int,
+    flat: np.ndarray,
+    got: np.ndarray,
+    want: np.ndarray,
+    twins: bool,
+    crossing: np.ndarray | None = None,
+) -> np.ndarray:
+    """The class of each disagreeing entry `flat` of `block`, where one side gave `got` and the
+    other `want` (float64, one value per entry); `twins`: the sides are a path and its own eager/jit
+    or binding twin; `crossing`: the block's entries whose row or column holds an infinite
+    derivative (`crossing_infinities`). See the module's docstring for the order of precedence."""
+    flat = np.asarray(flat, dtype=np.intp)
+    element, own_inputs = surroundings.own(block, order, flat, block_size)
+    with np.errstate(invalid="ignore", over="ignore"):
+        own_finite = surroundings.finite_output[element] if surroundings.output.size else np.ones(flat.shape, bool)
+        for argument, elements in own_inputs:
+            own_finite &= np.isfinite(np.asarray(surroundings.inputs[argument], dtype=np.float64).reshape(-1)[elements])
+        one_sided = np.isfinite(got) != np.isfinite(want)
+        beyond = np.zeros(flat.shape, bool)
+        for side in (got, want):
+            beyond |= np.isfinite(side) & (np.abs(side) > surroundings.largest)
+        undefined = kink = np.zeros(flat.shape, bool)
+        if reference is not None:
+            undefined = np.asarray(reference.undefined[block]).reshape(-1)[flat]
+            kink = np.asarray(reference.kink[block]).reshape(-1)[flat]
+            extrapolated = reference.estimates.get("extrapolated")
+            if extrapolated is not None:
+                estimate = np.asarray(extrapolated[block], dtype=np.float64).reshape(-1)[flat]
+                beyond |= ~undefined & np.isfinite(estimate) & (np.abs(estimate) > surroundings.largest)
+    classes = np.full(flat.shape, WRONG.value, dtype=object)
+    classes[twins] = EAGER_JIT.value
+    classes[kink] = NON_DIFFERENTIABLE.value
+    if surroundings.elsewhere is not None:
+        classes[one_sided] = LEAK.value
+    if crossing is not None:
+        classes[one_sided & np.asarray(crossing).reshape(-1)[flat]] = NON_FINITE.value
+    classes[one_sided & undefined] = NON_FINITE.value
+    classes[~own_finite | beyond] = NON_FINITE.value
+    return classes
+
+
+def crossing_infinities(blocks: Sequence[Sequence[np.ndarray]], output_size: int) -> tuple[np.ndarray, ...]:
+    """Per first-order block (output elements × one input's elements), the entries whose row (the
+    same output element, in any block) or column (the same input element) holds a derivative every
+    one of the paths `blocks` (each a path's blocks) finds infinite: where a zero tangent or
+    cotangent times that infinity makes NaN in the mode that multiplies it in (0 × inf). An
+    infinity only some paths give is itself a split, and crosses nothing."""
+    if not blocks or not blocks[0]:
+        return ()
+    shapes = [np.shape(b) for b in blocks[0]]
+    with np.errstate(invalid="ignore"):
+        infinite = [np.ones((output_size, max(1, int(np.prod(shape, dtype=np.int64)) // max(1, output_size))), bool) for shape in shapes]
+        for path in blocks:
+            for k, block in enumerate(path):
+                infinite[k] &= np.isinf(np.asarray(block, dtype=np.float64)).reshape(infinite[k].shape)
+    rows: np.ndarray = np.logical_or.reduce([np.any(m, axis=1) for m in infinite])
+    columns: list[np.ndarray] = [np.asarray(np.any(m, axis=0)) for m in infinite]
+    return tuple((rows[:, None] | column[None, :]).reshape(shape) for column, shape in zip(columns, shapes, strict=True))
+
+
+def explain(
+    finding_class: FindingClass,
+    surroundings: Surroundings,
+    reference: Reference | None,
+    block: int,
+    order: int,
+    block_size: int,
+    flat: int,
+    sides: tuple[str, str],
+    values: tuple[float, float],
+    crossed: bool = False,
+) -> tuple[str, dict[str, float]]:
+    """Why the entry `flat` of `block` has `finding_class`, in words with its numbers, and those
+    numbers by name: the entry's inputs and output, and finite differences' estimates there.
+    `sides` labels the two sides, `values` what each gave there; `crossed`: an infinite derivative
+    shares the entry's row or column."""
+    element, own_inputs = surroundings.own(block, order, np.asarray([flat]), block_size)
+    evidence: dict[str, float] = {}
+    shown = []
+    for argument, elements in own_inputs:
+        array = np.asarray(surroundings.inputs[argument])
+        name = surroundings.arg_names[argument] if argument < len(surroundings.arg_names) else f"x{argument}"
+        value = float(array.reshape(-1)[int(elements[0])])
+        evidence[f"input {name}{_index(array.shape, int(elements[0]))}"] = value
+        whole = f" (all of {name}: {np.array2string(array.reshape(-1), precision=4, separator=', ')})" if 1 < array.size <= SHOWN_INPUT else ""
+        shown.append(f"{name}{_index(array.shape, int(elements[0]))} = {_number(value)}{whole}")
+    if surroundings.output.size:
+        out = int(element[0])
+        evidence[f"output out{_index(surroundings.output.shape, out)}"] = float(surroundings.output.reshape(-1)[out])
+        shown.append(f"out{_index(surroundings.output.shape, out)} = {_number(float(surroundings.output.reshape(-1)[out]))}")
+    at = "; ".join(shown)
+    said = f"{sides[0]} {_give(sides[0])} {_number(values[0])} where {sides[1]} {_give(sides[1])} {_number(values[1])}"
+    estimates = ""
+    if reference is not None and reference.estimates:
+        left, right, extrapolated = (reference.at(name, block, flat) for name in ("left_half", "right_half", "extrapolated"))
+        if extrapolated is not None and left is not None and right is not None:
+            evidence.update({"finite_difference": extrapolated, "slope_left": left, "slope_right": right})
+            estimates = f"finite differences {_number(extrapolated)} (slope {_number(left)} from the left, {_number(right)} from the right)"
+    if finding_class == NON_FINITE:
+        if any(not math.isfinite(v) for k, v in evidence.items() if k.startswith(("input", "output"))):
+            why = f"not finite at the entry ({at})"
+        elif not all(math.isfinite(v) for v in values) and crossed:
+            why = f"an infinite derivative in the entry's row or column: a zero tangent or cotangent times it is NaN (0 × inf) ({at}; {said})"
+        elif any(math.isfinite(v) and abs(v) > surroundings.largest for v in (*values, evidence.get("finite_difference", 0.0))):
+            why = f"the derivative is beyond the dtype's largest value {surroundings.largest:.4g} ({at}; {estimates or said})"
+        else:
+            why = f"at the edge of the dtype's range: a step there leaves it, so no finite difference checks it ({at}; {said})"
+        return why, evidence
+    if finding_class == LEAK:
+        return f"inputs and output finite at the entry ({at}), but {surroundings.elsewhere} elsewhere; {said}", evidence
+    if finding_class == NON_DIFFERENTIABLE:
+        return f"no derivative at this point ({at}): {estimates or 'the one-sided slopes disagree'}; {said}", evidence
+    if finding_class == EAGER_JIT:
+        return f"one transform, two answers ({at}): {said}", evidence
+    smooth = f"; {estimates}, both sides agree" if estimates else ""
+    return f"inputs and output finite ({at}){smooth}; {said}", evidence
+
+
+def ranked(classes: Sequence[str]) -> list[FindingClass]:
+    """The distinct classes among `classes`, most severe first."""
+    present = set(classes)
+    return [c for c in FindingClass if c.value in present]
