@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gradaudit.model.findings import without_class
+from gradaudit.model.results import FINGERPRINTS
 from gradaudit.sources.saved_reports import read_report
 
 DIFF_SCHEMA = "gradaudit.diff/1"
@@ -61,11 +63,13 @@ class ReportDiff:
         }
 
 
-def _findings(result: dict) -> dict[str, str]:
-    """fingerprint -> the first message with it."""
+def _findings(result: dict, classed: bool = True) -> dict[str, str]:
+    """fingerprint -> the first message with it; without `classed`, fingerprints without their
+    class (to match a report of fingerprint form 2, written before classes)."""
     found: dict[str, str] = {}
     for finding in result.get("findings", []):
-        found.setdefault(finding.get("fingerprint", ""), finding.get("message", ""))
+        fingerprint = finding.get("fingerprint", "")
+        found.setdefault(fingerprint if classed else without_class(fingerprint), finding.get("message", ""))
     return found
 
 
@@ -83,10 +87,11 @@ def diff_reports(before_path: str, after_path: str) -> ReportDiff:
     now = {r["name"]: r for r in after["results"]}
     new, resolved, changed = [], [], []
     unchanged = 0
+    classed = before["fingerprints"] == after["fingerprints"] == FINGERPRINTS
     for name, result in now.items():
         was = old.get(name)
-        found = _findings(result)
-        had = _findings(was) if was is not None else {}
+        found = _findings(result, classed)
+        had = _findings(was, classed) if was is not None else {}
         new += [FindingChange(name, fp, message) for fp, message in found.items() if fp not in had]
         resolved += [FindingChange(name, fp, message) for fp, message in had.items() if fp not in found]
         if was is not None and (was["status"] != result["status"] or set(found) != set(had)):

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gradaudit.model.findings import STATUSES
-from gradaudit.model.results import FINGERPRINTS, REPORT_SCHEMA
+from gradaudit.model.results import READABLE_SCHEMAS
 from gradaudit.sources.saved_reports import ReportError, read_report
 
 
@@ -21,7 +21,7 @@ def same_environment(paths: Sequence[str], documents: Sequence[dict], keys: tupl
     first = documents[0]
     for path, document in zip(paths[1:], documents[1:], strict=True):
         pairs = [(key, document["environment"].get(key), first["environment"].get(key)) for key in ("jax", "jaxlib", "rule", "backend")]
-        pairs += [(key, document.get(key), first.get(key)) for key in keys]
+        pairs += [(key, document.get(key), first.get(key)) for key in ("schema", "fingerprints", *keys)]
         for key, theirs, ours in pairs:
             if theirs != ours:
                 raise ReportError(f"{path}: {key} is {theirs!r}, but {paths[0]} has {ours!r}: only shards of one run can be merged")
@@ -50,12 +50,13 @@ def merge_reports(paths: list[str]) -> dict:
     for result in results:
         suites.setdefault(result["scenario"].get("suite", ""), []).append(result)
     outcomes = [r.get("outcome") or {"passed": r["status"] == "consistent", "new": [], "known": []} for r in results]
+    reported = sum(len(o.get("reported", [])) for o in outcomes)
     resolved = [entry for document in documents for entry in document.get("resolved", [])]
     environment = dict(first["environment"])
     environment["x64"] = any(d["environment"].get("x64") for d in documents)
     return {
-        "schema": REPORT_SCHEMA,
-        "fingerprints": FINGERPRINTS,
+        "schema": first["schema"],
+        "fingerprints": first["fingerprints"],
         "environment": environment,
         "summary": _counts(results),
         "suites": {suite: _counts(members) for suite, members in suites.items()},
@@ -64,6 +65,7 @@ def merge_reports(paths: list[str]) -> dict:
             "failed": sum(not o["passed"] for o in outcomes),
             "new": sum(len(o["new"]) for o in outcomes),
             "known": sum(len(o["known"]) for o in outcomes),
+            **({"reported": reported} if first["schema"] != READABLE_SCHEMAS[0] else {}),
             "resolved": len(resolved),
             "baseline": first.get("gate", {}).get("baseline"),
         },

@@ -180,8 +180,8 @@ def audit(
         with long_lived() if options.jobs > 0 else collecting():
             report = _run(chosen, options, devices, on_result, files, sigterm, lighten)
     except AuditInterrupted as exc:
-        raise AuditInterrupted(replace(apply_gate(exc.report, baseline), warnings=tuple(warnings))) from None
-    return replace(apply_gate(report, baseline), warnings=tuple(warnings))
+        raise AuditInterrupted(replace(apply_gate(exc.report, baseline, options.fail_on), warnings=tuple(warnings))) from None
+    return replace(apply_gate(report, baseline, options.fail_on), warnings=tuple(warnings))
 
 
 @contextmanager

@@ -15,6 +15,9 @@ CLICK_TYPES: dict[str, dict] = {
     "rule": {"type": click.Choice(RULES)},
     "rtol": {"type": click.FloatRange(min=0)},
     "atol": {"type": click.FloatRange(min=0)},
+    "ad_rtol": {"type": click.FloatRange(min=0)},
+    "ad_atol": {"type": click.FloatRange(min=0)},
+    "fail_on": {"metavar": "CLASS,..."},
     "timeout": {"type": click.FloatRange(min=0, min_open=True), "show_default": f"{DEFAULT_TIMEOUT:g}"},
     "jobs": {"type": click.IntRange(min=0), "envvar": "GRADAUDIT_JOBS", "show_default": "the number of cores this process may use"},
     "backend": {"type": click.Choice(BACKENDS)},
@@ -57,7 +60,7 @@ def flags(*names: str) -> Callable:
 
 
 SELECTION = ("keyword", "shard")
-AUDIT = ("rtol", "atol", "timeout", "literal", "jobs", "cache", "backend", "devices", "user_code", "shuffle")
+AUDIT = ("rtol", "atol", "ad_rtol", "ad_atol", "fail_on", "timeout", "literal", "jobs", "cache", "backend", "devices", "user_code", "shuffle")
 
 
 def options_from(flags_given: dict) -> Options:

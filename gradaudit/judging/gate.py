@@ -1,6 +1,9 @@
-"""What fails a run: a scenario's own expectation (strict xfail) and findings already in a baseline.
+"""What fails a run: the classes of finding `fail_on` names, a scenario's own expectation (strict
+xfail) and findings already in a baseline.
 
-Without either, a scenario passes only when it is consistent. With `expect:`, it passes when its
+Without either, a scenario passes when none of its findings is of a class in `fail_on` (by default
+the classes with something to fix: crashed, timed-out, raised, wrong, eager-jit, leak); findings of
+the other classes (non-finite, non-differentiable) are reported, not failed. With `expect:`, it passes when its
 status (and exception) is the expected one, and fails with "stale expectation" when it is
 consistent against an expected finding, as pytest's strict xfail does. With a baseline report,
 findings already in it are `known` and do not fail; new ones do; baseline findings no longer seen
@@ -11,12 +14,14 @@ the class of the wrong value and which entries: see `Finding.fingerprint`), neve
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gradaudit.model.findings import CONSISTENT, ERROR, INTERRUPTED, RAISED, Finding
+from gradaudit.model.findings import CLASSES, CONSISTENT, ERROR, FAIL_ON_DEFAULT, INTERRUPTED, RAISED, Finding, without_class
 from gradaudit.model.options import OptionError
-from gradaudit.model.results import REPORT_SCHEMA, AuditReport, Outcome, ScenarioResult
+from gradaudit.model.results import FINGERPRINTS, READABLE_SCHEMAS, AuditReport, Outcome, ScenarioResult
 from gradaudit.sources.saved_reports import ReportError, check_fingerprints
 
 
@@ -30,6 +35,12 @@ class Baseline:
 
     source: str
     findings: dict[str, frozenset[str]] = field(default_factory=dict)
+    form: int = FINGERPRINTS
+    """The form of its fingerprints: a report of form 2 (before classes) is matched without them."""
+
+    def key(self, fingerprint: str) -> str:
+        """A finding's fingerprint as this baseline's form writes it."""
+        return fingerprint if self.form == FINGERPRINTS else without_class(fingerprint)
 
 
 def load_baseline(path: str) -> Baseline:
@@ -42,9 +53,9 @@ def load_baseline(path: str) -> Baseline:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BaselineError(f"{path}:{exc.lineno}:{exc.colno}: baseline is not JSON: {exc.msg}") from None
-    if not isinstance(document, dict) or document.get("schema") != REPORT_SCHEMA:
+    if not isinstance(document, dict) or document.get("schema") not in READABLE_SCHEMAS:
         found = document.get("schema") if isinstance(document, dict) else type(document).__name__
-        raise BaselineError(f"{path}: baseline must be a gradaudit JSON report (schema {REPORT_SCHEMA!r}), found {found!r}")
+        raise BaselineError(f"{path}: baseline must be a gradaudit JSON report (schema {READABLE_SCHEMAS[-1]!r}), found {found!r}")
     findings: dict[str, frozenset[str]] = {}
     if not isinstance(document.get("results", []), list):
         raise BaselineError(f"{path}: 'results' must be a list")
@@ -57,14 +68,22 @@ def load_baseline(path: str) -> Baseline:
         check_fingerprints(path, document)
     except ReportError as exc:
         raise BaselineError(str(exc)) from None
-    return Baseline(source=path, findings=findings)
+    return Baseline(source=path, findings=findings, form=document["fingerprints"])
 
 
 def _raised_types(findings: tuple[Finding, ...]) -> set[str]:
     return {f.error_type for f in findings if f.kind == RAISED and f.error_type}
 
 
-def outcome(result: ScenarioResult, baseline: Baseline | None) -> Outcome:
+def _counted(findings: Iterable[Finding]) -> str:
+    """'2 non-finite, 1 non-differentiable': findings by class, in ranking order."""
+    counts = Counter(f.finding_class for f in findings)
+    return ", ".join(f"{counts[c]} {c}" for c in CLASSES if c in counts)
+
+
+def outcome(result: ScenarioResult, baseline: Baseline | None, fail_on: Iterable[str] = FAIL_ON_DEFAULT) -> Outcome:
+    """Whether `result` passes: its expectation, else its findings of the classes `fail_on` names
+    (those a baseline knows excepted); findings of other classes are `reported`."""
     if result.status == INTERRUPTED:
         return Outcome(passed=False, reason="interrupted before it finished")
     expect = result.scenario.expect
@@ -81,24 +100,32 @@ def outcome(result: ScenarioResult, baseline: Baseline | None) -> Outcome:
             return Outcome(passed=False, reason=f"stale expectation: expected {wanted}, but every path agrees")
         got = result.status + (f" ({', '.join(sorted(_raised_types(result.findings)))})" if result.status == ERROR else "")
         return Outcome(passed=False, reason=f"expected {wanted}, got {got}", new=fingerprints)
+    failing_classes = set(fail_on)
+    failing = [f for f in result.findings if f.finding_class in failing_classes]
+    passing = [f for f in result.findings if f.finding_class not in failing_classes]
+    failed = tuple(dict.fromkeys(f.fingerprint for f in failing))
+    reported = tuple(dict.fromkeys(f.fingerprint for f in passing))
     if baseline is not None:
         before = baseline.findings.get(result.scenario.name, frozenset())
-        new = tuple(f for f in fingerprints if f not in before)
-        known = tuple(f for f in fingerprints if f in before)
+        new = tuple(f for f in failed if baseline.key(f) not in before)
+        known = tuple(f for f in failed if baseline.key(f) in before)
         if new:
-            return Outcome(passed=False, reason=f"{len(new)} new finding{'s' if len(new) > 1 else ''}", new=new, known=known)
+            return Outcome(passed=False, reason=f"{len(new)} new finding{'s' if len(new) > 1 else ''}", new=new, known=known, reported=reported)
         if known:
-            return Outcome(passed=True, reason="known findings (baseline)", known=known)
+            return Outcome(passed=True, reason="known findings (baseline)", known=known, reported=reported)
     if result.status == CONSISTENT:
         return Outcome(passed=True, reason="consistent")
-    return Outcome(passed=False, reason=result.status, new=fingerprints)
+    if not failing:
+        return Outcome(passed=True, reason=f"reported, not failed: {_counted(passing)}", reported=reported)
+    return Outcome(passed=False, reason=f"{result.status}: {_counted(failing)}", new=failed, reported=reported)
 
 
-def apply_gate(report: AuditReport, baseline: Baseline | None) -> AuditReport:
+def apply_gate(report: AuditReport, baseline: Baseline | None, fail_on: Iterable[str] = FAIL_ON_DEFAULT) -> AuditReport:
     """The report with every result's outcome, and the baseline findings no longer seen."""
-    results = tuple(replace(r, outcome=outcome(r, baseline)) for r in report.results)
+    fail_on = tuple(fail_on)
+    results = tuple(replace(r, outcome=outcome(r, baseline, fail_on)) for r in report.results)
     resolved: tuple[tuple[str, str], ...] = ()
     if baseline is not None:
-        now = {r.scenario.name: {f.fingerprint for f in r.findings} for r in results}
+        now = {r.scenario.name: {baseline.key(f.fingerprint) for f in r.findings} for r in results}
         resolved = tuple((name, fingerprint) for name, fingerprints in baseline.findings.items() if name in now for fingerprint in sorted(fingerprints - now[name]))
     return replace(report, results=results, resolved=resolved, baseline=None if baseline is None else baseline.source)

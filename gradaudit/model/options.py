@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from gradaudit.model.findings import CLASSES, FAIL_ON_DEFAULT
+
 INSTALLED = "installed"
 LEGACY = "legacy"
 FIXED = "fixed"
@@ -82,6 +84,17 @@ KEYS: dict[str, Key] = {
         Key("rule", str, "a rule name", "select_n transpose rule to audit under: JAX's installed one, the legacy (pre-#40814) one or the fixed one.", RULES, "--rule"),
         Key("rtol", (int, float), "a number >= 0", "Default relative tolerance against finite differences.", flag="--rtol"),
         Key("atol", (int, float), "a number >= 0", "Default absolute tolerance against finite differences.", flag="--atol"),
+        Key("ad_rtol", (int, float), "a number >= 0", "Relative tolerance of one AD path against another (default: the dtype's rounding).", flag="--ad-rtol"),
+        Key("ad_atol", (int, float), "a number >= 0", "Absolute tolerance of one AD path against another (default: the dtype's rounding).", flag="--ad-atol"),
+        Key(
+            "fail_on",
+            (str, list, tuple),
+            "finding classes (a list, or comma-separated), or 'all'",
+            "Finding classes that fail the run; the others are reported in a section of their own. "
+            f"Default: {','.join(FAIL_ON_DEFAULT)}; 'all' adds the rest ({', '.join(c for c in CLASSES if c not in FAIL_ON_DEFAULT)}).",
+            (*CLASSES, "all"),
+            "--fail-on",
+        ),
         Key("timeout", (int, float), "a number of seconds > 0", "Seconds a literal-path scenario may take before it is an error.", flag="--timeout"),
         Key(
             "jobs",
@@ -163,6 +176,9 @@ class Options:
     rule: str = INSTALLED
     rtol: float | None = None
     atol: float | None = None
+    ad_rtol: float | None = None
+    ad_atol: float | None = None
+    fail_on: tuple[str, ...] = tuple(FAIL_ON_DEFAULT)
     timeout: float = DEFAULT_TIMEOUT
     jobs: int = field(default_factory=default_jobs)
     literal: bool = False
@@ -181,8 +197,9 @@ class Options:
     shuffle: int | None = None
 
     @property
-    def tolerance(self) -> tuple[float | None, float | None]:
-        return self.rtol, self.atol
+    def tolerance(self) -> tuple[float | None, ...]:
+        """Defaults the judge reads (`tolerances_for`): against finite differences, then AD against AD."""
+        return self.rtol, self.atol, self.ad_rtol, self.ad_atol
 
     def updated(self, **values) -> Options:
         """These options with `values` (checked as keywords are) in place of their own."""
@@ -199,7 +216,9 @@ def check_value(key: Key, value: Any) -> Any:
     kinds: tuple[Any, ...] = key.kind if isinstance(key.kind, tuple) else (key.kind,)  # Any: the checks below depend on the key, so `value` stays Any
     if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
         raise OptionError(f"'{key.name}' must be {key.described}, got {value!r}")
-    if isinstance(value, list):
+    if key.name == "fail_on" and isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, list | tuple):
         if not all(isinstance(v, str) for v in value):
             raise OptionError(f"'{key.name}' must be a list of strings, got {value!r}")
         bad = [v for v in value if key.choices and v not in key.choices]
@@ -207,7 +226,9 @@ def check_value(key: Key, value: Any) -> Any:
         bad = [value] if key.choices and value not in key.choices else []
     if bad:
         raise OptionError(f"'{key.name}' must be one of {', '.join(key.choices)}, got {bad[0]!r}{_did_you_mean(str(bad[0]), key.choices)}")
-    if key.name in ("rtol", "atol") and value < 0:
+    if key.name == "fail_on" and not value:
+        raise OptionError(f"'fail_on' must name at least one class ({', '.join(CLASSES)}) or 'all'")
+    if key.name in ("rtol", "atol", "ad_rtol", "ad_atol") and value < 0:
         raise OptionError(f"'{key.name}' must be {key.described}, got {value!r}")
     if key.name == "timeout" and value <= 0:
         raise OptionError(f"'timeout' must be {key.described}, got {value!r}")
@@ -250,9 +271,17 @@ def check(values: Mapping[str, Any], source: str) -> dict:
             taken[name] = Limits(**value)
         elif name == "tolerance":
             taken.update(value)
+        elif name == "fail_on":
+            taken[name] = fail_on_classes(value)
         else:
-            taken[name] = float(value) if name in ("rtol", "atol", "timeout") else value
+            taken[name] = float(value) if name in ("rtol", "atol", "ad_rtol", "ad_atol", "timeout") else value
     return taken
+
+
+def fail_on_classes(value: str | list | tuple) -> tuple[str, ...]:
+    """`fail_on` as the classes it names, in ranking order ('all': every class)."""
+    names = {v.strip() for v in (value.split(",") if isinstance(value, str) else value)}
+    return tuple(c.value for c in CLASSES if "all" in names or c.value in names)
 
 
 def resolve(configured: Mapping[str, Any], given: Mapping[str, Any]) -> Options:

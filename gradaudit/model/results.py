@@ -16,11 +16,14 @@ from gradaudit.model.scenario import Scenario
 if TYPE_CHECKING:
     from gradaudit.judging.diagnoses import Diagnosis
 
-REPORT_SCHEMA = "gradaudit.report/1"
+REPORT_SCHEMA = "gradaudit.report/2"
+"""2: every finding has a `class`, and outcomes list the findings `reported` but not failed."""
+READABLE_SCHEMAS = ("gradaudit.report/1", REPORT_SCHEMA)
+"""Reports `diff`, `merge` and `--baseline` read: this form and the one before classes."""
 COMPARE_SCHEMA = "gradaudit.compare/1"
-FINGERPRINTS = 2
-"""The form of findings' fingerprints a report holds (2: signature, class of the wrong value, entries).
-Baselines and `diff` compare fingerprints of one form only."""
+FINGERPRINTS = 3
+"""The form of findings' fingerprints a report holds (3: class, signature, form of the wrong value,
+entries; 2 lacked the class). A report of form 2 is matched with the class left out (`without_class`)."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class Outcome:
     """Fingerprints of findings that fail the run."""
     known: tuple[str, ...] = ()
     """Fingerprints of findings a baseline or an expectation accepts."""
+    reported: tuple[str, ...] = ()
+    """Fingerprints of findings of classes the gate does not fail (`fail_on`): shown, not failed."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +65,12 @@ class ScenarioResult:
     @property
     def passed(self) -> bool:
         return self.outcome.passed if self.outcome is not None else self.status == CONSISTENT
+
+    @property
+    def ranked_findings(self) -> tuple[Finding, ...]:
+        """Findings most severe class first (in the judge's order within a class): what every
+        output leads with."""
+        return tuple(sorted(self.findings, key=lambda f: f.rank))
 
 
 def lightened(result: ScenarioResult) -> ScenarioResult:
@@ -103,6 +114,7 @@ class AuditReport:
             "failed": sum(not r.passed for r in self.results),
             "new": sum(len(r.outcome.new) for r in self.results if r.outcome),
             "known": sum(len(r.outcome.known) for r in self.results if r.outcome),
+            "reported": sum(len(r.outcome.reported) for r in self.results if r.outcome),
             "resolved": len(self.resolved),
         }
 

@@ -13,6 +13,7 @@ from importlib import resources
 
 NAMES: dict[str, str] = {
     "gradaudit.report/1": "report-1",
+    "gradaudit.report/2": "report-2",
     "gradaudit.compare/1": "compare-1",
     "gradaudit.survey/1": "survey-1",
 }
@@ -20,7 +21,7 @@ NAMES: dict[str, str] = {
 
 
 def schema(name: str) -> dict:
-    """The schema `name`: `report-1`, `compare-1` or `survey-1`, or a report's `schema` field
+    """The schema `name`: `report-2` (`report-1`: before classes), `compare-1` or `survey-1`, or a report's `schema` field
     (`gradaudit.report/1`). A fresh dict each call. ValueError for any other name."""
     short = NAMES.get(name, name)
     if short not in NAMES.values():

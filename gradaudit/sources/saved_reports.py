@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from gradaudit.model.findings import INTERRUPTED, STATUSES
-from gradaudit.model.results import FINGERPRINTS, REPORT_SCHEMA
+from gradaudit.model.results import FINGERPRINTS, READABLE_SCHEMAS
 
 
 class ReportError(Exception):
@@ -33,13 +33,17 @@ def _check_result(path: str, index: int, result) -> None:
         raise ReportError(f"{where}: 'findings' must be a list of objects with a string 'fingerprint' and 'message'")
 
 
+READABLE_FINGERPRINTS = (2, FINGERPRINTS)
+"""Fingerprint forms a report may hold: 2 is matched with today's by leaving the class out."""
+
+
 def check_fingerprints(path: str, document: dict) -> None:
-    """Refuse a report whose fingerprints are of another form than this gradaudit writes: compared
-    with today's, every finding would look new or resolved."""
-    if document.get("fingerprints") != FINGERPRINTS:
+    """Refuse a report whose fingerprints are of a form this gradaudit cannot match with its own:
+    compared with today's, every finding would look new or resolved."""
+    if document.get("fingerprints") not in READABLE_FINGERPRINTS:
         raise ReportError(
             f"{path}: written by a gradaudit whose finding fingerprints were of another form "
-            f"(this one writes form {FINGERPRINTS}: paths, class of the wrong value and entries); "
+            f"(this one writes form {FINGERPRINTS}: class, paths, form of the wrong value and entries, and reads form 2); "
             "run the audit again to write it anew (`gradaudit baseline` for a baseline)"
         )
 
@@ -68,8 +72,8 @@ def read_json(path: str):
 def read_report(path: str) -> dict:
     """A finished run's gradaudit JSON report, with every field merge and diff read checked."""
     document = read_json(path)
-    if not isinstance(document, dict) or document.get("schema") != REPORT_SCHEMA:
-        raise ReportError(f"{path}: not a gradaudit report (schema {REPORT_SCHEMA!r})")
+    if not isinstance(document, dict) or document.get("schema") not in READABLE_SCHEMAS:
+        raise ReportError(f"{path}: not a gradaudit report (schema {READABLE_SCHEMAS[-1]!r})")
     environment = document.get("environment")
     if not isinstance(environment, dict) or not isinstance(document.get("results"), list):
         raise ReportError(f"{path}: a gradaudit report needs 'environment' and 'results'")

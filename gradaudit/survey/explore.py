@@ -132,7 +132,7 @@ def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budge
                         "shrunk": found.shrunk,
                         "swept": found.swept,
                         "file": str(path),
-                        "findings": [{"fingerprint": f.fingerprint, "message": f.message} for f in found.result.findings],
+                        "findings": [{"fingerprint": f.fingerprint, "class": str(f.finding_class), "message": f.message} for f in found.result.ranked_findings],
                     }
                     for found, path in zip(one.outcome.found, one.files, strict=False)
                 ],
