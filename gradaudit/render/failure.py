@@ -18,7 +18,10 @@ def failure_text(result: ScenarioResult) -> str:
     reason = result.outcome.reason if result.outcome is not None else result.status
     detail = f" ({reason})" if reason != result.status else ""
     lines = [f"{scenario.source}: {scenario.name}: {result.status}{detail}"]
-    lines += [f"  {finding.message}" for finding in result.findings]
+    for finding in result.ranked_findings:
+        lines.append(f"  {finding.labelled}")
+        if finding.reason:
+            lines.append(f"    why: {finding.reason}")
     if result.provenance is not None and len(result.provenance.value_from) <= MAX_ELEMENTS_SHOWN:
         for entry in result.provenance.to_list(result.arg_names):
             routes = "; ".join(f"{path} -> {', '.join(to) or 'nowhere'}" for path, to in entry.items() if path not in ("element", "value_from"))

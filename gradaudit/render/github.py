@@ -31,9 +31,10 @@ def annotation_lines(report: AuditReport, title_suffix: str = "") -> list[str]:
     lines = []
     for result in report.results:
         source = result.scenario.source
-        level = "notice" if result.passed else "error"
-        for finding in result.findings:
-            message = finding.message
+        failing = set(result.outcome.new) if result.outcome is not None else set()
+        for finding in result.ranked_findings:
+            level = "error" if not result.passed and (finding.fingerprint in failing or result.outcome is None) else "notice"
+            message = finding.labelled
             if result.diagnosis is not None:
                 message += f" [{result.diagnosis.id}: {result.diagnosis.title}]"
             properties = ",".join(
@@ -42,7 +43,7 @@ def annotation_lines(report: AuditReport, title_suffix: str = "") -> list[str]:
                     ("file", _relative(source.file)),
                     ("line", str(source.line)),
                     ("col", str(source.col)),
-                    ("title", f"gradaudit {result.status}: {result.scenario.name}{title_suffix}"),
+                    ("title", f"gradaudit {finding.finding_class}: {result.scenario.name}{title_suffix}"),
                 )
             )
             lines.append(f"::{level} {properties}::{_escape_data(message)}")

@@ -114,13 +114,15 @@ class ScenarioView:
     @property
     def headline(self) -> str:
         if self.result.findings:
-            return self.result.findings[0].message
+            return self.result.ranked_findings[0].labelled
         return self.result.outcome.reason if self.result.outcome is not None else ""
 
     def findings(self) -> list[dict]:
         return [
             {
                 "kind": str(f.kind),
+                "class": str(f.finding_class),
+                "reason": f.reason,
                 "message": f.message,
                 "paths": [label(p) if p != "value" else "value" for p in f.paths],
                 "count": f.count,
@@ -129,7 +131,7 @@ class ScenarioView:
                 "said": [(label(p) if p != "value" else "value", _number(v)) for p, v in f.values.items()],
                 "fingerprint": f.fingerprint,
             }
-            for f in self.result.findings
+            for f in self.result.ranked_findings
         ]
 
     def draw(self) -> Drawn:

@@ -1,4 +1,4 @@
-"""The JSON report (`gradaudit.report/1`): complete enough to re-judge a run without re-running it."""
+"""The JSON report (`gradaudit.report/2`): complete enough to re-judge a run without re-running it."""
 
 from __future__ import annotations
 
@@ -92,7 +92,13 @@ def _outcome(result: ScenarioResult) -> dict:
         first.setdefault(finding.fingerprint, position)
     outcome = result.outcome
     assert outcome is not None, "only results with a gate outcome are asked for it"
-    return {"passed": outcome.passed, "reason": outcome.reason, "new": [first[f] for f in outcome.new], "known": [first[f] for f in outcome.known]}
+    return {
+        "passed": outcome.passed,
+        "reason": outcome.reason,
+        "new": [first[f] for f in outcome.new],
+        "known": [first[f] for f in outcome.known],
+        "reported": [first[f] for f in outcome.reported],
+    }
 
 
 def _provenance(entries: list[dict]) -> list[dict]:

@@ -14,7 +14,11 @@ from gradaudit.render import FileFormat
 
 
 def _findings_text(result: ScenarioResult) -> str:
-    lines = [f"{result.scenario.source}: {result.scenario.name}: {f.message}" for f in result.findings]
+    lines = []
+    for finding in result.ranked_findings:
+        lines.append(f"{result.scenario.source}: {result.scenario.name}: {finding.labelled}")
+        if finding.reason:
+            lines.append(f"  why: {finding.reason}")
     if result.diagnosis is not None:
         lines.append(f"{result.diagnosis.id}: {result.diagnosis.title}")
         lines += [f"  fix: {fix}" for fix in result.diagnosis.fixes]
@@ -35,7 +39,7 @@ def _testcase(result: ScenarioResult, suffix: str = "") -> ET.Element:
     )
     reason = result.outcome.reason if result.outcome else result.status
     if not result.passed:
-        message = f"{reason}: {result.findings[0].message}" if result.findings else reason
+        message = f"{reason}: {result.ranked_findings[0].labelled}" if result.findings else reason
         failure = ET.SubElement(case, "failure", {"message": message, "type": result.status})
         failure.text = _findings_text(result) or reason
     elif result.findings:

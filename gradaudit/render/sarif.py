@@ -1,6 +1,7 @@
 """SARIF 2.1.0, so findings show in GitHub code scanning (and any SARIF viewer) at their scenario's line.
 
-One result per finding of a scenario that fails its gate, at the scenario's file:line:col; its
+One result per finding of a scenario that fails its gate, and per finding the gate reported but
+did not fail (`fail_on`), at the scenario's file:line:col, its level by class (`LEVELS`); its
 rule is the scenario's diagnosis (`GA002`, with its explanation and fixes as help) or, without
 one, the kind of finding (`disagreement`, `routing`, `raised`). The finding's fingerprint is the
 result's partial fingerprint, so code scanning follows a finding across runs as `gradaudit diff`
@@ -14,7 +15,7 @@ import json
 from pathlib import Path
 
 from gradaudit.judging.diagnoses import BY_ID, Diagnosis
-from gradaudit.model.findings import DISAGREEMENT, RAISED, ROUTING, Finding
+from gradaudit.model.findings import DISAGREEMENT, FAIL_ON_DEFAULT, RAISED, ROUTING, Finding, FindingClass
 from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.render import FileFormat
 
@@ -27,6 +28,15 @@ KIND_RULES: dict[str, tuple[str, str]] = {
     INPUT_ERROR: ("bad input", "A scenario file cannot be audited as written (the run exits 2 and audits nothing); the message says what is allowed."),
 }
 """Rules for findings without a diagnosis: one per kind of finding, and one for input errors."""
+
+
+LEVELS: dict[FindingClass, str] = {
+    **{finding_class: "error" for finding_class in FAIL_ON_DEFAULT},
+    FindingClass.NON_FINITE: "warning",
+    FindingClass.NON_DIFFERENTIABLE: "note",
+}
+"""SARIF's level per class: the classes the gate fails by default are errors; a split at non-finite
+numbers a warning; paths picking different one-sided derivatives at a kink a note."""
 
 
 def _rule_id(result: ScenarioResult, finding: Finding) -> str:
@@ -71,11 +81,11 @@ def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dic
         rules.setdefault(INPUT_ERROR, _kind_rule(INPUT_ERROR))
         results.append({"ruleId": INPUT_ERROR, "level": "error", "message": {"text": error.message}, "locations": _location(error.location.file, error.location.line, error.location.col)})
     for result in report.results:
-        if result.passed:
+        if result.passed and not (result.outcome and result.outcome.reported):
             continue
         known = set(result.outcome.known) if result.outcome else set()
         source = result.scenario.source
-        for finding in result.findings:
+        for finding in result.ranked_findings:
             if finding.fingerprint in known:
                 continue
             rule = _rule_id(result, finding)
@@ -83,12 +93,12 @@ def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dic
             results.append(
                 {
                     "ruleId": rule,
-                    "level": "error",
-                    "message": {"text": f"{result.scenario.name}{rule_label}: {finding.message}"},
+                    "level": LEVELS[finding.finding_class],
+                    "message": {"text": f"{result.scenario.name}{rule_label}: {finding.labelled}" + (f" Why: {finding.reason}" if finding.reason else "")},
                     "locations": _location(source.file, source.line, source.col),
                     "partialFingerprints": {"gradauditFinding/v1": f"{result.scenario.name}{rule_label}|{finding.fingerprint}"},
                     "baselineState": "new" if report.baseline is not None else None,
-                    "properties": {"scenario": result.scenario.name, "status": result.status},
+                    "properties": {"scenario": result.scenario.name, "status": result.status, "class": str(finding.finding_class)},
                 }
             )
             if results[-1]["baselineState"] is None:

@@ -13,6 +13,7 @@ from gradaudit.diff import FindingChange, ReportDiff
 from gradaudit.judging.diagnoses import BY_ID, Diagnosis
 from gradaudit.model.errors import InputError
 from gradaudit.model.findings import (
+    CLASSES,
     CONSISTENT,
     DISAGREEMENT,
     ERROR,
@@ -41,6 +42,8 @@ from gradaudit.model.scenario import Scenario
 from gradaudit.search import SearchOutcome
 
 STATUS_STYLES: dict[str, str] = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta", INTERRUPTED: "yellow"}
+CLASS_STYLES: dict[str, str] = {"wrong": "red", "eager-jit": "red", "leak": "red", "raised": "magenta", "crashed": "magenta", "timed-out": "magenta"}
+"""The classes the gate fails by default stand out; the others keep the line's own style."""
 NOWHERE = "·"
 MANY = 30
 """Scenarios to show past which the terminal groups findings by kind, with counts and a few
@@ -248,7 +251,8 @@ def _headline_findings(result: ScenarioResult, verbose: bool) -> tuple[Sequence[
     if verbose:
         return result.findings, 0
     disagreements = [f for f in result.findings if f.kind == DISAGREEMENT]
-    largest = [max(disagreements, key=lambda f: f.magnitude)] if disagreements else []
+    # The most severe class first, then the largest disagreement of that class.
+    largest = [min(disagreements, key=lambda f: (CLASSES.index(f.finding_class), -f.magnitude))] if disagreements else []
     headline = largest + [f for f in result.findings if f.kind in (ROUTING, RAISED)]
     return headline, len(result.findings) - len(headline)
 
@@ -261,9 +265,22 @@ def summary_line(report: AuditReport, seconds: float | None = None, prefix: str 
         text.append(f"; {gate['new']} new, {gate['known']} known, {gate['resolved']} resolved (baseline {report.baseline})")
     elif accepted or any(r.scenario.expect for r in report.results):
         text.append(f"; {gate['passed']} passed, {gate['failed']} failed")
+    if gate["reported"]:
+        text.append(f"; {gate['reported']} findings reported, not failed ({reported_classes(report)})", style="dim")
     if seconds is not None:
         text.append(f" in {seconds:.1f}s")
     return text
+
+
+def reported_classes(report: AuditReport) -> str:
+    """'2 non-finite, 1 non-differentiable': the findings the gate reported but did not fail, by class."""
+    counts: dict[str, int] = {}
+    for result in report.results:
+        reported = set(result.outcome.reported) if result.outcome else set()
+        for finding in result.findings:
+            if finding.fingerprint in reported:
+                counts[finding.finding_class] = counts.get(finding.finding_class, 0) + 1
+    return ", ".join(f"{counts[c]} {c}" for c in CLASSES if c in counts)
 
 
 def counts_line(summary: dict[str, int], prefix: str = "") -> Text:
@@ -293,9 +310,12 @@ def print_diagnosis(console: Console, diagnosis: Diagnosis, scenarios: Sequence[
         console.print(Text(f"  seen in: {', '.join(scenarios)}", style="dim"), highlight=False)
 
 
-def _finding_line(result: ScenarioResult, message: str, style: str) -> Text:
+def _finding_line(result: ScenarioResult, message: str, style: str, finding: Finding | None = None) -> Text:
+    """`file:line: scenario: [class] message`: the class first, as ruff puts its code first."""
     line = Text(f"{result.scenario.source}: ", style="bold")
     line.append(f"{result.scenario.name}: ")
+    if finding is not None:
+        line.append(f"[{finding.finding_class}] ", style="bold " + CLASS_STYLES.get(finding.finding_class, ""))
     return line.append(message, style=style)
 
 
@@ -316,8 +336,17 @@ def print_report(console: Console, report: AuditReport, verbose: bool = False, q
             _print_kinds(console, shown)
         else:
             console.print()
-            for result in shown:
+            failing = [r for r in shown if not r.passed]
+            for result in failing:
                 _print_findings(console, result, verbose)
+            passing = [r for r in shown if r.passed and r.findings]
+            if passing:
+                if failing:
+                    console.print()
+                classes = ", ".join(dict.fromkeys(f.finding_class.value for r in passing for f in r.findings))
+                console.print(Text(f"reported, not failed ({classes}; --fail-on chooses):", style="bold dim"), highlight=False)
+                for result in passing:
+                    _print_findings(console, result, verbose)
         console.print()
         seen: dict[str, list[str]] = {}
         for result in shown:
@@ -340,7 +369,9 @@ def _print_findings(console: Console, result: ScenarioResult, verbose: bool) -> 
     style = STATUS_STYLES[result.status] if not result.passed else "dim"
     headline, more = _headline_findings(result, verbose)
     for finding in headline:
-        console.print(_finding_line(result, finding.message, style), highlight=False, soft_wrap=True)
+        console.print(_finding_line(result, finding.message, style, finding), highlight=False, soft_wrap=True)
+        if finding.reason:
+            console.print(Text("    why: ", style="dim").append(finding.reason, style="dim"), highlight=False, soft_wrap=True)
     if more:
         console.print(_finding_line(result, f"+{more} more finding{'s' if more > 1 else ''} (-v)", "dim"), highlight=False, soft_wrap=True)
     if result.outcome is not None and (not result.passed or result.findings):
@@ -358,7 +389,7 @@ def _kind(result: ScenarioResult) -> str:
     if not headline:
         return f"{result.status}: {result.outcome.reason if result.outcome else 'no finding'}"
     first = headline[0]
-    return f"{result.status}: {first.signature}" + (f"|{first.wrong}" if first.wrong else "")
+    return f"{result.status}: {first.finding_class}: {first.signature}" + (f"|{first.wrong}" if first.wrong else "")
 
 
 def _print_kinds(console: Console, shown: Sequence[ScenarioResult]) -> None:
@@ -374,7 +405,7 @@ def _print_kinds(console: Console, shown: Sequence[ScenarioResult]) -> None:
         for result in results[:EXAMPLES]:
             headline, _ = _headline_findings(result, False)
             message = headline[0].message if headline else (result.outcome.reason if result.outcome else "")
-            console.print(Text("         e.g. ").append(_finding_line(result, message, "")), highlight=False, soft_wrap=True)
+            console.print(Text("         e.g. ").append(_finding_line(result, message, "", headline[0] if headline else None)), highlight=False, soft_wrap=True)
         if len(results) > EXAMPLES:
             console.print(Text(f"         and {len(results) - EXAMPLES:,} more", style="dim"), highlight=False)
 
