@@ -52,7 +52,7 @@ def test_seed_suite_has_nine_mismatches_and_two_index_errors(tmp_path):
     assert result.exit_code == 1
     assert "17 scenarios: 6 consistent, 9 mismatch, 2 error" in result.stdout
     assert result.stdout.count("raised IndexError") == 2
-    assert "int32-above-two-cases: value from case 1 · jacrev and jit(jacrev) send it nowhere" in result.stdout
+    assert "int32-above-two-cases: [wrong] value from case 1 · jacrev and jit(jacrev) send it nowhere" in result.stdout
     report = json.loads(out.read_text())
     assert report["summary"] == {"total": 17, "consistent": 6, "mismatch": 9, "error": 2}
     errors = [r for r in report["results"] if r["status"] == "error"]
@@ -76,7 +76,7 @@ def test_json_report_fields_for_the_seed_example(tmp_path):
     result = run_cli("run", str(path), "--rule", "legacy", "--json", "-")
     assert result.exit_code == 1
     report = result.json()
-    assert report["schema"] == "gradaudit.report/1"
+    assert report["schema"] == "gradaudit.report/2"
     env = report["environment"]
     assert set(env) >= {"jax", "jaxlib", "python", "backend", "rule"} and env["rule"] == "legacy"
     assert report["summary"] == {"total": 1, "consistent": 0, "mismatch": 1, "error": 0}

@@ -162,14 +162,14 @@ def test_default_output_leads_with_the_largest_disagreement_and_counts_the_rest(
     lines = [line for line in result.stdout.splitlines() if line.startswith("audit.yaml:")]
     softplus = [line.split(": ", 2)[2] for line in lines if "softplus-wrong" in line]
     # First the largest disagreement (at x = -3: sigmoid(3) against sigmoid(-3)), then the routing.
-    assert softplus[0].startswith("jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 4 of 16 entries; largest at d out[0]/d x0[0]: 0.0474")
+    assert softplus[0].startswith("[wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 4 of 16 entries; largest at d out[0]/d x0[0]: 0.0474")
     assert "0.952574 from jacfwd" in softplus[0]
-    assert softplus[1].startswith("element [3]: value from x0")
+    assert softplus[1].startswith("[wrong] element [3]: value from x0")
     embed = [line.split(": ", 2)[2] for line in lines if "embed-out-of-range" in line]
     assert embed[-2] == "+1 more finding (-v)"
     verbose = run_cli("run", "audit.yaml", "-k", "embed", "-v")
     assert "more finding" not in verbose.stdout
-    assert len([line for line in verbose.stdout.splitlines() if re.match(r"audit\.yaml:\d+:5: embed-out-of-range: jac", line)]) == 2
+    assert len([line for line in verbose.stdout.splitlines() if re.match(r"audit\.yaml:\d+:5: embed-out-of-range: \[\w+\] jac", line)]) == 2
 
 
 def test_exceptions_in_user_code_carry_file_line_and_function_everywhere(project):
@@ -199,7 +199,7 @@ def test_a_baseline_does_not_accept_another_wrong_rule(project):
 
     (result,) = json.loads((project / "swapped.json").read_text())["results"]
     (new,) = result["outcome"]["new"]
-    assert result["findings"][new]["fingerprint"].startswith("disagreement:finite_difference+jacfwd+jacrev+jit_jacfwd+jit_jacrev|x3|4/16#")
+    assert result["findings"][new]["fingerprint"].startswith("wrong:disagreement:finite_difference+jacfwd+jacrev+jit_jacfwd+jit_jacrev|x3|4/16#")
 
 
 def test_an_old_baseline_is_refused_with_what_to_do(project):

@@ -54,7 +54,7 @@ def test_a_run_with_its_own_report_as_baseline_passes_and_a_new_finding_fails(tm
     assert report["gate"]["failed"] == 1 and report["gate"]["baseline"] == str(baseline)
     fixed = run_cli("run", str(tmp_path / "suite" / "a.yaml"), "--rule", "fixed", "--baseline", str(baseline))
     assert fixed.exit_code == 0
-    assert "resolved since the baseline: old-finding: routing:jacrev+jit_jacrev" in fixed.stdout
+    assert "resolved since the baseline: old-finding: wrong:routing:jacrev+jit_jacrev" in fixed.stdout
 
 
 @pytest.mark.parametrize(
@@ -78,16 +78,17 @@ def test_expectations_have_strict_xfail_semantics(tmp_path):
     path = write_yaml(tmp_path, "expect.yaml", text)
     legacy = run_cli("run", str(path), "--rule", "legacy", "--json", str(tmp_path / "legacy.json"))
     outcomes = {r["name"]: r["outcome"] for r in json.loads((tmp_path / "legacy.json").read_text())["results"]}
-    assert outcomes["expected-mismatch"] == {"passed": True, "reason": "expected mismatch", "new": [], "known": outcomes["expected-mismatch"]["known"]}
+    assert outcomes["expected-mismatch"] == {"passed": True, "reason": "expected mismatch", "new": [], "known": outcomes["expected-mismatch"]["known"], "reported": []}
     assert outcomes["expected-error"]["passed"]
     assert outcomes["wrong-exception"] == {
         "passed": False,
         "reason": "expected error (KeyError), got error (IndexError)",
         "new": [0],
         "known": [],
+        "reported": [],
     }
     wrong = next(r for r in json.loads((tmp_path / "legacy.json").read_text())["results"] if r["name"] == "wrong-exception")
-    assert wrong["findings"][0]["fingerprint"] == "raised:jacrev+jit_jacrev:IndexError"
+    assert wrong["findings"][0]["fingerprint"] == "raised:raised:jacrev+jit_jacrev:IndexError"
     assert legacy.exit_code == 1
     fixed = run_cli("run", str(path), "--rule", "fixed")
     assert fixed.exit_code == 1
@@ -127,7 +128,7 @@ def test_github_annotations_point_at_the_scenario(tmp_path, monkeypatch):
     result = CliRunnerGithub.invoke(["run", "scenarios/select_n/representative.yaml", "--rule", "legacy"])
     lines = [line for line in result.splitlines() if line.startswith("::")]
     assert lines[0].startswith(
-        "::error file=scenarios/select_n/representative.yaml,line=12,col=5,title=gradaudit mismatch%3A int32-above-two-cases::value from case 1 · jacrev and jit(jacrev) send it nowhere [GA002"
+        "::error file=scenarios/select_n/representative.yaml,line=12,col=5,title=gradaudit wrong%3A int32-above-two-cases::[wrong] value from case 1 · jacrev and jit(jacrev) send it nowhere [GA002"
     )
     assert any(line.startswith("::error file=scenarios/select_n/representative.yaml,line=31,") and "IndexError" in line for line in lines)
     only = run_cli("run", "scenarios/select_n/representative.yaml", "--rule", "legacy", "--format", "github")
@@ -262,3 +263,57 @@ def test_the_ci_page_workflow_is_valid_and_its_commands_parse():
         parse(command.replace("${{ matrix.shard }}", "1").split()[1:])
     with pytest.raises(click.UsageError):
         parse(["run", "x", "--no-such-option"])
+
+
+def test_fail_on_chooses_the_classes_that_fail_from_flag_configuration_and_keyword(tmp_path, monkeypatch):
+    """sin at inf splits only at non-finite numbers (reported); a NaN gradient from an unselected
+    branch at finite numbers is `wrong` (failed). `fail_on` moves the line."""
+    monkeypatch.chdir(tmp_path)
+    write_yaml(tmp_path, "suite.yaml", "scenarios:\n  - {name: sin-at-inf, fn: 'jax.numpy:sin', inputs: [{dtype: float32, value: [0.0, 0.5, .inf]}]}\n")
+    default = run_cli("run", "suite.yaml", "--json", "report.json", "--sarif", "report.sarif")
+    assert default.exit_code == 0, default.stdout
+    assert "reported, not failed (non-finite; --fail-on chooses)" in default.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    (result,) = report["results"]
+    assert result["status"] == "mismatch" and result["outcome"]["passed"]
+    assert report["gate"]["reported"] == len(result["outcome"]["reported"]) > 0
+    assert {f["class"] for f in result["findings"]} == {"non-finite"}
+    sarif = json.loads((tmp_path / "report.sarif").read_text())
+    assert {r["level"] for r in sarif["runs"][0]["results"]} == {"warning"}
+    assert run_cli("run", "suite.yaml", "--fail-on", "non-finite").exit_code == 1
+    assert run_cli("run", "suite.yaml", "--fail-on", "all", "-q").exit_code == 1
+    bad = run_cli("run", "suite.yaml", "--fail-on", "wrng")
+    assert bad.exit_code == 2 and "did you mean 'wrong'?" in bad.stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.gradaudit]\nfail_on = ["wrong", "non-finite"]\n')
+    assert run_cli("run", "suite.yaml", "-q").exit_code == 1
+    assert run_cli("run", "suite.yaml", "-q", "--fail-on", "wrong").exit_code == 0
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    x = jnp.array([0.0, 0.5, jnp.inf], dtype=jnp.float32)
+    assert gradaudit.audit(jnp.sin, x, cache=False).passed
+    assert not gradaudit.audit(jnp.sin, x, fail_on="all", cache=False).passed
+
+
+def test_a_report_written_before_classes_is_still_a_baseline_and_diffs_clean(tmp_path):
+    """Reports of schema gradaudit.report/1 (fingerprint form 2, no class) are matched with the class
+    left out, `raised` (a class and a kind) included; a form older than that is refused."""
+    assert run_cli("run", REPRESENTATIVE, "--rule", "legacy", "--json", str(tmp_path / "new.json"), "-q").exit_code == 1
+    document = json.loads((tmp_path / "new.json").read_text())
+    from gradaudit.model.findings import without_class
+
+    document["schema"], document["fingerprints"] = "gradaudit.report/1", 2
+    for result in document["results"]:
+        for finding in result["findings"]:
+            finding["fingerprint"] = without_class(finding["fingerprint"])
+            assert not finding["fingerprint"].startswith(("wrong:", "raised:raised:"))
+    (tmp_path / "old.json").write_text(json.dumps(document))
+    gated = run_cli("run", REPRESENTATIVE, "--rule", "legacy", "--baseline", str(tmp_path / "old.json"), "-q")
+    assert gated.exit_code == 0 and " 0 new, " in gated.stdout and " 0 resolved" in gated.stdout, gated.stdout
+    diffed = run_cli("diff", str(tmp_path / "old.json"), str(tmp_path / "new.json"), "-q")
+    assert diffed.exit_code == 0 and "0 new findings, 0 resolved" in diffed.stdout, diffed.stdout
+    document["fingerprints"] = 1
+    (tmp_path / "older.json").write_text(json.dumps(document))
+    refused = run_cli("run", REPRESENTATIVE, "--baseline", str(tmp_path / "older.json"), "-q")
+    assert refused.exit_code == 2 and "another form" in refused.stderr

@@ -39,7 +39,11 @@ def test_derivative_sent_nowhere_is_a_routing_mismatch():
         (JACREV, JIT_JACREV, FINITE_DIFFERENCE),
     ]
     ad_vs_ad, versus_fd = disagreements
-    assert ad_vs_ad.message == ("jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 1 of 2 entries; at d out/d case 1: 1 from jacfwd and jit(jacfwd), 0 from jacrev and jit(jacrev)")
+    assert ad_vs_ad.message == (
+        "jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 1 of 2 entries; at d out/d case 1: 1 from jacfwd and jit(jacfwd), "
+        "0 from jacrev and jit(jacrev) (difference 1, relative 1; tolerance 2e-06)"
+    )
+    assert ad_vs_ad.finding_class == "wrong" and ad_vs_ad.reason.startswith("inputs and output finite (out = 5)")
     assert (versus_fd.count, versus_fd.of) == (1, 2)
     assert versus_fd.values == {FINITE_DIFFERENCE: 1.0, JACREV: 0.0, JIT_JACREV: 0.0}
     assert versus_fd.location == "d out/d case 1"

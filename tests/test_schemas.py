@@ -305,6 +305,10 @@ COMPARE = "reports/select_n-compare-legacy-fixed-jax-0.10.2-cpu.json"
 SURVEY = "reports/survey/survey.json"
 
 
+def _first_finding(document: dict) -> dict:
+    return next(r for r in document["results"] if r["findings"])["findings"][0]
+
+
 def _first_kind(document: dict) -> dict:
     return next(kind for f in document["functions"] for kind in f["kinds"])
 
@@ -316,14 +320,16 @@ REFUSED = {
     "a negative count": (REPORT, lambda d: d["summary"].update(error=-1)),
     "a count that is not an integer": (REPORT, lambda d: d["gate"].update(new=1.5)),
     "an unknown top-level key": (REPORT, lambda d: d.update(extra=1)),
-    "another schema version": (REPORT, lambda d: d.update(schema="gradaudit.report/2")),
+    "another schema version": (REPORT, lambda d: d.update(schema="gradaudit.report/1")),
+    "a finding without its class": (REPORT, lambda d: _first_finding(d).pop("class")),
+    "an unknown finding class": (REPORT, lambda d: _first_finding(d).update({"class": "suspicious"})),
     "another fingerprint form": (REPORT, lambda d: d.update(fingerprints=1)),
     "an unknown rule": (REPORT, lambda d: d["environment"].update(rule="newest")),
     "an ok path with an error": (REPORT, lambda d: _path_of(d, "ok").update(error={"type": "E", "message": "", "where": "", "user_where": ""})),
     "an error path without its error": (REPORT, lambda d: _path_of(d, "error").pop("error")),
     "an unknown path": (REPORT, lambda d: _first_result(d)["paths"].update(jacobian={"status": "ok"})),
     "Python's spelling of NaN": (REPORT, lambda d: _array_leaf(d).__setitem__(0, "NaN")),
-    "an unknown finding kind": (REPORT, lambda d: next(r for r in d["results"] if r["findings"])["findings"][0].update(kind="warning")),
+    "an unknown finding kind": (REPORT, lambda d: _first_finding(d).update(kind="warning")),
     "an unknown scenario kind": (REPORT, lambda d: _first_result(d)["scenario"].update(kind="grid")),
     "a compared rule that does not exist": (COMPARE, lambda d: d["rules"].append("newest")),
     "a rule's report without results": (COMPARE, lambda d: d["reports"]["legacy"].pop("results")),

@@ -49,7 +49,7 @@ def test_legacy_rule_both_defects_shrunk_to_scalars_and_reproducible(tmp_path, m
     assert replay.exit_code == 1
     assert replay.json()["summary"] == {"total": 2, "consistent": 0, "mismatch": 1, "error": 1}
     raised = [f for r in replay.json()["results"] for f in r["findings"] if f["kind"] == "raised"]
-    assert {f["fingerprint"] for f in raised} == {"raised:jacrev+jit_jacrev:IndexError"}
+    assert {f["fingerprint"] for f in raised} == {"raised:raised:jacrev+jit_jacrev:IndexError"}
     assert "2 kinds of disagreement found; reproduce: gradaudit run found --rule legacy" in result.stdout
     # The budget is what exploring audits, exactly; what shrinking tries is counted on its own.
     assert re.search(r"search selector-space: 300 scenarios audited \(budget 300\), \d+ more while shrinking", result.stdout)

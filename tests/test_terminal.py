@@ -63,8 +63,8 @@ def test_table_shows_gradient_tuples_routes_and_verdicts():
     raised_row = next(line for line in text.splitlines() if line.startswith("│ raised"))
     assert "bool false" in raised_row and "(1,)" in raised_row and "IndexError" in raised_row and "error" in raised_row
     assert "fine" not in text.split("\n\n")[0]
-    assert "suite.yaml:4:5: lost: value from case 1 · jacrev and jit(jacrev) send it nowhere" in text
-    assert "suite.yaml:4:5: raised: jacrev and jit(jacrev) raised IndexError: tuple index out of range" in text
+    assert "suite.yaml:4:5: lost: [wrong] value from case 1 · jacrev and jit(jacrev) send it nowhere" in text
+    assert "suite.yaml:4:5: raised: [raised] jacrev and jit(jacrev) raised IndexError: tuple index out of range" in text
     assert text.strip().splitlines()[-1] == "3 scenarios: 1 consistent, 1 mismatch, 1 error"
     verbose = _render(report, verbose=True)
     fine_row = next(line for line in verbose.splitlines() if line.startswith("│ fine"))

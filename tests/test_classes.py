@@ -1,0 +1,141 @@
+"""Classes of disagreement, decided entry by entry (judging/classes.py), on hand-made numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradaudit.judging.classes import Reference, Surroundings, classify, crossing_infinities, explain
+from gradaudit.judging.judge import Tolerances, judge
+from gradaudit.model.findings import FindingClass
+from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE
+from tests.helpers import path_results
+
+NAN, INF = float("nan"), float("inf")
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _surroundings(x, out) -> Surroundings:
+    return Surroundings(inputs=(np.asarray(x, dtype=np.float64),), output=np.asarray(out, dtype=np.float64), arg_names=("x",), largest=F32_MAX)
+
+
+def _reference(shape, kink=(), undefined=(), extrapolated=None) -> Reference:
+    masks = []
+    for flat in (kink, undefined):
+        mask = np.zeros(shape, bool)
+        mask.reshape(-1)[list(flat)] = True
+        masks.append((mask,))
+    estimates = {} if extrapolated is None else {"extrapolated": (np.asarray(extrapolated, dtype=np.float64).reshape(shape),)}
+    return Reference(kink=masks[0], undefined=masks[1], estimates=estimates)
+
+
+def _classes(surroundings, reference, flat, got, want, twins=False, crossing=None, block_size=None) -> list[str]:
+    size = block_size or surroundings.output.size * surroundings.inputs[0].size
+    return classify(surroundings, reference, 0, 1, size, np.asarray(flat), np.asarray(got, float), np.asarray(want, float), twins, crossing).tolist()
+
+
+def test_an_entry_whose_own_input_or_output_is_not_finite_is_non_finite_whatever_else_holds():
+    # Elementwise over x = [0, inf]: entry (0, 1) has input x[1] = inf; entry (1, 0) has output out[1] = nan.
+    here = _surroundings([0.0, INF], [1.0, NAN])
+    assert _classes(here, None, [1, 2], [NAN, NAN], [0.0, 0.0], twins=True) == ["non-finite", "non-finite"]
+
+
+def test_nan_at_a_finite_entry_beside_a_non_finite_input_is_a_leak_and_without_one_is_wrong():
+    # A reduction of x = [4, nan, 5] to one finite number: d out/d x[0] NaN against finite differences' 0.
+    leaking = _surroundings([4.0, NAN, 5.0], 9.0)
+    assert _classes(leaking, None, [0, 2], [NAN, NAN], [0.0, 0.0]) == ["leak", "leak"]
+    # The same NaN where every input and the output are finite: nothing excuses it.
+    smooth = _surroundings([4.0, 1.0, 5.0], 9.0)
+    assert _classes(smooth, None, [0], [NAN], [-1.0]) == ["wrong"]
+    # Two finite numbers that disagree beside a NaN input are not a leak: the NaN does not reach them.
+    assert _classes(leaking, None, [0], [0.5], [0.0]) == ["wrong"]
+
+
+def test_a_kink_is_non_differentiable_and_outranks_an_eager_jit_split():
+    here = _surroundings([0.0, 1.0], [0.0, 1.0])
+    reference = _reference((2, 2), kink=[0])
+    assert _classes(here, reference, [0, 3], [1.0, 2.0], [0.0, 1.0], twins=True) == ["non-differentiable", "eager-jit"]
+    assert _classes(here, reference, [0, 3], [1.0, 2.0], [0.0, 1.0]) == ["non-differentiable", "wrong"]
+
+
+def test_a_derivative_beyond_the_dtypes_range_or_without_an_estimate_at_the_edge_is_non_finite():
+    here = _surroundings([1e30], [1e30])
+    # Finite differences (float64 arithmetic) put the derivative past float32's largest value.
+    beyond = _reference((1, 1), extrapolated=[4e38])
+    assert _classes(here, beyond, [0], [INF], [3e38]) == ["non-finite"]
+    # No estimate (the step left the range) and one side infinite: at the edge, not a wrong derivative.
+    edge = _reference((1, 1), undefined=[0])
+    assert _classes(here, edge, [0], [INF], [2.0]) == ["non-finite"]
+    # Without an infinity involved, a finite split at the edge stays wrong.
+    assert _classes(here, edge, [0], [1.0], [2.0]) == ["wrong"]
+
+
+def test_crossing_infinities_mark_the_row_and_column_of_an_infinite_derivative():
+    # 1/x at x = [0, 1]: d out[0]/d x[0] = -inf; its row (out[0]) and column (x[0]) are crossed.
+    jacobian = np.array([[-INF, 0.0], [0.0, -1.0]])
+    (crossed,) = crossing_infinities([(jacobian,)], 2)
+    assert crossed.tolist() == [[True, True], [True, False]]
+    here = _surroundings([0.0, 1.0], [INF, 1.0])
+    # d out[1]/d x[0]: its own input 0 and output 1 are finite, but 0 × inf is NaN in reverse mode.
+    assert _classes(here, None, [2], [NAN], [0.0], crossing=crossed) == ["non-finite"]
+    assert _classes(here, None, [2], [NAN], [0.0]) == ["wrong"]
+
+
+def test_the_reason_names_the_entry_its_numbers_and_what_decided():
+    here = _surroundings([4.0, NAN, 5.0], 9.0)
+    reason, evidence = explain(FindingClass.LEAK, here, None, 0, 1, 3, 0, ("jacrev", "finite differences"), (NAN, 0.0))
+    assert "x[0] = 4" in reason and "x[1] = nan elsewhere" in reason and "jacrev gives nan where finite differences give 0" in reason
+    assert evidence["input x[0]"] == 4.0 and evidence["output out"] == 9.0
+    reference = Reference(
+        kink=(np.zeros((1, 1), bool),),
+        undefined=(np.zeros((1, 1), bool),),
+        estimates={"left_half": (np.array([[-1.0]]),), "right_half": (np.array([[-1.0]]),), "extrapolated": (np.array([[-1.0]]),)},
+    )
+    smooth = Surroundings(inputs=(np.array([0.0]),), output=np.array(-0.0), arg_names=("mu",), largest=F32_MAX)
+    reason, evidence = explain(FindingClass.WRONG, smooth, reference, 0, 1, 1, 0, ("jacfwd and jacrev", "finite differences"), (NAN, -1.0))
+    assert reason == (
+        "inputs and output finite (mu[0] = 0; out = -0); finite differences -1 (slope -1 from the left, -1 from the right), "
+        "both sides agree; jacfwd and jacrev give nan where finite differences give -1"
+    )
+    assert evidence["finite_difference"] == -1.0 and evidence["slope_left"] == -1.0
+
+
+TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)
+
+
+def _judged(x, value, fwd, rev, fd, jit_rev=None):
+    results = path_results({VALUE: value, JACFWD: fwd, JIT_JACFWD: fwd, JACREV: rev, JIT_JACREV: rev if jit_rev is None else jit_rev, FINITE_DIFFERENCE: fd})
+    return judge(results, ("x",), TOL, inputs=(np.asarray(x, dtype=np.float32),))
+
+
+@pytest.mark.parametrize(
+    ("x", "value", "fwd", "rev", "fd", "expected"),
+    [
+        # Every AD path NaN where the function is smooth and finite (xlogy's 0/0): wrong.
+        ([0.0], [-0.0], [[NAN]], [[NAN]], [[-1.0]], {"wrong"}),
+        # Reverse NaN beside a NaN input, at entries whose own numbers are finite: a leak.
+        ([4.0, NAN], [4.0], [[0.0, 0.0]], [[NAN, NAN]], [[0.0, NAN]], {"leak", "non-finite"}),
+        # Off-diagonal 0 × inf of an elementwise function at a pole: non-finite, not wrong.
+        (
+            [0.0, 1.0],
+            [[INF, 1.0]],
+            [np.array([[-INF, 0.0], [0.0, -1.0]])],
+            [np.array([[-INF, 0.0], [NAN, -1.0]])],
+            [np.array([[NAN, 0.0], [0.0, -1.0]])],
+            {"non-finite"},
+        ),
+    ],
+)
+def test_a_scenario_holds_one_finding_per_class_its_entries_have(x, value, fwd, rev, fd, expected):
+    verdict = _judged(x, value, fwd, rev, fd)
+    assert {str(f.finding_class) for f in verdict.findings} == expected
+    for finding in verdict.findings:
+        assert finding.reason and finding.fingerprint.startswith(f"{finding.finding_class}:")
+
+
+def test_one_noise_entry_does_not_excuse_a_wrong_entry_of_the_same_comparison():
+    # x = [4, nan, 1]: reverse NaN at x[0] (beside the NaN: a leak) and 0 at x[2] where finite
+    # differences say 2 (a wrong derivative at finite numbers); judged apart, not as one scenario.
+    verdict = _judged([4.0, NAN, 1.0], [6.0], [[0.0, 0.0, 2.0]], [[NAN, NAN, 0.0]], [[0.0, NAN, 2.0]])
+    classes = {(str(f.finding_class), f.location) for f in verdict.findings if "finite differences" in f.message}
+    assert ("wrong", "d out/d x[2]") in classes and ("leak", "d out/d x[0]") in classes
