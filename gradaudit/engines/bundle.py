@@ -32,6 +32,7 @@ from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import estimates, points, scenario_estimates
 from gradaudit.targets import build_targets, group_key
 from gradaudit.targets.base import Target, primitives
+from gradaudit.targets.triggers import triggered
 
 VALUE, POINTS = VALUE_, "points"
 
@@ -105,6 +106,7 @@ class Bundle:
                     seconds=seconds[owner],
                     engine="bundle",
                     primitives=functools.partial(primitives, mine[0]),
+                    triggers=functools.partial(triggered, mine[0]),
                 )
             )
         return results

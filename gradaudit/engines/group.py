@@ -39,6 +39,7 @@ from gradaudit.numerics.finite_differences import Points, estimates, points, sce
 from gradaudit.sources import module_state
 from gradaudit.targets import captured, group_key, group_targets, kinship, sizes
 from gradaudit.targets.base import Target, primitives
+from gradaudit.targets.triggers import triggered
 
 MAX_ELEMENTS = 4_000_000
 """Array elements one group may hold (function values at every finite-difference point, Jacobian
@@ -164,6 +165,7 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
             seconds=share,
             engine="group",
             primitives=traced[id(ts[0].fn)],
+            triggers=functools.partial(triggered, ts[0]),
         )
         for mine, ts in zip(paths, targets, strict=True)
     ]

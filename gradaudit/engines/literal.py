@@ -48,6 +48,7 @@ from gradaudit.numerics.finite_differences import differences
 from gradaudit.sources import module_state
 from gradaudit.targets import build_targets
 from gradaudit.targets.base import Target, primitives
+from gradaudit.targets.triggers import triggered
 
 Transform = Callable[[Callable[..., object], tuple[int, ...]], Callable[..., object]]
 """Maps (function, argnums) to a function returning its derivative blocks, nested per argnum."""
@@ -219,6 +220,7 @@ def compute(scenario: Scenario, timeout: float | None = None, devices: Sequence 
         bindings=tuple(t.binding for t in targets),
         seconds=time.perf_counter() - start,
         primitives=lambda: primitives(target),
+        triggers=functools.partial(triggered, target),
     )
 
 

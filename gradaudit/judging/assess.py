@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gradaudit.judging.diagnoses import Diagnosis, Evidence, diagnose
+from gradaudit.judging.diagnoses import Diagnosis, Evidence, diagnose, nothing_met
 from gradaudit.judging.judge import Case, judge_all, tolerances_for, twins_agree
 from gradaudit.model.computed import Computed
 from gradaudit.model.findings import ERROR, RAISED, Finding, Verdict
@@ -27,12 +27,21 @@ def assess_all(computed: Sequence[tuple[Scenario, Computed]], tolerance: tuple[f
     started = time.perf_counter()
     judged = [(scenario, paths) for scenario, paths in computed if paths.failure is None]
     verdicts = judge_all([Case(paths.paths, paths.arg_names, tolerances_for(scenario, tolerance), paths.bindings, paths.inputs) for scenario, paths in judged])
-    diagnoses = [
-        diagnose(Evidence(paths=paths.paths, findings=verdict.findings, notes=verdict.notes, trace=paths.primitives or frozenset)) for (_, paths), verdict in zip(judged, verdicts, strict=True)
-    ]
+    diagnoses = [diagnose(_evidence(paths, verdict)) for (_, paths), verdict in zip(judged, verdicts, strict=True)]
     share = (time.perf_counter() - started) / max(1, len(judged))
     found = iter(zip(verdicts, diagnoses, strict=True))
     return [_failed(scenario, paths) if paths.failure is not None else _result(scenario, paths, *next(found), share) for scenario, paths in computed]
+
+
+def _evidence(computed: Computed, verdict: Verdict) -> Evidence:
+    """What a diagnosis may look at: the verdict, and the function traced or evaluated when asked."""
+    return Evidence(
+        paths=computed.paths,
+        findings=verdict.findings,
+        notes=verdict.notes,
+        trace=computed.primitives or frozenset,
+        evaluate=computed.triggers or nothing_met,
+    )
 
 
 def _failed(scenario: Scenario, computed: Computed) -> ScenarioResult:

@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from gradaudit.model.findings import DISAGREEMENT, ROUTING, Finding, Note
+from gradaudit.model.mechanisms import CLAMP_INVERTED, NON_FINITE_UNSELECTED, READ_OUT_OF_RANGE, SELECT_OUT_OF_RANGE, TANGENT_TRIGGERS
 from gradaudit.model.paths import (
     FINITE_DIFFERENCE,
     FIRST_ORDER_PATHS,
@@ -26,6 +27,11 @@ from gradaudit.model.paths import (
 )
 
 
+def nothing_met(tangents: bool) -> frozenset[str]:
+    """What a function that was not evaluated meets: nothing (no diagnosis blames a primitive)."""
+    return frozenset()
+
+
 @dataclass(frozen=True)
 class Evidence:
     """What a diagnosis may look at: the paths, findings and notes, and (traced only when a
@@ -36,6 +42,8 @@ class Evidence:
     notes: Sequence[Note]
     trace: Callable[[], frozenset[str]] = frozenset
     """The primitives of the function (targets.base.primitives); tracing happens on first use."""
+    evaluate: Callable[[bool], frozenset[str]] = nothing_met
+    """The mechanisms the function meets at its inputs (targets.triggers.triggered), on first use."""
 
     def errors(self):
         return [p.error for p in self.paths.values() if p.error is not None]
@@ -50,6 +58,22 @@ class Evidence:
     def binds(self, *names: str) -> bool:
         """Whether the function's jaxpr binds any of these primitives."""
         return any(name in self.primitives for name in names)
+
+    @cached_property
+    def _met(self) -> dict[bool, frozenset[str]]:
+        return {}
+
+    def meets(self, *names: str) -> bool:
+        """Whether evaluating the function at the scenario's inputs meets any of these mechanisms (a
+        primitive with the operands that trigger it, `targets.triggers`): what a diagnosis that
+        blames a primitive must see, not merely the primitive in the jaxpr."""
+        tangents = any(name in TANGENT_TRIGGERS for name in names)
+        if tangents not in self._met:
+            try:
+                self._met[tangents] = self.evaluate(tangents)
+            except Exception:  # noqa: BLE001 - a function that cannot be evaluated meets nothing a diagnosis may name
+                self._met[tangents] = frozenset()
+        return any(name in self._met[tangents] for name in names)
 
 
 @dataclass(frozen=True)
@@ -168,7 +192,8 @@ CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA002",
         title="select_n's reverse rule sends the derivative of an out-of-range selector's case nowhere",
-        evidence="a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; the function binds select_n with an integer selector",
+        evidence="a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; evaluated at the "
+        "scenario's inputs, the function calls select_n with an integer selector out of range",
         explanation=(
             "The function selects with lax.select_n on an integer selector. For an out-of-range selector the forward "
             "lowering routes the value to an endpoint case (negative to case 0, past the end to the last), and forward "
@@ -182,12 +207,13 @@ CATALOG: tuple[Diagnosis, ...] = (
             "Compare the rules on your scenarios: `gradaudit compare PATH --rules legacy fixed`.",
         ),
         references=("https://github.com/jax-ml/jax/pull/40814", "https://github.com/jax-ml/jax/issues/10993"),
-        matches=lambda evidence: _reverse_only_sends_nowhere(evidence) and evidence.binds("select_n:integer"),
+        matches=lambda evidence: _reverse_only_sends_nowhere(evidence) and evidence.meets(SELECT_OUT_OF_RANGE),
     ),
     Diagnosis(
         id="GA010",
         title="reverse mode drops the derivative of an element read at an index out of range",
-        evidence="a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; the function binds gather or dynamic_slice",
+        evidence="a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; evaluated at the "
+        "scenario's inputs, the function reads with gather or dynamic_slice at an index outside the array",
         explanation=(
             "The function reads with gather (x[i], jnp.take, .at[].get) or dynamic_slice at an index outside the array, "
             "or one its integer dtype cannot hold once JAX normalises it (a negative index plus the length, a start "
@@ -202,12 +228,12 @@ CATALOG: tuple[Diagnosis, ...] = (
             "Choose the out-of-range behaviour you mean: `x.at[idx].get(mode='clip')` or `mode='fill'`; 'promise_in_bounds' is a promise the caller must keep.",
         ),
         references=("https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",),
-        matches=lambda evidence: _reverse_only_sends_nowhere(evidence) and evidence.binds("gather", "dynamic_slice"),
+        matches=lambda evidence: _reverse_only_sends_nowhere(evidence) and evidence.meets(READ_OUT_OF_RANGE),
     ),
     Diagnosis(
         id="GA011",
         title="lax.clamp with lo > hi returns a bound but differentiates none",
-        evidence="a value comes from an input, forward and reverse paths alike send its derivative nowhere; the function binds clamp",
+        evidence="a value comes from an input, forward and reverse paths alike send its derivative nowhere; evaluated at the scenario's inputs, the function calls clamp with lo > hi",
         explanation=(
             "lax.clamp(lo, x, hi) is min(max(x, lo), hi): with lo > hi it returns hi unless x is above hi. Its JVP "
             "rule gives lo the derivative only where x < lo < hi, x only where lo < x < hi, and hi only where hi < x; "
@@ -219,7 +245,7 @@ CATALOG: tuple[Diagnosis, ...] = (
             "Write the intended rule out: `jnp.minimum(jnp.maximum(x, lo), hi)` differentiates the bound it returns.",
         ),
         references=("https://docs.jax.dev/en/latest/_autosummary/jax.lax.clamp.html",),
-        matches=lambda evidence: _every_mode_sends_nowhere(evidence) and evidence.binds("clamp"),
+        matches=lambda evidence: _every_mode_sends_nowhere(evidence) and evidence.meets(CLAMP_INVERTED),
     ),
     Diagnosis(
         id="GA007",
@@ -314,8 +340,9 @@ CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA006",
         title="a NaN from a branch that was not selected poisons the gradient",
-        evidence="an AD path gives NaN where finite differences of the function give a finite number; AD differentiates a "
-        "select_n of the function (jnp.where, lax.select; not one inside a library's own derivative rule)",
+        evidence="an AD path gives NaN where finite differences of the function give a finite number; evaluated at the scenario's "
+        "inputs, a select_n of the function (jnp.where, lax.select; not one inside a library's own derivative rule) has an "
+        "unselected case whose derivative is inf or NaN",
         explanation=(
             "jnp.where (and lax.select) differentiate both branches and multiply the unselected one's derivative "
             "by zero; if that derivative is inf or NaN (log, sqrt or division at a point the branch was meant to "
@@ -326,7 +353,7 @@ CATALOG: tuple[Diagnosis, ...] = (
             "Use a function that is finite on the whole input domain (e.g. jnp.log1p, jax.nn.softplus).",
         ),
         references=("https://docs.jax.dev/en/latest/faq.html#gradients-contain-nan-where-using-where",),
-        matches=lambda evidence: _nan_gradient(evidence) and evidence.binds("select_n"),
+        matches=lambda evidence: _nan_gradient(evidence) and evidence.meets(NON_FINITE_UNSELECTED),
     ),
     Diagnosis(
         id="GA009",

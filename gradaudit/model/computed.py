@@ -37,6 +37,9 @@ class Computed:
     notes: tuple[Note, ...] = ()
     primitives: Callable[[], frozenset[str]] | None = None
     """The primitives of the scenario's function (traced on first use), for diagnoses."""
+    triggers: Callable[[bool], frozenset[str]] | None = None
+    """The failure mechanisms its function meets at its inputs (`targets.triggers.triggered`; the
+    argument: push tangents too), evaluated on first use, for diagnoses."""
 
 
 def failed(failure: Failure, seconds: float = 0.0, engine: str = "literal") -> Computed:

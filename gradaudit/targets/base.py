@@ -42,9 +42,8 @@ def primitives(target: Target) -> frozenset[str]:
     """The primitives AD differentiates in the target's function, sub-jaxprs included (cond
     branches, loops), but not inside a function with its own derivative rule, whose insides AD
     never differentiates; such a call is also named `<primitive>:user` when the function is the
-    user's own code (not an installed library's: jax.nn.relu is a custom_jvp too). A select_n
-    whose selector is an integer is also named `select_n:integer`. A diagnosis that blames a
-    primitive checks it is here."""
+    user's own code (not an installed library's: jax.nn.relu is a custom_jvp too). Which of them
+    misbehave at the scenario's inputs is `triggers.triggered`'s to say."""
     import jax
 
     closed = jax.make_jaxpr(target.fn)(*target.args, *target.fixed)
@@ -59,8 +58,6 @@ def _walk(jaxpr, found: set[str]) -> None:
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         found.add(name)
-        if name == "select_n" and np.issubdtype(np.dtype(eqn.invars[0].aval.dtype), np.integer):
-            found.add("select_n:integer")
         if name in CUSTOM_RULES:
             called = eqn.params.get("call_jaxpr") or eqn.params.get("fun_jaxpr")
             info = getattr(getattr(called, "jaxpr", called), "debug_info", None)

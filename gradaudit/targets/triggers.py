@@ -1,0 +1,157 @@
+"""Which failure mechanisms (`model.mechanisms`) a function meets at its inputs: primitives evaluated
+with the operands that trigger them.
+
+A diagnosis that blames a primitive must see it misbehave, not merely appear in the jaxpr: jnp.piecewise
+binds clamp and select_n in every call, with bounds in order and selectors in range. So the function's
+jaxpr is evaluated one equation at a time at the target's inputs, following only the branch a `cond`
+takes, and each primitive a diagnosis names is checked on the operands it actually gets:
+
+- `clamp:inverted`: lax.clamp with lo > hi at some element;
+- `select_n:out-of-range`: an integer selector below 0 or past the last case;
+- `read:out-of-range`: gather or dynamic_slice at a start index outside the operand (before JAX clamps it),
+  or with an index dtype too narrow for the operand's every start (int8 into 300 elements: JAX's
+  normalisation of the index, and its reverse rule's, wrap around in that dtype);
+- `select_n:non-finite-unselected` (with tangents): an unselected case whose tangent is inf or NaN, what
+  0 × inf turns into a NaN derivative. Tangents are pushed forward from a tangent of ones on every
+  differentiated input, equation by equation (`jax.jvp` of each).
+
+Like `base.primitives`, it does not look inside a function with its own derivative rule (custom_jvp,
+custom_vjp), whose insides AD never differentiates, nor inside loops (while, scan), which it evaluates
+whole: a mechanism met there goes undiagnosed, which is better than a wrong diagnosis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from gradaudit.model.mechanisms import CLAMP_INVERTED, NON_FINITE_UNSELECTED, READ_OUT_OF_RANGE, SELECT_OUT_OF_RANGE
+from gradaudit.targets.base import Target
+
+CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr", "checkpoint": "jaxpr", "remat": "jaxpr"}
+"""Call-like primitives, evaluated inside, and the parameter that holds each one's body."""
+
+
+def triggered(target: Target, tangents: bool = False) -> frozenset[str]:
+    """The triggers the target's function meets at its inputs (see the module's docstring); empty where
+    it cannot be evaluated equation by equation."""
+    import jax
+
+    wide = any(np.asarray(a).dtype.itemsize == 8 for a in (*target.args, *target.fixed))
+    found: set[str] = set()
+    try:
+        with jax.enable_x64(wide or bool(jax.config.jax_enable_x64)):  # type: ignore[attr-defined]  # Config defines each flag at run time
+            closed = jax.make_jaxpr(target.fn)(*target.args, *target.fixed)
+            seeds = [np.ones_like(a) for a in target.args] + [None] * len(target.fixed)
+            _evaluate(closed.jaxpr, closed.consts, [*target.args, *target.fixed], seeds if tangents else None, found)
+    except Exception:  # noqa: BLE001 - a function that cannot be evaluated this way triggers nothing a diagnosis may name
+        return frozenset()
+    return frozenset(found)
+
+
+def _evaluate(jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence | None, found: set[str]) -> tuple[list, list | None]:
+    """The jaxpr's outputs at `primals` (and their tangents, where `tangents` is given), its constants
+    bound to `consts`, recording triggers in `found`."""
+    from jax.extend.core import Literal
+
+    values: dict = {}
+    slopes: dict = {}
+
+    def read(var):
+        return var.val if isinstance(var, Literal) else values[var]
+
+    def slope(var):
+        return None if isinstance(var, Literal) else slopes.get(var)
+
+    for var, value in zip(jaxpr.constvars, consts, strict=True):
+        values[var] = value
+    for var, value, tangent in zip(jaxpr.invars, primals, tangents or [None] * len(primals), strict=True):
+        values[var], slopes[var] = value, tangent
+    for eqn in jaxpr.eqns:
+        ins = [read(v) for v in eqn.invars]
+        tins = [slope(v) for v in eqn.invars] if tangents is not None else None
+        outs, touts = _equation(eqn, ins, tins, found)
+        for i, var in enumerate(eqn.outvars):
+            values[var] = outs[i]
+            slopes[var] = None if touts is None else touts[i]
+    outs = [read(v) for v in jaxpr.outvars]
+    return outs, ([slope(v) for v in jaxpr.outvars] if tangents is not None else None)
+
+
+def _equation(eqn, ins: list, tins: list | None, found: set[str]) -> tuple[list, list | None]:
+    name = eqn.primitive.name
+    body = eqn.params.get(CALLS.get(name, ""))
+    if body is not None:
+        return _evaluate(getattr(body, "jaxpr", body), getattr(body, "consts", ()), ins, tins, found)
+    if name == "cond":
+        branches = eqn.params["branches"]
+        taken = branches[int(np.clip(np.asarray(ins[0]), 0, len(branches) - 1))]
+        return _evaluate(taken.jaxpr, taken.consts, ins[1:], None if tins is None else tins[1:], found)
+    _check(eqn, ins, tins, found)
+    return _bind(eqn, ins, tins)
+
+
+def _bind(eqn, ins: list, tins: list | None) -> tuple[list, list | None]:
+    import jax
+
+    params = eqn.primitive.get_bind_params(eqn.params)  # as jax.core.eval_jaxpr binds it (custom rules' functions included)
+
+    def call(*args):
+        out = eqn.primitive.bind(*args, **params)
+        return list(out) if eqn.primitive.multiple_results else [out]
+
+    if tins is None:
+        return call(*ins), None
+    seeds = [t if t is not None and _differentiable(x) else _zero_tangent(x) for x, t in zip(ins, tins, strict=True)]
+    outs, touts = jax.jvp(call, tuple(ins), tuple(seeds))
+    return outs, [t if _differentiable(o) else None for o, t in zip(outs, touts, strict=True)]
+
+
+def _differentiable(value) -> bool:
+    return np.issubdtype(np.asarray(value).dtype, np.inexact) or np.asarray(value).dtype.kind == "V"
+
+
+def _zero_tangent(value):
+    import jax
+
+    array = np.asarray(value)
+    return np.zeros(array.shape, array.dtype) if _differentiable(array) else np.zeros(array.shape, jax.dtypes.float0)
+
+
+def _check(eqn, ins: list, tins: list | None, found: set[str]) -> None:
+    """Record the triggers this equation meets with these operands."""
+    name = eqn.primitive.name
+    if name == "clamp" and np.any(np.asarray(ins[0]) > np.asarray(ins[2])):
+        found.add(CLAMP_INVERTED)
+    elif name == "select_n":
+        which, cases = np.asarray(ins[0]), ins[1:]
+        if np.issubdtype(which.dtype, np.integer) and np.any((which < 0) | (which >= len(cases))):
+            found.add(SELECT_OUT_OF_RANGE)
+        if tins is not None:
+            chosen = np.clip(which.astype(np.int64), 0, len(cases) - 1)
+            for i, tangent in enumerate(tins[1:]):
+                if tangent is None or not _differentiable(tangent):
+                    continue
+                with np.errstate(invalid="ignore"):
+                    bad = ~np.isfinite(np.asarray(tangent, dtype=np.float64))
+                if np.any(bad & np.broadcast_to(chosen != i, bad.shape)):
+                    found.add(NON_FINITE_UNSELECTED)
+    elif name == "dynamic_slice":
+        shape, sizes = np.shape(ins[0]), eqn.params["slice_sizes"]
+        if any(_outside(np.asarray(s), d - z) for s, d, z in zip(ins[1:], shape, sizes, strict=False)):
+            found.add(READ_OUT_OF_RANGE)
+    elif name == "gather":
+        shape, sizes = np.shape(ins[0]), eqn.params["slice_sizes"]
+        indices = np.asarray(ins[1])
+        for k, dim in enumerate(eqn.params["dimension_numbers"].start_index_map):
+            if _outside(indices[..., k] if indices.ndim else indices, shape[dim] - sizes[dim]):
+                found.add(READ_OUT_OF_RANGE)
+
+
+def _outside(starts: np.ndarray, last: int) -> bool:
+    """Whether a start index is below 0 or past `last`, the last start that fits, or its integer
+    dtype cannot hold `last`."""
+    wide = starts.astype(np.int64)
+    narrow = np.issubdtype(starts.dtype, np.integer) and np.iinfo(starts.dtype).max < last
+    return bool(narrow or np.any((wide < 0) | (wide > last)))

@@ -1,0 +1,75 @@
+"""A diagnosis blames a primitive only where the function meets it with the operands that trigger it."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from gradaudit.model.mechanisms import CLAMP_INVERTED, NON_FINITE_UNSELECTED, READ_OUT_OF_RANGE, SELECT_OUT_OF_RANGE
+from gradaudit.targets.base import Target
+from gradaudit.targets.triggers import triggered
+
+
+def met(fn, *args, fixed=(), tangents=True) -> frozenset[str]:
+    target = Target(fn=fn, args=tuple(np.asarray(a) for a in args), arg_names=tuple(f"x{i}" for i in range(len(args))), fixed=fixed)
+    return triggered(target, tangents)
+
+
+def test_clamp_is_blamed_only_with_its_bounds_inverted():
+    def clamped(lo, x, hi):
+        return lax.clamp(lo, x, hi)
+
+    assert met(clamped, np.float32(2), np.float32(0), np.float32(1)) == {CLAMP_INVERTED}
+    assert met(clamped, np.float32(0), np.float32(0.5), np.float32(1)) == frozenset()
+
+
+def test_select_n_is_blamed_only_with_its_selector_out_of_range():
+    def chosen(which):
+        return lambda a, b: lax.select_n(which, a, b)
+
+    assert met(chosen(jnp.int32(5)), np.float32(1), np.float32(2)) == {SELECT_OUT_OF_RANGE}
+    assert met(chosen(jnp.int32(-1)), np.float32(1), np.float32(2)) == {SELECT_OUT_OF_RANGE}
+    assert met(chosen(jnp.int32(1)), np.float32(1), np.float32(2)) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("index", "expected"),
+    [(np.int32(1), frozenset()), (np.uint8(255), {READ_OUT_OF_RANGE}), (np.int8(1), {READ_OUT_OF_RANGE})],
+    ids=["in range", "past the end", "a dtype too narrow for the array"],
+)
+def test_a_read_is_blamed_for_an_index_outside_the_array_or_a_dtype_that_cannot_hold_it(index, expected):
+    x = np.arange(300 if index.dtype == np.int8 else 3, dtype=np.float32)
+    # The index passed in, as a traced input (a NumPy integer captured in `x[i]` is a static slice).
+    assert met(lambda x, i: x[i], x, fixed=(index,)) == expected
+    assert met(lambda x, i: lax.dynamic_slice(x, (i,), (1,)), x, fixed=(index,)) == expected
+
+
+def test_a_nan_from_an_unselected_branch_is_told_from_one_of_the_selected_branch():
+    # log(0) is the branch jnp.where sets aside: its infinite derivative poisons reverse mode.
+    assert met(lambda x: jnp.where(x > 0, jnp.log(x), 0.0), np.array([0.0, 1.0], np.float32)) == {NON_FINITE_UNSELECTED}
+    assert met(lambda x: jnp.where(x > 0, jnp.log(x), 0.0), np.array([0.0, 1.0], np.float32), tangents=False) == frozenset()
+    # sinc at a tiny x: the infinite derivative comes from the branch sinc selects, not one it sets aside.
+    assert float(jax.jacfwd(jnp.sinc)(np.float32(1e-20))) == -np.inf
+    assert met(jnp.sinc, np.float32(1e-20)) == frozenset()
+
+
+@pytest.mark.parametrize("x", [0.0, 0.5, 1.0, 3.0, 1e-30, 1e30])
+def test_spence_meets_neither_clamp_nor_select_n_misbehaving(x):
+    # jnp.piecewise binds clamp and select_n in every call, in order and in range.
+    assert met(jax.scipy.special.spence, np.float32(x)) == frozenset()
+
+
+def test_values_and_tangents_are_the_functions_own():
+    # The evaluation follows the branch each cond takes and each custom rule: triggers are read off the real computation.
+    def f(x):
+        return jnp.sum(jnp.where(x > 1, jnp.sqrt(x), jax.nn.relu(x)) + jnp.sinc(x))
+
+    from gradaudit.targets import triggers
+
+    x = np.array([0.5, 2.0, 3.0], np.float32)
+    closed = jax.make_jaxpr(f)(x)
+    outs, tangents = triggers._evaluate(closed.jaxpr, closed.consts, [x], [np.ones_like(x)], set())
+    value, slope = jax.jvp(f, (x,), (np.ones_like(x),))
+    np.testing.assert_allclose(outs[0], value, rtol=1e-6)
+    np.testing.assert_allclose(tangents[0], slope, rtol=1e-6)
