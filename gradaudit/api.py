@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import FrameType
 
 import numpy as np
@@ -88,6 +89,16 @@ class Audit:
     def paths(self) -> dict[str, PathResult]:
         """Every path's answer by name (`jacrev`, `jit_jacrev:const`, ...): its arrays or its exception."""
         return self.result.paths
+
+    def reproducers(self, directory: str | os.PathLike) -> list[Path]:
+        """Write each `wrong` or `eager-jit` finding into `directory` as a standalone script in plain
+        JAX and NumPy that prints the disagreeing numbers (what an upstream bug report needs); the
+        paths written. A function that cannot be imported by name (a lambda, a closure, code in
+        `__main__`) gets none."""
+        from gradaudit.render.repro import write_reproducers
+
+        written, _ = write_reproducers([self.result], directory)
+        return written
 
     def failure_text(self) -> str:
         """Findings, provenance and diagnosis as plain text (what `assert_consistent` raises with)."""
@@ -269,6 +280,7 @@ def _on_leaves(fn: Callable, treedef) -> Callable:
     def on_leaves(*leaves):
         return fn(*jax.tree_util.tree_unflatten(treedef, leaves))
 
+    on_leaves.leaves_are_arguments = treedef.num_nodes == treedef.num_leaves + 1  # type: ignore[attr-defined]  # read by render/repro.py: fn(*leaves) is the call itself
     on_leaves.__qualname__ = getattr(fn, "__qualname__", "fn")
     on_leaves.__module__ = getattr(fn, "__module__", None)  # type: ignore[assignment]  # a function takes any __module__ at run time, None included; typeshed says str
     return on_leaves

@@ -30,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "screening": {"model", "engines", "judging"},
     "isolation": {"model", "engines", "jaxenv", "judging", "screening"},
     "service": {"model", "collector", "sources", "jaxenv", "limits", "engines", "judging", "isolation", "screening"},
-    "render": {"model", "judging", "diff", "search"},
+    "render": {"model", "numerics", "judging", "diff", "search"},
     "api": {"model", "numerics", "targets", "service", "render"},
     "pytest_plugin": {"model", "sources", "service", "api", "render"},
     "cli": {"model", "supported", "collector", "sources", "jaxenv", "judging", "service", "search", "survey", "render", "diff", "merge"},

@@ -58,9 +58,10 @@ def _session(json_path, junit_path, format, color, json_option: str = "--json", 
 @flags("rule", *SELECTION, "baseline", *AUDIT)
 @profile_option
 @output_options
+@click.option("--repro-dir", "repro_dir", metavar="DIR", help="Write each wrong or eager-jit finding as a standalone script in plain JAX and NumPy to DIR.")
 @guarded
 @long_lived()  # what it loads and reports lives until it exits: no full garbage collection meanwhile
-def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, verbose, quiet, color, exit_zero, **given) -> int:
+def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, verbose, quiet, color, exit_zero, repro_dir=None, **given) -> int:
     """Audit every scenario in PATHS (YAML files, or folders searched for *.yaml and *.yml).
 
     Exit 0 when every scenario passes, 1 when any fails, 2 for bad input.
@@ -71,6 +72,7 @@ def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, ve
 
     options = options_from(given)
     session = _session(json_path, junit_path, format, color, options=options, html_path=html_path, sarif_path=sarif_path)
+    session.check_repro_dir(repro_dir)
     profiler = Profile(enabled=profile)
     with profiler.phase("load"):
         start_workers(options, _paths(paths))
@@ -88,6 +90,7 @@ def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, ve
             print_report(session.out, report, verbose=verbose, quiet=quiet, seconds=session.elapsed())
         session.annotate(report)
         session.write_files(report)
+        session.write_reproducers(report)
     profiler.print(session.err, report)
     if interrupted is not None:
         raise interrupted

@@ -125,6 +125,7 @@ class Session:
             raise click.BadParameter("annotations and a report cannot both go to stdout: write the report to a file", param_hint="--format github")
         self.json_path, self.junit_path, self.json_detail = json_path, junit_path, json_detail
         self.html_path, self.sarif_path = html_path, sarif_path
+        self.repro_dir: Path | None = None
         # Results as they finish, one JSON line each, beside the report: a killed run's work stays readable.
         self.partial = Path(json_path + ".partial") if json_path and json_path != "-" else None
         from gradaudit.render.json_report import RenderedRows
@@ -227,6 +228,31 @@ class Session:
         if report.errors:
             print_input_errors(self.err, report.errors, audited=bool(report.results))
         return bool(report.errors)
+
+    def check_repro_dir(self, directory: str | None) -> None:
+        """--repro-dir: a folder, made now if missing, so a bad one is refused before any work is done."""
+        if directory is None:
+            return
+        folder = Path(directory)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise click.BadParameter(f"cannot make the folder {directory}: {exc.strerror or exc}", param_hint="--repro-dir") from None
+        self.repro_dir = folder
+
+    def write_reproducers(self, report) -> None:
+        """Each wrong or eager-jit finding as a plain-JAX script in --repro-dir, and a line saying how many."""
+        if self.repro_dir is None:
+            return
+        from gradaudit.render.repro import write_reproducers
+
+        try:
+            written, skipped = write_reproducers(report.results, self.repro_dir)
+        except OSError as exc:
+            raise unwritten(str(self.repro_dir), exc, None) from None
+        self.err.print(f"wrote {len(written)} reproducer script{'s' if len(written) != 1 else ''} to {self.repro_dir}", highlight=False)
+        for line in skipped:
+            self.err.print(line, style="dim", highlight=False, soft_wrap=True)
 
     def write_files(self, report=None, comparison=None) -> None:
         from gradaudit.render import ReportFormat, formatter_for

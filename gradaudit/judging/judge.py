@@ -39,6 +39,7 @@ from gradaudit.model.findings import (
     Provenance,
     Sources,
     Verdict,
+    location_text,
     raised_class,
 )
 from gradaudit.model.paths import (
@@ -706,10 +707,9 @@ def _gap(got: float, want: float, rtol: float, atol: float, noise: float) -> str
 def _location(block: np.ndarray, output_shape: tuple[int, ...], name: str, order: int, flat: int) -> str:
     in_shape = np.shape(block)[len(output_shape) :]
     out_flat, in_flat = divmod(flat, max(1, int(np.prod(in_shape, dtype=np.int64))))
-    if order == 0:
-        return f"out{_index(output_shape, out_flat)}"
-    symbol = "d" if order == 1 else f"d{order}"
-    return f"{symbol} out{_index(output_shape, out_flat)}/d {name}{_index(in_shape, in_flat)}"
+    out = tuple(int(i) for i in np.unravel_index(out_flat, output_shape)) if output_shape else ()
+    at = tuple(int(i) for i in np.unravel_index(in_flat, in_shape)) if in_shape else ()
+    return location_text(out, order, name, at)
 
 
 def _first_entry(masks: Masks) -> tuple[int, int] | None:

@@ -87,6 +87,50 @@ Sources = tuple[int, ...]
 """The arguments an output element depends on, by index (empty: none)."""
 
 
+def _index_text(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]" if index else ""
+
+
+def location_text(out: tuple[int, ...], order: int = 0, name: str = "", at: tuple[int, ...] = ()) -> str:
+    """How findings name an entry: `out[i]` (a value), `d out[i]/d x[j]` (a first derivative),
+    `d2 out[i]/d x d y[j, k]` (a second); `parse_location` reads it back."""
+    if order == 0:
+        return f"out{_index_text(out)}"
+    symbol = "d" if order == 1 else f"d{order}"
+    return f"{symbol} out{_index_text(out)}/d {name}{_index_text(at)}"
+
+
+def parse_location(location: str, names: tuple[str, ...]) -> tuple[int, tuple[int, ...], str, tuple[int, ...]] | None:
+    """(order, output index, block name, index within the block) of a `location_text`, the block
+    name one of `names` (the longest that fits: a pytree leaf's name may hold brackets); None where
+    it is not one."""
+
+    def index(text: str) -> tuple[int, ...] | None:
+        if not text:
+            return ()
+        if not (text.startswith("[") and text.endswith("]")):
+            return None
+        try:
+            return tuple(int(part) for part in text[1:-1].split(","))
+        except ValueError:
+            return None
+
+    if location.startswith("out"):
+        out = index(location[3:])
+        return None if out is None else (0, out, "", ())
+    head, _, rest = location.partition(" out")
+    order = 1 if head == "d" else int(head[1:]) if head[1:].isdigit() else 0
+    out_text, slash, block = rest.partition("/d ")
+    out = index(out_text)
+    if not order or not slash or out is None:
+        return None
+    for name in sorted(names, key=len, reverse=True):
+        at = index(block[len(name) :]) if block.startswith(name) else None
+        if at is not None:
+            return order, out, name, at
+    return None
+
+
 @dataclass(frozen=True)
 class Finding:
     """One disagreement (or note): which paths, where, and what each said."""

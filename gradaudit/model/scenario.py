@@ -18,8 +18,11 @@ from gradaudit.model.errors import Location
 NestedValue = Any
 """A scalar or a (rectangular) nested list of scalars, as written in YAML."""
 
-OUTPUTS = ("identity", "square", "sum_of_squares")
-"""What a select_n scenario applies to the selected value: itself, its square, the sum of squares."""
+OUTPUT_EXPRESSIONS = {"identity": "y", "square": "y * y", "sum_of_squares": "jnp.sum(y * y)"}
+"""What a select_n scenario applies to the selected value `y`, as Python over `jnp`: the one text both
+the target (targets/select_n.py) and a reproducer script (render/repro.py) are made from."""
+OUTPUTS = tuple(OUTPUT_EXPRESSIONS)
+"""Their names: itself, its square, the sum of squares."""
 FILLS = ("arange", "zeros", "ones", "normal")
 """How a function input without a `value` is filled."""
 BINDS = ("traced", "constant", "both")
