@@ -60,7 +60,7 @@ from gradaudit.model.paths import (
     primary_name,
 )
 from gradaudit.model.scenario import Scenario
-from gradaudit.numerics.finite_differences import CHECK
+from gradaudit.numerics.finite_differences import CHECK, rounding, step_size
 
 Masks = tuple[np.ndarray, ...]
 """One boolean array per derivative block."""
@@ -150,6 +150,9 @@ CONVERGING = 0.05
 """A moving central estimate can still be judged when halving the step changes it by at most this
 fraction of itself: near a pole a smooth function's estimate moves by a fraction of a percent, where
 a step longer than the function's period (aliasing) moves it by tens of percent."""
+UNCHECKED = 10.0
+"""Finite differences cannot check an entry whose rounding allowance is this many times the
+derivative there (plus the absolute tolerance): a wrong derivative would vanish in it."""
 CHECK_WEIGHT = CHECK**2 * 4 / 3
 """c(CHECK h) = extrapolated + CHECK_WEIGHT (c(h) - c(h/2)) where c(s) = f' + C s^2, as a smooth
 function's central differences are."""
@@ -174,12 +177,18 @@ class Trust:
     vertical tangent). Where they have not (a jump or a pole the step straddles, a slope that grows
     as the step shrinks, a period shorter than the step), the entry is a kink: not compared.
     undefined: no finite estimate (non-finite inputs or outputs, or a step past the dtype's range).
+    absorbed: the rounding a difference quotient there can hide (its `noise`, from the function's
+    value, plus `_rounding_of_terms`, from its larger terms) is UNCHECKED times the derivative itself
+    (plus the absolute tolerance), so finite differences cannot tell it from zero: the step is lost in them (an FFT of [0, 0, 3e38, 3e38] moves not at all
+    when x[0] moves by 0.004), so finite differences cannot check the entry. Compared within that
+    rounding, and noted.
     """
 
     kink: Masks
     moving: Masks
     spread: Masks
     undefined: Masks
+    absorbed: Masks = ()
 
     @property
     def skipped(self) -> Masks:
@@ -219,7 +228,48 @@ class _Against:
     """Per AD path of the family: `_Comparison.bad` of the path against the reference."""
 
 
-def _against(cases: Sequence[Case], reference: str, paths: Sequence[str]) -> list[_Against]:
+def _rounding_of_terms(cases: Sequence[Case], reference: str, paths: Sequence[str], order: int) -> np.ndarray | None:
+    """Per case (rows) and entry d out[i]/d x[j] (stacked as `_stacked`), what rounding the function's
+    terms can hide from a difference quotient at x[j]: 4 eps sum over k != j of |J[i, k]| |x[k]|,
+    over h_j / 2, eps the output's rounding, J the largest of the AD paths' and finite differences'
+    finite derivatives, x every differentiated input, h_j the step taken at x[j]. This is the
+    forward-error bound of a sum (out[i] moves with J[i, k] x[k] terms, each rounded to eps of
+    itself; x[j]'s own term moves with the step and is not noise) over the half step,
+    where the reference's own `noise` counts |out[i]| alone: out[i] = 0 from 3e38 - 3e38 has no
+    noise of its own, yet any move of x[j] below 1e31 is lost in it. None: first order only, or
+    nothing to add (no input has a neighbour larger than its own step can see)."""
+    first = cases[0]
+    like = first.results[reference].ok_arrays
+    if order != 1 or not first.inputs or len(first.inputs) != len(like):
+        return None
+    sources = [p for p in paths if len(first.results[p].ok_arrays) == len(like)]
+    derivatives = [_stacked([case.results[p].ok_arrays for case in cases]) for p in sources]
+    derivatives.append(_stacked([_estimate(case.results[reference], "extrapolated") for case in cases]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        largest = functools.reduce(np.maximum, [np.nan_to_num(np.abs(d), nan=0.0, posinf=0.0) for d in derivatives])
+        inputs = [np.stack([np.nan_to_num(np.abs(np.asarray(case.inputs[k], dtype=np.float64)), nan=0.0, posinf=0.0).reshape(-1) for case in cases]) for k in range(len(like))]
+        sizes = [x.shape[1] for x in inputs]
+        out_size = math.prod(np.shape(like[0])) // max(1, sizes[0]) if sizes[0] else 0
+        if not out_size or any(math.prod(np.shape(block)) != out_size * size for block, size in zip(like, sizes, strict=True)):
+            return None
+        blocks = [b.reshape(len(cases), out_size, size) for b, size in zip(np.split(largest, np.cumsum([out_size * size for size in sizes])[:-1], axis=1), sizes, strict=True)]
+        own = [block * x[:, None, :] for block, x in zip(blocks, inputs, strict=True)]
+        terms = sum(term.sum(axis=2) for term in own)
+        steps = []
+        for k, size in enumerate(sizes):
+            dtype = np.asarray(first.inputs[k]).dtype
+            rows = []
+            for case, x in zip(cases, inputs[k], strict=True):
+                eps = case.eps if case.eps is not None else dtypes.default_eps(dtype.name)
+                rows.append(step_size(x, eps, dtype) / 2)
+            steps.append(np.stack(rows).reshape(len(cases), 1, size))
+        out_rounding = rounding(np.asarray(_value(first.results, first.bindings).ok_arrays[0]).dtype)
+        # The other terms only: x[j] itself is exact, and its own term moves with the step.
+        hidden = [4.0 * out_rounding * np.maximum(terms[:, :, None] - term, 0.0) / step for term, step in zip(own, steps, strict=True)]
+    return np.concatenate([h.reshape(len(cases), -1) for h in hidden], axis=1)
+
+
+def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order: int = 1) -> list[_Against]:
     """For cases alike in blocks and shapes (a group's members), all at once: where the finite
     differences of `reference` can be trusted (see Trust), from their estimates at several steps,
     and which entries of each of `paths` are not close to them (compared where trusted, moving
@@ -254,6 +304,18 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str]) -> lis
             spreading = [stacked[name] for name in SPREAD_ESTIMATES]
             spread = np.nan_to_num(functools.reduce(np.maximum, spreading) - functools.reduce(np.minimum, spreading), nan=np.inf, posinf=np.inf)
     allowance = noise + np.where(moves, spread, 0.0)
+    hidden = _rounding_of_terms(cases, reference, paths, order) if references[0].estimates is not None else None
+    if hidden is not None:
+        allowance = allowance + hidden
+    absorbed = np.zeros(undefined_flat.shape, dtype=bool)
+    if references[0].estimates is not None:
+        # Where the rounding allowed is many times the derivative itself (any path's, or the
+        # reference's, with the absolute tolerance), finite differences cannot tell it from zero.
+        with np.errstate(invalid="ignore", over="ignore"):
+            magnitudes = [np.abs(_stacked([r.ok_arrays for r in references]))]
+            magnitudes += [np.abs(_stacked([case.results[name].ok_arrays for case in cases])) for name in paths if len(cases[0].results[name].ok_arrays) == len(references[0].ok_arrays)]
+            largest = functools.reduce(np.fmax, [np.where(np.isfinite(m), m, np.nan) for m in magnitudes if m.shape == undefined_flat.shape])
+            absorbed = (allowance > UNCHECKED * (fd_atol + np.nan_to_num(largest, nan=0.0))) & ~undefined_flat & ~kink
     bad: dict[str, list[list[np.ndarray | None]]] = {}
     for name in paths:
         found = _compared(cases, name, reference, fd_rtol, fd_atol, allowance, lambda got: kink | undefined_flat | (moves & ~np.isfinite(got)))
@@ -261,7 +323,13 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str]) -> lis
             bad[name] = found
     return [
         _Against(
-            trust=Trust(kink=_blocks(kink[b], mine), moving=_blocks(moves[b], mine), spread=_blocks(spread[b], mine), undefined=mine),
+            trust=Trust(
+                kink=_blocks(kink[b], mine),
+                moving=_blocks(moves[b], mine),
+                spread=_blocks(spread[b], mine),
+                undefined=mine,
+                absorbed=_blocks(absorbed[b], mine),
+            ),
             noise=_blocks(allowance[b], mine),
             bad={name: found[b] for name, found in bad.items()},
         )
@@ -756,6 +824,15 @@ def _finite_difference_notes(reference: PathResult, trusted: Trust, output_shape
             f"{total} entries compared with {label_} within the spread of its estimates ({spread:g} there)"
         ),
     )
+    absorbed = note(
+        trusted.absorbed,
+        {"finite_difference": _estimate(reference, "extrapolated")},
+        lambda location, count, finite_difference: (
+            f"finite differences cannot check {count} of {total} entries, first at {location} ({finite_difference:g} there): "
+            f"the step is lost in the rounding of the function's value or its larger terms (inputs many times the step, times "
+            f"their derivatives); compared with {label_} only within that rounding"
+        ),
+    )
     count = sum(int(np.sum(u)) for u in trusted.undefined)
     undefined = (
         [
@@ -769,7 +846,72 @@ def _finite_difference_notes(reference: PathResult, trusted: Trust, output_shape
         if count
         else []
     )
-    return kinks + moving + undefined
+    return kinks + moving + absorbed + undefined
+
+
+def _row_and_column_scale(blocks: Sequence[np.ndarray], out_size: int) -> list[np.ndarray] | None:
+    """Per first-order block, per entry d out[i]/d x[j] (flat): the largest finite |derivative| in
+    its row (out[i] against every input) or its column (every output against x[j]). Forward mode
+    computes a column at once and rounds it to its largest entry, reverse mode a row; None where
+    the blocks do not split into rows of the output."""
+    if not out_size or any(np.size(b) % out_size for b in blocks):
+        return None
+    with np.errstate(invalid="ignore"):
+        matrices = [np.nan_to_num(np.abs(np.asarray(b, dtype=np.float64)).reshape(out_size, -1), nan=0.0, posinf=0.0) for b in blocks]
+    rows = functools.reduce(np.maximum, [m.max(axis=1, initial=0.0) for m in matrices])
+    return [np.maximum(rows[:, None], m.max(axis=0, initial=0.0)[None, :]).reshape(-1) for m in matrices]
+
+
+def _beyond_scale(side: PathResult, reference: PathResult, bad: list[np.ndarray | None], tolerances: Tolerances, out_size: int) -> tuple[list[np.ndarray | None], list[np.ndarray]]:
+    """`bad` (AD paths against each other, entry by entry) split into the entries that differ beyond
+    the rounding the dtype allows the Jacobian there as a whole, and those within it: an
+    ill-conditioned linear-algebra Jacobian's small entries, rounded in forward mode to their
+    column's largest and in reverse mode to their row's, part by more than their own size allows,
+    by millionths of the whole. Within it: the difference is at most the square root of the dtype's
+    epsilon (what a computation of condition up to 1/sqrt(eps) rounds to) times the entry's row and
+    column scale (`_row_and_column_scale`), a bound finite differences' own absolute tolerance
+    (4 sqrt(eps)) is looser than; or at most that times the Jacobian's largest entry while no more
+    than finite differences' relative tolerance of the entry itself (a difference they could never
+    resolve: a wrong factor, sign or zero is not)."""
+    scale = _row_and_column_scale(reference.ok_arrays, out_size)
+    if scale is None:
+        return bad, []
+    condition = math.sqrt(rounding(np.asarray(reference.ok_arrays[0]).dtype))
+    conditioned = condition * max((float(s.max(initial=0.0)) for s in scale), default=0.0)
+    kept, within = [], []
+    for block, indices in enumerate(bad):
+        if indices is None or not indices.size:
+            kept.append(indices)
+            within.append(np.zeros(0, dtype=np.intp))
+            continue
+        got = np.asarray(side.ok_arrays[block], dtype=np.float64).reshape(-1)[indices]
+        want = np.asarray(reference.ok_arrays[block], dtype=np.float64).reshape(-1)[indices]
+        with np.errstate(invalid="ignore", over="ignore"):
+            gap = np.abs(got - want)
+            small = (gap <= conditioned) & (gap <= tolerances.fd_rtol * np.maximum(np.abs(got), np.abs(want)))
+            rounded = np.isfinite(got) & np.isfinite(want) & ((gap <= condition * scale[block][indices]) | small)
+        kept.append(indices[~rounded])
+        within.append(indices[rounded])
+    return kept, within
+
+
+def _scale_note(side: Sequence[PathResult], reference: Sequence[PathResult], within: list[np.ndarray], output_shape: tuple[int, ...], names: tuple[str, ...]) -> list[Note]:
+    """A note for AD entries set aside by `_beyond_scale`: what was not counted, and where."""
+    count = sum(w.size for w in within)
+    if not count:
+        return []
+    block = next(b for b, w in enumerate(within) if w.size)
+    flat = int(within[block][0])
+    location = _location(reference[0].ok_arrays[block], output_shape, names[block], 1, flat)
+    got = float(np.asarray(side[0].ok_arrays[block], dtype=np.float64).reshape(-1)[flat])
+    want = float(np.asarray(reference[0].ok_arrays[block], dtype=np.float64).reshape(-1)[flat])
+    total = sum(np.size(a) for a in reference[0].ok_arrays)
+    these, those = _labels([p.name for p in side]), _labels([p.name for p in reference])
+    message = (
+        f"{these} and {those} differ on {count} of {total} entries by no more than the dtype's rounding of the Jacobian at "
+        f"the scale of each entry's row and column, first at {location} ({got:g} against {want:g}): rounding, not counted"
+    )
+    return [Note(paths=tuple(p.name for p in (*side, *reference)), message=message, count=count, of=total, location=location)]
 
 
 def _device_findings(results: dict[str, PathResult], arg_names: tuple[str, ...], output_shape: tuple[int, ...], tolerances: Tolerances) -> list[Finding]:
@@ -800,6 +942,8 @@ class Case:
     tolerances: Tolerances
     bindings: Sequence[str] = ("",)
     inputs: Sequence[np.ndarray] = ()
+    eps: float | None = None
+    """The scenario's finite-difference eps (None: its dtypes'), to know the steps taken."""
 
 
 @dataclass(frozen=True)
@@ -855,7 +999,7 @@ def _elementwise(cases: Sequence[Case]) -> list[_Elementwise | None]:
         if references:
             name = references[0].name
             paths = [p for p in family.bound(first.bindings)[0] if p in first.results and first.results[p].ok]
-            for mine, compared in zip(against, _against(cases, name, paths), strict=True):
+            for mine, compared in zip(against, _against(cases, name, paths, family.order), strict=True):
                 mine[name] = compared
     pairs = _Pairs(cases)
     return [_Elementwise(against=mine, provenance=prov, pairs=pairs, row=row) for row, (mine, prov) in enumerate(zip(against, _provenances(cases), strict=True))]
@@ -989,7 +1133,11 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
 
         comparisons = []
         for earlier, later in itertools.combinations(classes, 2):
-            pair = _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=elementwise.bad(later[0], earlier[0], tolerances))
+            known = elementwise.bad(later[0], earlier[0], tolerances)
+            if family.order == 1:
+                known, rounded = _beyond_scale(later[0], earlier[0], known, tolerances, int(np.size(value.ok_arrays[0])))
+                notes += _scale_note(later, earlier, rounded, output_shape, names)
+            pair = _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=known)
             comparisons.append(replace(pair, classifying=classed(pair.splits_twins())))
         if references:
             reference = references[0]

@@ -1,0 +1,86 @@
+"""Where rounding, not a derivative, parts the paths: said as a note with its reason, never a finding.
+
+Two cases the judge cannot settle entry by entry: finite differences whose step is lost in the
+function's larger terms (an FFT next to float32's largest value), and AD paths of an ill-conditioned
+Jacobian that part by the dtype's rounding of the Jacobian as a whole. Each must stay a finding
+where the numbers are beyond that rounding.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import gradaudit
+from gradaudit.judging.judge import Tolerances, judge
+from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE
+from tests.helpers import path_results
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def fft(x):
+    return jnp.real(jnp.fft.fft(x))
+
+
+def test_finite_differences_lost_in_larger_terms_are_a_note_not_a_finding():
+    # out[2] = x0 - x1 + x2 - x3: a move of x0 by its step (0.004) is lost in 3.4e38 - 3.4e38.
+    audit = gradaudit.audit(fft, np.array([0.0, 0.0, F32_MAX, F32_MAX], np.float32))
+    assert audit.status == "consistent", audit.failure_text()
+    (note,) = [n for n in audit.notes if "cannot check" in n.message]
+    assert note.count >= 2 and "lost in the rounding of the function's value or its larger terms" in note.message
+
+
+@jax.custom_jvp
+def doubled_first(x):
+    return x[0] + x[1]
+
+
+@doubled_first.defjvp
+def _doubled_first_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return doubled_first(x), 2.0 * t[0] + t[1]  # wrong: d/dx0 is 1
+
+
+def test_a_wrong_rule_beside_ordinary_inputs_stays_a_wrong_finding():
+    audit = gradaudit.audit(doubled_first, np.array([0.5, 1000.0], np.float32))
+    assert audit.status == "mismatch"
+    assert {str(f.finding_class) for f in audit.findings} == {"wrong"}
+    assert not [n for n in audit.notes if "cannot check" in n.message]
+
+
+def test_the_same_rule_beside_a_term_that_swallows_the_step_is_said_to_be_unchecked():
+    # x1 = 3e38: out moves by 0.004 when x0 does, below its rounding: nothing can check d/dx0.
+    audit = gradaudit.audit(doubled_first, np.array([0.5, 3e38], np.float32))
+    assert [n for n in audit.notes if "cannot check 1 of 2 entries, first at d out/d x[0]" in n.message]
+    assert not any("x[0]" in (f.location or "") for f in audit.findings)
+
+
+TOL = Tolerances(fd_rtol=1.38e-3, fd_atol=1.38e-3, ad_rtol=1.9e-6, ad_atol=1.9e-6)
+
+
+def _judged(fwd, rev, fd):
+    x = np.array([0.62, -1.0], np.float32)
+    results = path_results({VALUE: [[1.0, 2.0]], JACFWD: [fwd], JIT_JACFWD: [fwd], JACREV: [rev], JIT_JACREV: [rev], FINITE_DIFFERENCE: [fd]})
+    return judge(results, ("x",), TOL, inputs=(x,))
+
+
+def test_ad_paths_parting_by_the_rounding_of_their_row_and_column_are_a_note():
+    # A 2 x 2 Jacobian with entries near 1 and one small entry that forward and reverse mode round
+    # differently by 3e-6 (3e-6 of its row's scale, 70% of itself): rounding of the whole, not a defect.
+    fwd = np.array([[0.87, 3.8e-6], [0.5, 0.24]])
+    rev = np.array([[0.87, 6.5e-6], [0.5, 0.24]])
+    verdict = _judged(fwd, rev, fwd)
+    assert verdict.status == "consistent" and not verdict.findings
+    (note,) = [n for n in verdict.notes if "rounding, not counted" in n.message]
+    assert note.count == 1 and note.location == "d out[0]/d x[1]"
+
+
+def test_ad_paths_parting_by_a_factor_at_a_small_entry_are_still_wrong():
+    # The same small entry, but reverse mode twice forward's and a row whose scale is the entry's own.
+    fwd = np.array([[1e-3, 0.0], [0.5, 0.24]])
+    rev = np.array([[2e-3, 0.0], [0.5, 0.24]])
+    verdict = _judged(fwd, rev, fwd)
+    assert {str(f.finding_class) for f in verdict.findings} == {"wrong"}
+    assert not [n for n in verdict.notes if "rounding, not counted" in n.message]
