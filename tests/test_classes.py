@@ -139,3 +139,30 @@ def test_one_noise_entry_does_not_excuse_a_wrong_entry_of_the_same_comparison():
     verdict = _judged([4.0, NAN, 1.0], [6.0], [[0.0, 0.0, 2.0]], [[NAN, NAN, 0.0]], [[0.0, NAN, 2.0]])
     classes = {(str(f.finding_class), f.location) for f in verdict.findings if "finite differences" in f.message}
     assert ("wrong", "d out/d x[2]") in classes and ("leak", "d out/d x[0]") in classes
+
+
+def test_a_probe_settles_by_the_numbers_it_holds():
+    from gradaudit.judging.classes import FINER_AGREES, settle
+    from gradaudit.model.computed import Probe
+
+    h = 2.0**-8
+    steps = tuple(h * 2.0**p for p in (8, 4, 0, -4, -8, -12))
+
+    def probe(central, left=None, right=None, tied=(), along=None):
+        return Probe(h, steps, tuple(central), tuple(left or central), tuple(right or central), tied, along)
+
+    # A line of slope 1 at every step where AD says 0: nothing to settle, the entry stays wrong.
+    assert settle(probe([1.0] * 6), got=0.0, want=1.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0) is None
+    # Finer steps agree with AD where the usual one did not: its step spans the function's periods.
+    assert settle(probe([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]), got=1.0, want=0.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome == FINER_AGREES
+    # Flat at and below the usual step, AD's slope over the largest: a staircase.
+    assert settle(probe([1.0, 0.4, 0.0, 0.0, 0.0, 0.0]), got=1.0, want=0.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome == "non-differentiable"
+    # Flat everywhere: AD's 1 is followed by nothing; still wrong.
+    assert settle(probe([0.0] * 6), got=1.0, want=0.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0) is None
+    # One-sided slopes that part at the finest steps and do not close: a jump finer than the step.
+    jump = probe([5.0] * 6, left=[5.0, 5.0, 5.0, 5.0, 1e3, 1e6], right=[5.0, 5.0, 5.0, 5.0, 0.0, 0.0])
+    assert settle(jump, got=0.0, want=5.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome == "non-differentiable"
+    # Tied inputs whose diagonal slope is not the sum of their partial slopes: no derivative.
+    tie = probe([0.0] * 6, tied=((0, 0), (0, 1)), along=1.0)
+    assert settle(tie, got=1.0, want=0.0, predicted=0.0, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome == "non-differentiable"
+    assert settle(tie, got=1.0, want=0.0, predicted=1.0, rtol=1e-3, atol=1e-3, rounding_at=0.0) is None

@@ -15,7 +15,7 @@ import numpy as np
 import gradaudit
 from gradaudit.judging.judge import Tolerances, judge
 from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE
-from tests.helpers import path_results
+from tests.helpers import path_results, run_cli, write_yaml
 
 F32_MAX = float(np.finfo(np.float32).max)
 
@@ -84,3 +84,43 @@ def test_ad_paths_parting_by_a_factor_at_a_small_entry_are_still_wrong():
     verdict = _judged(fwd, rev, fwd)
     assert {str(f.finding_class) for f in verdict.findings} == {"wrong"}
     assert not [n for n in verdict.notes if "rounding, not counted" in n.message]
+
+
+# --- entries every AD path agrees on against finite differences: probed at other steps ---------
+
+
+def _classes(audit) -> set[str]:
+    return {str(f.finding_class) for f in audit.findings}
+
+
+def test_ties_are_non_differentiable_where_coordinate_slopes_exist_but_no_derivative_does():
+    # The middle of three equal values: moving any one leaves it, moving all three moves it at slope 1.
+    audit = gradaudit.audit(lambda x: jnp.sort(x)[1], np.zeros(3, np.float32))
+    assert audit.passed and _classes(audit) == {"non-differentiable"}
+    assert "a tie: 3 inputs are equal here" in audit.findings[0].reason
+
+
+def test_a_staircase_with_a_straight_through_rule_is_non_differentiable():
+    audit = gradaudit.audit(lambda x: jax.lax.reduce_precision(x, exponent_bits=5, mantissa_bits=2), np.float32(1.0))
+    assert audit.passed and _classes(audit) == {"non-differentiable"}
+    assert "piecewise constant here" in audit.findings[0].reason
+
+
+def test_a_period_far_below_the_step_is_checked_at_finer_steps_and_noted(tmp_path):
+    # fmod(x, 7e-42) in float64 at x = 0 is x itself below the divisor: the usual step spans 1e36 periods.
+    scenario = write_yaml(tmp_path, "fmod.yaml", "scenarios:\n- name: fmod-tiny-divisor\n  fn: jax.numpy:fmod\n  inputs:\n  - {dtype: float64, value: 0.0}\n  - {dtype: float64, value: 7.1e-42}\n")
+    ran = run_cli("run", str(scenario), "--json", "-")
+    (result,) = ran.json()["results"]
+    assert ran.exit_code == 0 and result["status"] == "consistent", ran.stderr
+    assert [n for n in result["notes"] if "checked at finer steps" in n["message"] and "spans the function's periods" in n["message"]]
+
+
+def test_a_wrong_derivative_at_a_smooth_point_is_still_wrong_after_probing():
+    # i0 is even: i0'(0) = 0 at every step, however fine or coarse; a rule that says 1 is wrong.
+    @jax.custom_jvp
+    def even(x):
+        return jnp.cosh(x)
+
+    even.defjvp(lambda primals, tangents: (even(primals[0]), tangents[0] * 1.0))
+    audit = gradaudit.audit(even, np.float32(0.0))
+    assert _classes(audit) == {"wrong"} and not audit.passed

@@ -26,6 +26,7 @@ import numpy as np
 from gradaudit.engines.base import VALUE_, assembled
 from gradaudit.engines.group import MAX_ELEMENTS, _answers, batch_size, computations
 from gradaudit.engines.literal import steps
+from gradaudit.engines.probe import prober
 from gradaudit.jaxenv import as_jax_arrays, device_name, needs_x64, unfiltered_tracebacks, x64_for
 from gradaudit.model.computed import Computed
 from gradaudit.model.scenario import Scenario
@@ -107,6 +108,7 @@ class Bundle:
                     engine="bundle",
                     primitives=functools.partial(primitives, mine[0]),
                     triggers=functools.partial(triggered, mine[0]),
+                    probe=prober(mine[0], self.scenarios[owner]),
                 )
             )
         return results

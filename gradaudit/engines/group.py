@@ -30,6 +30,7 @@ import numpy as np
 
 from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, assembled
 from gradaudit.engines.literal import ScenarioTimeout, steps, time_limit
+from gradaudit.engines.probe import prober
 from gradaudit.jaxenv import as_jax_arrays, device_name, tracing_context, unfiltered_tracebacks, x64_for
 from gradaudit.limits import check_limits
 from gradaudit.model.computed import Computed
@@ -166,8 +167,9 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
             engine="group",
             primitives=traced[id(ts[0].fn)],
             triggers=functools.partial(triggered, ts[0]),
+            probe=prober(ts[0], member),
         )
-        for mine, ts in zip(paths, targets, strict=True)
+        for mine, ts, member in zip(paths, targets, members, strict=True)
     ]
 
 

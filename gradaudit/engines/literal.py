@@ -19,6 +19,7 @@ import jax
 import numpy as np
 
 from gradaudit.engines.base import run_path
+from gradaudit.engines.probe import prober
 from gradaudit.jaxenv import as_jax_arrays, device_name, unfiltered_tracebacks, x64_for
 from gradaudit.limits import LIMIT_EXCEEDED, check_limits
 from gradaudit.model import dtypes
@@ -221,6 +222,7 @@ def compute(scenario: Scenario, timeout: float | None = None, devices: Sequence 
         seconds=time.perf_counter() - start,
         primitives=lambda: primitives(target),
         triggers=functools.partial(triggered, target),
+        probe=prober(target, scenario),
     )
 
 

@@ -26,7 +26,7 @@ def assess_all(computed: Sequence[tuple[Scenario, Computed]], tolerance: tuple[f
     members) are judged together (`judge_all`), each charged an equal share of the time."""
     started = time.perf_counter()
     judged = [(scenario, paths) for scenario, paths in computed if paths.failure is None]
-    verdicts = judge_all([Case(paths.paths, paths.arg_names, tolerances_for(scenario, tolerance), paths.bindings, paths.inputs, scenario.eps) for scenario, paths in judged])
+    verdicts = judge_all([Case(paths.paths, paths.arg_names, tolerances_for(scenario, tolerance), paths.bindings, paths.inputs, scenario.eps, paths.probe) for scenario, paths in judged])
     diagnoses = [diagnose(_evidence(paths, verdict)) for (_, paths), verdict in zip(judged, verdicts, strict=True)]
     share = (time.perf_counter() - started) / max(1, len(judged))
     found = iter(zip(verdicts, diagnoses, strict=True))

@@ -27,6 +27,7 @@ from functools import cached_property
 
 import numpy as np
 
+from gradaudit.model.computed import Probe
 from gradaudit.model.findings import FindingClass
 
 WRONG, EAGER_JIT, LEAK = FindingClass.WRONG, FindingClass.EAGER_JIT, FindingClass.LEAK
@@ -60,6 +61,8 @@ class Surroundings:
     arg_names: tuple[str, ...]
     largest: float = math.inf
     """The largest finite number of the derivatives' dtype: beyond it a derivative overflows."""
+    rounding: float = 0.0
+    """The spacing of the output dtype's numbers near 1 (its epsilon)."""
     output_finite: np.ndarray | None = None
     """Where some value path (eager or jit, any binding) gives a finite output: an element only one
     of them finds infinite is an eager/jit split, not a non-finite output. None: `output`'s own."""
@@ -251,3 +254,79 @@ def ranked(classes: Sequence[str]) -> list[FindingClass]:
     """The distinct classes among `classes`, most severe first."""
     present = set(classes)
     return [c for c in FindingClass if c.value in present]
+
+
+FINER_AGREES = "finer-steps-agree"
+"""Not a class: an entry finite differences at the usual step cannot judge, where finer steps agree
+with the AD paths (its step spans the function's periods or steps). A note, not a finding."""
+
+COARSE_AGREES = 0.1
+"""A staircase's slope over the largest probed step is within this fraction of the AD paths'."""
+
+
+@dataclass(frozen=True)
+class Settled:
+    """What a probe (`model.computed.Probe`) showed at an entry the AD paths agree on against
+    finite differences: its outcome (a FindingClass value, or FINER_AGREES) and why, with the numbers."""
+
+    outcome: str
+    reason: str
+
+
+def settle(probe: Probe, got: float, want: float, predicted: float | None, rtol: float, atol: float, rounding_at: float) -> Settled | None:
+    """The outcome at an entry where every AD path gives `got` and finite differences at the usual
+    step `want`, from the `probe` there; None: the probe changes nothing (the entry stays `wrong`).
+    `predicted`: the sum of finite differences' partial slopes over the tied inputs (the slope a
+    derivative would give along their diagonal); `rounding_at`: 4 eps |out[i]|, the rounding of
+    the function's value there, so a step s carries noise rounding_at / s. In order:
+
+    - a tie: moving the tied inputs together moves out[i] at a slope their partial slopes do not
+      sum to: no derivative exists (sort, median, top_k at equal inputs): `non-differentiable`;
+    - a jump at a finer step: the one-sided slopes part at the two finest steps finite
+      differences can resolve, and do not close up (floor_divide at a multiple of a tiny divisor);
+    - finer steps agree with the AD paths: the usual step spans the function's periods or steps
+      (fmod by a subnormal divisor): FINER_AGREES, a note;
+    - a staircase: finite differences 0 at the usual step and every finer one they resolve, the AD
+      paths' slope over the largest step: piecewise constant, its derivative a surrogate
+      (reduce_precision's straight-through rule): `non-differentiable`."""
+
+    def tolerance(a: float, b: float, step: float) -> float:
+        return atol + rtol * max(abs(a), abs(b)) + rounding_at / step
+
+    def close(a: float, b: float, step: float) -> bool:
+        return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= tolerance(a, b, step)
+
+    h = probe.step
+    if probe.along_tie is not None and predicted is not None and not close(probe.along_tie, predicted, h):
+        return Settled(
+            NON_DIFFERENTIABLE.value,
+            f"a tie: {len(probe.tied)} inputs are equal here; moved together they move the output at slope "
+            f"{_number(probe.along_tie)}, where their partial slopes sum to {_number(predicted)}: no derivative exists",
+        )
+    scale = max(abs(got), abs(want), 1.0)
+    finer = [(s, c, left, right) for s, c, left, right in zip(probe.steps, probe.central, probe.left, probe.right, strict=True) if s < h / 2 and rounding_at / s <= 0.5 * (atol + rtol * scale)]
+    if len(finer) >= 2:
+        (s1, c1, l1, r1), (s2, c2, l2, r2) = finer[-2], finer[-1]
+        parted = all(math.isfinite(v) for v in (l1, r1, l2, r2)) and abs(r2 - l2) > tolerance(l2, r2, s2) and abs(r1 - l1) > tolerance(l1, r1, s1)
+        if parted and abs(r2 - l2) >= 0.75 * abs(r1 - l1):
+            return Settled(
+                NON_DIFFERENTIABLE.value,
+                f"a jump or kink finer than the usual step {h:.3g}: at step {s2:.3g} the slope is {_number(l2)} from the left, "
+                f"{_number(r2)} from the right (at {s1:.3g}: {_number(l1)} and {_number(r1)})",
+            )
+        if close(c1, got, s1) and close(c2, got, s2) and not close(want, got, h):
+            return Settled(
+                FINER_AGREES,
+                f"the usual step {h:.3g} spans the function's periods or steps: finite differences give {_number(want)} there, "
+                f"but {_number(c1)} at step {s1:.3g} and {_number(c2)} at {s2:.3g}, as the AD paths do ({_number(got)})",
+            )
+    coarser = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s > 2 * h and math.isfinite(c)]
+    flat = abs(want) <= tolerance(want, 0.0, h) and all(abs(c) <= tolerance(c, 0.0, s) for s, c, _, _ in finer)
+    if flat and coarser and got != 0 and abs(coarser[0][1] - got) <= COARSE_AGREES * abs(got):
+        s, c = coarser[0]
+        return Settled(
+            NON_DIFFERENTIABLE.value,
+            f"piecewise constant here: finite differences 0 at the usual step {h:.3g} and below, {_number(c)} over step "
+            f"{s:.3g}, which the AD paths' {_number(got)} follows: a surrogate (straight-through) derivative of a staircase",
+        )
+    return None

@@ -21,8 +21,9 @@ from typing import TypeVar
 import ml_dtypes
 import numpy as np
 
-from gradaudit.judging.classes import WRONG, Reference, Surroundings, classify, crossing_infinities, explain, ranked
+from gradaudit.judging.classes import FINER_AGREES, WRONG, Reference, Settled, Surroundings, classify, crossing_infinities, explain, ranked, settle
 from gradaudit.model import dtypes
+from gradaudit.model.computed import Prober
 from gradaudit.model.findings import (
     CLASSES,
     CONSISTENT,
@@ -150,6 +151,9 @@ CONVERGING = 0.05
 """A moving central estimate can still be judged when halving the step changes it by at most this
 fraction of itself: near a pole a smooth function's estimate moves by a fraction of a percent, where
 a step longer than the function's period (aliasing) moves it by tens of percent."""
+PROBED = 8
+"""At most this many entries of one comparison are probed (`engines.probe`): each costs about forty
+evaluations of the function."""
 UNCHECKED = 10.0
 """Finite differences cannot check an entry whose rounding allowance is this many times the
 derivative there (plus the absolute tolerance): a wrong derivative would vanish in it."""
@@ -599,9 +603,35 @@ class _Classifying:
     twins: bool
     crossing: Masks | None = None
     """Per block, entries whose row or column holds an infinite derivative (`crossing_infinities`)."""
+    probe: Prober | None = None
+    """Where every AD path stands against finite differences: the probe that can settle a `wrong` entry."""
+    tolerance: tuple[float, float] = (0.0, 0.0)
+    """(rtol, atol) of the comparison, for the probe's evidence."""
 
     def crossed(self, block: int, flat: int) -> bool:
         return self.crossing is not None and bool(np.asarray(self.crossing[block]).reshape(-1)[flat])
+
+    def settled(self, block: int, order: int, block_size: int, flat: int, got: float, want: float) -> Settled | None:
+        """What a probe at the entry says (`classes.settle`), or None: no probe, or it changes nothing."""
+        if self.probe is None or self.reference is None or order != 1 or not (math.isfinite(got) and math.isfinite(want)):
+            return None
+        s = self.surroundings
+        element, own = s.own(block, order, np.asarray([flat]), block_size)
+        if not own:
+            return None
+        argument, elements = own[0]
+        out, at = int(element[0]), int(elements[0])
+        probe = self.probe(argument, at, out)
+        if probe is None:
+            return None
+        predicted = None
+        extrapolated = self.reference.estimates.get("extrapolated")
+        if extrapolated is not None and len(probe.tied) > 1:
+            out_size = max(1, int(s.output.size))
+            rows = [np.asarray(b, dtype=np.float64).reshape(out_size, -1) for b in extrapolated]
+            predicted = float(sum(rows[k][out, j] for k, j in probe.tied if k < len(rows)))
+        value = abs(float(s.output.reshape(-1)[out])) if s.output.size else 0.0
+        return settle(probe, got, want, predicted, *self.tolerance, 4.0 * s.rounding * value)
 
 
 @dataclass(frozen=True)
@@ -654,6 +684,7 @@ class _Comparison:
 
     def _classes(self, order: int) -> list[np.ndarray]:
         found = []
+        probed = 0
         for block, indices in enumerate(self.bad):
             if indices is None or self.classifying is None:
                 found.append(np.full(0 if indices is None else indices.shape, WRONG.value, dtype=object))
@@ -662,8 +693,33 @@ class _Comparison:
             size = int(np.size(self.side[0].ok_arrays[block]))
             c = self.classifying
             crossing = None if c.crossing is None else c.crossing[block]
-            found.append(classify(c.surroundings, c.reference, block, order, size, indices, got, want, c.twins, crossing))
+            classes = classify(c.surroundings, c.reference, block, order, size, indices, got, want, c.twins, crossing)
+            if c.probe is not None:
+                for k in np.flatnonzero(classes == WRONG.value)[: max(0, PROBED - probed)]:
+                    probed += 1
+                    settled = c.settled(block, order, size, int(indices[k]), float(got[k]), float(want[k]))
+                    if settled is not None:
+                        classes[k] = settled.outcome
+                        self.probed[block, int(indices[k])] = settled
+            found.append(classes)
         return found
+
+    @functools.cached_property
+    def probed(self) -> dict[tuple[int, int], Settled]:
+        """(block, flat) -> what a probe settled there (`_Classifying.settled`)."""
+        return {}
+
+    def settled_notes(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> list[Note]:
+        """A note for the entries a probe settled as beyond finite differences' usual step (not findings)."""
+        settled = [(key, s) for key, s in self.probed.items() if s.outcome == FINER_AGREES]
+        if not settled:
+            return []
+        (block, flat), first = settled[0]
+        location = _location(self.side[0].ok_arrays[block], output_shape, names[block], order, flat)
+        these = _labels([p.name for p in self.side])
+        total = sum(np.size(a) for a in self.side[0].ok_arrays)
+        message = f"{these} checked at finer steps on {len(settled)} of {total} entries, first at {location}: {first.reason}; not counted"
+        return [Note(paths=tuple(p.name for p in (*self.side, *self.reference)), message=message, count=len(settled), of=total, location=location)]
 
     def findings(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> list[Finding]:
         """One finding per class among the differing entries, most severe first."""
@@ -711,6 +767,8 @@ class _Comparison:
             size = int(np.size(first.ok_arrays[block]))
             sides, said = (these, those), (got_value, want_value)
             reason, evidence = explain(finding_class, c.surroundings, c.reference, block, order, size, flat, sides, said, c.crossed(block, flat))
+            if (block, flat) in self.probed:
+                reason = f"{reason}; {self.probed[block, flat].reason}"
         return Finding(
             kind=DISAGREEMENT,
             paths=paths,
@@ -757,6 +815,8 @@ class _Comparison:
             else:
                 pairs = list(zip((bad // in_size).tolist(), classes.tolist(), strict=True))
             for element, name in pairs:
+                if name == FINER_AGREES:
+                    continue
                 found = FindingClass(name)
                 if found in FAIL_ON_DEFAULT and (element not in elements or CLASSES.index(found) < CLASSES.index(elements[element])):
                     elements[element] = found
@@ -944,6 +1004,9 @@ class Case:
     inputs: Sequence[np.ndarray] = ()
     eps: float | None = None
     """The scenario's finite-difference eps (None: its dtypes'), to know the steps taken."""
+    probe: Prober | None = None
+    """More finite-difference evidence at an entry (`engines.probe`), asked where every AD path
+    agrees against finite differences; None: none (hand-made results)."""
 
 
 @dataclass(frozen=True)
@@ -1045,6 +1108,7 @@ def _surroundings(case: Case, value: PathResult) -> Surroundings:
             output=np.asarray(output, dtype=np.float64),
             arg_names=case.arg_names,
             largest=largest,
+            rounding=rounding(dtype) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else 0.0,
             output_finite=finite,
         )
 
@@ -1128,8 +1192,9 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             evidence = _reference_evidence(references[0], compared.trust)
         crossing = crossing_infinities([p.ok_arrays for p in ad_paths], int(np.size(value.ok_arrays[0]))) if family.order == 1 and ad_paths else None
 
-        def classed(twins: bool) -> _Classifying:
-            return _Classifying(surroundings, evidence, twins, crossing)  # noqa: B023 - used within this iteration
+        def classed(twins: bool, probe: Prober | None = None) -> _Classifying:
+            tolerance = (tolerances.fd_rtol, tolerances.fd_atol)
+            return _Classifying(surroundings, evidence, twins, crossing, probe, tolerance)  # noqa: B023 - used within this iteration
 
         comparisons = []
         for earlier, later in itertools.combinations(classes, 2):
@@ -1145,8 +1210,13 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             trusted, noise = compared.trust, compared.noise
             skip = trusted.skipped
             notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
+            # Every AD path on one side against finite differences: the signature of a step finite
+            # differences cannot take (or of a wrong rule): a probe may settle which.
+            consensus = case.probe if len(classes) == 1 else None
             against_reference = [
-                _Comparison(side, [reference], tolerances.fd_rtol, tolerances.fd_atol, noise=noise, known=compared.bad.get(side[0].name), classifying=classed(_twin_elsewhere(side, ad_paths)))
+                _Comparison(
+                    side, [reference], tolerances.fd_rtol, tolerances.fd_atol, noise=noise, known=compared.bad.get(side[0].name), classifying=classed(_twin_elsewhere(side, ad_paths), consensus)
+                )
                 for side in classes
             ]
             comparisons += against_reference
@@ -1171,6 +1241,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                         disagreeing[path.name] = elements
         for comparison in comparisons:
             findings += comparison.findings(output_shape, names, family.order)
+            notes += comparison.settled_notes(output_shape, names, family.order)
     findings += _device_findings(results, arg_names, output_shape, tolerances)
     prov = elementwise.provenance
     first_order = [results[p] for p in FAMILIES[0].bound(bindings)[0] if p in results]

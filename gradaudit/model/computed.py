@@ -12,6 +12,29 @@ from gradaudit.model.paths import PathResult
 
 
 @dataclass(frozen=True)
+class Probe:
+    """What the function did near one entry d out[i]/d x_k[j]."""
+
+    step: float
+    """The usual step h at x_k[j]: the one the ordinary estimates took."""
+    steps: tuple[float, ...]
+    """The steps taken (each a move that changed x_k[j]), largest first."""
+    central: tuple[float, ...]
+    left: tuple[float, ...]
+    right: tuple[float, ...]
+    """Per step: the central difference, and the one-sided slopes from the left and the right."""
+    tied: tuple[tuple[int, int], ...] = ()
+    """The (argument, element) pairs equal to x_k[j], itself included: moved together for `along_tie`."""
+    along_tie: float | None = None
+    """The central difference of out[i] with every tied element moved together at the usual step;
+    None where x_k[j] ties with nothing."""
+
+
+Prober = Callable[[int, int, int], "Probe | None"]
+"""(argument, element, output element) -> its Probe, or None where the function could not be evaluated."""
+
+
+@dataclass(frozen=True)
 class Failure:
     """Why a scenario has no paths: it timed out, its worker crashed, or it was too large."""
 
@@ -40,6 +63,9 @@ class Computed:
     triggers: Callable[[bool], frozenset[str]] | None = None
     """The failure mechanisms its function meets at its inputs (`targets.triggers.triggered`; the
     argument: push tangents too), evaluated on first use, for diagnoses."""
+    probe: Prober | None = None
+    """More finite-difference evidence at one entry (`engines.probe`), for the judge to ask where AD
+    paths agree with each other against finite differences."""
 
 
 def failed(failure: Failure, seconds: float = 0.0, engine: str = "literal") -> Computed:

@@ -1,0 +1,101 @@
+"""More evidence at one entry, asked for by the judge where an AD path seems wrong: finite
+differences at steps far below and above the usual one, and along the diagonal of tied inputs.
+
+The usual estimates use one step h (and h/2, 0.7 h). Two things they cannot see: a function whose
+steps or periods are far finer than h (floor_divide by a tiny divisor looks like a line of slope
+1/divisor at h; fmod by a subnormal looks flat), and a point where coordinate slopes exist but no
+derivative does (sort at [0, 0, 0]: moving any one input leaves the middle output where it is,
+moving all three together moves it at slope 1). A probe evaluates the function at those points
+(compiled, as finite differences are) and returns the numbers; the judge (`judging.classes`)
+decides what they mean.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from gradaudit.jaxenv import x64_for
+from gradaudit.model import dtypes
+from gradaudit.model.computed import Probe, Prober
+from gradaudit.model.scenario import Scenario
+from gradaudit.numerics.finite_differences import moved, step_size
+from gradaudit.targets.base import Target
+
+SCALES = (8, 4, 0, -4, -8, -12, -16, -20, -24, -28, -32, -40, -48, -56, -64, -80, -96, -112, -128, -140)
+"""Steps as h times 2 to these powers: up to 256 h, down to where a step no longer moves x."""
+
+TIED = 0.0
+"""Inputs tie when they are equal: the relative gap at which two elements count as one value."""
+
+
+def prober(target: Target, scenario: Scenario) -> Prober:
+    """The probe of `target`'s function at its inputs, with the scenario's eps (None: its dtypes')
+    and x64 as its paths had it (so the function compiled for them serves)."""
+
+    def probe(argument: int, element: int, output: int) -> Probe | None:
+        try:
+            with x64_for(scenario):
+                return _probe(target, scenario.eps, argument, element, output)
+        except Exception:  # noqa: BLE001 - a function that cannot be evaluated here gives no more evidence, which the judge says
+            return None
+
+    return probe
+
+
+def _probe(target: Target, eps: float | None, argument: int, element: int, output: int) -> Probe:
+    import jax
+
+    args = [np.asarray(a) for a in target.args]
+    compiled = jax.jit(target.fn)
+
+    def at(points: list[np.ndarray]) -> float:
+        value = np.asarray(compiled(*points, *target.fixed), dtype=np.float64).reshape(-1)
+        return float(value[output])
+
+    x = args[argument].reshape(-1)
+    dtype = x.dtype
+    h = float(step_size(np.asarray(x[element], dtype=np.float64), eps if eps is not None else dtypes.default_eps(dtype.name), dtype))
+
+    def moved_to(delta: float, where: tuple[tuple[int, int], ...]) -> tuple[list[np.ndarray], float]:
+        points = [a.copy() for a in args]
+        made = 0.0
+        for k, j in where:
+            flat = points[k].reshape(-1)
+            flat[j] = moved(flat[j], delta)
+            if (k, j) == (argument, element):
+                made = float(np.float64(flat[j]) - np.float64(x[element]))
+        return points, made
+
+    base = at(args)
+    steps, central, left, right = [], [], [], []
+    here = ((argument, element),)
+    for power in SCALES:
+        step = h * 2.0**power
+        plus, up = moved_to(step, here)
+        minus, down = moved_to(-step, here)
+        if up == 0 or down == 0 or not np.isfinite(up) or not np.isfinite(down) or _subnormal(plus[argument].reshape(-1)[element]) or _subnormal(minus[argument].reshape(-1)[element]):
+            continue
+        f_plus, f_minus = at(plus), at(minus)
+        steps.append(step)
+        central.append((f_plus - f_minus) / (up - down))
+        right.append((f_plus - base) / up)
+        left.append((base - f_minus) / -down)
+    value = np.float64(x[element])
+    tied = tuple((k, j) for k, a in enumerate(args) if a.dtype == dtype for j, v in enumerate(a.reshape(-1)) if np.isfinite(value) and abs(np.float64(v) - value) <= TIED * abs(value))
+    along = None
+    if len(tied) > 1:
+        plus, up = moved_to(h, tied)
+        minus, down = moved_to(-h, tied)
+        if up != 0 and down != 0:
+            along = (at(plus) - at(minus)) / (up - down)
+    return Probe(h, tuple(steps), tuple(central), tuple(left), tuple(right), tied, along)
+
+
+def _subnormal(value) -> bool:
+    """Whether a point is a nonzero number below its dtype's smallest normal one: XLA on CPU flushes
+    those to zero (an input there is not the input the step meant), so no probe steps to one."""
+    array = np.asarray(value)
+    tiny = float(ml_dtypes.finfo(array.dtype).smallest_normal)
+    magnitude = abs(float(np.float64(array)))
+    return 0.0 < magnitude < tiny
