@@ -154,6 +154,9 @@ a step longer than the function's period (aliasing) moves it by tens of percent.
 PROBED = 8
 """At most this many entries of one comparison are probed (`engines.probe`): each costs about forty
 evaluations of the function."""
+CANCELLED = 4.0
+"""The function's larger terms count in the rounding allowed (`_rounding_of_terms`) where they are
+this many times its value's own noise: they cancel to a smaller value, whose noise does not show them."""
 UNCHECKED = 10.0
 """Finite differences cannot check an entry whose rounding allowance is this many times the
 derivative there (plus the absolute tolerance): a wrong derivative would vanish in it."""
@@ -181,9 +184,10 @@ class Trust:
     vertical tangent). Where they have not (a jump or a pole the step straddles, a slope that grows
     as the step shrinks, a period shorter than the step), the entry is a kink: not compared.
     undefined: no finite estimate (non-finite inputs or outputs, or a step past the dtype's range).
-    absorbed: the rounding a difference quotient there can hide (its `noise`, from the function's
-    value, plus `_rounding_of_terms`, from its larger terms) is UNCHECKED times the derivative itself
-    (plus the absolute tolerance), so finite differences cannot tell it from zero: the step is lost in them (an FFT of [0, 0, 3e38, 3e38] moves not at all
+    absorbed: the function's larger terms cancel there (`_rounding_of_terms` over CANCELLED times
+    the value's own noise), and the rounding a difference quotient can hide is UNCHECKED times the
+    derivative itself (plus the absolute tolerance), so finite differences cannot tell it from
+    zero: the step is lost in them (an FFT of [0, 0, 3e38, 3e38] moves not at all
     when x[0] moves by 0.004), so finite differences cannot check the entry. Compared within that
     rounding, and noted.
     """
@@ -283,6 +287,7 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
     undefined_flat = _stacked(undefined).astype(bool)
     fd_atol = np.array([[case.tolerances.fd_atol] for case in cases])
     fd_rtol = np.array([[case.tolerances.fd_rtol] for case in cases])
+    larger = np.zeros(undefined_flat.shape, dtype=bool)
     if references[0].estimates is None:
         kink = moves = np.zeros(undefined_flat.shape, dtype=bool)
         spread = noise = np.zeros(undefined_flat.shape)
@@ -290,6 +295,11 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
         names = ("extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise")
         stacked = {name: _stacked([_estimate(r, name) for r in references]) for name in names}
         extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise = (stacked[name] for name in names)
+        hidden = _rounding_of_terms(cases, reference, paths, order)
+        # Larger terms count where they outweigh the value's own noise: cancellation (3e38 - 3e38).
+        larger = np.zeros(noise.shape, dtype=bool) if hidden is None else hidden > CANCELLED * noise
+        if hidden is not None:
+            noise = noise + np.where(larger, hidden, 0.0)
         defined = ~undefined_flat
         with np.errstate(invalid="ignore", over="ignore"):
             gap = np.abs(right - left)
@@ -308,18 +318,15 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
             spreading = [stacked[name] for name in SPREAD_ESTIMATES]
             spread = np.nan_to_num(functools.reduce(np.maximum, spreading) - functools.reduce(np.minimum, spreading), nan=np.inf, posinf=np.inf)
     allowance = noise + np.where(moves, spread, 0.0)
-    hidden = _rounding_of_terms(cases, reference, paths, order) if references[0].estimates is not None else None
-    if hidden is not None:
-        allowance = allowance + hidden
     absorbed = np.zeros(undefined_flat.shape, dtype=bool)
-    if references[0].estimates is not None:
-        # Where the rounding allowed is many times the derivative itself (any path's, or the
-        # reference's, with the absolute tolerance), finite differences cannot tell it from zero.
+    if np.any(larger):
+        # Where that rounding is many times the derivative itself (any path's, or the reference's,
+        # with the absolute tolerance), finite differences cannot tell it from zero.
         with np.errstate(invalid="ignore", over="ignore"):
             magnitudes = [np.abs(_stacked([r.ok_arrays for r in references]))]
             magnitudes += [np.abs(_stacked([case.results[name].ok_arrays for case in cases])) for name in paths if len(cases[0].results[name].ok_arrays) == len(references[0].ok_arrays)]
             largest = functools.reduce(np.fmax, [np.where(np.isfinite(m), m, np.nan) for m in magnitudes if m.shape == undefined_flat.shape])
-            absorbed = (allowance > UNCHECKED * (fd_atol + np.nan_to_num(largest, nan=0.0))) & ~undefined_flat & ~kink
+            absorbed = larger & (allowance > UNCHECKED * (fd_atol + np.nan_to_num(largest, nan=0.0))) & ~undefined_flat & ~kink
     bad: dict[str, list[list[np.ndarray | None]]] = {}
     for name in paths:
         found = _compared(cases, name, reference, fd_rtol, fd_atol, allowance, lambda got: kink | undefined_flat | (moves & ~np.isfinite(got)))
@@ -889,8 +896,8 @@ def _finite_difference_notes(reference: PathResult, trusted: Trust, output_shape
         {"finite_difference": _estimate(reference, "extrapolated")},
         lambda location, count, finite_difference: (
             f"finite differences cannot check {count} of {total} entries, first at {location} ({finite_difference:g} there): "
-            f"the step is lost in the rounding of the function's value or its larger terms (inputs many times the step, times "
-            f"their derivatives); compared with {label_} only within that rounding"
+            f"the step is lost in the rounding of the function's larger terms, which cancel there (inputs many times the step, "
+            f"times their derivatives); compared with {label_} only within that rounding"
         ),
     )
     count = sum(int(np.sum(u)) for u in trusted.undefined)
