@@ -151,6 +151,8 @@ CONVERGING = 0.05
 """A moving central estimate can still be judged when halving the step changes it by at most this
 fraction of itself: near a pole a smooth function's estimate moves by a fraction of a percent, where
 a step longer than the function's period (aliasing) moves it by tens of percent."""
+RANKED_FAILING = {c.value: c for c in CLASSES if c in FAIL_ON_DEFAULT}
+"""The classes the gate fails by default, by name: where routing is judged."""
 PROBED = 8
 """At most this many entries of one comparison are probed (`engines.probe`): each costs about forty
 evaluations of the function."""
@@ -818,14 +820,12 @@ class _Comparison:
         for a, bad, classes in zip(self.side[0].ok_arrays, self.bad, self.classified(order), strict=True):
             in_size = max(1, int(np.size(a)) // max(1, out_size))
             if bad is None:
-                pairs = [(element, WRONG.value) for element in range(out_size)]
+                pairs = {(element, WRONG.value) for element in range(out_size)}
             else:
-                pairs = list(zip((bad // in_size).tolist(), classes.tolist(), strict=True))
+                pairs = set(zip((bad // in_size).tolist(), classes.tolist(), strict=True))  # one per element and class
             for element, name in pairs:
-                if name == FINER_AGREES:
-                    continue
-                found = FindingClass(name)
-                if found in FAIL_ON_DEFAULT and (element not in elements or CLASSES.index(found) < CLASSES.index(elements[element])):
+                found = RANKED_FAILING.get(name)
+                if found is not None and (element not in elements or CLASSES.index(found) < CLASSES.index(elements[element])):
                     elements[element] = found
         return elements
 

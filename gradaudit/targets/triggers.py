@@ -44,15 +44,48 @@ def triggered(target: Target, tangents: bool = False) -> frozenset[str]:
         with jax.enable_x64(wide or bool(jax.config.jax_enable_x64)):  # type: ignore[attr-defined]  # Config defines each flag at run time
             closed = jax.make_jaxpr(target.fn)(*target.args, *target.fixed)
             seeds = [np.ones_like(a) for a in target.args] + [None] * len(target.fixed)
-            _evaluate(closed.jaxpr, closed.consts, [*target.args, *target.fixed], seeds if tangents else None, found)
+            _evaluate(closed.jaxpr, closed.consts, [*target.args, *target.fixed], seeds if tangents else None, found, outputs_needed=False)
     except Exception:  # noqa: BLE001 - a function that cannot be evaluated this way triggers nothing a diagnosis may name
         return frozenset()
     return frozenset(found)
 
 
-def _evaluate(jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence | None, found: set[str]) -> tuple[list, list | None]:
+CHECKED = frozenset({"clamp", "select_n", "gather", "dynamic_slice"})
+"""The primitives `_check` reads the operands of."""
+
+
+def _holds_checked(eqn) -> bool:
+    """Whether a call or cond evaluates a checked primitive inside (so it is evaluated, not skipped)."""
+    bodies = [eqn.params[CALLS[eqn.primitive.name]]] if eqn.primitive.name in CALLS and CALLS[eqn.primitive.name] in eqn.params else []
+    bodies += list(eqn.params.get("branches", ())) if eqn.primitive.name == "cond" else []
+    return any(e.primitive.name in CHECKED or _holds_checked(e) for body in bodies for e in getattr(body, "jaxpr", body).eqns)
+
+
+SKIP, CHECK, RUN = 0, 1, 2
+"""What evaluating values alone does with an equation: nothing, check its operands, or run it."""
+
+
+def _needed(jaxpr, outputs_needed: bool) -> list[int]:
+    """Per equation, SKIP, CHECK (a checked primitive whose result nothing needs) or RUN (it feeds a
+    checked primitive, holds one, or with `outputs_needed` feeds the jaxpr's outputs). Most of a
+    function is skipped: a select_n's selector and cases are usually inputs already."""
+    from jax.extend.core import Literal
+
+    wanted = {v for v in jaxpr.outvars if not isinstance(v, Literal)} if outputs_needed else set()
+    flags = [SKIP] * len(jaxpr.eqns)
+    for i in reversed(range(len(jaxpr.eqns))):
+        eqn = jaxpr.eqns[i]
+        feeds = any(v in wanted for v in eqn.outvars)
+        if feeds or _holds_checked(eqn) or eqn.primitive.name in CHECKED:
+            flags[i] = RUN if feeds or _holds_checked(eqn) else CHECK
+            wanted.update(v for v in eqn.invars if not isinstance(v, Literal))
+    return flags
+
+
+def _evaluate(jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence | None, found: set[str], outputs_needed: bool = True) -> tuple[list, list | None]:
     """The jaxpr's outputs at `primals` (and their tangents, where `tangents` is given), its constants
-    bound to `consts`, recording triggers in `found`."""
+    bound to `consts`, recording triggers in `found`. Without tangents only what a check needs is
+    evaluated (`_needed`); outputs not needed are then None."""
     from jax.extend.core import Literal
 
     values: dict = {}
@@ -68,14 +101,20 @@ def _evaluate(jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence | N
         values[var] = value
     for var, value, tangent in zip(jaxpr.invars, primals, tangents or [None] * len(primals), strict=True):
         values[var], slopes[var] = value, tangent
-    for eqn in jaxpr.eqns:
+    needed = _needed(jaxpr, outputs_needed) if tangents is None else [RUN] * len(jaxpr.eqns)
+    for eqn, action in zip(jaxpr.eqns, needed, strict=True):
+        if action == SKIP:
+            continue
         ins = [read(v) for v in eqn.invars]
+        if action == CHECK:
+            _check(eqn, ins, None, found)
+            continue
         tins = [slope(v) for v in eqn.invars] if tangents is not None else None
         outs, touts = _equation(eqn, ins, tins, found)
         for i, var in enumerate(eqn.outvars):
             values[var] = outs[i]
             slopes[var] = None if touts is None else touts[i]
-    outs = [read(v) for v in jaxpr.outvars]
+    outs = [values.get(v) if not isinstance(v, Literal) else v.val for v in jaxpr.outvars]
     return outs, ([slope(v) for v in jaxpr.outvars] if tangents is not None else None)
 
 
