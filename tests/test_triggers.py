@@ -73,3 +73,25 @@ def test_values_and_tangents_are_the_functions_own():
     value, slope = jax.jvp(f, (x,), (np.ones_like(x),))
     np.testing.assert_allclose(outs[0], value, rtol=1e-6)
     np.testing.assert_allclose(tangents[0], slope, rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_the_survey_kinds_keep_diagnoses_whose_mechanism_they_meet_and_lose_the_others(tmp_path):
+    import json
+
+    from tests.helpers import ROOT, run_cli
+
+    found = ROOT / "reports" / "survey" / "found"
+    names = ["scipy.special.spence-1", "scipy.special.spence-2", "numpy.sinc-1", "lax.clamp-1", "lax.select_n-1", "wrappers.getitem-4"]
+    report = tmp_path / "report.json"
+    run_cli("run", *[str(found / f"{n}.yaml") for n in names], "--json", str(report), "-q", "--exit-zero")
+    diagnosed = {r["name"]: (r.get("diagnosis") or {}).get("id") for r in json.loads(report.read_text())["results"]}
+    # jnp.piecewise binds clamp and select_n in spence, in order and in range; sinc's NaN is its selected branch's.
+    assert diagnosed == {
+        "scipy.special.spence-1": None,
+        "scipy.special.spence-2": None,
+        "numpy.sinc-1": None,
+        "lax.clamp-1": "GA011",
+        "lax.select_n-1": "GA002",
+        "wrappers.getitem-4": "GA010",
+    }

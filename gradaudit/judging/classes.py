@@ -216,7 +216,7 @@ def explain(
         name = surroundings.arg_names[argument] if argument < len(surroundings.arg_names) else f"x{argument}"
         value = float(array.reshape(-1)[int(elements[0])])
         evidence[f"input {name}{_index(array.shape, int(elements[0]))}"] = value
-        whole = f" (all of {name}: {np.array2string(array.reshape(-1), precision=4, separator=', ')})" if 1 < array.size <= SHOWN_INPUT else ""
+        whole = f" (all of {name}: [{', '.join(_number(float(v)) for v in array.reshape(-1))}])" if 1 < array.size <= SHOWN_INPUT else ""
         shown.append(f"{name}{_index(array.shape, int(elements[0]))} = {_number(value)}{whole}")
     if surroundings.output.size:
         out = int(element[0])

@@ -940,6 +940,8 @@ def _beyond_scale(side: PathResult, reference: PathResult, bad: list[np.ndarray 
     (4 sqrt(eps)) is looser than; or at most that times the Jacobian's largest entry while no more
     than finite differences' relative tolerance of the entry itself (a difference they could never
     resolve: a wrong factor, sign or zero is not)."""
+    if all(indices is None or not indices.size for indices in bad):
+        return bad, []
     scale = _row_and_column_scale(reference.ok_arrays, out_size)
     if scale is None:
         return bad, []
@@ -1197,7 +1199,9 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         if references:
             compared = elementwise.against[references[0].name]
             evidence = _reference_evidence(references[0], compared.trust)
-        crossing = crossing_infinities([p.ok_arrays for p in ad_paths], int(np.size(value.ok_arrays[0]))) if family.order == 1 and ad_paths else None
+        # Only an infinity every AD path finds crosses anything: none in the first, none at all.
+        infinite = family.order == 1 and ad_paths and any(np.isinf(np.asarray(b, dtype=np.float64)).any() for b in ad_paths[0].ok_arrays)
+        crossing = crossing_infinities([p.ok_arrays for p in ad_paths], int(np.size(value.ok_arrays[0]))) if infinite else None
 
         def classed(twins: bool, probe: Prober | None = None) -> _Classifying:
             tolerance = (tolerances.fd_rtol, tolerances.fd_atol)
