@@ -40,6 +40,7 @@ from gradaudit.numerics.finite_differences import Points, estimates, points, sce
 from gradaudit.sources import module_state
 from gradaudit.targets import captured, group_key, group_targets, kinship, sizes
 from gradaudit.targets.base import Target, primitives
+from gradaudit.targets.triggers import traced as trace_once
 from gradaudit.targets.triggers import triggered
 
 MAX_ELEMENTS = 4_000_000
@@ -153,8 +154,10 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
     # One jaxpr per function of the first binding: members that share it share their shapes, dtypes
     # and binding. (Over a target alone: a closure over `targets` would keep every member's arrays alive.)
     traced: dict[int, Callable] = {}
+    jaxprs: dict[int, Callable] = {}
     for ts in targets:
         traced.setdefault(id(ts[0].fn), functools.cache(functools.partial(primitives, ts[0])))
+        jaxprs.setdefault(id(ts[0].fn), functools.cache(functools.partial(trace_once, ts[0])))
     return [
         None
         if mine is None
@@ -166,7 +169,7 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
             seconds=share,
             engine="group",
             primitives=traced[id(ts[0].fn)],
-            triggers=functools.partial(triggered, ts[0]),
+            triggers=functools.partial(triggered, ts[0], jaxpr=jaxprs[id(ts[0].fn)]),
             probe=prober(ts[0], member),
         )
         for mine, ts, member in zip(paths, targets, members, strict=True)

@@ -75,6 +75,12 @@ class Surroundings:
         return own if self.output_finite is None else own | np.asarray(self.output_finite, bool).reshape(-1)
 
     @cached_property
+    def all_finite(self) -> bool:
+        """Whether every input and output element is finite: then only the compared numbers decide."""
+        with np.errstate(invalid="ignore"):
+            return bool(np.isfinite(self.output).all()) and all(bool(np.isfinite(np.asarray(a, dtype=np.float64)).all()) for a in self.inputs)
+
+    @cached_property
     def elsewhere(self) -> str | None:
         """The first input element that is not finite, named with its value; None: all finite."""
         with np.errstate(invalid="ignore"):
@@ -144,6 +150,21 @@ def classify(
     or binding twin; `crossing`: the block's entries whose row or column holds an infinite
     derivative (`crossing_infinities`). See the module's docstring for the order of precedence."""
     flat = np.asarray(flat, dtype=np.intp)
+    if surroundings.all_finite:
+        # Nothing non-finite around the entries: a non-finite or out-of-range number compared is all that can make one non-finite.
+        with np.errstate(invalid="ignore", over="ignore"):
+            plain = bool(np.all(np.isfinite(got)) and np.all(np.isfinite(want)) and np.all(np.abs(got) <= surroundings.largest) and np.all(np.abs(want) <= surroundings.largest))
+        if plain:
+            classes = np.full(flat.shape, EAGER_JIT.value if twins else WRONG.value, dtype=object)
+            if reference is not None:
+                undefined = np.asarray(reference.undefined[block]).reshape(-1)[flat]
+                classes[np.asarray(reference.kink[block]).reshape(-1)[flat]] = NON_DIFFERENTIABLE.value
+                extrapolated = reference.estimates.get("extrapolated")
+                if extrapolated is not None:
+                    estimate = np.asarray(extrapolated[block], dtype=np.float64).reshape(-1)[flat]
+                    with np.errstate(invalid="ignore", over="ignore"):
+                        classes[~undefined & np.isfinite(estimate) & (np.abs(estimate) > surroundings.largest)] = NON_FINITE.value
+            return classes
     element, own_inputs = surroundings.own(block, order, flat, block_size)
     with np.errstate(invalid="ignore", over="ignore"):
         own_finite = surroundings.finite_output[element] if surroundings.output.size else np.ones(flat.shape, bool)

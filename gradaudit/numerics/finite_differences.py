@@ -53,13 +53,13 @@ def rounding(dtype: np.dtype) -> float:
     return float(ml_dtypes.finfo(dtype).eps) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else 0.0
 
 
-def step_size(x: np.ndarray, eps: float, dtype) -> np.ndarray:
+def step_size(x: np.ndarray, eps: float | np.ndarray, dtype) -> np.ndarray:
     """The step h at x: eps * max(1, |x|), with eps never below the square root of the dtype's machine
     epsilon. A smaller step cannot tell a wrong derivative from rounding noise (the quotient's noise,
     about epsilon * |f| / h, outgrows the tolerance, 4 * sqrt(epsilon)), or moves nothing at all: a
     small `eps` meant for a float32 input, applied to a bfloat16 one, would pass any derivative."""
     floor = math.sqrt(float(ml_dtypes.finfo(dtype).eps))
-    return max(eps, floor) * np.maximum(1.0, np.abs(np.asarray(x, dtype=np.float64)))
+    return np.maximum(eps, floor) * np.maximum(1.0, np.abs(np.asarray(x, dtype=np.float64)))
 
 
 def moved(x: np.ndarray, delta) -> np.ndarray:

@@ -22,7 +22,8 @@ whole: a mechanism met there goes undiagnosed, which is better than a wrong diag
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,16 +34,24 @@ CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_cal
 """Call-like primitives, evaluated inside, and the parameter that holds each one's body."""
 
 
-def triggered(target: Target, tangents: bool = False) -> frozenset[str]:
+def traced(target: Target):
+    """The target's function as a ClosedJaxpr at its inputs' shapes and dtypes (what `triggered` evaluates)."""
+    import jax
+
+    return jax.make_jaxpr(target.fn)(*target.args, *target.fixed)
+
+
+def triggered(target: Target, tangents: bool = False, jaxpr: Callable[[], Any] | None = None) -> frozenset[str]:
     """The triggers the target's function meets at its inputs (see the module's docstring); empty where
-    it cannot be evaluated equation by equation."""
+    it cannot be evaluated equation by equation. `jaxpr`: the function traced once for targets
+    that share it and their shapes (a group's members), else traced here."""
     import jax
 
     wide = any(np.asarray(a).dtype.itemsize == 8 for a in (*target.args, *target.fixed))
     found: set[str] = set()
     try:
         with jax.enable_x64(wide or bool(jax.config.jax_enable_x64)):  # type: ignore[attr-defined]  # Config defines each flag at run time
-            closed = jax.make_jaxpr(target.fn)(*target.args, *target.fixed)
+            closed = jaxpr() if jaxpr is not None else traced(target)
             seeds = [np.ones_like(a) for a in target.args] + [None] * len(target.fixed)
             _evaluate(closed.jaxpr, closed.consts, [*target.args, *target.fixed], seeds if tangents else None, found, outputs_needed=False)
     except Exception:  # noqa: BLE001 - a function that cannot be evaluated this way triggers nothing a diagnosis may name
