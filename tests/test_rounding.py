@@ -124,3 +124,12 @@ def test_a_wrong_derivative_at_a_smooth_point_is_still_wrong_after_probing():
     even.defjvp(lambda primals, tangents: (even(primals[0]), tangents[0] * 1.0))
     audit = gradaudit.audit(even, np.float32(0.0))
     assert _classes(audit) == {"wrong"} and not audit.passed
+
+
+def test_a_scenario_finite_differences_could_not_check_at_all_says_so_in_its_outcome():
+    # abs at 0: a kink, the only entry; the AD paths agree with each other and nothing else checks them.
+    audit = gradaudit.audit(jnp.abs, np.float32(0.0))
+    assert audit.status == "consistent" and audit.passed
+    assert audit.result.outcome.reason == "AD paths agree; finite differences could not check 1 of 1 entries"
+    # Where some entry was checked, a plain consistent.
+    assert gradaudit.audit(jnp.sort, np.array([1.0, 1.0, 2.0], np.float32)).result.outcome.reason == "consistent"

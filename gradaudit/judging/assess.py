@@ -78,6 +78,7 @@ def _result(scenario: Scenario, computed: Computed, verdict: Verdict, diagnosis:
         seconds=computed.seconds + judged,
         method=computed.engine,
         judge_seconds=judged,
+        unchecked=verdict.unchecked,
     )
 
 

@@ -1197,6 +1197,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         values = _Comparison(side, [value], tolerances.ad_rtol, tolerances.ad_atol, known=known, classifying=_Classifying(surroundings, None, twins=True))
         findings += values.findings(output_shape, ("",), 0)
     disagreeing: dict[str, dict[int, FindingClass]] = {}
+    unchecked = (0, 0)
     for family, references in _references(case):
         ad_names, _ = family.bound(bindings)
         names = block_names(arg_names, family.order)
@@ -1227,6 +1228,9 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             compared = elementwise.against[reference.name]
             trusted, noise = compared.trust, compared.noise
             skip = trusted.skipped
+            if family.order == 1:
+                skipped = [s | a for s, a in zip(skip, trusted.absorbed, strict=True)] if trusted.absorbed else list(skip)
+                unchecked = (sum(int(np.sum(s)) for s in skipped), sum(int(np.size(s)) for s in skipped))
             notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
             # Every AD path on one side against finite differences: the signature of a step finite
             # differences cannot take (or of a wrong rule): a probe may settle which.
@@ -1273,4 +1277,4 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         status = MISMATCH
     else:
         status = CONSISTENT
-    return Verdict(status=status, findings=tuple(findings), provenance=prov, notes=tuple(notes))
+    return Verdict(status=status, findings=tuple(findings), provenance=prov, notes=tuple(notes), unchecked=unchecked)

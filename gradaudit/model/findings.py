@@ -257,3 +257,6 @@ class Verdict:
     findings: tuple[Finding, ...]
     provenance: Provenance | None
     notes: tuple[Note, ...] = ()
+    unchecked: tuple[int, int] = (0, 0)
+    """(entries finite differences could not check: kinks, no estimate, a step lost in rounding;
+    first-order entries in all): a consistent verdict with every entry unchecked says so."""

@@ -61,6 +61,8 @@ class ScenarioResult:
     method: str = "literal"
     """The engine that computed the paths reported: `literal`, `bundle` or `group` (see engines/)."""
     judge_seconds: float = 0.0
+    unchecked: tuple[int, int] = (0, 0)
+    """(first-order entries finite differences could not check, of how many): see `Verdict.unchecked`."""
 
     @property
     def passed(self) -> bool:

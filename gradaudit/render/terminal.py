@@ -347,6 +347,8 @@ def print_report(console: Console, report: AuditReport, verbose: bool = False, q
                 console.print(Text(f"reported, not failed ({classes}; --fail-on chooses):", style="bold dim"), highlight=False)
                 for result in passing:
                     _print_findings(console, result, verbose)
+            for result in (r for r in shown if r.passed and not r.findings and _unchecked(r)):
+                _print_findings(console, result, verbose)
         console.print()
         seen: dict[str, list[str]] = {}
         for result in shown:
@@ -374,12 +376,18 @@ def _print_findings(console: Console, result: ScenarioResult, verbose: bool) -> 
             console.print(Text("    why: ", style="dim").append(finding.reason, style="dim"), highlight=False, soft_wrap=True)
     if more:
         console.print(_finding_line(result, f"+{more} more finding{'s' if more > 1 else ''} (-v)", "dim"), highlight=False, soft_wrap=True)
-    if result.outcome is not None and (not result.passed or result.findings):
+    if result.outcome is not None and (not result.passed or result.findings or _unchecked(result)):
         marker = "FAILED" if not result.passed else "passes"
         console.print(_finding_line(result, f"{marker}: {result.outcome.reason}", "bold" if not result.passed else "dim"), highlight=False, soft_wrap=True)
     if verbose:
         for note in result.notes:
             console.print(_finding_line(result, "note: " + note.message, "dim"), highlight=False, soft_wrap=True)
+
+
+def _unchecked(result: ScenarioResult) -> bool:
+    """Whether finite differences could check none of the scenario's entries (its outcome says so)."""
+    count, of = result.unchecked
+    return 0 < of == count
 
 
 def _kind(result: ScenarioResult) -> str:
