@@ -44,7 +44,13 @@ def _sets(scenarios: list[dict]) -> list[list[dict]]:
     sets: dict = {}
     for spec in scenarios:
         selector = spec["selector"]
-        key = (spec.get("dtype", "float32"), tuple(spec["shape"]), selector["dtype"], _shape(selector["value"]), spec["cases"])
+        key = (
+            spec.get("dtype", "float32"),
+            tuple(spec["shape"]),
+            selector["dtype"],
+            _shape(selector["value"]),
+            spec["cases"],
+        )
         sets.setdefault(key, []).append(spec)
     return [sets[key] for key in sorted(sets)]
 
@@ -68,7 +74,10 @@ def _compute(members: list[dict], raised: Counter) -> None:
         return jax.jacrev(lambda *c: lax.select_n(w, *c), argnums=argnums)(*c)
 
     def cases(rows: int | None) -> tuple:
-        return tuple(np.full(spec["shape"] if rows is None else (rows, *spec["shape"]), 1.0 + c, spec.get("dtype", "float32")) for c in argnums)
+        return tuple(
+            np.full(spec["shape"] if rows is None else (rows, *spec["shape"]), 1.0 + c, spec.get("dtype", "float32"))
+            for c in argnums
+        )
 
     def selector(member: dict) -> np.ndarray:
         return np.asarray(member["selector"]["value"], dtype=member["selector"]["dtype"])
@@ -78,7 +87,10 @@ def _compute(members: list[dict], raised: Counter) -> None:
     else:
         rows = 1 << (len(members) - 1).bit_length()
         padded = members + members[:1] * (rows - len(members))
-        calls = [(jax.vmap(path), (np.stack([selector(m) for m in padded]), *cases(rows))) for path in (value, forward, reverse)]
+        calls = [
+            (jax.vmap(path), (np.stack([selector(m) for m in padded]), *cases(rows)))
+            for path in (value, forward, reverse)
+        ]
     for path, arguments in calls:
         raised["paths"] += 1
         try:
@@ -115,7 +127,9 @@ def main(path: str) -> int:
     lock, ends = context.Lock(), context.RawArray("l", [0, -1])
     reader, writer = context.Pipe(duplex=False)
     back, sender = context.Pipe(duplex=False)
-    children = [context.Process(target=_child, args=(reader, sender, ends, lock, k)) for k in range(1, os.cpu_count() or 1)]
+    children = [
+        context.Process(target=_child, args=(reader, sender, ends, lock, k)) for k in range(1, os.cpu_count() or 1)
+    ]
     for child in children:
         child.start()
     with open(path) as file:
@@ -129,13 +143,17 @@ def main(path: str) -> int:
     for child in children:
         child.join()
     if any(child.exitcode for child in children):
-        print(f"eager floor failed: exit codes {[child.exitcode for child in children]} (a process did less than its share)")
+        print(
+            f"eager floor failed: exit codes {[child.exitcode for child in children]} (a process did less than its share)"
+        )
         return 1
     for _ in children:
         raised += back.recv()
     paths = raised.pop("paths", 0)
     failures = ", ".join(f"{name} {count}" for name, count in sorted(raised.items())) or "none"
-    print(f"eager floor: {time.perf_counter() - start:.2f}s in {len(children) + 1} processes; {paths} paths, raised: {failures}")
+    print(
+        f"eager floor: {time.perf_counter() - start:.2f}s in {len(children) + 1} processes; {paths} paths, raised: {failures}"
+    )
     return 0
 
 

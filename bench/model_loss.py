@@ -53,7 +53,9 @@ def main() -> None:
     line = f"| {count:,} | {len(result.directions.names)} | {result.status} | {audit_seconds:.1f} | {time.perf_counter() - start:.1f} | {peak:.0f} |"
     table = (
         f"MLP loss through gradaudit.assert_consistent, compared along directions; {machine}.\n\n"
-        "| parameters | directions | status | audit (s) | whole process (s) | peak RSS (MB) |\n| --- | --- | --- | --- | --- | --- |\n" + line + "\n"
+        "| parameters | directions | status | audit (s) | whole process (s) | peak RSS (MB) |\n| --- | --- | --- | --- | --- | --- |\n"
+        + line
+        + "\n"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(table)

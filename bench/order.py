@@ -47,10 +47,31 @@ def main() -> int:
         for run in range(args.runs):
             jobs, seed = run % 3, None if run == 0 else 1000 + run
             report = Path(folder) / f"run-{run}.json"
-            command = [sys.executable, "-m", "gradaudit", "run", "scenarios", "--rule", args.rule, "-q", "--exit-zero", "--no-cache"]
-            command += ["--jobs", str(jobs), "--json", str(report), "--json-detail", "full", *(["--shuffle", str(seed)] if seed is not None else [])]
+            command = [
+                sys.executable,
+                "-m",
+                "gradaudit",
+                "run",
+                "scenarios",
+                "--rule",
+                args.rule,
+                "-q",
+                "--exit-zero",
+                "--no-cache",
+            ]
+            command += [
+                "--jobs",
+                str(jobs),
+                "--json",
+                str(report),
+                "--json-detail",
+                "full",
+                *(["--shuffle", str(seed)] if seed is not None else []),
+            ]
             start = time.perf_counter()
-            subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"})
+            subprocess.run(
+                command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"}
+            )
             seconds = time.perf_counter() - start
             document = comparable(json.loads(report.read_text()))
             reference = reference or document
@@ -59,7 +80,9 @@ def main() -> int:
             summary = document["summary"]
             verdict = "same" if not changed else "differs: " + ", ".join(changed)
             counts = f"{summary['consistent']}/{summary['mismatch']}/{summary['error']}"
-            rows.append(f"| {run + 1} | {seed if seed is not None else 'file order'} | {jobs} | {seconds:.1f} | {counts} | {verdict} |")
+            rows.append(
+                f"| {run + 1} | {seed if seed is not None else 'file order'} | {jobs} | {seconds:.1f} | {counts} | {verdict} |"
+            )
             print(rows[-1], flush=True)
     import jax
 

@@ -27,7 +27,9 @@ def main(path: str) -> None:
         which = Selector(spec["selector"]["dtype"], spec["selector"]["value"]).array()
         rng = np.random.default_rng(spec["seed"])
         size = int(np.prod(spec["shape"])) if spec["shape"] else 1
-        values = (1.0 + rng.permutation(spec["cases"] * size)).reshape((spec["cases"], *spec["shape"])).astype(np.float32)
+        values = (
+            (1.0 + rng.permutation(spec["cases"] * size)).reshape((spec["cases"], *spec["shape"])).astype(np.float32)
+        )
         try:
             check_grads(lambda *cases, w=which: lax.select_n(w, *cases), tuple(values), 2, ["fwd", "rev"], eps=1.0)
         except Exception:  # noqa: BLE001 - an assertion or the rule's own exception both count as rejected

@@ -116,12 +116,29 @@ def main() -> None:
                 scenarios = grid(size)
                 peer_cmd = [sys.executable, str(ROOT / "bench" / "peer.py"), str(path)]
             path.write_text(yaml.safe_dump({"scenarios": scenarios}, sort_keys=False, width=200))
-            ours_cmd = [sys.executable, "-m", "gradaudit", "run", str(path), "-q", "--exit-zero", "--rule", args.rule, "--json", str(report)]
+            ours_cmd = [
+                sys.executable,
+                "-m",
+                "gradaudit",
+                "run",
+                str(path),
+                "-q",
+                "--exit-zero",
+                "--rule",
+                args.rule,
+                "--json",
+                str(report),
+            ]
             repetitions = args.repetitions if size <= 1000 else 1
-            runs: dict[str, list] = {key: [] for key in ("peer_cold", "peer_warm", "gradaudit_cold", "gradaudit_warm", "floor_cold")}
+            runs: dict[str, list] = {
+                key: [] for key in ("peer_cold", "peer_warm", "gradaudit_cold", "gradaudit_warm", "floor_cold")
+            }
             for repetition in range(repetitions):
                 if args.grid == "select_n":
-                    floor = measure([sys.executable, str(ROOT / "bench" / "eager_floor.py"), str(path)], Path(folder) / f"cache-floor-{size}-{repetition}")
+                    floor = measure(
+                        [sys.executable, str(ROOT / "bench" / "eager_floor.py"), str(path)],
+                        Path(folder) / f"cache-floor-{size}-{repetition}",
+                    )
                     if not floor[2].startswith("eager floor:"):
                         raise SystemExit(f"bench/eager_floor.py on {path.name}: {floor[2]}")
                     runs["floor_cold"].append(floor)
@@ -139,11 +156,23 @@ def main() -> None:
             for key, measured in runs.items():
                 row[f"{key}_seconds"] = statistics.median(m[0] for m in measured) if measured else None
                 row[f"{key}_peak_mb"] = max(m[1] for m in measured) if measured else None
-                row[f"{key}_summary"] = measured[-1][2] if measured else ("not run (select_n grids only)" if key == "floor_cold" else "not run (slower than --peer-max allows)")
+                row[f"{key}_summary"] = (
+                    measured[-1][2]
+                    if measured
+                    else (
+                        "not run (select_n grids only)"
+                        if key == "floor_cold"
+                        else "not run (slower than --peer-max allows)"
+                    )
+                )
             for state in ("cold", "warm"):
                 peer = row[f"peer_{state}_seconds"]
                 row[f"ratio_{state}"] = row[f"gradaudit_{state}_seconds"] / peer if peer else None
-            row["ratio_floor"] = row["floor_cold_seconds"] / row["peer_cold_seconds"] if row["floor_cold_seconds"] and row["peer_cold_seconds"] else None
+            row["ratio_floor"] = (
+                row["floor_cold_seconds"] / row["peer_cold_seconds"]
+                if row["floor_cold_seconds"] and row["peer_cold_seconds"]
+                else None
+            )
             rows.append(row)
             print(json.dumps(row), flush=True)
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, JAX {jax.__version__} ({jax.default_backend()})"

@@ -142,7 +142,8 @@ class Auditor:
 
     @classmethod
     def from_options(cls, options: Options) -> Auditor:
-        """An auditor with `options` as they are (the pytest fixture's, read from `[tool.gradaudit]`), in this process."""
+        """An auditor with `options` as they are (the pytest fixture's, read from `[tool.gradaudit]`), in this
+        process."""
         auditor = cls()
         auditor.options = replace(options, jobs=0)
         return auditor
@@ -158,18 +159,28 @@ class Auditor:
             raise GradientInconsistency(result)
         return result
 
-    def check_grads(self, f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, eps=None, atol=None, rtol=None) -> None:
+    def check_grads(
+        self, f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, eps=None, atol=None, rtol=None
+    ) -> None:
         """`jax.test_util.check_grads`, as a drop-in (see `gradaudit.check_grads`)."""
         modes = tuple(modes) if not isinstance(modes, str) else (modes,)
         if not modes or set(modes) - set(MODES):
             raise ValueError(f"modes must be some of {', '.join(MODES)}, got {list(modes)!r}")
         if order not in ORDERS:
             raise ValueError(f"gradaudit checks orders {' and '.join(map(str, ORDERS))}, got order={order!r}")
-        keywords = {"order": order, "modes": tuple(m for m in MODES if m in modes), "eps": eps, "rtol": rtol, "atol": atol}
+        keywords = {
+            "order": order,
+            "modes": tuple(m for m in MODES if m in modes),
+            "eps": eps,
+            "rtol": rtol,
+            "atol": atol,
+        }
         self.assert_consistent(f, *args, **{k: v for k, v in keywords.items() if v is not None})
 
     def _options(self, keywords: Mapping) -> Options:
-        return self.options.updated(**_checked_options({k: v for k, v in keywords.items() if k not in SCENARIO_KEYWORDS}))
+        return self.options.updated(
+            **_checked_options({k: v for k, v in keywords.items() if k not in SCENARIO_KEYWORDS})
+        )
 
 
 def _checked_options(options: Mapping) -> dict:
@@ -260,10 +271,19 @@ def _leaves(fn: Callable, args: tuple) -> tuple[list[np.ndarray], list[str], obj
         try:
             array = np.asarray(jnp.asarray(leaf))
         except TypeError as exc:
-            hint = " (register its class as a pytree: jax.tree_util.register_dataclass)" if hasattr(leaf, "__dataclass_fields__") else ""
-            raise InputRejected(f"argument {name} is not an array or a pytree of arrays ({type(leaf).__name__}){hint}: {exc}") from None
+            hint = (
+                " (register its class as a pytree: jax.tree_util.register_dataclass)"
+                if hasattr(leaf, "__dataclass_fields__")
+                else ""
+            )
+            raise InputRejected(
+                f"argument {name} is not an array or a pytree of arrays ({type(leaf).__name__}){hint}: {exc}"
+            ) from None
         if array.dtype.name not in allowed:
-            raise InputRejected(f"argument {name} has dtype {array.dtype.name}: gradaudit differentiates floating inputs ({', '.join(dtypes.FLOAT_DTYPES)}) and holds integer and boolean ones fixed")
+            raise InputRejected(
+                f"argument {name} has dtype {array.dtype.name}: gradaudit differentiates floating inputs "
+                f"({', '.join(dtypes.FLOAT_DTYPES)}) and holds integer and boolean ones fixed"
+            )
         arrays.append(array)
         names.append(name)
     if not any(a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays):
@@ -280,9 +300,11 @@ def _on_leaves(fn: Callable, treedef) -> Callable:
     def on_leaves(*leaves):
         return fn(*jax.tree_util.tree_unflatten(treedef, leaves))
 
-    on_leaves.leaves_are_arguments = treedef.num_nodes == treedef.num_leaves + 1  # type: ignore[attr-defined]  # read by render/repro.py: fn(*leaves) is the call itself
+    # read by render/repro.py: fn(*leaves) is the call itself
+    on_leaves.leaves_are_arguments = treedef.num_nodes == treedef.num_leaves + 1  # type: ignore[attr-defined]
     on_leaves.__qualname__ = getattr(fn, "__qualname__", "fn")
-    on_leaves.__module__ = getattr(fn, "__module__", None)  # type: ignore[assignment]  # a function takes any __module__ at run time, None included; typeshed says str
+    # a function takes any __module__ at run time, None included; typeshed says str
+    on_leaves.__module__ = getattr(fn, "__module__", None)  # type: ignore[assignment]
     return on_leaves
 
 
@@ -313,10 +335,20 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
     if entries <= options.directional_above:
         specs = tuple(_spec(a, n) for a, n in zip(arrays, names, strict=True))
         described = ", ".join(f"{s.name}: {s.describe()}" for s in specs)
-        return FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=on_leaves, description=described), None
+        return FunctionCall(
+            fn=display, root="", inputs=specs, bind=bind, function=on_leaves, description=described
+        ), None
     point_names = [n for n, f in zip(names, floating, strict=True) if f]
     try:
-        chosen = directions.choose(points, point_names, n_out, out_dtype, options.directions, keywords.get("seed", 0), keywords.get("probes", ()))
+        chosen = directions.choose(
+            points,
+            point_names,
+            n_out,
+            out_dtype,
+            options.directions,
+            keywords.get("seed", 0),
+            keywords.get("probes", ()),
+        )
     except ValueError as exc:
         raise InputRejected(str(exc)) from None
     along = directions.reduced(flat, tuple(floating), len(chosen.names), chosen.cotangent_basis and n_out == 1)
@@ -324,7 +356,10 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
     specs = (
         *(_spec(np.zeros((), coefficient), label) for label in chosen.names),
         *(_spec(p, n, held=True) for p, n in zip(points, point_names, strict=True)),
-        *(_spec(s, f"tangents of {n}", held=True) for s, n in zip(directions.stacked(chosen), point_names, strict=True)),
+        *(
+            _spec(s, f"tangents of {n}", held=True)
+            for s, n in zip(directions.stacked(chosen), point_names, strict=True)
+        ),
         _spec(chosen.cotangents, "cotangents", held=True),
         *(_spec(a, n) for a, n, f in zip(arrays, names, floating, strict=True) if not f),
     )
@@ -401,7 +436,9 @@ def assert_consistent(fn: Callable, *args, **options) -> Audit:
     return Auditor().assert_consistent(fn, *args, **options)
 
 
-def check_grads(f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, eps=None, atol=None, rtol=None) -> None:
+def check_grads(
+    f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, eps=None, atol=None, rtol=None
+) -> None:
     """A drop-in for `jax.test_util.check_grads(f, args, order, modes, eps, atol, rtol)`.
 
     Like it, finite differences check each mode up to `order` (1 or 2 here); unlike it, every entry

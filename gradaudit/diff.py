@@ -80,7 +80,11 @@ def _devices(environment: dict) -> list[str]:
 def diff_reports(before_path: str, after_path: str) -> ReportDiff:
     """The changes from the report at `before_path` to the one at `after_path` (ReportError if either is unusable)."""
     before, after = read_report(before_path), read_report(after_path)
-    environment = {key: (before["environment"].get(key), after["environment"].get(key)) for key in ENVIRONMENT_KEYS if before["environment"].get(key) != after["environment"].get(key)}
+    environment = {
+        key: (before["environment"].get(key), after["environment"].get(key))
+        for key in ENVIRONMENT_KEYS
+        if before["environment"].get(key) != after["environment"].get(key)
+    }
     if _devices(before["environment"]) != _devices(after["environment"]):
         environment["devices"] = (", ".join(_devices(before["environment"])), ", ".join(_devices(after["environment"])))
     old = {r["name"]: r for r in before["results"]}

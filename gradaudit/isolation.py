@@ -95,7 +95,12 @@ def _serve(connection: Connection) -> None:
     literal = LiteralEngine(options.timeout, devices, options.limits)
     group = GroupEngine(devices=devices, timeout=options.timeout, limits=options.limits)
     bundle = BundleEngine(devices=devices)
-    engines: dict[str, Engine] = {LITERAL: literal, GROUP: group, BUNDLE: bundle, SCREEN: ScreenEngine(literal, options.tolerance)}
+    engines: dict[str, Engine] = {
+        LITERAL: literal,
+        GROUP: group,
+        BUNDLE: bundle,
+        SCREEN: ScreenEngine(literal, options.tolerance),
+    }
     events = JaxEvents()
     jax.block_until_ready(jax.numpy.zeros(()) + 1)  # the backend started: not a scenario's time
 
@@ -109,11 +114,15 @@ def _serve(connection: Connection) -> None:
             scenarios = [scenario for _, scenario in batch]
             answered = set()
             for done in engines[engine].run(scenarios):
-                for (position, _), result in zip(done, assess_all([(scenarios[p], paths) for p, paths in done], options.tolerance), strict=True):
+                for (position, _), result in zip(
+                    done, assess_all([(scenarios[p], paths) for p, paths in done], options.tolerance), strict=True
+                ):
                     spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
                     answered.add(position)
                     kept = engine in (LITERAL, SCREEN) or one_story(result, options.tolerance)
-                    connection.send((batch[position][0], (lightened(result) if lighten else result) if kept else None, spent))
+                    connection.send(
+                        (batch[position][0], (lightened(result) if lighten else result) if kept else None, spent)
+                    )
             fallen = bundle.fallen
             for position in sorted(set(range(len(batch))) - answered):
                 connection.send((batch[position][0], fallen.get(position) if engine == BUNDLE else None, events.take()))
@@ -156,7 +165,10 @@ class _Worker:
     def configure(self, settings: Settings) -> None:
         """Give a worker started ahead its run's settings (once: a run's settings do not change)."""
         if self.settings is None:
-            self.settings, self.started = settings, time.monotonic()  # its start-up counts from now: a long load is not a hang
+            self.settings, self.started = (
+                settings,
+                time.monotonic(),
+            )  # its start-up counts from now: a long load is not a hang
             try:
                 self.connection.send(settings)
             except OSError:  # it died while it waited: `give` starts a fresh one, with these settings
@@ -178,7 +190,9 @@ class _Worker:
             if not self.process.is_alive():
                 raise BrokenPipeError("the worker died while idle")
             self.connection.send((engine, batch))
-        except OSError:  # it died between batches (killed, out of memory): no scenario's fault, a fresh one takes the batch
+        except (
+            OSError
+        ):  # it died between batches (killed, out of memory): no scenario's fault, a fresh one takes the batch
             self.stop()
             self._start()
             self.connection.send((engine, batch))
@@ -224,7 +238,10 @@ class WorkersCannotStart(OptionError):
 
 
 def cannot_start(reason: str, times: int) -> Failure:
-    return Failure(f"no worker process could start ({reason}, {times} times in a row); --jobs 0 audits without them", "WorkerStartError")
+    return Failure(
+        f"no worker process could start ({reason}, {times} times in a row); --jobs 0 audits without them",
+        "WorkerStartError",
+    )
 
 
 def run_in_workers(
@@ -294,12 +311,19 @@ def run_in_workers(
             elif position > 0:
                 queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
             elif timed_out:
-                notify(index, failure(scenarios[index], Failure(f"timed out after {options.timeout:g} s", "TimeoutError")))
+                notify(
+                    index, failure(scenarios[index], Failure(f"timed out after {options.timeout:g} s", "TimeoutError"))
+                )
             elif index not in retried:
                 retried[index] = reason
                 queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
             else:
-                notify(index, failure(scenarios[index], Failure(f"{reason} (also when retried in a fresh worker)", "WorkerCrash")))
+                notify(
+                    index,
+                    failure(
+                        scenarios[index], Failure(f"{reason} (also when retried in a fresh worker)", "WorkerCrash")
+                    ),
+                )
 
     try:
         while queue or any(w.batch is not None for w in workers):
@@ -334,10 +358,20 @@ def run_in_workers(
                     if result is None or isinstance(result, str):
                         continue
                     if index in retried:
-                        result = replace(result, notes=(*result.notes, Note(message=f"retried in a fresh worker: the first one {retried[index]}")))
+                        result = replace(
+                            result,
+                            notes=(
+                                *result.notes,
+                                Note(message=f"retried in a fresh worker: the first one {retried[index]}"),
+                            ),
+                        )
                     notify(index, result)
                 elif (limit := worker.limit(options.timeout)) and time.monotonic() - worker.started > limit:
-                    lost(worker, "timed out" if worker.ready else f"did not start within {limit:g} s", timed_out=worker.ready)
+                    lost(
+                        worker,
+                        "timed out" if worker.ready else f"did not start within {limit:g} s",
+                        timed_out=worker.ready,
+                    )
         finished = True
     finally:
         for worker in workers:
@@ -411,11 +445,18 @@ class IsolatedAuditor:
         result: ScenarioResult | None = None
         while True:
             limit = worker.limit(self.options.timeout)
-            if not wait([worker.connection], timeout=None if limit is None else max(0.0, limit - (time.monotonic() - worker.started))):
+            if not wait(
+                [worker.connection],
+                timeout=None if limit is None else max(0.0, limit - (time.monotonic() - worker.started)),
+            ):
                 self.close()
                 if not worker.ready:
                     return f"did not start within {limit:g} s"
-                return assess(scenario, failed(Failure(f"timed out after {self.options.timeout:g} s", "TimeoutError"), limit or 0.0), self.options.tolerance)
+                return assess(
+                    scenario,
+                    failed(Failure(f"timed out after {self.options.timeout:g} s", "TimeoutError"), limit or 0.0),
+                    self.options.tolerance,
+                )
             try:
                 message = worker.connection.recv()
             except (EOFError, OSError):
@@ -429,7 +470,9 @@ class IsolatedAuditor:
                 worker.heard_ready()
                 continue
             if message == DONE:
-                assert result is not None, "the literal and screen engines answer every scenario, and the worker keeps their results"
+                assert result is not None, (
+                    "the literal and screen engines answer every scenario, and the worker keeps their results"
+                )
                 return result
             result = message[1]
             worker.started = time.monotonic()

@@ -65,7 +65,10 @@ def _transpose_rule(clamp_selector: bool, single_case_shortcut: bool) -> Transpo
             return [None, ct0, ct1]
         if clamp_selector:
             which = lax.clamp(_selector_constant(which, 0), which, _selector_constant(which, len(cases) - 1))
-        return [None] + [lax.select(lax.eq(which, _selector_constant(which, i)), ct, zeros) if ad.is_undefined_primal(case) else None for i, case in enumerate(cases)]
+        return [None] + [
+            lax.select(lax.eq(which, _selector_constant(which, i)), ct, zeros) if ad.is_undefined_primal(case) else None
+            for i, case in enumerate(cases)
+        ]
 
     return rule
 
@@ -85,7 +88,8 @@ def tracing_context() -> tuple:
     """What decides a trace besides the function and its inputs' shapes and dtypes: the select_n
     rule in force and x64. A cache of programs gradaudit compiles itself keys on it, so a program
     traced under one rule is never run under another (JAX's own caches are cleared instead)."""
-    return (installed_rule(), bool(jax.config.jax_enable_x64))  # type: ignore[attr-defined]  # Config defines each flag as an attribute at run time
+    # Config defines each flag as an attribute at run time
+    return (installed_rule(), bool(jax.config.jax_enable_x64))  # type: ignore[attr-defined]
 
 
 @contextmanager
@@ -120,7 +124,8 @@ def needs_x64(scenario: Scenario) -> bool:
 @contextmanager
 def x64_for(scenario: Scenario) -> Iterator[None]:
     """x64 on for a scenario that needs it, and only for it: one scenario never changes another's dtypes."""
-    previous = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # Config defines each flag as an attribute at run time
+    # Config defines each flag as an attribute at run time
+    previous = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
     jax.config.update("jax_enable_x64", previous or needs_x64(scenario))
     try:
         yield
@@ -131,7 +136,8 @@ def x64_for(scenario: Scenario) -> Iterator[None]:
 @contextmanager
 def unfiltered_tracebacks() -> Iterator[None]:
     """JAX hides its own frames from tracebacks; a diagnosis needs the innermost frame, JAX's included."""
-    previous = jax.config.jax_traceback_filtering  # type: ignore[attr-defined]  # Config defines each flag as an attribute at run time
+    # Config defines each flag as an attribute at run time
+    previous = jax.config.jax_traceback_filtering  # type: ignore[attr-defined]
     jax.config.update("jax_traceback_filtering", "off")
     try:
         yield
@@ -162,7 +168,10 @@ def cache_unsupported() -> str | None:
 
     release = tuple(int(part) for part in jaxlib.__version__.split(".")[:2] if part.isdigit())
     if release < OLDEST_JAXLIB:
-        return f"the compilation cache needs jaxlib {'.'.join(map(str, OLDEST_JAXLIB))} or newer (this is {jaxlib.__version__}); running without it"
+        return (
+            f"the compilation cache needs jaxlib {'.'.join(map(str, OLDEST_JAXLIB))} or newer (this is "
+            f"{jaxlib.__version__}); running without it"
+        )
     return None
 
 
@@ -241,7 +250,10 @@ def select_devices(backend: str | None, devices: str | None) -> list:
         candidates = jax.devices(backend)
     except RuntimeError:
         here = available_backends()
-        raise DeviceError(f"backend '{backend}' is not available here; available: {', '.join(here) or 'none'} (devices: {', '.join(device_name(d) for b in here for d in jax.devices(b))})") from None
+        raise DeviceError(
+            f"backend '{backend}' is not available here; available: {', '.join(here) or 'none'} (devices: "
+            f"{', '.join(device_name(d) for b in here for d in jax.devices(b))})"
+        ) from None
     if devices is None:
         return [candidates[0]]
     if devices.strip() == "all":
@@ -251,7 +263,10 @@ def select_devices(backend: str | None, devices: str | None) -> list:
     for part in devices.split(","):
         part = part.strip()
         if not (part.isascii() and part.isdigit()) or int(part) not in by_id:
-            raise DeviceError(f"--devices: {part!r} is not a {backend} device id here; allowed: 'all' or ids among {', '.join(str(i) for i in by_id)}, comma-separated")
+            raise DeviceError(
+                f"--devices: {part!r} is not a {backend} device id here; allowed: 'all' or ids among "
+                f"{', '.join(str(i) for i in by_id)}, comma-separated"
+            )
         if by_id[int(part)] not in chosen:
             chosen.append(by_id[int(part)])
     return chosen

@@ -19,7 +19,11 @@ def _sizes(scenario: Scenario, trace: bool) -> tuple[list[int], int]:
     """(sizes of the differentiated inputs, size of the output; 0 when a function is not traced)."""
     spec = scenario.target
     if spec.kind == "function" and not trace:
-        return [int(np.prod(s.shape if s.value is None else np.shape(s.value), dtype=np.int64)) for s in spec.inputs if s.differentiable], 0
+        return [
+            int(np.prod(s.shape if s.value is None else np.shape(s.value), dtype=np.int64))
+            for s in spec.inputs
+            if s.differentiable
+        ], 0
     from gradaudit.targets import sizes
 
     return sizes(scenario)
@@ -47,28 +51,48 @@ def check_limits(scenarios: Sequence[Scenario], limits: Limits, trace: bool = Tr
         except (Exception, SystemExit):  # noqa: BLE001 - a function that cannot even be traced is the audit's to report
             inputs, out = [], 0
         if inputs and max(inputs) > limits.elements:
-            problems.append(f"an input of {max(inputs):,} elements exceeds the limit of {limits.elements:,} (limits.elements)")
+            problems.append(
+                f"an input of {max(inputs):,} elements exceeds the limit of {limits.elements:,} (limits.elements)"
+            )
         entries = out * sum(inputs)
         if scenario.order >= 2:
             entries += out * sum(inputs) ** 2
-        bindings = 2 if spec.kind == "function" and spec.bind == "both" and any(not s.differentiable and not s.held for s in spec.inputs) else 1
+        bindings = (
+            2
+            if spec.kind == "function"
+            and spec.bind == "both"
+            and any(not s.differentiable and not s.held for s in spec.inputs)
+            else 1
+        )
         entries *= bindings
         if entries > limits.jacobian:
-            problems.append(f"its derivatives have {entries:,} entries, over the limit of {limits.jacobian:,} (limits.jacobian)")
+            problems.append(
+                f"its derivatives have {entries:,} entries, over the limit of {limits.jacobian:,} (limits.jacobian)"
+            )
         elif sum(inputs) ** 2 > limits.jacobian:
             # jax.jacfwd pushes one tangent per input element: an identity as large as the inputs squared,
             # even for a scalar output (whose Jacobian is small) and before the function is called.
             problems.append(
-                f"jacfwd's tangents have {sum(inputs) ** 2:,} elements (one per input element, each as large as the inputs), "
-                f"over the limit of {limits.jacobian:,} (limits.jacobian; the Python API compares such a function along directions)"
+                f"jacfwd's tangents have {sum(inputs) ** 2:,} elements (one per input element, each as large as the "
+                "inputs), "
+                f"over the limit of {limits.jacobian:,} (limits.jacobian; the Python API compares such a function "
+                "along directions)"
             )
         evaluations = 4 * sum(inputs) * bindings * (2 if scenario.order >= 2 else 1)
         if evaluations > limits.evaluations:
-            problems.append(f"finite differences need {evaluations:,} evaluations, over the limit of {limits.evaluations:,} (limits.evaluations)")
+            problems.append(
+                f"finite differences need {evaluations:,} evaluations, over the limit of {limits.evaluations:,} "
+                "(limits.evaluations)"
+            )
         total += entries
         for problem in problems:
             errors.append(InputError(scenario.source, f"scenario '{scenario.name}' is too large: {problem}"))
     if total > limits.work and not errors:
         first = scenarios[0].source
-        errors.append(InputError(first, f"the run's derivatives have {total:,} entries in all, over the limit of {limits.work:,} (limits.work)"))
+        errors.append(
+            InputError(
+                first,
+                f"the run's derivatives have {total:,} entries in all, over the limit of {limits.work:,} (limits.work)",
+            )
+        )
     return errors

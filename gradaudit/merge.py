@@ -20,11 +20,16 @@ def same_environment(paths: Sequence[str], documents: Sequence[dict], keys: tupl
     agrees with it on `keys` of its own (a survey's budget and seed)."""
     first = documents[0]
     for path, document in zip(paths[1:], documents[1:], strict=True):
-        pairs = [(key, document["environment"].get(key), first["environment"].get(key)) for key in ("jax", "jaxlib", "rule", "backend")]
+        pairs = [
+            (key, document["environment"].get(key), first["environment"].get(key))
+            for key in ("jax", "jaxlib", "rule", "backend")
+        ]
         pairs += [(key, document.get(key), first.get(key)) for key in ("schema", "fingerprints", *keys)]
         for key, theirs, ours in pairs:
             if theirs != ours:
-                raise ReportError(f"{path}: {key} is {theirs!r}, but {paths[0]} has {ours!r}: only shards of one run can be merged")
+                raise ReportError(
+                    f"{path}: {key} is {theirs!r}, but {paths[0]} has {ours!r}: only shards of one run can be merged"
+                )
 
 
 def disjoint(paths: Sequence[str], documents: Sequence[dict], key: str) -> list[dict]:
@@ -34,7 +39,9 @@ def disjoint(paths: Sequence[str], documents: Sequence[dict], key: str) -> list[
     for path, document in zip(paths, documents, strict=True):
         for entry in document[key]:
             if entry["name"] in seen:
-                raise ReportError(f"{path}: '{entry['name']}' is also in {seen[entry['name']]}: shards must not overlap")
+                raise ReportError(
+                    f"{path}: '{entry['name']}' is also in {seen[entry['name']]}: shards must not overlap"
+                )
             seen[entry["name"]] = path
             entries.append(entry)
     return entries

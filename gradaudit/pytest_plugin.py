@@ -21,7 +21,9 @@ YAML_SUFFIXES = (".yaml", ".yml")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gradaudit", "gradient consistency audits")
-    group.addoption("--gradaudit", action="store_true", help="Collect gradaudit scenario files (*.yaml, *.yml) as tests.")
+    group.addoption(
+        "--gradaudit", action="store_true", help="Collect gradaudit scenario files (*.yaml, *.yml) as tests."
+    )
     group.addoption(
         "--gradaudit-rule",
         default=None,
@@ -29,7 +31,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="select_n transpose rule to audit under (default: [tool.gradaudit] rule, else installed).",
     )
     group.addoption("--gradaudit-baseline", metavar="REPORT", help="A gradaudit JSON report whose findings are known.")
-    parser.addini("gradaudit_paths", type="paths", default=[], help="Folders (or files) whose gradaudit scenario files are collected without --gradaudit.")
+    parser.addini(
+        "gradaudit_paths",
+        type="paths",
+        default=[],
+        help="Folders (or files) whose gradaudit scenario files are collected without --gradaudit.",
+    )
 
 
 def _collected(config: pytest.Config, file_path: Path) -> bool:
@@ -37,7 +44,9 @@ def _collected(config: pytest.Config, file_path: Path) -> bool:
         return False
     if config.getoption("gradaudit"):
         return True
-    return any(file_path == folder or folder in file_path.parents for folder in map(Path, config.getini("gradaudit_paths")))
+    return any(
+        file_path == folder or folder in file_path.parents for folder in map(Path, config.getini("gradaudit_paths"))
+    )
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
@@ -73,7 +82,11 @@ def _options(config: pytest.Config):
     key = "_gradaudit_options"
     if not hasattr(config, key):
         settings, _ = load_config(Path(config.rootpath))
-        given = {"rule": config.getoption("gradaudit_rule"), "baseline": config.getoption("gradaudit_baseline"), "jobs": 0}
+        given = {
+            "rule": config.getoption("gradaudit_rule"),
+            "baseline": config.getoption("gradaudit_baseline"),
+            "jobs": 0,
+        }
         setattr(config, key, resolve(settings, check({k: v for k, v in given.items() if v is not None}, "keyword")))
     return getattr(config, key)
 

@@ -32,6 +32,8 @@ class ScreenEngine:
     def run(self, scenarios: Sequence[Scenario]) -> Iterator[list[tuple[int, Computed]]]:
         for position, scenario in enumerate(scenarios):
             computed = next((c for batch in self.quick.run([scenario]) for _, c in batch), None)
-            if computed is None or any(not f.fails_by_default for f in assess(scenario, computed, self.tolerance).findings):
+            if computed is None or any(
+                not f.fails_by_default for f in assess(scenario, computed, self.tolerance).findings
+            ):
                 computed = next(c for batch in self.literal.run([scenario]) for _, c in batch)
             yield [(position, computed)]

@@ -179,7 +179,10 @@ class _SpaceReader:
         if isinstance(node, yaml.SequenceNode):
             return [self.plain(item, inside) for item in sequence_items(self.file, node, "a list")]
         if isinstance(node, yaml.MappingNode):
-            return {key: self.plain(value, inside) for key, value in self.mapping(node, "a mapping", tuple(_keys(node))).items()}
+            return {
+                key: self.plain(value, inside)
+                for key, value in self.mapping(node, "a mapping", tuple(_keys(node))).items()
+            }
         return scalar_value(self.file, node)
 
     def alternative(self, node: yaml.Node, key: str, rule: Rule):
@@ -188,15 +191,24 @@ class _SpaceReader:
         if rule.kind == "shape":
             shape = self.plain(node)
             if not isinstance(shape, list) or not all(_is_integer(d) and d >= 0 for d in shape):
-                raise self.fail(node, f"a shape in '{label}' is a list of sizes >= 0, e.g. [2, 3]; got {kind_name(node)}")
+                raise self.fail(
+                    node, f"a shape in '{label}' is a list of sizes >= 0, e.g. [2, 3]; got {kind_name(node)}"
+                )
             return shape
         value = scalar_value(self.file, node)
-        if rule.kind == "choice" and value not in rule.allowed or rule.kind == "choice" and isinstance(value, bool) != isinstance(rule.allowed[0], bool):
+        if (
+            rule.kind == "choice"
+            and value not in rule.allowed
+            or rule.kind == "choice"
+            and isinstance(value, bool) != isinstance(rule.allowed[0], bool)
+        ):
             raise self.fail(node, f"'{label}' must be among {', '.join(map(str, rule.allowed))}; got {kind_name(node)}")
         if rule.kind == "integer" and not (_is_integer(value) and (rule.minimum is None or value >= rule.minimum)):
             at_least = f" >= {rule.minimum}" if rule.minimum is not None else ""
             raise self.fail(node, f"'{label}' takes integers{at_least}; got {kind_name(node)}")
-        if rule.kind == "number" and (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)):
+        if rule.kind == "number" and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+        ):
             raise self.fail(node, f"'{label}' takes finite numbers; got {kind_name(node)}")
         return value
 
@@ -216,7 +228,9 @@ class _SpaceReader:
             return Axis(minimum=low, maximum=high)
         if rule.kind == "shape":
             if not isinstance(node, yaml.SequenceNode) or not all(isinstance(i, yaml.SequenceNode) for i in node.value):
-                raise self.fail(node, f"'{label}' lists the shapes to try, e.g. [[], [3], [2, 3]]; got {kind_name(node)}")
+                raise self.fail(
+                    node, f"'{label}' lists the shapes to try, e.g. [[], [3], [2, 3]]; got {kind_name(node)}"
+                )
             items = list(node.value)
         else:
             items = sequence_items(self.file, node, f"'{label}'") if isinstance(node, yaml.SequenceNode) else [node]
@@ -236,13 +250,17 @@ class _SpaceReader:
         if not isinstance(name, str) or not NAME.fullmatch(name) or len(name) > 100:
             raise self.fail(
                 items.get("name", node),
-                "a search space needs a 'name' of at most 100 letters, digits, '-', '_' and '.' (it names the files written)",
+                "a search space needs a 'name' of at most 100 letters, digits, '-', '_' and '.' (it names the files "
+                "written)",
             )
         fixed = {k: self.fixed(items[k], k) for k in FIXED_KEYS if k in items}
         if "fn" in items:
             misplaced = [k for k in items if k in SELECT_N_KEYS and k not in FUNCTION_KEYS]
             if misplaced:
-                raise self.fail(items[misplaced[0]], f"'{misplaced[0]}' belongs to select_n spaces; a space with 'fn' takes {', '.join(FUNCTION_KEYS)}")
+                raise self.fail(
+                    items[misplaced[0]],
+                    f"'{misplaced[0]}' belongs to select_n spaces; a space with 'fn' takes {', '.join(FUNCTION_KEYS)}",
+                )
             fn = self.function(items["fn"])
             if "inputs" not in items:
                 raise self.fail(node, "a function space needs 'inputs': a list of {dtype, shape, value} ranges")
@@ -259,8 +277,13 @@ class _SpaceReader:
             if key not in selector:
                 raise self.fail(items["selector"], f"the selector needs '{key}'")
         axes = {f"selector.{k}": self.axis(v, f"selector.{k}") for k, v in selector.items()}
-        if not any(dtype == "bool" or _holds(dtype, axes["selector.value"]) for dtype in axes["selector.dtype"].choices):
-            raise self.fail(selector["value"], f"no selector dtype of {', '.join(axes['selector.dtype'].choices)} can hold these values")
+        if not any(
+            dtype == "bool" or _holds(dtype, axes["selector.value"]) for dtype in axes["selector.dtype"].choices
+        ):
+            raise self.fail(
+                selector["value"],
+                f"no selector dtype of {', '.join(axes['selector.dtype'].choices)} can hold these values",
+            )
         axes.update({k: self.axis(items[k], k) for k in SELECT_N_KEYS if k in items and k != "selector"})
         return Space(name=name, file=self.file, axes=axes, fixed=fixed)
 
@@ -270,9 +293,15 @@ class _SpaceReader:
         if key == "eps" and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf):
             raise self.fail(node, f"'eps' is one number > 0 for every scenario; got {kind_name(node)}")
         if key == "tolerance" and not (
-            isinstance(value, dict) and set(value) <= {"rtol", "atol"} and all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < math.inf for v in value.values())
+            isinstance(value, dict)
+            and set(value) <= {"rtol", "atol"}
+            and all(
+                isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < math.inf for v in value.values()
+            )
         ):
-            raise self.fail(node, f"'tolerance' is one {{rtol, atol}} of numbers >= 0 for every scenario; got {kind_name(node)}")
+            raise self.fail(
+                node, f"'tolerance' is one {{rtol, atol}} of numbers >= 0 for every scenario; got {kind_name(node)}"
+            )
         return value
 
     def function(self, node: yaml.Node) -> str:
@@ -283,7 +312,9 @@ class _SpaceReader:
         try:
             resolve_checked(spec, str(Path(self.file).parent), self.user_code)
         except FunctionImportError as exc:
-            raise self.fail(node, f"{exc}" + (f" (modules are imported from {Path(self.file).parent})" if self.user_code else "")) from None
+            raise self.fail(
+                node, f"{exc}" + (f" (modules are imported from {Path(self.file).parent})" if self.user_code else "")
+            ) from None
         return spec
 
     def input(self, node: yaml.Node) -> dict[str, Axis]:
@@ -350,7 +381,8 @@ def _nested(draw, element: Callable, shape: list[int]):
 
 
 def scenario_strategy(space: Space):
-    """Scenario entries (dicts as a scenario file holds them), shrinking toward the first alternatives and small values."""
+    """Scenario entries (dicts as a scenario file holds them), shrinking toward the first alternatives and small
+    values."""
     from hypothesis import strategies as st
 
     @st.composite
@@ -360,19 +392,25 @@ def scenario_strategy(space: Space):
         dtype = draw(st.sampled_from([d for d in axes["selector.dtype"].choices if d == "bool" or _holds(d, values)]))
         cases = _draw_axis(draw, st, axes["cases"])
         shape = list(draw(st.sampled_from(axes["shape"].choices)))
-        per_element = bool(shape) and bool(_draw_axis(draw, st, axes.get("selector.per_element", Axis(choices=(False, True)))))
+        per_element = bool(shape) and bool(
+            _draw_axis(draw, st, axes.get("selector.per_element", Axis(choices=(False, True))))
+        )
         element: Callable[[], object]
         if dtype == "bool":
             element = functools.partial(draw, st.booleans())
         else:
             low, high = dtypes.integer_range(dtype)
             if values.is_range:
-                assert values.minimum is not None and values.maximum is not None, "a range has both bounds (_SpaceReader.axis)"
+                assert values.minimum is not None and values.maximum is not None, (
+                    "a range has both bounds (_SpaceReader.axis)"
+                )
                 low, high = max(low, int(values.minimum)), min(high, int(values.maximum))
                 assume(low <= high)
                 element = functools.partial(draw, st.integers(low, high))
             else:
-                held = [v for v in values.choices if isinstance(v, int) and not isinstance(v, bool) and low <= v <= high]
+                held = [
+                    v for v in values.choices if isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+                ]
                 assume(held)
                 element = functools.partial(draw, st.sampled_from(held))
         entry = {
@@ -507,7 +545,9 @@ def search(
         return _search(space, budget, seed, audit, audit_all or _one_by_one(audit), database, on_progress, limits)
 
 
-def _one_by_one(audit: Callable[..., ScenarioResult]) -> Callable[[list[Scenario]], Iterator[ScenarioResult | InvalidDraw]]:
+def _one_by_one(
+    audit: Callable[..., ScenarioResult],
+) -> Callable[[list[Scenario]], Iterator[ScenarioResult | InvalidDraw]]:
     def audit_all(scenarios: list[Scenario]) -> Iterator[ScenarioResult | InvalidDraw]:
         for scenario in scenarios:
             try:
@@ -565,7 +605,11 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
     def settle(texts: list[str]) -> None:
         """Audit `texts` (valid, not yet audited), all at once."""
         for number, (text, result) in enumerate(zip(texts, audit_all([loaded[t] for t in texts]), strict=True), 1):
-            if isinstance(result, ScenarioResult) and result.findings and result.findings[0].error_type == LIMIT_EXCEEDED:
+            if (
+                isinstance(result, ScenarioResult)
+                and result.findings
+                and result.findings[0].error_type == LIMIT_EXCEEDED
+            ):
                 result = InvalidDraw(result.findings[0].message)
                 scenario = loaded[text]
                 assert scenario is not None, "only scenarios that loaded are audited"
@@ -692,7 +736,10 @@ def _limits_key(scenario: Scenario) -> tuple | None:
     if spec.kind != "function":
         return None
     captured = spec.bind != "traced"
-    inputs = tuple((s.dtype, s.array().shape, s.array().tobytes() if captured and not s.differentiable else None) for s in spec.inputs)
+    inputs = tuple(
+        (s.dtype, s.array().shape, s.array().tobytes() if captured and not s.differentiable else None)
+        for s in spec.inputs
+    )
     return (spec.fn, spec.root, spec.bind, scenario.order, repr(spec.kwargs), inputs)
 
 
@@ -730,14 +777,19 @@ def _numbered(out: Path, name: str) -> list[Path]:
 
 def foreign_files(out: Path, name: str) -> list[Path]:
     """Files in `out` with the names a search of `name` writes that no search wrote: never overwritten."""
-    return [path for path in _numbered(out, name) if not path.read_text(encoding="utf-8", errors="replace").startswith(FOUND_HEADER)]
+    return [
+        path
+        for path in _numbered(out, name)
+        if not path.read_text(encoding="utf-8", errors="replace").startswith(FOUND_HEADER)
+    ]
 
 
 def write_found(outcome: SearchOutcome, space: SearchSpace, out: Path, how: str) -> list[Path]:
     """Each minimal scenario as `out/<space name>-<n>.yaml`, with a comment saying how it was found."""
     out.mkdir(parents=True, exist_ok=True)
     for stale in _numbered(out, space.name):
-        stale.unlink()  # an earlier search's file of this space (foreign_files refused any other): its kinds may be gone
+        # an earlier search's file of this space (foreign_files refused any other): its kinds may be gone
+        stale.unlink()
     home = Path(space.file).parent.resolve()
     modules = os.path.relpath(home, out.resolve()) if space.fn and home != out.resolve() else None
     written = []

@@ -7,12 +7,13 @@ engine) and applies the gate (expectations, baseline). Which engine computes a s
 
 1. Scenarios in groups of at least GROUP_MIN sharing a program (select_n families with the
    selector passed in; calls of one user function with the same shapes, dtypes and binding, each
-   captured value computed for the members capturing it): the group engine, in worker processes with --jobs (a group a batch). Its eager paths
-   are one eager vmap of the group; its jit paths each scenario's own call, on its own inputs, of
-   one jax.jit program of the function, jax.jacfwd and jax.jacrev. A scenario is reported from it when each eager
-   path agrees with its jit twin (`judging.assess.one_story`), so that the jit paths, the user's
-   function called on that scenario alone, reproduce every finding. Any other (an answer only the
-   batched run gave: a NaN that batched XLA code turns into 0) goes on to the next engine.
+   captured value computed for the members capturing it): the group engine, in worker processes
+   with --jobs (a group a batch). Its eager paths are one eager vmap of the group; its jit paths
+   each scenario's own call, on its own inputs, of one jax.jit program of the function, jax.jacfwd
+   and jax.jacrev. A scenario is reported from it when each eager path agrees with its jit twin
+   (`judging.assess.one_story`), so that the jit paths, the user's function called on that scenario
+   alone, reproduce every finding. Any other (an answer only the batched run gave: a NaN that
+   batched XLA code turns into 0) goes on to the next engine.
 2. Every other select_n scenario: the bundle engine, with its selector captured as a user writes
    it, in worker processes with --jobs (a bundle a batch); what it finds is reported.
 3. Everything else (functions in smaller groups, second order, several devices, a bundle that
@@ -72,7 +73,8 @@ def environment(rule: str, devices: Sequence = ()) -> dict:
         "backend": devices[0].platform,
         "devices": [describe(d) for d in devices],
         "rule": rule,
-        "x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]  # Config defines each flag as an attribute at run time
+        # Config defines each flag as an attribute at run time
+        "x64": bool(jax.config.jax_enable_x64),  # type: ignore[attr-defined]
     }
 
 
@@ -173,14 +175,21 @@ def audit(
     too_large = check_limits(chosen, options.limits, trace=False)
     devices, warnings = prepare(options)
     if too_large:
-        return AuditReport(environment=environment(options.rule, devices), errors=tuple(too_large), files=files, warnings=tuple(warnings))
+        return AuditReport(
+            environment=environment(options.rule, devices),
+            errors=tuple(too_large),
+            files=files,
+            warnings=tuple(warnings),
+        )
     try:
         # Results live until the report is made: no full garbage collection meanwhile, unless the
         # paths are computed here (their exceptions' frames hold arrays in cycles).
         with long_lived() if options.jobs > 0 else collecting():
             report = _run(chosen, options, devices, on_result, files, sigterm, lighten)
     except AuditInterrupted as exc:
-        raise AuditInterrupted(replace(apply_gate(exc.report, baseline, options.fail_on), warnings=tuple(warnings))) from None
+        raise AuditInterrupted(
+            replace(apply_gate(exc.report, baseline, options.fail_on), warnings=tuple(warnings))
+        ) from None
     return replace(apply_gate(report, baseline, options.fail_on), warnings=tuple(warnings))
 
 
@@ -219,7 +228,16 @@ def remembered_interrupt(sigterm: bool = False) -> Iterator[Callable[[], None]]:
 
 
 def _interrupted(scenario: Scenario) -> ScenarioResult:
-    return ScenarioResult(scenario=scenario, arg_names=(), inputs=(), status=INTERRUPTED, paths={}, findings=(), provenance=None, seconds=0.0)
+    return ScenarioResult(
+        scenario=scenario,
+        arg_names=(),
+        inputs=(),
+        status=INTERRUPTED,
+        paths={},
+        findings=(),
+        provenance=None,
+        seconds=0.0,
+    )
 
 
 def _report(scenarios, results, options: Options, files, counts: dict, devices) -> AuditReport:
@@ -235,10 +253,20 @@ def _report(scenarios, results, options: Options, files, counts: dict, devices) 
     too_large = [r for r in results if r.findings and r.findings[0].error_type == LIMIT_EXCEEDED]
     errors = tuple(InputError(r.scenario.source, r.findings[0].message) for r in too_large)
     kept = tuple(r for r in results if r not in too_large)
-    return AuditReport(environment=env, results=kept, files=files, timings=timings, errors=errors, shuffle=options.shuffle)
+    return AuditReport(
+        environment=env, results=kept, files=files, timings=timings, errors=errors, shuffle=options.shuffle
+    )
 
 
-def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_result, files, sigterm: bool = False, lighten: bool = False) -> AuditReport:
+def _run(
+    scenarios: Sequence[Scenario],
+    options: Options,
+    devices: list,
+    on_result,
+    files,
+    sigterm: bool = False,
+    lighten: bool = False,
+) -> AuditReport:
     """Every scenario through the engines (see the module's docstring), under the options' rule."""
     from gradaudit.jaxenv import select_n_rule
 
@@ -263,7 +291,9 @@ def _run(scenarios: Sequence[Scenario], options: Options, devices: list, on_resu
     return _report(scenarios, results, options, files, counts, devices)
 
 
-def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, settle, counts: dict, lighten: bool = False) -> None:
+def _engines(
+    scenarios: Sequence[Scenario], options: Options, devices: list, settle, counts: dict, lighten: bool = False
+) -> None:
     from gradaudit.engines.bundle import BUNDLE_SCENARIOS, BundleEngine
     from gradaudit.engines.group import GroupEngine
     from gradaudit.engines.literal import LiteralEngine
@@ -277,13 +307,19 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
 
     def take(index: int, result: ScenarioResult) -> None:
         if index in fallen:
-            result = replace(result, notes=(*result.notes, Note(message=f"audited on the literal engine: {fallen[index]}")))
+            result = replace(
+                result, notes=(*result.notes, Note(message=f"audited on the literal engine: {fallen[index]}"))
+            )
         settled[index] = True
         settle(index, result)
 
     def run(engine, indices: list[int], keep: Callable[[ScenarioResult], bool] = lambda result: True) -> None:
         for batch in engine.run([scenarios[i] for i in indices]):
-            for (position, _), result in zip(batch, assess_all([(scenarios[indices[p]], computed) for p, computed in batch], options.tolerance), strict=True):
+            for (position, _), result in zip(
+                batch,
+                assess_all([(scenarios[indices[p]], computed) for p, computed in batch], options.tolerance),
+                strict=True,
+            ):
                 if keep(result):
                     take(indices[position], lightened(result) if lighten else result)
 
@@ -292,10 +328,15 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         every worker has one); else in this process."""
         if options.jobs > 0:
             size = max(1, min(BUNDLE_SCENARIOS, -(-len(indices) // options.jobs)))
-            batches = [[indices[p] for p in bundle] for bundle in BundleEngine(size=size).bundles([scenarios[i] for i in indices])]
+            batches = [
+                [indices[p] for p in bundle]
+                for bundle in BundleEngine(size=size).bundles([scenarios[i] for i in indices])
+            ]
             in_workers(batches, "bundle")
             failed = sum(any(i in fallen for i in batch) for batch in batches)
-            counts.update(bundles=counts["bundles"] + len(batches) - failed, failed_bundles=counts["failed_bundles"] + failed)
+            counts.update(
+                bundles=counts["bundles"] + len(batches) - failed, failed_bundles=counts["failed_bundles"] + failed
+            )
             return
         engine = BundleEngine(devices=devices)
         run(engine, indices)
@@ -346,7 +387,10 @@ def _engines(scenarios: Sequence[Scenario], options: Options, devices: list, set
         if options.jobs > 0:
             in_workers(_literal_batches(scenarios, positions(lambda s: True), options.jobs), "literal")
             return
-        run(LiteralEngine(options.timeout, devices, options.limits), sorted(positions(lambda s: True), key=lambda i: _family(scenarios[i])))
+        run(
+            LiteralEngine(options.timeout, devices, options.limits),
+            sorted(positions(lambda s: True), key=lambda i: _family(scenarios[i])),
+        )
     finally:
         if idle:
             from gradaudit.isolation import stop_workers

@@ -58,13 +58,22 @@ def make_scenario(
     output: str = "identity",
 ) -> Scenario:
     """A select_n Scenario built in code, as if loaded from `test.yaml:1:1`."""
-    target = SelectN(selector=Selector(dtype=selector_dtype, value=value), cases=cases, shape=shape, dtype=dtype, values=values, output=output)
+    target = SelectN(
+        selector=Selector(dtype=selector_dtype, value=value),
+        cases=cases,
+        shape=shape,
+        dtype=dtype,
+        values=values,
+        output=output,
+    )
     return Scenario(name=name, source=Location("test.yaml", 1, 1), target=target, seed=seed, order=order)
 
 
 def path_results(per_path: dict) -> dict[str, PathResult]:
     """Hand-made path results: per path name, its arrays (float32) or the PathError it raised."""
     return {
-        name: PathResult(name=name, arrays=None, error=arrays) if isinstance(arrays, PathError) else PathResult(name=name, arrays=tuple(np.asarray(a, dtype=np.float32) for a in arrays))
+        name: PathResult(name=name, arrays=None, error=arrays)
+        if isinstance(arrays, PathError)
+        else PathResult(name=name, arrays=tuple(np.asarray(a, dtype=np.float32) for a in arrays))
         for name, arrays in per_path.items()
     }

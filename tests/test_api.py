@@ -117,7 +117,9 @@ def test_the_same_verdicts_as_the_yaml_route_over_the_catalog(catalog_by_yaml):
             spec = scenario.target
             fn = resolve(spec.fn, spec.root)
             args = [jnp.asarray(s.array()) for s in spec.inputs]
-            from_api = gradaudit.audit(fn, *args, bind=spec.bind, order=scenario.order, eps=scenario.eps, seed=scenario.seed)
+            from_api = gradaudit.audit(
+                fn, *args, bind=spec.bind, order=scenario.order, eps=scenario.eps, seed=scenario.seed
+            )
             assert from_api.status == from_yaml.status, scenario.name
             assert _signature(from_api.result) == _signature(from_yaml), scenario.name
 
@@ -129,7 +131,11 @@ def _select_n_rows():
     rows = [("bool", cases, (), value) for cases in (1, 2) for value in (False, True)]
     rows += [("int32", 2, (), value) for value in (1, 2, -1)] + [("int32", 6, (), -1)]
     rows += [("uint32", 1, (), value) for value in (0, 1)] + [("uint32", 6, (), value) for value in (5, 6)]
-    rows += [(dtype, cases, (2, 3), [[0, cases - 1, 1], [cases - 1, 0, last]]) for dtype, cases in (("int32", 2), ("uint32", 6)) for last in (0, cases)]
+    rows += [
+        (dtype, cases, (2, 3), [[0, cases - 1, 1], [cases - 1, 0, last]])
+        for dtype, cases in (("int32", 2), ("uint32", 6))
+        for last in (0, cases)
+    ]
     return rows
 
 
@@ -143,7 +149,9 @@ def _rejected_by_the_legacy_rule(dtype: str, cases: int, value) -> bool:
 @pytest.mark.slow
 def test_check_grads_is_a_drop_in_that_fails_exactly_on_the_seeds_rows():
     rows = _select_n_rows()
-    rejected = {i for i, (dtype, cases, _, value) in enumerate(rows) if _rejected_by_the_legacy_rule(dtype, cases, value)}
+    rejected = {
+        i for i, (dtype, cases, _, value) in enumerate(rows) if _rejected_by_the_legacy_rule(dtype, cases, value)
+    }
     assert 8 <= len(rejected) < len(rows)
     # Under the fixed rule, every other rejected row (each row audits twelve paths: time).
     for rule, audited, expected in (("legacy", range(len(rows)), rejected), ("fixed", sorted(rejected)[::2], set())):
@@ -152,7 +160,9 @@ def test_check_grads_is_a_drop_in_that_fails_exactly_on_the_seeds_rows():
         for index in audited:
             dtype, cases, shape, value = rows[index]
             which = np.asarray(value, dtype=np.dtype(dtype))
-            args = tuple(jnp.arange(float(cases * int(np.prod(shape))))[i::cases].reshape(shape) + 10 * i for i in range(cases))
+            args = tuple(
+                jnp.arange(float(cases * int(np.prod(shape))))[i::cases].reshape(shape) + 10 * i for i in range(cases)
+            )
             try:
                 auditor.check_grads(lambda *c, w=which: lax.select_n(w, *c), args, 2, ["fwd", "rev"], eps=1.0)
             except GradientInconsistency as exc:
@@ -314,4 +324,6 @@ def test_a_function_whose_value_path_does_not_apply_is_an_error_saying_why():
     reverse_only.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (g * jnp.cos(x),))
     result = gradaudit.audit(lambda x: jax.jvp(reverse_only, (x,), (jnp.ones_like(x),))[1], jnp.array([0.5, 1.0]))
     assert result.status == "error"
-    assert result.findings[0].message.startswith("evaluating the function raised NotApplicable: forward mode cannot differentiate a custom_vjp function")
+    assert result.findings[0].message.startswith(
+        "evaluating the function raised NotApplicable: forward mode cannot differentiate a custom_vjp function"
+    )

@@ -33,7 +33,20 @@ ALLOWED: dict[str, set[str]] = {
     "render": {"model", "numerics", "judging", "diff", "search"},
     "api": {"model", "numerics", "targets", "service", "render"},
     "pytest_plugin": {"model", "sources", "service", "api", "render"},
-    "cli": {"model", "supported", "collector", "sources", "jaxenv", "judging", "service", "search", "survey", "render", "diff", "merge"},
+    "cli": {
+        "model",
+        "supported",
+        "collector",
+        "sources",
+        "jaxenv",
+        "judging",
+        "service",
+        "search",
+        "survey",
+        "render",
+        "diff",
+        "merge",
+    },
 }
 """What each part of gradaudit may import (beside itself): lower layers only, so data flows one way."""
 
@@ -113,7 +126,11 @@ def test_import_and_the_commands_that_audit_nothing_need_no_jax(tmp_path):
 @pytest.mark.parametrize("flag", [None, "--gradaudit"])
 def test_a_pytest_session_imports_jax_only_when_it_audits(tmp_path, flag):
     write_yaml(tmp_path, "test_plain.py", "def test_nothing():\n    assert 1 + 1 == 2\n")
-    write_yaml(tmp_path, "s.yaml", "scenarios:\n  - {name: s, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n")
+    write_yaml(
+        tmp_path,
+        "s.yaml",
+        "scenarios:\n  - {name: s, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n",
+    )
     args = ["-q", "-p", "no:cacheprovider", "test_plain.py"] + ([flag, "s.yaml"] if flag else [])
     proc = _without_jax(f"import pytest; sys.exit(pytest.main({args!r}))", tmp_path)
     if flag is None:
@@ -136,6 +153,10 @@ def test_the_public_names_are_documented_and_typed():
         if inspect.isfunction(value):
             assert "Args:" in doc, f"gradaudit.{name}'s docstring says nothing of its arguments"
             returns = inspect.signature(value).return_annotation
-            assert "Returns:" in doc or returns in (None, "None"), f"gradaudit.{name}'s docstring says nothing of what it returns"
+            assert "Returns:" in doc or returns in (None, "None"), (
+                f"gradaudit.{name}'s docstring says nothing of what it returns"
+            )
     assert (importlib.resources.files("gradaudit") / "py.typed").is_file()
-    assert 'gradaudit = ["py.typed", "schemas/*.json", "render/templates/*.html"]' in (ROOT / "pyproject.toml").read_text()
+    assert (
+        'gradaudit = ["py.typed", "schemas/*.json", "render/templates/*.html"]' in (ROOT / "pyproject.toml").read_text()
+    )

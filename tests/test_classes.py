@@ -16,7 +16,12 @@ F32_MAX = float(np.finfo(np.float32).max)
 
 
 def _surroundings(x, out) -> Surroundings:
-    return Surroundings(inputs=(np.asarray(x, dtype=np.float64),), output=np.asarray(out, dtype=np.float64), arg_names=("x",), largest=F32_MAX)
+    return Surroundings(
+        inputs=(np.asarray(x, dtype=np.float64),),
+        output=np.asarray(out, dtype=np.float64),
+        arg_names=("x",),
+        largest=F32_MAX,
+    )
 
 
 def _reference(shape, kink=(), undefined=(), extrapolated=None) -> Reference:
@@ -25,13 +30,26 @@ def _reference(shape, kink=(), undefined=(), extrapolated=None) -> Reference:
         mask = np.zeros(shape, bool)
         mask.reshape(-1)[list(flat)] = True
         masks.append((mask,))
-    estimates = {} if extrapolated is None else {"extrapolated": (np.asarray(extrapolated, dtype=np.float64).reshape(shape),)}
+    estimates = (
+        {} if extrapolated is None else {"extrapolated": (np.asarray(extrapolated, dtype=np.float64).reshape(shape),)}
+    )
     return Reference(kink=masks[0], undefined=masks[1], estimates=estimates)
 
 
 def _classes(surroundings, reference, flat, got, want, twins=False, crossing=None, block_size=None) -> list[str]:
     size = block_size or surroundings.output.size * surroundings.inputs[0].size
-    return classify(surroundings, reference, 0, 1, size, np.asarray(flat), np.asarray(got, float), np.asarray(want, float), twins, crossing).tolist()
+    return classify(
+        surroundings,
+        reference,
+        0,
+        1,
+        size,
+        np.asarray(flat),
+        np.asarray(got, float),
+        np.asarray(want, float),
+        twins,
+        crossing,
+    ).tolist()
 
 
 def test_an_entry_whose_own_input_or_output_is_not_finite_is_non_finite_whatever_else_holds():
@@ -84,15 +102,25 @@ def test_crossing_infinities_mark_the_row_and_column_of_an_infinite_derivative()
 def test_the_reason_names_the_entry_its_numbers_and_what_decided():
     here = _surroundings([4.0, NAN, 5.0], 9.0)
     reason, evidence = explain(FindingClass.LEAK, here, None, 0, 1, 3, 0, ("jacrev", "finite differences"), (NAN, 0.0))
-    assert "x[0] = 4" in reason and "x[1] = nan elsewhere" in reason and "jacrev gives nan where finite differences give 0" in reason
+    assert (
+        "x[0] = 4" in reason
+        and "x[1] = nan elsewhere" in reason
+        and "jacrev gives nan where finite differences give 0" in reason
+    )
     assert evidence["input x[0]"] == 4.0 and evidence["output out"] == 9.0
     reference = Reference(
         kink=(np.zeros((1, 1), bool),),
         undefined=(np.zeros((1, 1), bool),),
-        estimates={"left_half": (np.array([[-1.0]]),), "right_half": (np.array([[-1.0]]),), "extrapolated": (np.array([[-1.0]]),)},
+        estimates={
+            "left_half": (np.array([[-1.0]]),),
+            "right_half": (np.array([[-1.0]]),),
+            "extrapolated": (np.array([[-1.0]]),),
+        },
     )
     smooth = Surroundings(inputs=(np.array([0.0]),), output=np.array(-0.0), arg_names=("mu",), largest=F32_MAX)
-    reason, evidence = explain(FindingClass.WRONG, smooth, reference, 0, 1, 1, 0, ("jacfwd and jacrev", "finite differences"), (NAN, -1.0))
+    reason, evidence = explain(
+        FindingClass.WRONG, smooth, reference, 0, 1, 1, 0, ("jacfwd and jacrev", "finite differences"), (NAN, -1.0)
+    )
     assert reason == (
         "inputs and output finite (mu[0] = 0; out = -0); finite differences -1 (slope -1 from the left, -1 from the right), "
         "both sides agree; jacfwd and jacrev give nan where finite differences give -1"
@@ -104,7 +132,16 @@ TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)
 
 
 def _judged(x, value, fwd, rev, fd, jit_rev=None):
-    results = path_results({VALUE: value, JACFWD: fwd, JIT_JACFWD: fwd, JACREV: rev, JIT_JACREV: rev if jit_rev is None else jit_rev, FINITE_DIFFERENCE: fd})
+    results = path_results(
+        {
+            VALUE: value,
+            JACFWD: fwd,
+            JIT_JACFWD: fwd,
+            JACREV: rev,
+            JIT_JACREV: rev if jit_rev is None else jit_rev,
+            FINITE_DIFFERENCE: fd,
+        }
+    )
     return judge(results, ("x",), TOL, inputs=(np.asarray(x, dtype=np.float32),))
 
 
@@ -154,15 +191,43 @@ def test_a_probe_settles_by_the_numbers_it_holds():
     # A line of slope 1 at every step where AD says 0: nothing to settle, the entry stays wrong.
     assert settle(probe([1.0] * 6), got=0.0, want=1.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0) is None
     # Finer steps agree with AD where the usual one did not: its step spans the function's periods.
-    assert settle(probe([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]), got=1.0, want=0.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome == FINER_AGREES
+    assert (
+        settle(
+            probe([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]),
+            got=1.0,
+            want=0.0,
+            predicted=None,
+            rtol=1e-3,
+            atol=1e-3,
+            rounding_at=0.0,
+        ).outcome
+        == FINER_AGREES
+    )
     # Flat at and below the usual step, AD's slope over the largest: a staircase.
-    assert settle(probe([1.0, 0.4, 0.0, 0.0, 0.0, 0.0]), got=1.0, want=0.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome == "non-differentiable"
+    assert (
+        settle(
+            probe([1.0, 0.4, 0.0, 0.0, 0.0, 0.0]),
+            got=1.0,
+            want=0.0,
+            predicted=None,
+            rtol=1e-3,
+            atol=1e-3,
+            rounding_at=0.0,
+        ).outcome
+        == "non-differentiable"
+    )
     # Flat everywhere: AD's 1 is followed by nothing; still wrong.
     assert settle(probe([0.0] * 6), got=1.0, want=0.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0) is None
     # One-sided slopes that part at the finest steps and do not close: a jump finer than the step.
     jump = probe([5.0] * 6, left=[5.0, 5.0, 5.0, 5.0, 1e3, 1e6], right=[5.0, 5.0, 5.0, 5.0, 0.0, 0.0])
-    assert settle(jump, got=0.0, want=5.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome == "non-differentiable"
+    assert (
+        settle(jump, got=0.0, want=5.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome
+        == "non-differentiable"
+    )
     # Tied inputs whose diagonal slope is not the sum of their partial slopes: no derivative.
     tie = probe([0.0] * 6, tied=((0, 0), (0, 1)), along=1.0)
-    assert settle(tie, got=1.0, want=0.0, predicted=0.0, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome == "non-differentiable"
+    assert (
+        settle(tie, got=1.0, want=0.0, predicted=0.0, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome
+        == "non-differentiable"
+    )
     assert settle(tie, got=1.0, want=0.0, predicted=1.0, rtol=1e-3, atol=1e-3, rounding_at=0.0) is None

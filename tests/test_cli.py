@@ -99,7 +99,9 @@ def test_json_report_fields_for_the_seed_example(tmp_path):
     assert paths["jacrev"]["jacobians"] == {"case 0": 0.0, "case 1": 0.0}
     assert paths["jit_jacrev"] == {"status": "ok", "equals": "jacrev"}
     assert paths["finite_difference"] == {"status": "ok", "equals": "jacfwd"}
-    full = run_cli("run", str(path), "--rule", "legacy", "--json", "-", "--json-detail", "full").json()["results"][0]["paths"]
+    full = run_cli("run", str(path), "--rule", "legacy", "--json", "-", "--json-detail", "full").json()["results"][0][
+        "paths"
+    ]
     assert full["jit_value"] == {"status": "ok", "value": 5.0}
     assert full["jit_jacrev"]["jacobians"] == {"case 0": 0.0, "case 1": 0.0}
     assert full["finite_difference"]["jacobians"] == {"case 0": 0.0, "case 1": 1.0}
@@ -238,7 +240,11 @@ def test_a_ctrl_c_swallowed_where_python_ignores_exceptions_still_stops_the_run(
 
 
 def test_brackets_in_names_are_printed_as_written(tmp_path):
-    path = write_yaml(tmp_path, "m.yaml", 'scenarios:\n  - {name: "a[/x] [bold]b", selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n')
+    path = write_yaml(
+        tmp_path,
+        "m.yaml",
+        'scenarios:\n  - {name: "a[/x] [bold]b", selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n',
+    )
     result = run_cli("run", str(path), "-v")
     assert result.exit_code == 1 and result.exception is None
     assert "a[/x] [bold]b" in result.stdout
@@ -257,7 +263,9 @@ def test_the_report_takes_the_rows_rendered_for_the_partial_file_as_they_are(tmp
     baseline.write_text("".join(JsonFormat("findings").render(gradaudit.service.audit(scenarios[:6], options))))
     rendered = RenderedRows()
     lines = []
-    report = gradaudit.service.audit(scenarios, options.updated(baseline=str(baseline)), on_result=lambda r: lines.append(rendered.line(r)))
+    report = gradaudit.service.audit(
+        scenarios, options.updated(baseline=str(baseline)), on_result=lambda r: lines.append(rendered.line(r))
+    )
     assert len(lines) == len(scenarios) and all("outcome" not in json.loads(line) for line in lines)
     outcomes = {bool(r.outcome.known) for r in report.results if r.findings}
     assert outcomes == {True, False}  # some findings known from the baseline, some new

@@ -28,7 +28,17 @@ scenarios:
 def _run(tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProcess, dict]:
     report = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "gradaudit", "run", str(tmp_path / "s.yaml"), "--profile", "--json", str(report), *options],
+        [
+            sys.executable,
+            "-m",
+            "gradaudit",
+            "run",
+            str(tmp_path / "s.yaml"),
+            "--profile",
+            "--json",
+            str(report),
+            *options,
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -81,7 +91,10 @@ def test_config_turns_the_cache_off_or_moves_it(tmp_path, monkeypatch):
     assert not (tmp_path / ".gradaudit").exists()
     (tmp_path / "pyproject.toml").write_text("[tool.gradaudit]\ncache = 3\n")
     bad = run_cli("run", "s.yaml", "-q")
-    assert bad.exit_code == 2 and "'cache' must be a folder for JAX's compilation cache, or false for none, got 3" in bad.stderr
+    assert (
+        bad.exit_code == 2
+        and "'cache' must be a folder for JAX's compilation cache, or false for none, got 3" in bad.stderr
+    )
 
 
 @needs_cache

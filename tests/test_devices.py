@@ -45,7 +45,13 @@ def _gradaudit(tmp_path: Path, *args: str, devices: int = 2) -> tuple[subprocess
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "NO_COLOR": "1", "GRADAUDIT_JOBS": "0", "PYTHONPATH": str(ROOT), "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"},
+        env={
+            **os.environ,
+            "NO_COLOR": "1",
+            "GRADAUDIT_JOBS": "0",
+            "PYTHONPATH": str(ROOT),
+            "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+        },
         timeout=300,
     )
     return proc, json.loads(report.read_text()) if report.exists() else None
@@ -64,7 +70,9 @@ def test_two_devices_run_every_ad_path_on_each_and_a_difference_is_a_finding(tmp
     scaled = _by_name(report)["scaled"]
     paths = scaled["paths"]
     # A path names its device where it is not the result's own.
-    assert scaled["device"] == "cpu:0" and "device" not in paths["jacrev"] and paths["jacrev@cpu:1"]["device"] == "cpu:1"
+    assert (
+        scaled["device"] == "cpu:0" and "device" not in paths["jacrev"] and paths["jacrev@cpu:1"]["device"] == "cpu:1"
+    )
     assert "finite_difference@cpu:1" not in paths
     assert paths["jacrev"]["jacobians"]["x0"] == [[2.0, 0.0], [0.0, 2.0]]
     assert paths["jacrev@cpu:1"]["jacobians"]["x0"] == [[3.0, 0.0], [0.0, 3.0]]
@@ -103,7 +111,9 @@ def test_an_unavailable_backend_or_device_is_exit_2_naming_what_is_here(tmp_path
     assert "Traceback" not in proc.stderr and report is None
     proc, _ = _gradaudit(tmp_path, "s.yaml", "--devices", "0,7")
     assert proc.returncode == 2
-    assert "--devices: '7' is not a cpu device id here; allowed: 'all' or ids among 0, 1, comma-separated" in proc.stderr
+    assert (
+        "--devices: '7' is not a cpu device id here; allowed: 'all' or ids among 0, 1, comma-separated" in proc.stderr
+    )
 
 
 def test_bad_device_ids_in_process(tmp_path, monkeypatch):

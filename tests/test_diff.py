@@ -41,7 +41,9 @@ def test_legacy_to_fixed_resolves_every_finding_and_exits_0(reports, tmp_path):
     assert {c["name"]: c["before"] for c in document["changed"]} == failing
     assert {c["after"] for c in document["changed"]} == {"consistent"}
     assert document["summary"]["unchanged"] == len(legacy["results"]) - len(failing)
-    assert f"{len(_fingerprints(legacy))} resolved, {len(failing)} scenarios changed, 0 added, 0 removed" in result.stdout
+    assert (
+        f"{len(_fingerprints(legacy))} resolved, {len(failing)} scenarios changed, 0 added, 0 removed" in result.stdout
+    )
 
 
 def test_fixed_to_legacy_names_each_new_finding_and_exits_1(reports):
@@ -77,7 +79,10 @@ def test_an_upgrade_shows_the_versions_and_added_and_removed_scenarios(reports, 
         (None, "cannot read"),
         ("{\n  nope", ":2:3: not JSON"),
         ('{"schema": "something/1"}', "not a gradaudit report"),
-        ('{"schema": "gradaudit.report/1", "environment": {}, "results": [{"name": "x"}]}', "results[0] needs 'name', 'status', 'scenario' and 'findings'"),
+        (
+            '{"schema": "gradaudit.report/1", "environment": {}, "results": [{"name": "x"}]}',
+            "results[0] needs 'name', 'status', 'scenario' and 'findings'",
+        ),
     ],
 )
 def test_unusable_reports_are_exit_2_with_the_file_named(reports, tmp_path, content, message):

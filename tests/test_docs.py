@@ -46,7 +46,14 @@ def test_every_yaml_block_parses_and_every_scenario_or_space_in_one_loads(tmp_pa
             (tmp_path / "space.yaml").write_text(body)
             read_space(tmp_path / "space.yaml")
             checked += 1
-        elif isinstance(document, dict) and "scenarios" in document or isinstance(document, list) and document and "name" in document[0] and "uses" not in document[0]:
+        elif (
+            isinstance(document, dict)
+            and "scenarios" in document
+            or isinstance(document, list)
+            and document
+            and "name" in document[0]
+            and "uses" not in document[0]
+        ):
             text = body if isinstance(document, dict) else "scenarios:\n" + body
             _, errors = load_text(text, str(ROOT / "scenarios" / "docs-example.yaml"))
             # a user's own module (mypkg.losses) cannot be imported here: anything else is the docs' mistake
@@ -60,10 +67,17 @@ def test_every_gradaudit_command_in_the_docs_exists_with_its_options(page, line)
     words = shlex.split(line)[1:]
     command = main.commands.get(words[0])
     assert command is not None, f"{page}: no command {words[0]!r} in {line!r}"
-    options = {name for param in command.params if isinstance(param, click.Option) for name in (*param.opts, *param.secondary_opts)}
+    options = {
+        name
+        for param in command.params
+        if isinstance(param, click.Option)
+        for name in (*param.opts, *param.secondary_opts)
+    }
     for word in words[1:]:
         if word.startswith("-") and word != "-":
-            assert word.split("=")[0] in options or word == "--rules", f"{page}: {line!r}: {command.name} has no option {word}"
+            assert word.split("=")[0] in options or word == "--rules", (
+                f"{page}: {line!r}: {command.name} has no option {word}"
+            )
 
 
 def test_the_readme_names_make_targets_that_exist():
@@ -91,7 +105,9 @@ def test_the_diagnoses_page_is_the_catalog_as_the_code_has_it():
     from gradaudit.judging.diagnoses import CATALOG
     from gradaudit.render.markdown import diagnoses_page
 
-    assert (ROOT / "docs" / "diagnoses.md").read_text() == diagnoses_page(CATALOG), "regenerate: gradaudit explain --markdown > docs/diagnoses.md"
+    assert (ROOT / "docs" / "diagnoses.md").read_text() == diagnoses_page(CATALOG), (
+        "regenerate: gradaudit explain --markdown > docs/diagnoses.md"
+    )
     listed = run_cli("explain", "--markdown")
     assert listed.exit_code == 0 and listed.stdout == diagnoses_page(CATALOG)
     assert all(f"## {d.id}" in listed.stdout and d.fixes[0] in listed.stdout for d in CATALOG)

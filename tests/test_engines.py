@@ -33,7 +33,9 @@ def grid() -> list:
     """Several scenarios per group (same dtypes, shapes and case count), selectors in and out of range."""
     rng = np.random.default_rng(7)
     scenarios = []
-    for number, (dtype, cases, shape, full) in enumerate(itertools.product(("int32", "uint8", "bool", "int8"), (1, 2, 3), ((), (3,), (2, 2)), (False, True))):
+    for number, (dtype, cases, shape, full) in enumerate(
+        itertools.product(("int32", "uint8", "bool", "int8"), (1, 2, 3), ((), (3,), (2, 2)), (False, True))
+    ):
         if (dtype == "bool" and cases > 2) or (full and not shape) or number % 3:
             continue
         for copy in range(3):
@@ -44,7 +46,17 @@ def grid() -> list:
                 values = rng.integers(0 if dtype == "uint8" else -1, cases + 2, size).tolist()
             value = np.array(values, dtype=object).reshape(shape).tolist() if full else values[0]
             case_dtype = ("float32", "float16", "float64", "bfloat16")[number % 4]
-            scenarios.append(make_scenario(dtype, value, cases, shape, dtype=case_dtype, seed=copy, name=f"{dtype}-{cases}-{shape}-{full}-{copy}"))
+            scenarios.append(
+                make_scenario(
+                    dtype,
+                    value,
+                    cases,
+                    shape,
+                    dtype=case_dtype,
+                    seed=copy,
+                    name=f"{dtype}-{cases}-{shape}-{full}-{copy}",
+                )
+            )
     return scenarios
 
 
@@ -52,17 +64,25 @@ def _same(ours, theirs, rule) -> None:
     """Two results of one scenario agree: status, findings, notes, and every path's answer to rounding."""
     name = ours.scenario.name
     assert ours.status == theirs.status, (rule, name, [f.message for f in theirs.findings])
-    assert [(f.kind, f.paths, f.message) for f in ours.findings] == [(f.kind, f.paths, f.message) for f in theirs.findings], name
+    assert [(f.kind, f.paths, f.message) for f in ours.findings] == [
+        (f.kind, f.paths, f.message) for f in theirs.findings
+    ], name
     assert [n.message for n in ours.notes] == [n.message for n in theirs.notes], name
     assert ours.arg_names == theirs.arg_names
     assert list(ours.paths) == list(theirs.paths)
     for path_name, path in ours.paths.items():
         other = theirs.paths[path_name]
         assert path.status == other.status, (rule, name, path_name)
-        assert (path.error.type, path.error.message) == (other.error.type, other.error.message) if path.error else other.error is None
+        assert (
+            (path.error.type, path.error.message) == (other.error.type, other.error.message)
+            if path.error
+            else other.error is None
+        )
         for mine, theirs_array in zip(path.arrays or (), other.arrays or (), strict=True):
             assert np.shape(mine) == np.shape(theirs_array), (name, path_name)
-            np.testing.assert_allclose(np.asarray(mine, np.float64), np.asarray(theirs_array, np.float64), rtol=1e-3, atol=1e-3)
+            np.testing.assert_allclose(
+                np.asarray(mine, np.float64), np.asarray(theirs_array, np.float64), rtol=1e-3, atol=1e-3
+            )
 
 
 def computed_by(engine, scenarios) -> dict:
@@ -72,11 +92,18 @@ def computed_by(engine, scenarios) -> dict:
 
 def judged_by(engine, scenarios) -> dict:
     """Each scenario's result, judged a batch at a time as the service judges them."""
-    return {index: result for batch in engine.run(scenarios) for (index, _), result in zip(batch, assess_all([(scenarios[i], c) for i, c in batch]), strict=True)}
+    return {
+        index: result
+        for batch in engine.run(scenarios)
+        for (index, _), result in zip(batch, assess_all([(scenarios[i], c) for i, c in batch]), strict=True)
+    }
 
 
 def _literal(scenarios):
-    return [assess(s, computed) for s, computed in zip(scenarios, computed_by(LiteralEngine(), scenarios).values(), strict=True)]
+    return [
+        assess(s, computed)
+        for s, computed in zip(scenarios, computed_by(LiteralEngine(), scenarios).values(), strict=True)
+    ]
 
 
 @pytest.mark.slow
@@ -126,7 +153,9 @@ def test_every_path_ran_where_it_says_and_none_repeats_another():
     """Eager paths computed eagerly: an exception that only eager jacfwd raises shows there alone."""
     result = run_audit(grid()[:2], LEGACY).results[0]
     assert result.method == "bundle"
-    assert {p.engine for p in result.paths.values()} == {"bundle"} and {p.binding for p in result.paths.values()} == {"constant"}
+    assert {p.engine for p in result.paths.values()} == {"bundle"} and {p.binding for p in result.paths.values()} == {
+        "constant"
+    }
     literal = run_audit(grid()[:2], LEGACY, literal=True).results[0]
     assert {p.engine for p in literal.paths.values()} == {"literal"}
 
@@ -161,7 +190,9 @@ def test_a_group_reports_what_its_jit_paths_reproduce_and_bundles_take_the_rest(
     fast = run_audit(scenarios, LEGACY)
     literal = run_audit(scenarios, LEGACY, literal=True)
     assert [r.status for r in fast.results] == [r.status for r in literal.results]
-    assert [[f.message for f in r.findings] for r in fast.results] == [[f.message for f in r.findings] for r in literal.results]
+    assert [[f.message for f in r.findings] for r in fast.results] == [
+        [f.message for f in r.findings] for r in literal.results
+    ]
     assert [r.scenario.name for r in fast.results] == [s.name for s in scenarios]
     big = fast.results[:16]
     # Out-of-range selectors: eager (vmapped) and jit (each scenario's own call) jacrev agree in
@@ -249,7 +280,9 @@ def test_a_bundle_that_fails_as_a_whole_leaves_its_scenarios_to_the_literal_engi
     assert [r.status for r in report.results] == [r.status for r in run_audit(scenarios, LEGACY, literal=True).results]
     assert report.timings["bundles"] == 0 and report.timings["failed_bundles"] == 1
     for result in report.results:
-        assert result.notes[-1].message == ("audited on the literal engine: its compiled bundle failed (RuntimeError: XLA could not compile the bundle)")
+        assert result.notes[-1].message == (
+            "audited on the literal engine: its compiled bundle failed (RuntimeError: XLA could not compile the bundle)"
+        )
 
 
 @pytest.mark.parametrize("literal", [False, True])
@@ -258,7 +291,10 @@ def test_a_step_too_small_for_bfloat16_is_raised_to_one_it_can_resolve(literal):
     # 1e-6 moves nothing at all; both are raised to sqrt(bfloat16's epsilon) * |x|.
     scenarios = [
         replace(make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[284.0, 2.0], name="step-2"), eps=2.0 / 284),
-        replace(make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[292.0, 2.0], name="tiny", output="square"), eps=1e-6),
+        replace(
+            make_scenario("int32", 0, 2, (), dtype="bfloat16", values=[292.0, 2.0], name="tiny", output="square"),
+            eps=1e-6,
+        ),
     ]
     report = run_audit(scenarios, FIXED, literal=literal)
     step, tiny = report.results
@@ -266,7 +302,9 @@ def test_a_step_too_small_for_bfloat16_is_raised_to_one_it_can_resolve(literal):
         assert result.status == CONSISTENT, [f.message for f in result.findings]
         assert not result.notes, [n.message for n in result.notes]
     assert [float(b) for b in step.paths["finite_difference"].arrays] == [1.0, 0.0]
-    assert float(tiny.paths["finite_difference"].arrays[0]) == pytest.approx(2 * 292, rel=0.05)  # bfloat16 squares near 85,000 are 512 apart
+    assert float(tiny.paths["finite_difference"].arrays[0]) == pytest.approx(
+        2 * 292, rel=0.05
+    )  # bfloat16 squares near 85,000 are 512 apart
     assert {r.method for r in report.results} == {"literal" if literal else "bundle"}
 
 
@@ -296,7 +334,11 @@ def test_function_groups_give_the_literal_engines_verdicts(tmp_path, jobs):
         values = [float(v) for v in np.round(rng.standard_normal(3), 3)]
         if n % 3 == 0:
             values[n % 3] = ".nan"
-        lines += [f"  - name: max-{n}", "    fn: fns:max_all", f"    inputs: [{{dtype: float32, value: [{', '.join(map(str, values))}]}}]"]
+        lines += [
+            f"  - name: max-{n}",
+            "    fn: fns:max_all",
+            f"    inputs: [{{dtype: float32, value: [{', '.join(map(str, values))}]}}]",
+        ]
         lines += [
             f"  - name: take-{n}",
             "    fn: fns:scaled_take",
@@ -311,7 +353,10 @@ def test_function_groups_give_the_literal_engines_verdicts(tmp_path, jobs):
         assert [f.fingerprint for f in ours.findings] == [f.fingerprint for f in theirs.findings], ours.scenario.name
     grouped = [r for r in default.results if r.method == "group"]
     assert default.timings["groups"] >= 2 and len(grouped) >= GROUP_MIN
-    assert {p.binding for r in grouped if r.scenario.name.startswith("take") for p in r.paths.values()} == {"traced", "constant"}
+    assert {p.binding for r in grouped if r.scenario.name.startswith("take") for p in r.paths.values()} == {
+        "traced",
+        "constant",
+    }
     assert {r.method for r in literal.results} == {"literal"}
 
 
@@ -349,7 +394,9 @@ def _calls(folder, name: str, calls: list[tuple[str, int | None, float]]):
     (folder / "fns.py").write_text(FUNCTION_GROUPS)
     lines = ["scenarios:"]
     for n, (fn, index, eps) in enumerate(calls):
-        inputs = "{dtype: float32, value: [1.0, 2.0, 3.0]}" + ("" if index is None else f", {{dtype: int32, value: {index}}}")
+        inputs = "{dtype: float32, value: [1.0, 2.0, 3.0]}" + (
+            "" if index is None else f", {{dtype: int32, value: {index}}}"
+        )
         lines.append(f"  - {{name: c{n}, fn: 'fns:{fn}', eps: {eps}, inputs: [{inputs}]}}")
     return write_yaml(folder, name, "\n".join(lines) + "\n")
 
@@ -379,7 +426,14 @@ def test_eager_programs_compile_once_for_groups_and_parts_of_sizes_that_differ_a
 
     def programs(calls: list[tuple[str, int | None, float]]) -> int:
         path = _calls(tmp_path, "calls.yaml", calls)
-        ran = subprocess.run([sys.executable, "-c", COUNT_PROGRAMS, str(path)], capture_output=True, text=True, cwd=ROOT, env=environ, check=True)
+        ran = subprocess.run(
+            [sys.executable, "-c", COUNT_PROGRAMS, str(path)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=environ,
+            check=True,
+        )
         done, compiled = map(int, ran.stdout.split())
         assert done == len(calls)
         return compiled
@@ -388,7 +442,9 @@ def test_eager_programs_compile_once_for_groups_and_parts_of_sizes_that_differ_a
         return [("scaled_take", index, 0.01) for index in indices]
 
     assert programs(take([0, 1, 1, 2, 2, 2, 3, 3, 3])) == programs(take([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]))
-    assert programs([("max_all", None, 0.01)] * 9 + [("max_all", None, 0.02)] * 12) == programs([("max_all", None, 0.01)] * 12 + [("max_all", None, 0.02)] * 12)
+    assert programs([("max_all", None, 0.01)] * 9 + [("max_all", None, 0.02)] * 12) == programs(
+        [("max_all", None, 0.01)] * 12 + [("max_all", None, 0.02)] * 12
+    )
     scenarios = load_paths([str(_calls(tmp_path, "take.yaml", take([0, 1, 1, 2, 2, 2])))]).scenarios
     found = computed_by(GroupEngine(), scenarios)
     picked = [int(np.argmax(found[n].paths["jacrev:const"].arrays[0])) for n in range(6)]
@@ -441,17 +497,30 @@ def test_eager_and_jit_twins_must_agree_entry_by_entry():
     assert twins_agree(paths, tolerances)
     assert not twins_agree({**paths, "jit_value": PathResult("jit_value", other)}, tolerances)
     assert not twins_agree({**paths, "jit_jacrev": PathResult("jit_jacrev", one)}, tolerances)
-    assert not twins_agree({**paths, "jit_value:const": PathResult("jit_value:const", other), "value:const": PathResult("value:const", one)}, tolerances)
+    assert not twins_agree(
+        {
+            **paths,
+            "jit_value:const": PathResult("jit_value:const", other),
+            "value:const": PathResult("value:const", one),
+        },
+        tolerances,
+    )
 
 
 def test_an_engine_lets_go_of_its_programs_every_release_every_groups_and_gives_the_same(monkeypatch):
-    scenarios = [make_scenario(value=v % 2, shape=shape, seed=v, name=f"s{len(shape)}-{v}") for shape in ((), (2,), (3,)) for v in range(4)]
+    scenarios = [
+        make_scenario(value=v % 2, shape=shape, seed=v, name=f"s{len(shape)}-{v}")
+        for shape in ((), (2,), (3,))
+        for v in range(4)
+    ]
 
     def run() -> tuple[dict, list[int]]:
         engine, held, results = GroupEngine(), [], {}
         for batch in engine.run(scenarios):
             for index, computed in batch:
-                results[index] = [(path.name, *map(np.ndarray.tobytes, path.ok_arrays)) for path in computed.paths.values() if path.ok]
+                results[index] = [
+                    (path.name, *map(np.ndarray.tobytes, path.ok_arrays)) for path in computed.paths.values() if path.ok
+                ]
             held.append(group._program.cache_info().currsize)
         return results, held
 
@@ -471,7 +540,10 @@ def test_members_judged_together_get_what_each_gets_judged_alone():
     its own tolerance (every other member here accepts far wider finite-difference gaps)."""
     from gradaudit.model.scenario import Tolerance
 
-    scenarios = [replace(s, tolerance=Tolerance(rtol=0.5, atol=10.0)) if n % 2 else s for n, s in enumerate(_large_group_and_others())]
+    scenarios = [
+        replace(s, tolerance=Tolerance(rtol=0.5, atol=10.0)) if n % 2 else s
+        for n, s in enumerate(_large_group_and_others())
+    ]
     with select_n_rule(LEGACY):
         batches = [[(scenarios[i], computed) for i, computed in batch] for batch in GroupEngine().run(scenarios)]
     assert max(map(len, batches)) >= GROUP_MIN
@@ -479,9 +551,9 @@ def test_members_judged_together_get_what_each_gets_judged_alone():
     for batch in batches:
         for together, (scenario, computed) in zip(assess_all(batch), batch, strict=True):
             alone = assess(scenario, computed)
-            assert repr((together.status, together.findings, together.notes, together.provenance, together.diagnosis)) == repr(
-                (alone.status, alone.findings, alone.notes, alone.provenance, alone.diagnosis)
-            ), scenario.name
+            assert repr(
+                (together.status, together.findings, together.notes, together.provenance, together.diagnosis)
+            ) == repr((alone.status, alone.findings, alone.notes, alone.provenance, alone.diagnosis)), scenario.name
             seen.append((together.status, scenario.tolerance is None, len(together.findings)))
     assert {status for status, _, _ in seen} >= {"consistent", "mismatch"}
     # The wider tolerance changed what some members were told: a member judged with another's would differ.

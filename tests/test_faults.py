@@ -48,7 +48,15 @@ def _verdicts(report: dict) -> list[tuple]:
 
 def _subprocess(*args: str, cwd: Path, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "GRADAUDIT_JOBS": "0", "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "gradaudit", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "gradaudit", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def _no_leftovers(folder: Path) -> list[str]:
@@ -77,9 +85,13 @@ def test_a_killed_worker_is_retried_once_then_reported_as_crashed_and_the_run_go
     by_name = {r["name"]: r for r in result.json()["results"]}
     assert set(by_name) == {"killed-once", "killed-always", "fine-a", "fine-b"}
     assert by_name["killed-once"]["status"] == "consistent"
-    assert [n["message"] for n in by_name["killed-once"]["notes"]] == ["retried in a fresh worker: the first one crashed: SIGKILL"]
+    assert [n["message"] for n in by_name["killed-once"]["notes"]] == [
+        "retried in a fresh worker: the first one crashed: SIGKILL"
+    ]
     assert by_name["killed-always"]["status"] == "error"
-    assert by_name["killed-always"]["findings"][0]["message"] == "crashed: SIGKILL (also when retried in a fresh worker)"
+    assert (
+        by_name["killed-always"]["findings"][0]["message"] == "crashed: SIGKILL (also when retried in a fresh worker)"
+    )
     assert by_name["fine-a"]["status"] == by_name["fine-b"]["status"] == "consistent"
 
 
@@ -114,7 +126,10 @@ def hangs(x):
 
 def _group_of(function: str, count: int) -> str:
     """`count` calls of one function with one shape: a group for the group engine."""
-    rows = "".join(f'  - {{name: {function}-{i}, fn: "grouped:{function}", inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n' for i in range(count))
+    rows = "".join(
+        f'  - {{name: {function}-{i}, fn: "grouped:{function}", inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n'
+        for i in range(count)
+    )
     return "scenarios:\n" + rows
 
 
@@ -127,7 +142,9 @@ def test_a_group_that_crashes_its_worker_falls_back_to_each_scenario_alone(tmp_p
     results = result.json()["results"]
     assert [(r["status"], r["method"]) for r in results] == [("consistent", "literal")] * 4
     for row in results:
-        assert [n["message"] for n in row["notes"]] == ["audited on the literal engine: its group's worker crashed: SIGABRT"]
+        assert [n["message"] for n in row["notes"]] == [
+            "audited on the literal engine: its group's worker crashed: SIGABRT"
+        ]
         assert row["paths"]["jacrev"]["status"] == "ok"
 
 
@@ -147,7 +164,9 @@ def test_a_group_that_hangs_is_a_timeout_of_each_scenario_it_held_and_the_run_en
     assert time.perf_counter() - start < 90
     assert result.exit_code == 1, result.stderr
     results = result.json()["results"]
-    assert [(r["status"], [f["message"] for f in r["findings"]]) for r in results] == [("error", [f"timed out after {timeout} s"])] * 4
+    assert [(r["status"], [f["message"] for f in r["findings"]]) for r in results] == [
+        ("error", [f"timed out after {timeout} s"])
+    ] * 4
 
 
 TWO_CASES = "defaults: {dtype: float32, cases: 2, shape: []}\nscenarios:\n"
@@ -159,7 +178,11 @@ def test_a_worker_that_died_while_idle_is_replaced_without_blaming_the_next_scen
     from gradaudit.model.options import Options
     from gradaudit.sources.scenario_files import load_paths
 
-    path = write_yaml(tmp_path, "s.yaml", TWO_CASES + "".join(f"  - {{name: s{i}, selector: {{dtype: int32, value: {i}}}}}\n" for i in range(2)))
+    path = write_yaml(
+        tmp_path,
+        "s.yaml",
+        TWO_CASES + "".join(f"  - {{name: s{i}, selector: {{dtype: int32, value: {i}}}}}\n" for i in range(2)),
+    )
     first, second = load_paths([str(path)], True).scenarios
     auditor = IsolatedAuditor(Options(jobs=1, rule="fixed"))
     try:
@@ -178,7 +201,11 @@ def test_a_ctrl_c_while_a_result_is_being_reported_keeps_that_result(tmp_path):
     from gradaudit.service import AuditInterrupted, audit
     from gradaudit.sources.scenario_files import load_paths
 
-    path = write_yaml(tmp_path, "s.yaml", TWO_CASES + "".join(f"  - {{name: s{i}, selector: {{dtype: int32, value: {i % 2}}}}}\n" for i in range(3)))
+    path = write_yaml(
+        tmp_path,
+        "s.yaml",
+        TWO_CASES + "".join(f"  - {{name: s{i}, selector: {{dtype: int32, value: {i % 2}}}}}\n" for i in range(3)),
+    )
     reported = []
 
     def on_result(result) -> None:  # as the command line's: the .partial line written, then Ctrl-C
@@ -254,7 +281,9 @@ def mounted(tmp_path):
     def mount(name: str, options: str) -> Path:
         folder = tmp_path / name
         folder.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True, text=True
+        )
         if done.returncode != 0:
             pytest.skip(f"cannot mount a tmpfs here (needs root and mount permission): {done.stderr.strip()}")
         mounts.append(folder)
@@ -276,8 +305,12 @@ def _a_read_only_folder(tmp_path: Path, mounted) -> Path:
 
 
 def test_a_report_in_a_read_only_folder_is_exit_2_before_anything_is_audited(tmp_path, mounted):
-    (tmp_path / "witness.py").write_text(f"from pathlib import Path\n\nPath({str(tmp_path / 'imported')!r}).write_text('yes')\n\n\ndef f(x):\n    return x\n")
-    path = write_yaml(tmp_path, "s.yaml", 'scenarios:\n  - {name: f, fn: "witness:f", inputs: [{dtype: float32, value: 1.0}]}\n')
+    (tmp_path / "witness.py").write_text(
+        f"from pathlib import Path\n\nPath({str(tmp_path / 'imported')!r}).write_text('yes')\n\n\ndef f(x):\n    return x\n"
+    )
+    path = write_yaml(
+        tmp_path, "s.yaml", 'scenarios:\n  - {name: f, fn: "witness:f", inputs: [{dtype: float32, value: 1.0}]}\n'
+    )
     folder = _a_read_only_folder(tmp_path, mounted)
     try:
         result = run_cli("run", str(path), "--no-cache", "--json", str(folder / "out.json"))
@@ -314,7 +347,10 @@ def test_a_disk_full_when_the_report_is_written_is_exit_2_naming_it_with_no_half
     assert "2 scenarios: 1 consistent, 1 mismatch, 0 error" in result.stdout  # the results are not lost
     # The .partial file, written as the results finished, is whole and kept: the message names it.
     assert f"the results that finished are in {report}.partial" in result.stderr
-    assert [json.loads(line)["name"] for line in Path(f"{report}.partial").read_text().splitlines()] == ["past-the-end", "in-range"]
+    assert [json.loads(line)["name"] for line in Path(f"{report}.partial").read_text().splitlines()] == [
+        "past-the-end",
+        "in-range",
+    ]
 
 
 def test_a_really_full_disk_is_exit_2_and_leaves_neither_a_report_nor_a_partial_file(tmp_path, mounted):

@@ -162,14 +162,25 @@ def test_default_output_leads_with_the_largest_disagreement_and_counts_the_rest(
     lines = [line for line in result.stdout.splitlines() if line.startswith("audit.yaml:")]
     softplus = [line.split(": ", 2)[2] for line in lines if "softplus-wrong" in line]
     # First the largest disagreement (at x = -3: sigmoid(3) against sigmoid(-3)), then the routing.
-    assert softplus[0].startswith("[wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 4 of 16 entries; largest at d out[0]/d x0[0]: 0.0474")
+    assert softplus[0].startswith(
+        "[wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 4 of 16 entries; largest at d out[0]/d x0[0]: 0.0474"
+    )
     assert "0.952574 from jacfwd" in softplus[0]
     assert softplus[1].startswith("[wrong] element [3]: value from x0")
     embed = [line.split(": ", 2)[2] for line in lines if "embed-out-of-range" in line]
     assert embed[-2] == "+1 more finding (-v)"
     verbose = run_cli("run", "audit.yaml", "-k", "embed", "-v")
     assert "more finding" not in verbose.stdout
-    assert len([line for line in verbose.stdout.splitlines() if re.match(r"audit\.yaml:\d+:5: embed-out-of-range: \[\w+\] jac", line)]) == 2
+    assert (
+        len(
+            [
+                line
+                for line in verbose.stdout.splitlines()
+                if re.match(r"audit\.yaml:\d+:5: embed-out-of-range: \[\w+\] jac", line)
+            ]
+        )
+        == 2
+    )
 
 
 def test_exceptions_in_user_code_carry_file_line_and_function_everywhere(project):
@@ -190,20 +201,37 @@ def test_a_baseline_does_not_accept_another_wrong_rule(project):
     assert run_cli("run", "audit.yaml", "-k", "softplus-wrong", "--baseline", "baseline.json").exit_code == 0
     # Another wrong rule in its place: same paths disagree, but the wrong values are of another class.
     userlib = project / "userlib.py"
-    userlib.write_text(SOFTPLUS.replace("lambda x: jax.nn.sigmoid(-x))  # RULE", "lambda x: 3 * jax.nn.sigmoid(x))  # RULE"))
+    userlib.write_text(
+        SOFTPLUS.replace("lambda x: jax.nn.sigmoid(-x))  # RULE", "lambda x: 3 * jax.nn.sigmoid(x))  # RULE")
+    )
     # In a fresh worker process: this test process imported the first userlib already.
-    swapped = run_cli("run", "audit.yaml", "-k", "softplus-wrong", "--baseline", "baseline.json", "--json", "swapped.json", "--jobs", "1")
+    swapped = run_cli(
+        "run",
+        "audit.yaml",
+        "-k",
+        "softplus-wrong",
+        "--baseline",
+        "baseline.json",
+        "--json",
+        "swapped.json",
+        "--jobs",
+        "1",
+    )
     assert swapped.exit_code == 1
     assert "1 new, 0 known, 2 resolved" in swapped.stdout, swapped.stdout
     import json
 
     (result,) = json.loads((project / "swapped.json").read_text())["results"]
     (new,) = result["outcome"]["new"]
-    assert result["findings"][new]["fingerprint"].startswith("wrong:disagreement:finite_difference+jacfwd+jacrev+jit_jacfwd+jit_jacrev|x3|4/16#")
+    assert result["findings"][new]["fingerprint"].startswith(
+        "wrong:disagreement:finite_difference+jacfwd+jacrev+jit_jacfwd+jit_jacrev|x3|4/16#"
+    )
 
 
 def test_an_old_baseline_is_refused_with_what_to_do(project):
-    (project / "old.json").write_text('{"schema": "gradaudit.report/1", "results": [{"name": "huber", "findings": []}]}')
+    (project / "old.json").write_text(
+        '{"schema": "gradaudit.report/1", "results": [{"name": "huber", "findings": []}]}'
+    )
     result = run_cli("run", "audit.yaml", "-k", "huber", "--baseline", "old.json")
     assert result.exit_code == 2
     assert "fingerprints were of another form" in result.stderr and "gradaudit baseline" in result.stderr
@@ -215,7 +243,11 @@ def test_names_are_written_as_users_write_them(project):
     listing = run_cli("list", "audit.yaml")
     assert "huber [.] fn userlib:huber(float32[3])\n" in listing.stdout.replace(f"[{project.name}]", "[.]")
     assert "embed-out-of-range" in listing.stdout and "bind both" in listing.stdout
-    write_yaml(project, "typo.yaml", "scenarios:\n  - {name: t, fn: 'userlib:huber', inputz: [], inputs: [{dtype: float32, value: 1.0}]}\n")
+    write_yaml(
+        project,
+        "typo.yaml",
+        "scenarios:\n  - {name: t, fn: 'userlib:huber', inputz: [], inputs: [{dtype: float32, value: 1.0}]}\n",
+    )
     typo = run_cli("run", "typo.yaml")
     assert typo.exit_code == 2
     assert "unknown key 'inputz' in a scenario; did you mean 'inputs'? (allowed in a function scenario" in typo.stderr
@@ -223,10 +255,15 @@ def test_names_are_written_as_users_write_them(project):
 
 
 def test_did_you_mean_for_a_module_name(project):
-    write_yaml(project, "bad.yaml", "scenarios:\n  - {name: t, fn: 'userlb:huber', inputs: [{dtype: float32, value: 1.0}]}\n")
+    write_yaml(
+        project, "bad.yaml", "scenarios:\n  - {name: t, fn: 'userlb:huber', inputs: [{dtype: float32, value: 1.0}]}\n"
+    )
     result = run_cli("run", "bad.yaml")
     assert result.exit_code == 2
-    assert "bad.yaml:2:19: cannot import module 'userlb': No module named 'userlb'; did you mean 'userlib'?" in result.stderr
+    assert (
+        "bad.yaml:2:19: cannot import module 'userlb': No module named 'userlb'; did you mean 'userlib'?"
+        in result.stderr
+    )
 
 
 def test_findings_end_with_what_exit_1_means(project):

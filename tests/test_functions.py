@@ -175,7 +175,10 @@ def test_custom_vjp_forward_paths_are_not_applicable_and_say_why(suite):
     cube, wrong = report["results"]
     assert cube["status"] == "consistent"
     assert cube["paths"]["jacfwd"]["status"] == "not_applicable"
-    assert cube["paths"]["jacfwd"]["reason"] == "forward mode cannot differentiate a custom_vjp function: it defines only a reverse rule"
+    assert (
+        cube["paths"]["jacfwd"]["reason"]
+        == "forward mode cannot differentiate a custom_vjp function: it defines only a reverse rule"
+    )
     assert cube["paths"]["jacrev"]["jacobians"]["x0"] == [[0.75, 0.0], [0.0, 12.0]]
     # The Hessian's reference falls back to differences of jacrev; d2(x^3)/dx2 = 6x.
     hessian = cube["paths"]["finite_difference_jacobian"]["hessian"]["x0 d x0"]
@@ -234,7 +237,10 @@ def test_kinks_are_notes_but_real_disagreements_stay_findings(suite):
     assert clamp["paths"]["finite_difference"]["jacobians"]["x2"] == 1.0
     assert all(clamp["paths"][p]["jacobians"]["x2"] == 0.0 for p in ("jacfwd", "jacrev", "jit_jacrev", "jit_jacfwd"))
     assert nonfinite["status"] == "consistent"
-    assert any("non-finite inputs or outputs, or a step past the dtype's range: 3 of 4 entries" in n["message"] for n in nonfinite["notes"])
+    assert any(
+        "non-finite inputs or outputs, or a step past the dtype's range: 3 of 4 entries" in n["message"]
+        for n in nonfinite["notes"]
+    )
     assert code == 1
 
 
@@ -263,7 +269,9 @@ def test_diagnoses_for_routing_nan_gradients_and_closed_over_refs(suite):
     assert routed["status"] == "mismatch" and routed["diagnosis"]["id"] == "GA002"
     assert nan["status"] == "mismatch" and nan["diagnosis"]["id"] == "GA006"
     assert ref["status"] == "error"
-    assert ref["paths"]["jacrev"]["error"]["message"].startswith("performing a set/swap operation with a differentiated value")
+    assert ref["paths"]["jacrev"]["error"]["message"].startswith(
+        "performing a set/swap operation with a differentiated value"
+    )
     assert ref["diagnosis"]["id"] == "GA003"
     diagnosis = report["diagnoses"]["GA003"]
     assert len(diagnosis["fixes"]) == 4
@@ -287,15 +295,51 @@ def test_explain_prints_an_entry_and_rejects_unknown_ids():
 
 
 BAD_FUNCTIONS = {
-    "missing-module": ("fn: nowhere:f\n    inputs: [{dtype: float32, value: 1.0}]", "3:9", "cannot import module 'nowhere'"),
-    "missing-function": ("fn: mylib.fns:hubr\n    inputs: [{dtype: float32, value: 1.0}]", "3:9", "has no function 'hubr'; did you mean 'huber'?"),
-    "not-module-colon-function": ("fn: huber\n    inputs: [{dtype: float32, value: 1.0}]", "3:9", "fn must be 'module:function'"),
-    "input-without-value": ("fn: mylib.fns:doubled\n    inputs: [{dtype: float32}]", "4:14", "needs either a 'value' or a 'fill'"),
-    "no-float-input": ("fn: mylib.fns:doubled\n    inputs: [{dtype: int32, value: 1}]", "4:13", "no input to differentiate"),
-    "int-out-of-range": ("fn: mylib.fns:doubled\n    inputs: [{dtype: uint8, value: 256}, {dtype: float32, value: 1.0}]", "4:36", "input value 256 is not representable in uint8"),
-    "select-key-in-function": ("fn: mylib.fns:doubled\n    cases: 2\n    inputs: [{dtype: float32, value: 1.0}]", "4:5", "'cases' does not apply to a function scenario"),
-    "bad-bind": ("fn: mylib.fns:doubled\n    bind: sometimes\n    inputs: [{dtype: float32, value: 1.0}]", "4:11", "bind must be one of traced, constant, both"),
-    "normal-int": ("fn: mylib.fns:doubled\n    inputs: [{dtype: int8, fill: normal, shape: [2]}, {dtype: float32, value: 1.0}]", "4:34", "fill 'normal' needs a floating dtype"),
+    "missing-module": (
+        "fn: nowhere:f\n    inputs: [{dtype: float32, value: 1.0}]",
+        "3:9",
+        "cannot import module 'nowhere'",
+    ),
+    "missing-function": (
+        "fn: mylib.fns:hubr\n    inputs: [{dtype: float32, value: 1.0}]",
+        "3:9",
+        "has no function 'hubr'; did you mean 'huber'?",
+    ),
+    "not-module-colon-function": (
+        "fn: huber\n    inputs: [{dtype: float32, value: 1.0}]",
+        "3:9",
+        "fn must be 'module:function'",
+    ),
+    "input-without-value": (
+        "fn: mylib.fns:doubled\n    inputs: [{dtype: float32}]",
+        "4:14",
+        "needs either a 'value' or a 'fill'",
+    ),
+    "no-float-input": (
+        "fn: mylib.fns:doubled\n    inputs: [{dtype: int32, value: 1}]",
+        "4:13",
+        "no input to differentiate",
+    ),
+    "int-out-of-range": (
+        "fn: mylib.fns:doubled\n    inputs: [{dtype: uint8, value: 256}, {dtype: float32, value: 1.0}]",
+        "4:36",
+        "input value 256 is not representable in uint8",
+    ),
+    "select-key-in-function": (
+        "fn: mylib.fns:doubled\n    cases: 2\n    inputs: [{dtype: float32, value: 1.0}]",
+        "4:5",
+        "'cases' does not apply to a function scenario",
+    ),
+    "bad-bind": (
+        "fn: mylib.fns:doubled\n    bind: sometimes\n    inputs: [{dtype: float32, value: 1.0}]",
+        "4:11",
+        "bind must be one of traced, constant, both",
+    ),
+    "normal-int": (
+        "fn: mylib.fns:doubled\n    inputs: [{dtype: int8, fill: normal, shape: [2]}, {dtype: float32, value: 1.0}]",
+        "4:34",
+        "fill 'normal' needs a floating dtype",
+    ),
 }
 
 
@@ -305,7 +349,9 @@ def test_bad_function_scenarios_are_exit_2_with_location(suite, name):
     path = write_yaml(suite, "bad.yaml", f"scenarios:\n  - name: f\n    {body}\n")
     result = run_cli("run", str(path))
     assert result.exit_code == 2 and result.exception is None, result.stderr
-    assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), result.stderr
+    assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), (
+        result.stderr
+    )
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -315,7 +361,17 @@ def test_catalog_loads_every_suite_and_keeps_the_seed_suite_apart():
     loaded = load_paths([str(ROOT / "scenarios")])
     assert loaded.errors == []
     suites = {s.suite for s in loaded.scenarios}
-    assert {"select_n", "select", "where", "switch_cond", "dynamic_slice", "gather", "clamp", "reductions", "refs"} <= suites
+    assert {
+        "select_n",
+        "select",
+        "where",
+        "switch_cond",
+        "dynamic_slice",
+        "gather",
+        "clamp",
+        "reductions",
+        "refs",
+    } <= suites
     assert sum(s.suite == "select_n" for s in loaded.scenarios) == 17
 
 
@@ -447,12 +503,22 @@ def test_static_keyword_arguments_reach_an_installed_function_and_reports_keep_t
     take, sliced = report["results"]
     assert take["scenario"]["kwargs"] == {"mode": "clip"} and sliced["scenario"]["kwargs"] == {"slice_sizes": [3]}
     assert take["status"] == sliced["status"] == "consistent"
-    assert take["paths"]["jacrev"]["jacobians"]["x0"] == [[0, 0, 0, 0, 1], [0, 1, 0, 0, 0]]  # index 7 clipped to the last
-    assert sliced["paths"]["jacrev"]["jacobians"]["x0"] == [[0, 0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0]]
+    assert take["paths"]["jacrev"]["jacobians"]["x0"] == [
+        [0, 0, 0, 0, 1],
+        [0, 1, 0, 0, 0],
+    ]  # index 7 clipped to the last
+    assert sliced["paths"]["jacrev"]["jacobians"]["x0"] == [
+        [0, 0, 1, 0, 0, 0, 0, 0],
+        [0, 0, 0, 1, 0, 0, 0, 0],
+        [0, 0, 0, 0, 1, 0, 0, 0],
+    ]
     line = "  - {name: b, fn: 'jax.numpy:take', inputs: [{dtype: float32, value: 1.0}], kwargs: {1x: 2}}"
     bad = write_yaml(tmp_path, "bad.yaml", f"scenarios:\n{line}\n")
     refused = run_cli("run", str(bad))
-    assert refused.exit_code == 2 and f"{bad}:2:{line.index('1x') + 1}: kwargs keys must be keyword names, got '1x'" in refused.stderr
+    assert (
+        refused.exit_code == 2
+        and f"{bad}:2:{line.index('1x') + 1}: kwargs keys must be keyword names, got '1x'" in refused.stderr
+    )
 
 
 def test_a_captured_int64_made_before_x64_is_on_is_not_reused_truncated():
@@ -493,7 +559,13 @@ def test_nan_against_a_number_at_non_finite_values_is_classed_non_finite_and_pas
         assert all(("not finite at the entry" in f["reason"]) or ("0 × inf" in f["reason"]) for f in entry["findings"])
         assert entry["outcome"]["passed"] and len(entry["outcome"]["reported"]) == len(entry["findings"])
     assert run_cli("run", str(path), "--fail-on", "all", "-q").exit_code == 1
-    catalog = run_cli("run", str(Path(__file__).parents[1] / "scenarios" / "where"), str(Path(__file__).parents[1] / "scenarios" / "reductions"), "--json", "-")
+    catalog = run_cli(
+        "run",
+        str(Path(__file__).parents[1] / "scenarios" / "where"),
+        str(Path(__file__).parents[1] / "scenarios" / "reductions"),
+        "--json",
+        "-",
+    )
     statuses = {entry["name"]: entry["status"] for entry in catalog.json()["results"]}
     assert statuses["where-log-at-zero"] == statuses["max-with-nan"] == "mismatch"
     classes = {entry["name"]: {f["class"] for f in entry["findings"]} for entry in catalog.json()["results"]}

@@ -84,7 +84,11 @@ def mutated(draw) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(mutated())
 def test_mutated_files_load_or_fail_with_located_errors(tmp_path_factory, content):
     path = tmp_path_factory.mktemp("fuzz") / "scenarios.yaml"

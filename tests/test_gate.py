@@ -45,7 +45,16 @@ def test_a_run_with_its_own_report_as_baseline_passes_and_a_new_finding_fails(tm
     assert again.exit_code == 0, again.stdout
     assert "0 new, 3 known, 0 resolved" in again.stdout
     write_yaml(tmp_path, "suite/b.yaml", scenario("new-finding", -1))
-    worse = run_cli("run", str(tmp_path / "suite"), "--rule", "legacy", "--baseline", str(baseline), "--json", str(tmp_path / "r.json"))
+    worse = run_cli(
+        "run",
+        str(tmp_path / "suite"),
+        "--rule",
+        "legacy",
+        "--baseline",
+        str(baseline),
+        "--json",
+        str(tmp_path / "r.json"),
+    )
     assert worse.exit_code == 1
     assert "new-finding: FAILED: 3 new findings" in worse.stdout
     report = json.loads((tmp_path / "r.json").read_text())
@@ -59,7 +68,11 @@ def test_a_run_with_its_own_report_as_baseline_passes_and_a_new_finding_fails(tm
 
 @pytest.mark.parametrize(
     "content, message",
-    [("{", "baseline is not JSON"), ('{"schema": "other"}', "baseline must be a gradaudit JSON report"), (None, "cannot read baseline")],
+    [
+        ("{", "baseline is not JSON"),
+        ('{"schema": "other"}', "baseline must be a gradaudit JSON report"),
+        (None, "cannot read baseline"),
+    ],
 )
 def test_unusable_baselines_are_exit_2(tmp_path, content, message):
     path = tmp_path / "base.json"
@@ -71,14 +84,22 @@ def test_unusable_baselines_are_exit_2(tmp_path, content, message):
 
 def test_expectations_have_strict_xfail_semantics(tmp_path):
     text = (
-        scenario("expected-mismatch", 2, "    expect: mismatch\n") + "  - {name: expected-error, selector: {dtype: bool, value: false}, cases: 1, shape: [], dtype: float32,"
-        " expect: {status: error, exception: IndexError}}\n" + "  - {name: wrong-exception, selector: {dtype: bool, value: false}, cases: 1, shape: [], dtype: float32,"
+        scenario("expected-mismatch", 2, "    expect: mismatch\n")
+        + "  - {name: expected-error, selector: {dtype: bool, value: false}, cases: 1, shape: [], dtype: float32,"
+        " expect: {status: error, exception: IndexError}}\n"
+        + "  - {name: wrong-exception, selector: {dtype: bool, value: false}, cases: 1, shape: [], dtype: float32,"
         " expect: {status: error, exception: KeyError}}\n"
     )
     path = write_yaml(tmp_path, "expect.yaml", text)
     legacy = run_cli("run", str(path), "--rule", "legacy", "--json", str(tmp_path / "legacy.json"))
     outcomes = {r["name"]: r["outcome"] for r in json.loads((tmp_path / "legacy.json").read_text())["results"]}
-    assert outcomes["expected-mismatch"] == {"passed": True, "reason": "expected mismatch", "new": [], "known": outcomes["expected-mismatch"]["known"], "reported": []}
+    assert outcomes["expected-mismatch"] == {
+        "passed": True,
+        "reason": "expected mismatch",
+        "new": [],
+        "known": outcomes["expected-mismatch"]["known"],
+        "reported": [],
+    }
     assert outcomes["expected-error"]["passed"]
     assert outcomes["wrong-exception"] == {
         "passed": False,
@@ -87,7 +108,9 @@ def test_expectations_have_strict_xfail_semantics(tmp_path):
         "known": [],
         "reported": [],
     }
-    wrong = next(r for r in json.loads((tmp_path / "legacy.json").read_text())["results"] if r["name"] == "wrong-exception")
+    wrong = next(
+        r for r in json.loads((tmp_path / "legacy.json").read_text())["results"] if r["name"] == "wrong-exception"
+    )
     assert wrong["findings"][0]["fingerprint"] == "raised:raised:jacrev+jit_jacrev:IndexError"
     assert legacy.exit_code == 1
     fixed = run_cli("run", str(path), "--rule", "fixed")
@@ -95,7 +118,9 @@ def test_expectations_have_strict_xfail_semantics(tmp_path):
     assert "expected-mismatch: FAILED: stale expectation: expected mismatch, but every path agrees" in fixed.stdout
     bad = write_yaml(tmp_path, "bad.yaml", scenario("x", 1, "    expect: sometimes\n"))
     result = run_cli("run", str(bad))
-    assert result.exit_code == 2 and "expect must be one of consistent, mismatch, error, got 'sometimes'" in result.stderr
+    assert (
+        result.exit_code == 2 and "expect must be one of consistent, mismatch, error, got 'sometimes'" in result.stderr
+    )
 
 
 def test_junit_has_a_testcase_per_scenario_and_failures_with_findings(tmp_path):
@@ -130,7 +155,10 @@ def test_github_annotations_point_at_the_scenario(tmp_path, monkeypatch):
     assert lines[0].startswith(
         "::error file=scenarios/select_n/representative.yaml,line=12,col=5,title=gradaudit wrong%3A int32-above-two-cases::[wrong] value from case 1 · jacrev and jit(jacrev) send it nowhere [GA002"
     )
-    assert any(line.startswith("::error file=scenarios/select_n/representative.yaml,line=31,") and "IndexError" in line for line in lines)
+    assert any(
+        line.startswith("::error file=scenarios/select_n/representative.yaml,line=31,") and "IndexError" in line
+        for line in lines
+    )
     only = run_cli("run", "scenarios/select_n/representative.yaml", "--rule", "legacy", "--format", "github")
     assert only.stdout and all(line.startswith("::error ") for line in only.stdout.splitlines())
 
@@ -170,7 +198,9 @@ def test_keyword_and_shards_select_and_merge_equals_the_full_run(tmp_path):
     assert merged.exit_code == 1 == full.exit_code
     merged_report = json.loads((tmp_path / "merged.json").read_text())
     full_report = json.loads((tmp_path / "full.json").read_text())
-    assert merged_report["summary"] == full_report["summary"] == {"total": 17, "consistent": 6, "mismatch": 9, "error": 2}
+    assert (
+        merged_report["summary"] == full_report["summary"] == {"total": 17, "consistent": 6, "mismatch": 9, "error": 2}
+    )
     assert merged_report["suites"] == full_report["suites"]
     assert merged_report["gate"]["failed"] == full_report["gate"]["failed"] == 11
     overlap = run_cli("merge", shards[0], shards[0], "-o", str(tmp_path / "x.json"))
@@ -189,7 +219,9 @@ def test_shard_and_keyword_rules():
 
 def test_pyproject_configuration_is_honoured_and_flags_override_it(tmp_path, monkeypatch):
     write_yaml(tmp_path, "cases/a.yaml", scenario("above", 2))
-    (tmp_path / "pyproject.toml").write_text('[tool.gradaudit]\npaths = ["cases"]\nrule = "legacy"\njunit = "out.xml"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.gradaudit]\npaths = ["cases"]\nrule = "legacy"\njunit = "out.xml"\n'
+    )
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "sub")  # found from the working directory upwards
     configured = run_cli("run")
@@ -213,7 +245,9 @@ def test_quiet_exit_zero_colour_and_timeout(tmp_path):
     coloured = run_cli("run", REPRESENTATIVE, "--rule", "legacy", "-q", "--color", "always")
     assert "\x1b[" in coloured.stdout
     (tmp_path / "slow.py").write_text("import time\n\ndef slow(x):\n    time.sleep(30)\n    return x\n")
-    path = write_yaml(tmp_path, "slow.yaml", "scenarios:\n  - {name: slow, fn: 'slow:slow', inputs: [{dtype: float32, value: 1.0}]}\n")
+    path = write_yaml(
+        tmp_path, "slow.yaml", "scenarios:\n  - {name: slow, fn: 'slow:slow', inputs: [{dtype: float32, value: 1.0}]}\n"
+    )
     timed = run_cli("run", str(path), "--timeout", "0.5", "--json", "-")
     entry = timed.json()["results"][0]
     assert entry["status"] == "error" and entry["findings"][0]["message"] == "timed out after 0.5 s"
@@ -269,7 +303,11 @@ def test_fail_on_chooses_the_classes_that_fail_from_flag_configuration_and_keywo
     """sin at inf splits only at non-finite numbers (reported); a NaN gradient from an unselected
     branch at finite numbers is `wrong` (failed). `fail_on` moves the line."""
     monkeypatch.chdir(tmp_path)
-    write_yaml(tmp_path, "suite.yaml", "scenarios:\n  - {name: sin-at-inf, fn: 'jax.numpy:sin', inputs: [{dtype: float32, value: [0.0, 0.5, .inf]}]}\n")
+    write_yaml(
+        tmp_path,
+        "suite.yaml",
+        "scenarios:\n  - {name: sin-at-inf, fn: 'jax.numpy:sin', inputs: [{dtype: float32, value: [0.0, 0.5, .inf]}]}\n",
+    )
     default = run_cli("run", "suite.yaml", "--json", "report.json", "--sarif", "report.sarif")
     assert default.exit_code == 0, default.stdout
     assert "reported, not failed (non-finite; --fail-on chooses)" in default.stdout

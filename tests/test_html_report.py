@@ -56,7 +56,12 @@ class Page(HTMLParser):
             self._svg["text"] += data
 
     def svgs_of(self, cls: str, **data: str) -> list[dict]:
-        return [s for s in self.svgs if cls in s["attrs"].get("class", "").split() and all(s["attrs"].get(f"data-{k}") == v for k, v in data.items())]
+        return [
+            s
+            for s in self.svgs
+            if cls in s["attrs"].get("class", "").split()
+            and all(s["attrs"].get(f"data-{k}") == v for k, v in data.items())
+        ]
 
     def with_class(self, tag: str, cls: str) -> list[dict]:
         return [a for t, a in self.elements if t == tag and cls in a.get("class", "").split()]
@@ -96,7 +101,11 @@ def test_the_seed_page_holds_every_failing_scenario_with_its_pictures(seed):
 def test_the_page_is_self_contained(seed):
     text = seed[0].read_text(encoding="utf-8")
     assert "Content-Security-Policy" in text and "default-src 'none'" in text
-    assert not re.search(r"<script[^>]*\bsrc=", text) and not re.search(r"<link[^>]*stylesheet", text) and "@import" not in text
+    assert (
+        not re.search(r"<script[^>]*\bsrc=", text)
+        and not re.search(r"<link[^>]*stylesheet", text)
+        and "@import" not in text
+    )
     assert not re.search(r"""\b(src|srcset|data|poster|action)\s*=\s*["']?\s*(https?:)?//""", text)
     assert not re.search(r"url\(\s*['\"]?(https?:)?//", text)
     for match in re.finditer(r"""<(\w+)[^>]*\bhref\s*=\s*["']?(https?:)?//""", text):
@@ -113,10 +122,15 @@ def test_large_jacobians_are_downsampled_keeping_the_worst_entries(tmp_path):
     paths = path_results({"value": [np.zeros(n)], "jacfwd": [eye], "jacrev": [wrong], "finite_difference": [eye]})
     routes = tuple((0,) for _ in range(n))
     provenance = Provenance(output_shape=(n,), value_from=routes, routes={"jacfwd": routes, "jacrev": routes})
-    result = ScenarioResult(scenario, ("case 0",), (np.zeros(n, dtype=np.float32),), "mismatch", paths, (), provenance, 0.0)
+    result = ScenarioResult(
+        scenario, ("case 0",), (np.zeros(n, dtype=np.float32),), "mismatch", paths, (), provenance, 0.0
+    )
     page = Page("".join(report_html(AuditReport(environment={}, results=(result,)))))
     heatmaps = page.svgs_of("heatmap", scenario="big")
-    assert {s["attrs"]["data-path"] for s in heatmaps if s["attrs"]["data-kind"] == "jacobian"} == {"finite_difference jacfwd", "jacrev"}
+    assert {s["attrs"]["data-path"] for s in heatmaps if s["attrs"]["data-kind"] == "jacobian"} == {
+        "finite_difference jacfwd",
+        "jacrev",
+    }
     for svg in heatmaps:
         assert "downsampled" in svg["attrs"]["class"].split() and "downsampled" in svg["text"], svg["attrs"]
         assert int(svg["attrs"]["data-rows"]) <= MAX_SIDE and int(svg["attrs"]["data-cols"]) <= MAX_SIDE
@@ -141,7 +155,9 @@ def test_a_hessian_is_drawn_like_a_jacobian():
             "finite_difference_jacobian": [2.0, 0.0, 0.0, 2.0],
         }
     )
-    result = ScenarioResult(scenario, ("case 0", "case 1"), (np.float32(1.0), np.float32(2.0)), "mismatch", paths, (), None, 0.0)
+    result = ScenarioResult(
+        scenario, ("case 0", "case 1"), (np.float32(1.0), np.float32(2.0)), "mismatch", paths, (), None, 0.0
+    )
     page = Page("".join(report_html(AuditReport(environment={}, results=(result,)))))
     hessians = page.svgs_of("heatmap", scenario="curved", kind="hessian")
     assert {s["attrs"]["data-path"] for s in hessians} == {"finite_difference_jacobian jacfwd_jacrev", "jacrev_jacrev"}
@@ -152,7 +168,9 @@ def test_a_hessian_is_drawn_like_a_jacobian():
 def test_a_survey_page_links_each_matrix_cell_to_its_findings():
     scenario = make_scenario(name="lax.select_n-1")
     paths = path_results({"value": [5.0], "jacfwd": [0.0, 1.0], "jacrev": [0.0, 0.0], "finite_difference": [0.0, 1.0]})
-    result = ScenarioResult(scenario, ("case 0", "case 1"), (np.float32(2.0), np.float32(5.0)), "mismatch", paths, (), None, 0.0)
+    result = ScenarioResult(
+        scenario, ("case 0", "case 1"), (np.float32(2.0), np.float32(5.0)), "mismatch", paths, (), None, 0.0
+    )
     kind = {
         "status": "mismatch",
         "signatures": ["routing:jacrev"],
@@ -167,27 +185,60 @@ def test_a_survey_page_links_each_matrix_cell_to_its_findings():
         "budget": 2,
         "seed": 0,
         "functions": [
-            {"name": "lax.select_n", "function": "jax.lax.select_n", "audited": 29, "skipped": {}, "problem": None, "worst": "mismatch", "kinds": [kind], "unconfirmed": 0},
-            {"name": "numpy.sin", "function": "jax.numpy.sin", "audited": 15, "skipped": {}, "problem": None, "worst": "consistent", "kinds": [], "unconfirmed": 0},
+            {
+                "name": "lax.select_n",
+                "function": "jax.lax.select_n",
+                "audited": 29,
+                "skipped": {},
+                "problem": None,
+                "worst": "mismatch",
+                "kinds": [kind],
+                "unconfirmed": 0,
+            },
+            {
+                "name": "numpy.sin",
+                "function": "jax.numpy.sin",
+                "audited": 15,
+                "skipped": {},
+                "problem": None,
+                "worst": "consistent",
+                "kinds": [],
+                "unconfirmed": 0,
+            },
         ],
     }
     page = Page("".join(survey_html(document, {"found/lax.select_n-1.yaml": result})))
     cells = page.with_class("td", "cell")
-    assert {(c["data-function"], c["data-dtype"]) for c in cells} == {(f, d) for f in ("lax.select_n", "numpy.sin") for d in ("float16", "bfloat16", "float32", "float64")}
+    assert {(c["data-function"], c["data-dtype"]) for c in cells} == {
+        (f, d) for f in ("lax.select_n", "numpy.sin") for d in ("float16", "bfloat16", "float32", "float64")
+    }
     hit = [c for c in cells if c["data-status"] == "mismatch"]
     assert [(c["data-function"], c["data-dtype"]) for c in hit] == [("lax.select_n", "float32")]
     links = [a["href"] for t, a in page.elements if t == "a" and a.get("href", "").startswith("#k")]
     targets = {a["id"] for _, a in page.elements if "id" in a}
     assert links and all(link[1:] in targets for link in links)
-    assert page.svgs_of("heatmap", scenario="lax.select_n-1") and page.svgs_of("diffmap", scenario="lax.select_n-1", path="jacrev")
+    assert page.svgs_of("heatmap", scenario="lax.select_n-1") and page.svgs_of(
+        "diffmap", scenario="lax.select_n-1", path="jacrev"
+    )
 
 
 def test_survey_and_compare_write_pages(tmp_path):
-    survey = run_cli("survey", "jax.numpy.sin", "--budget", "2", "--out", str(tmp_path / "found"), "--html", str(tmp_path / "s.html"))
+    survey = run_cli(
+        "survey", "jax.numpy.sin", "--budget", "2", "--out", str(tmp_path / "found"), "--html", str(tmp_path / "s.html")
+    )
     assert survey.exit_code in (0, 1), survey.stdout + survey.stderr
     page = Page((tmp_path / "s.html").read_text(encoding="utf-8"))
     assert {c["data-function"] for c in page.with_class("td", "cell")} == {"numpy.sin"}
-    compare = run_cli("compare", str(SEED / "representative.yaml"), "--rules", "legacy", "fixed", "--html", str(tmp_path / "c.html"), "-q")
+    compare = run_cli(
+        "compare",
+        str(SEED / "representative.yaml"),
+        "--rules",
+        "legacy",
+        "fixed",
+        "--html",
+        str(tmp_path / "c.html"),
+        "-q",
+    )
     assert compare.exit_code == 0, compare.stdout + compare.stderr
     page = Page((tmp_path / "c.html").read_text(encoding="utf-8"))
     changed = [a for _, a in page.elements if "changed" in a.get("class", "").split()]
@@ -219,11 +270,24 @@ def _chromium() -> str:
         found = shutil.which(name)
         if found:
             return found
-    pytest.skip("no Chromium found (looked for chromium, chromium-headless-shell, google-chrome): install Debian's chromium (apt-get install chromium) to run the browser test")
+    pytest.skip(
+        "no Chromium found (looked for chromium, chromium-headless-shell, google-chrome): install Debian's chromium (apt-get install chromium) to run the browser test"
+    )
 
 
 def _browse(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *args]
+    command = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=180)
 
 
@@ -234,7 +298,9 @@ def test_the_seed_page_opens_in_headless_chromium(seed, tmp_path):
     dumped = _browse(chromium, tmp_path / "profile", "--virtual-time-budget=5000", "--dump-dom", url)
     assert dumped.returncode == 0, dumped.stderr[-3000:]
     console = [line for line in dumped.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
-    assert not console, "the page wrote to the console:\n" + "\n".join(console)  # the page logs nothing: any message is an error
+    assert not console, "the page wrote to the console:\n" + "\n".join(
+        console
+    )  # the page logs nothing: any message is an error
     page = Page(dumped.stdout)
     assert page.elements and page.elements[0][1].get("data-script") == "ran"  # its script ran to the end
     rendered = {a["data-scenario"] for a in page.with_class("article", "scenario")}
@@ -242,7 +308,14 @@ def test_the_seed_page_opens_in_headless_chromium(seed, tmp_path):
     for name in failing:
         assert page.svgs_of("heatmap", scenario=name), f"no heatmap for {name} in the rendered page"
     screenshot = tmp_path / "seed.png"
-    shot = _browse(chromium, tmp_path / "profile", "--hide-scrollbars", f"--screenshot={screenshot}", "--window-size=1400,2000", url)
+    shot = _browse(
+        chromium,
+        tmp_path / "profile",
+        "--hide-scrollbars",
+        f"--screenshot={screenshot}",
+        "--window-size=1400,2000",
+        url,
+    )
     assert shot.returncode == 0 and screenshot.is_file(), shot.stderr[-3000:]
     data = screenshot.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
@@ -250,7 +323,20 @@ def test_the_seed_page_opens_in_headless_chromium(seed, tmp_path):
 
 @pytest.mark.slow
 def test_a_survey_that_finds_kinds_links_them_from_its_matrix(tmp_path):
-    found = run_cli("survey", "jax.lax.select_n", "--budget", "2", "--rule", "legacy", "--out", str(tmp_path / "found"), "--html", str(tmp_path / "s.html"), "--json", str(tmp_path / "s.json"))
+    found = run_cli(
+        "survey",
+        "jax.lax.select_n",
+        "--budget",
+        "2",
+        "--rule",
+        "legacy",
+        "--out",
+        str(tmp_path / "found"),
+        "--html",
+        str(tmp_path / "s.html"),
+        "--json",
+        str(tmp_path / "s.json"),
+    )
     assert found.exit_code == 1, found.stdout + found.stderr
     kinds = sum(len(f["kinds"]) for f in json.loads((tmp_path / "s.json").read_text())["functions"])
     page = Page((tmp_path / "s.html").read_text(encoding="utf-8"))
@@ -279,7 +365,11 @@ def test_a_function_with_a_300_by_300_jacobian_audits_into_a_downsampled_page(tm
             return jnp.sin(x), 2.0 * jnp.cos(x) * t
         """,
     )
-    write_yaml(tmp_path, "big.yaml", "scenarios:\n  - name: wide\n    fn: wrong:double_slope\n    inputs: [{dtype: float32, shape: [300], fill: normal}]\n")
+    write_yaml(
+        tmp_path,
+        "big.yaml",
+        "scenarios:\n  - name: wide\n    fn: wrong:double_slope\n    inputs: [{dtype: float32, shape: [300], fill: normal}]\n",
+    )
     result = run_cli("run", str(tmp_path / "big.yaml"), "--html", str(tmp_path / "big.html"), "-q")
     assert result.exit_code == 1, result.stdout + result.stderr
     page = Page((tmp_path / "big.html").read_text(encoding="utf-8"))

@@ -14,7 +14,9 @@ NAMES = ("case 0", "case 1")
 
 
 def _results(value, fwd, rev, jit_rev, fd):
-    return path_results({VALUE: value, JACFWD: fwd, JIT_JACFWD: fwd, JACREV: rev, JIT_JACREV: jit_rev, FINITE_DIFFERENCE: fd})
+    return path_results(
+        {VALUE: value, JACFWD: fwd, JIT_JACFWD: fwd, JACREV: rev, JIT_JACREV: jit_rev, FINITE_DIFFERENCE: fd}
+    )
 
 
 def test_agreeing_paths_are_consistent_with_provenance():
@@ -67,7 +69,9 @@ def test_all_ad_paths_agreeing_against_finite_differences_is_still_a_mismatch():
     results = _results([5.0], [0.0, 2.0], [0.0, 2.0], [0.0, 2.0], [0.0, 1.0])
     verdict = judge(results, NAMES, TOL)
     assert verdict.status == MISMATCH
-    assert [f.paths for f in verdict.findings if f.kind == DISAGREEMENT] == [(JACFWD, JIT_JACFWD, JACREV, JIT_JACREV, FINITE_DIFFERENCE)]
+    assert [f.paths for f in verdict.findings if f.kind == DISAGREEMENT] == [
+        (JACFWD, JIT_JACFWD, JACREV, JIT_JACREV, FINITE_DIFFERENCE)
+    ]
 
 
 def test_tolerance_separates_rounding_from_disagreement():
@@ -82,7 +86,9 @@ def test_a_path_that_raises_makes_an_error_and_keeps_the_others():
     results = _results([5.0], [1.0], error, error, [1.0])
     verdict = judge(results, ("case 0",), TOL)
     assert verdict.status == ERROR
-    assert [f.message for f in verdict.findings if f.kind == RAISED] == ["jacrev and jit(jacrev) raised IndexError: tuple index out of range"]
+    assert [f.message for f in verdict.findings if f.kind == RAISED] == [
+        "jacrev and jit(jacrev) raised IndexError: tuple index out of range"
+    ]
     assert verdict.provenance.value_from == ((0,),)
     assert JACREV not in verdict.provenance.routes
 

@@ -164,10 +164,17 @@ def test_non_finite_against_finite_is_a_disagreement_between_eager_and_jit_and_b
     # The value: eager evaluation gives -inf, jit with the integer traced and with it captured a finite number.
     value = by_paths[("jit_value", "jit_value:const", "value")]
     assert value["wrong"] == "inf"
-    assert value["values"] == {"value": "-inf", "jit_value": pytest.approx(-90.109, rel=1e-4), "jit_value:const": pytest.approx(-90.109, rel=1e-4)}
+    assert value["values"] == {
+        "value": "-inf",
+        "jit_value": pytest.approx(-90.109, rel=1e-4),
+        "jit_value:const": pytest.approx(-90.109, rel=1e-4),
+    }
     assert "jit(value) and jit(value) with constants disagree with value on 2 of 2 entries" in value["message"]
     # The Jacobian diag(log 2^-k): eager jacfwd and jacrev give -inf on it (and 0 * -inf = NaN off it), jit finite.
-    eager, jit = ("jacfwd", "jacfwd:const", "jacrev", "jacrev:const"), ("jit_jacfwd", "jit_jacfwd:const", "jit_jacrev", "jit_jacrev:const")
+    eager, jit = (
+        ("jacfwd", "jacfwd:const", "jacrev", "jacrev:const"),
+        ("jit_jacfwd", "jit_jacfwd:const", "jit_jacrev", "jit_jacrev:const"),
+    )
     jacobian = by_paths[tuple(sorted(eager + jit))]
     assert jacobian["wrong"] == "nan" and jacobian["count"] == 4
     assert {jacobian["values"][p] for p in eager} == {"-inf"}

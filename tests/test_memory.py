@@ -38,12 +38,17 @@ def _shown(report) -> tuple[str, str]:
     document = report_to_json(report, "findings")
     text = dump(document)
     for result in report.results:
-        text = text.replace(f'"seconds":{round(result.seconds, 6)}', "").replace(f'"seconds": {round(result.seconds, 6)}', "")
+        text = text.replace(f'"seconds":{round(result.seconds, 6)}', "").replace(
+            f'"seconds": {round(result.seconds, 6)}', ""
+        )
     return console.file.getvalue(), text  # type: ignore[attr-defined]  # a StringIO, given above
 
 
 def test_a_lightened_run_drops_agreeing_arrays_and_shows_the_same(tmp_path):
-    (tmp_path / "wide_fns.py").write_text("import jax.numpy as jnp\n\ndef sine(x):\n    return jnp.sin(x)\n\ndef lookup(x, i):\n    return x * x[i]\n", encoding="utf-8")
+    (tmp_path / "wide_fns.py").write_text(
+        "import jax.numpy as jnp\n\ndef sine(x):\n    return jnp.sin(x)\n\ndef lookup(x, i):\n    return x * x[i]\n",
+        encoding="utf-8",
+    )
     write_yaml(tmp_path, "wide.yaml", WIDE)
     loaded = load_paths([str(tmp_path / "wide.yaml"), str(ROOT / "scenarios" / "select_n" / "representative.yaml")])
     assert not loaded.errors

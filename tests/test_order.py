@@ -72,13 +72,29 @@ ones, a ref of zeros); after its writer ran in the same process, 2x, 3x, 5x or 3
 @pytest.fixture
 def stateful_suite(tmp_path):
     (tmp_path / "stateful_fns.py").write_text(STATEFUL, encoding="utf-8")
-    names = ["appends", "reads_the_list", "scales", "reads_the_scale", "writes_the_table", "reads_the_table", "writes_the_ref", "reads_the_ref"]
-    body = "\n".join(f"  - name: {n}\n    fn: stateful_fns:{n}\n    inputs:\n      - {{dtype: float32, value: [0.5, -1.0, 2.0]}}\n" for n in names)
+    names = [
+        "appends",
+        "reads_the_list",
+        "scales",
+        "reads_the_scale",
+        "writes_the_table",
+        "reads_the_table",
+        "writes_the_ref",
+        "reads_the_ref",
+    ]
+    body = "\n".join(
+        f"  - name: {n}\n    fn: stateful_fns:{n}\n    inputs:\n      - {{dtype: float32, value: [0.5, -1.0, 2.0]}}\n"
+        for n in names
+    )
     return write_yaml(tmp_path, "stateful.yaml", "scenarios:\n" + body)
 
 
 def _readers(report) -> dict[str, tuple]:
-    return {r.scenario.name: (r.status, tuple(np.asarray(r.paths["value"].arrays[0]).tolist())) for r in report.results if r.scenario.name in READERS}
+    return {
+        r.scenario.name: (r.status, tuple(np.asarray(r.paths["value"].arrays[0]).tolist()))
+        for r in report.results
+        if r.scenario.name in READERS
+    }
 
 
 def test_a_scenario_reads_its_module_as_freshly_imported_whatever_ran_before_it(stateful_suite):
@@ -94,7 +110,13 @@ def test_a_scenario_reads_its_module_as_freshly_imported_whatever_ran_before_it(
         assert _readers(report) == expected, seed
         # A writer sees its own writes only (the appender's list grows within its scenario: traced
         # for the size limits, then called by each path), the same whatever ran before it.
-        writers.add(tuple((r.scenario.name, tuple(np.asarray(r.paths["value"].arrays[0]).tolist())) for r in report.results if r.scenario.name not in READERS))
+        writers.add(
+            tuple(
+                (r.scenario.name, tuple(np.asarray(r.paths["value"].arrays[0]).tolist()))
+                for r in report.results
+                if r.scenario.name not in READERS
+            )
+        )
     assert len(writers) == 1
     assert module_state.dropped > 0
 
@@ -153,7 +175,14 @@ def test_a_module_that_cannot_be_imported_twice_is_kept_as_it_was_and_later_scen
         "CALLS = []\n\n\ndef f(x):\n    CALLS.append(1)\n    return x * 2.0\n",
         encoding="utf-8",
     )
-    path = write_yaml(tmp_path, "s.yaml", "scenarios:\n" + "".join(f"  - {{name: s{i}, fn: 'registers:f', inputs: [{{dtype: float32, value: {i}.0}}]}}\n" for i in range(3)))
+    path = write_yaml(
+        tmp_path,
+        "s.yaml",
+        "scenarios:\n"
+        + "".join(
+            f"  - {{name: s{i}, fn: 'registers:f', inputs: [{{dtype: float32, value: {i}.0}}]}}\n" for i in range(3)
+        ),
+    )
     try:
         report = audit(load_paths([str(path)]).scenarios, Options(jobs=0, literal=True, cache=None))
         assert [str(r.status) for r in report.results] == ["consistent"] * 3
@@ -166,12 +195,23 @@ def test_neighbours_of_one_name_in_two_folders_stay_each_their_folders_after_a_f
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "helpers.py").write_text(f"WHO = {ord(folder)}.0\n", encoding="utf-8")
-        (tmp_path / folder / f"uses_{folder}.py").write_text("from helpers import WHO\n\nCALLS = []\n\n\ndef f(x):\n    CALLS.append(1)\n    return x * WHO\n", encoding="utf-8")
-    write_yaml(tmp_path / "a", "s.yaml", "scenarios:\n  - {name: a1, fn: 'uses_a:f', inputs: [{dtype: float32, value: 1.0}]}\n  - {name: a2, fn: 'uses_a:f', inputs: [{dtype: float32, value: 1.0}]}\n")
-    write_yaml(tmp_path / "b", "s.yaml", "scenarios:\n  - {name: b1, fn: 'uses_b:f', inputs: [{dtype: float32, value: 1.0}]}\n")
+        (tmp_path / folder / f"uses_{folder}.py").write_text(
+            "from helpers import WHO\n\nCALLS = []\n\n\ndef f(x):\n    CALLS.append(1)\n    return x * WHO\n",
+            encoding="utf-8",
+        )
+    write_yaml(
+        tmp_path / "a",
+        "s.yaml",
+        "scenarios:\n  - {name: a1, fn: 'uses_a:f', inputs: [{dtype: float32, value: 1.0}]}\n  - {name: a2, fn: 'uses_a:f', inputs: [{dtype: float32, value: 1.0}]}\n",
+    )
+    write_yaml(
+        tmp_path / "b", "s.yaml", "scenarios:\n  - {name: b1, fn: 'uses_b:f', inputs: [{dtype: float32, value: 1.0}]}\n"
+    )
     try:
         loaded = load_paths([str(tmp_path / "a" / "s.yaml"), str(tmp_path / "b" / "s.yaml")])
-        report = audit(loaded.scenarios, Options(jobs=0, literal=True, cache=None))  # a1 writes CALLS: a2 imports afresh
+        report = audit(
+            loaded.scenarios, Options(jobs=0, literal=True, cache=None)
+        )  # a1 writes CALLS: a2 imports afresh
         values = {r.scenario.name: float(np.asarray(r.paths["value"].arrays[0])) for r in report.results}
         # b's folder went on the path after a's (its file loaded later): a2's fresh import still finds a's `helpers`.
         assert (values["a1"], values["a2"]) == (ord("a"), ord("a"))
@@ -183,12 +223,29 @@ def test_neighbours_of_one_name_in_two_folders_stay_each_their_folders_after_a_f
 def test_a_module_imported_from_a_folder_above_stays_tracked_when_a_folder_below_is_first_used(tmp_path):
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "__init__.py").write_text("")
-    (tmp_path / "models" / "net.py").write_text("SEEN = []\n\n\ndef f(x):\n    SEEN.append(1)\n    return x * len(SEEN)\n", encoding="utf-8")
-    above = write_yaml(tmp_path, "a.yaml", "scenarios:\n" + "".join(f"  - {{name: a{i}, fn: 'models.net:f', inputs: [{{dtype: float32, value: 1.0}}]}}\n" for i in range(2)))
-    below = write_yaml(tmp_path / "models", "b.yaml", "scenarios:\n  - {name: b, fn: 'net:f', inputs: [{dtype: float32, value: 1.0}]}\n")
+    (tmp_path / "models" / "net.py").write_text(
+        "SEEN = []\n\n\ndef f(x):\n    SEEN.append(1)\n    return x * len(SEEN)\n", encoding="utf-8"
+    )
+    above = write_yaml(
+        tmp_path,
+        "a.yaml",
+        "scenarios:\n"
+        + "".join(
+            f"  - {{name: a{i}, fn: 'models.net:f', inputs: [{{dtype: float32, value: 1.0}}]}}\n" for i in range(2)
+        ),
+    )
+    below = write_yaml(
+        tmp_path / "models",
+        "b.yaml",
+        "scenarios:\n  - {name: b, fn: 'net:f', inputs: [{dtype: float32, value: 1.0}]}\n",
+    )
     try:
-        loaded = load_paths([str(above), str(below)])  # models.net imported from tmp_path, then the folder below is a root
-        report = audit([loaded.scenarios[0], loaded.scenarios[2], loaded.scenarios[1]], Options(jobs=0, literal=True, cache=None))
+        loaded = load_paths(
+            [str(above), str(below)]
+        )  # models.net imported from tmp_path, then the folder below is a root
+        report = audit(
+            [loaded.scenarios[0], loaded.scenarios[2], loaded.scenarios[1]], Options(jobs=0, literal=True, cache=None)
+        )
         values = {r.scenario.name: float(np.asarray(r.paths["value"].arrays[0])) for r in report.results}
         first = values["a0"]
         assert values["a1"] == first  # as freshly imported, whatever a0 appended
@@ -198,7 +255,9 @@ def test_a_module_imported_from_a_folder_above_stays_tracked_when_a_folder_below
 
 
 def test_the_global_random_generators_are_put_back_before_each_scenario(stateful_suite):
-    audit(load_paths([str(stateful_suite)]).scenarios[:1], Options(jobs=0, cache=None))  # a suite's module imported: tracking starts
+    audit(
+        load_paths([str(stateful_suite)]).scenarios[:1], Options(jobs=0, cache=None)
+    )  # a suite's module imported: tracking starts
     module_state.fresh()
     first = (random.random(), np.random.random())
     module_state.fresh()
@@ -220,15 +279,42 @@ def test_the_catalog_gives_one_report_in_any_order_with_any_number_of_workers(ca
     """The shared catalog run (file order, this process) against shuffled runs in one and two worker processes."""
     reference = _comparable(json.loads(dump(report_to_json(catalog_report, "full"))))
     for jobs, seed in ((1, 5), (2, 9)):
-        run = run_cli("run", str(ROOT / "scenarios"), "--rule", "legacy", "--jobs", str(jobs), "--shuffle", str(seed), "--json", "-", "--json-detail", "full", "--no-cache", "-q")
+        run = run_cli(
+            "run",
+            str(ROOT / "scenarios"),
+            "--rule",
+            "legacy",
+            "--jobs",
+            str(jobs),
+            "--shuffle",
+            str(seed),
+            "--json",
+            "-",
+            "--json-detail",
+            "full",
+            "--no-cache",
+            "-q",
+        )
         assert run.exit_code == 1, run.stderr
         assert _comparable(run.json()) == reference, (jobs, seed)
 
 
 def test_a_lazily_imported_neighbour_counts_as_the_users(tmp_path):
-    write_yaml(tmp_path, "lazy.yaml", "scenarios:\n  - name: lazy\n    fn: lazy_fns:uses_helper\n    inputs:\n      - {dtype: float32, value: [1.0]}\n")
-    (tmp_path / "lazy_fns.py").write_text("def uses_helper(x):\n    import lazy_helper\n    lazy_helper.CALLS.append(1)\n    return x * len(lazy_helper.CALLS)\n", encoding="utf-8")
+    write_yaml(
+        tmp_path,
+        "lazy.yaml",
+        "scenarios:\n  - name: lazy\n    fn: lazy_fns:uses_helper\n    inputs:\n      - {dtype: float32, value: [1.0]}\n",
+    )
+    (tmp_path / "lazy_fns.py").write_text(
+        "def uses_helper(x):\n    import lazy_helper\n    lazy_helper.CALLS.append(1)\n    return x * len(lazy_helper.CALLS)\n",
+        encoding="utf-8",
+    )
     (tmp_path / "lazy_helper.py").write_text("CALLS = []\n", encoding="utf-8")
     scenarios = load_paths([str(tmp_path / "lazy.yaml")]).scenarios
-    values = [np.asarray(audit(scenarios, Options(jobs=0, cache=None)).results[0].paths["value"].arrays[0]).tolist() for _ in range(3)]
-    assert values[0] == values[1] == values[2]  # the helper as freshly imported each time, not a list grown by the audits before
+    values = [
+        np.asarray(audit(scenarios, Options(jobs=0, cache=None)).results[0].paths["value"].arrays[0]).tolist()
+        for _ in range(3)
+    ]
+    assert (
+        values[0] == values[1] == values[2]
+    )  # the helper as freshly imported each time, not a list grown by the audits before

@@ -52,22 +52,42 @@ def test_the_python_api_pages_examples_pass_and_fail_as_the_page_says(tmp_path):
     # The failing test shows what `gradaudit run` prints: where it was called, the finding, the diagnosis.
     assert re.search(r"test_gradients\.py:\d+:1: softplus_wrong: mismatch", run.stdout), run.stdout[-3000:]
     page = (ROOT / "docs" / "python-api.md").read_text()
-    shown = page.split("provenance of small outputs, and the diagnosis with its fixes:\n\n```\n", 1)[1].split("```", 1)[0].splitlines()
+    shown = (
+        page.split("provenance of small outputs, and the diagnosis with its fixes:\n\n```\n", 1)[1]
+        .split("```", 1)[0]
+        .splitlines()
+    )
     for line in shown:
         assert line == "..." or line.strip() == "..." or line.strip() in run.stdout, line
 
 
 def test_the_notebook_example_shows_html_and_text(tmp_path):
     _, code = _examples()["notebook"]
-    script = code + "\nhtml = result._repr_html_()\nassert '<!DOCTYPE html>' in html and 'GA002' in html\nprint('status', result.status)\n"
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}, timeout=300)
+    script = (
+        code
+        + "\nhtml = result._repr_html_()\nassert '<!DOCTYPE html>' in html and 'GA002' in html\nprint('status', result.status)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "status mismatch" in run.stdout and "send it nowhere" in run.stdout
 
 
 def test_the_fixture_and_scenario_files_read_tool_gradaudit_and_only_named_folders_are_collected(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.gradaudit]\nrule = "legacy"\nlimits = {elements = 4}\n\n[tool.pytest.ini_options]\ngradaudit_paths = ["audits"]\n')
-    write_yaml(tmp_path, "audits/select.yaml", "scenarios:\n  - {name: past-the-end, selector: {dtype: int32, value: 2}, cases: 2, shape: [3], dtype: float32}\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.gradaudit]\nrule = "legacy"\nlimits = {elements = 4}\n\n[tool.pytest.ini_options]\ngradaudit_paths = ["audits"]\n'
+    )
+    write_yaml(
+        tmp_path,
+        "audits/select.yaml",
+        "scenarios:\n  - {name: past-the-end, selector: {dtype: int32, value: 2}, cases: 2, shape: [3], dtype: float32}\n",
+    )
     write_yaml(tmp_path, "settings.yaml", "key: value\n")  # a project's other YAML: never a test
     write_yaml(
         tmp_path,

@@ -28,7 +28,9 @@ def printed(script: Path) -> tuple[str, dict[str, float]]:
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=script.parent)
     assert done.returncode == 0, done.stderr
     first, *lines = done.stdout.strip().splitlines()
-    return first.removeprefix("at ").removesuffix(":"), {name: float(value) for name, value in (line.split(": ", 1) for line in lines)}
+    return first.removeprefix("at ").removesuffix(":"), {
+        name: float(value) for name, value in (line.split(": ", 1) for line in lines)
+    }
 
 
 def same(reported: float, script: float, path: str) -> bool:
@@ -40,7 +42,11 @@ def same(reported: float, script: float, path: str) -> bool:
 
 
 def reported(value) -> float:
-    return float(value) if not isinstance(value, str) else float({"Infinity": "inf", "-Infinity": "-inf", "NaN": "nan"}.get(value, value))
+    return (
+        float(value)
+        if not isinstance(value, str)
+        else float({"Infinity": "inf", "-Infinity": "-inf", "NaN": "nan"}.get(value, value))
+    )
 
 
 @pytest.mark.slow
@@ -49,17 +55,30 @@ def test_every_script_prints_the_numbers_the_report_holds(tmp_path):
     ran = run_cli("run", *map(str, FILES), "--repro-dir", str(out), "--json", str(report), "-q")
     assert ran.exit_code == 1, ran.stderr
     results = json.loads(report.read_text())["results"]
-    expected = sum(1 for r in results for f in r["findings"] if f["kind"] == "disagreement" and f["class"] in ("wrong", "eager-jit"))
+    expected = sum(
+        1
+        for r in results
+        for f in r["findings"]
+        if f["kind"] == "disagreement" and f["class"] in ("wrong", "eager-jit")
+    )
     scripts = sorted(out.glob("*.py"))
     assert len(scripts) == expected > 0 and f"wrote {expected} reproducer scripts to {out}" in ran.stderr
     for script in scripts:
         text = script.read_text()
-        assert "gradaudit" not in "".join(line for line in text.splitlines() if line.startswith(("import", "from"))), "a script imports only JAX and NumPy"
+        assert "gradaudit" not in "".join(line for line in text.splitlines() if line.startswith(("import", "from"))), (
+            "a script imports only JAX and NumPy"
+        )
         where, numbers = printed(script)
         result = next(r for r in results if script.stem.rsplit("-", 1)[0] == r["name"])
-        finding = next(f for f in result["findings"] if f.get("location") == where and {label(p) for p in f["paths"]} == set(numbers))
+        finding = next(
+            f
+            for f in result["findings"]
+            if f.get("location") == where and {label(p) for p in f["paths"]} == set(numbers)
+        )
         for path in finding["paths"]:
-            assert same(reported(finding["values"][path]), numbers[label(path)], path), f"{script.name}: {label(path)} printed {numbers[label(path)]}, the report holds {finding['values'][path]}"
+            assert same(reported(finding["values"][path]), numbers[label(path)], path), (
+                f"{script.name}: {label(path)} printed {numbers[label(path)]}, the report holds {finding['values'][path]}"
+            )
 
 
 def test_the_api_writes_a_script_for_a_function_imported_by_name(tmp_path):

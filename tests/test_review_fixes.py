@@ -54,7 +54,9 @@ def test_a_function_calling_sys_exit_is_an_error_and_the_run_goes_on(folder):
 
 
 def test_a_module_exiting_on_import_is_an_input_error(folder):
-    path = write_yaml(folder, "s.yaml", 'scenarios:\n  - {name: x, fn: "exits_on_import:f", inputs: [{dtype: float32, value: 1.0}]}\n')
+    path = write_yaml(
+        folder, "s.yaml", 'scenarios:\n  - {name: x, fn: "exits_on_import:f", inputs: [{dtype: float32, value: 1.0}]}\n'
+    )
     result = run_cli("run", str(path))
     assert result.exit_code == 2 and "importing 'exits_on_import' raised SystemExit" in result.stderr
 
@@ -119,7 +121,11 @@ def test_fn_in_defaults_leaves_select_n_scenarios_alone(folder):
     ],
 )
 def test_broken_configuration_is_exit_2_never_a_traceback(tmp_path, monkeypatch, content, message):
-    path = write_yaml(tmp_path, "ok.yaml", "scenarios:\n  - {name: a, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n")
+    path = write_yaml(
+        tmp_path,
+        "ok.yaml",
+        "scenarios:\n  - {name: a, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n",
+    )
     target = tmp_path / "pyproject.toml"
     target.write_bytes(content) if isinstance(content, bytes) else target.write_text(content)
     monkeypatch.chdir(tmp_path)
@@ -132,14 +138,20 @@ def test_broken_configuration_is_exit_2_never_a_traceback(tmp_path, monkeypatch,
 
 
 def test_merge_refuses_shards_with_input_errors_and_incomplete_reports(tmp_path):
-    good = write_yaml(tmp_path, "good.yaml", "scenarios:\n  - {name: a, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n")
+    good = write_yaml(
+        tmp_path,
+        "good.yaml",
+        "scenarios:\n  - {name: a, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n",
+    )
     bad = write_yaml(tmp_path, "bad.yaml", "scenarios: []\n")
     run_cli("run", str(good), "--json", str(tmp_path / "good.json"))
     assert run_cli("run", str(bad), "--json", str(tmp_path / "bad.json")).exit_code == 2
     merged = run_cli("merge", str(tmp_path / "good.json"), str(tmp_path / "bad.json"), "-o", str(tmp_path / "m.json"))
     assert merged.exit_code == 2 and "had 1 input error(s)" in merged.stderr
     (tmp_path / "min.json").write_text('{"schema": "gradaudit.report/1"}')
-    incomplete = run_cli("merge", str(tmp_path / "good.json"), str(tmp_path / "min.json"), "-o", str(tmp_path / "m.json"))
+    incomplete = run_cli(
+        "merge", str(tmp_path / "good.json"), str(tmp_path / "min.json"), "-o", str(tmp_path / "m.json")
+    )
     assert incomplete.exit_code == 2 and "needs 'environment' and 'results'" in incomplete.stderr
     (tmp_path / "base.json").write_text('{"schema": "gradaudit.report/1", "results": "x"}')
     baseline = run_cli("run", str(good), "--baseline", str(tmp_path / "base.json"))
@@ -149,12 +161,18 @@ def test_merge_refuses_shards_with_input_errors_and_incomplete_reports(tmp_path)
 
 
 def test_json_on_stdout_stays_parseable_under_github_actions(tmp_path, monkeypatch):
-    path = write_yaml(tmp_path, "ok.yaml", "scenarios:\n  - {name: a, selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n")
+    path = write_yaml(
+        tmp_path,
+        "ok.yaml",
+        "scenarios:\n  - {name: a, selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n",
+    )
     from click.testing import CliRunner
 
     from gradaudit.cli import main
 
-    result = CliRunner().invoke(main, ["run", str(path), "--rule", "legacy", "--json", "-"], env={"GITHUB_ACTIONS": "true"})
+    result = CliRunner().invoke(
+        main, ["run", str(path), "--rule", "legacy", "--json", "-"], env={"GITHUB_ACTIONS": "true"}
+    )
     assert json.loads(result.stdout)["summary"]["mismatch"] == 1
     both = run_cli("run", str(path), "--json", "-", "--format", "github")
     assert both.exit_code == 2 and "cannot both go to stdout" in both.stderr

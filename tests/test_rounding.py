@@ -62,7 +62,16 @@ TOL = Tolerances(fd_rtol=1.38e-3, fd_atol=1.38e-3, ad_rtol=1.9e-6, ad_atol=1.9e-
 
 def _judged(fwd, rev, fd):
     x = np.array([0.62, -1.0], np.float32)
-    results = path_results({VALUE: [[1.0, 2.0]], JACFWD: [fwd], JIT_JACFWD: [fwd], JACREV: [rev], JIT_JACREV: [rev], FINITE_DIFFERENCE: [fd]})
+    results = path_results(
+        {
+            VALUE: [[1.0, 2.0]],
+            JACFWD: [fwd],
+            JIT_JACFWD: [fwd],
+            JACREV: [rev],
+            JIT_JACREV: [rev],
+            FINITE_DIFFERENCE: [fd],
+        }
+    )
     return judge(results, ("x",), TOL, inputs=(x,))
 
 
@@ -108,11 +117,19 @@ def test_a_staircase_with_a_straight_through_rule_is_non_differentiable():
 
 def test_a_period_far_below_the_step_is_checked_at_finer_steps_and_noted(tmp_path):
     # fmod(x, 7e-42) in float64 at x = 0 is x itself below the divisor: the usual step spans 1e36 periods.
-    scenario = write_yaml(tmp_path, "fmod.yaml", "scenarios:\n- name: fmod-tiny-divisor\n  fn: jax.numpy:fmod\n  inputs:\n  - {dtype: float64, value: 0.0}\n  - {dtype: float64, value: 7.1e-42}\n")
+    scenario = write_yaml(
+        tmp_path,
+        "fmod.yaml",
+        "scenarios:\n- name: fmod-tiny-divisor\n  fn: jax.numpy:fmod\n  inputs:\n  - {dtype: float64, value: 0.0}\n  - {dtype: float64, value: 7.1e-42}\n",
+    )
     ran = run_cli("run", str(scenario), "--json", "-")
     (result,) = ran.json()["results"]
     assert ran.exit_code == 0 and result["status"] == "consistent", ran.stderr
-    assert [n for n in result["notes"] if "checked at finer steps" in n["message"] and "spans the function's periods" in n["message"]]
+    assert [
+        n
+        for n in result["notes"]
+        if "checked at finer steps" in n["message"] and "spans the function's periods" in n["message"]
+    ]
 
 
 def test_a_wrong_derivative_at_a_smooth_point_is_still_wrong_after_probing():

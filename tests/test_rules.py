@@ -183,7 +183,9 @@ def test_order_and_output_from_yaml_and_hessian_in_json(tmp_path):
     assert hessian["case 0 d case 0"] == [[2.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
     assert hessian["case 1 d case 1"] == [[0.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 2.0]]
     assert entry["paths"]["jacfwd"]["jacobians"]["case 1"] == [0.0, 2 * inputs["case 1"][1], 2 * inputs["case 1"][2]]
-    bad = write_yaml(tmp_path, "bad.yaml", path.read_text().replace("order: 2", "order: 3").replace("sum_of_squares", "cube"))
+    bad = write_yaml(
+        tmp_path, "bad.yaml", path.read_text().replace("order: 2", "order: 3").replace("sum_of_squares", "cube")
+    )
     result = run_cli("run", str(bad))
     assert result.exit_code == 2
     assert f"{bad}:7:12: order must be 1 or 2, got 3" in result.stderr

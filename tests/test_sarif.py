@@ -15,7 +15,9 @@ def _results(document: dict) -> list[dict]:
 def test_the_seed_suites_findings_are_sarif_results_at_their_scenarios_lines(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "gradaudit.sarif"
-    ran = run_cli("run", "scenarios/select_n/representative.yaml", "--sarif", str(out), "--json", str(tmp_path / "r.json"))
+    ran = run_cli(
+        "run", "scenarios/select_n/representative.yaml", "--sarif", str(out), "--json", str(tmp_path / "r.json")
+    )
     assert ran.exit_code == 1
     document = json.loads(out.read_text())
     assert document["version"] == "2.1.0" and document["$schema"].endswith("sarif-2.1.0.json")
@@ -31,21 +33,48 @@ def test_the_seed_suites_findings_are_sarif_results_at_their_scenarios_lines(tmp
         assert physical["artifactLocation"]["uri"] == "scenarios/select_n/representative.yaml"
         line, column = physical["region"]["startLine"], physical["region"]["startColumn"]
         assert column == 5  # where `- name:` begins
-        got.append((f"{physical['artifactLocation']['uri']}:{line}", result["partialFingerprints"]["gradauditFinding/v1"].split("|", 1)[1]))
-        assert result["level"] == "error" and result["message"]["text"].startswith(result["properties"]["scenario"] + ": ")
+        got.append(
+            (
+                f"{physical['artifactLocation']['uri']}:{line}",
+                result["partialFingerprints"]["gradauditFinding/v1"].split("|", 1)[1],
+            )
+        )
+        assert result["level"] == "error" and result["message"]["text"].startswith(
+            result["properties"]["scenario"] + ": "
+        )
     assert sorted(got) == expected and len(got) > 0
     rules = {rule["id"]: rule for rule in run["tool"]["driver"]["rules"]}
     assert {result["ruleId"] for result in run["results"]} == set(rules)
-    assert "GA002" in rules and rules["GA002"]["helpUri"].startswith("https://") and "fix 1:" in rules["GA002"]["help"]["text"]
+    assert (
+        "GA002" in rules
+        and rules["GA002"]["helpUri"].startswith("https://")
+        and "fix 1:" in rules["GA002"]["help"]["text"]
+    )
 
 
 def test_findings_a_baseline_knows_are_left_out_and_the_rest_are_new(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     baseline = tmp_path / "baseline.json"
     assert run_cli("baseline", "scenarios/select_n/representative.yaml", "-o", str(baseline)).exit_code == 0
-    known = run_cli("run", "scenarios/select_n/representative.yaml", "--baseline", str(baseline), "--sarif", str(tmp_path / "known.sarif"))
+    known = run_cli(
+        "run",
+        "scenarios/select_n/representative.yaml",
+        "--baseline",
+        str(baseline),
+        "--sarif",
+        str(tmp_path / "known.sarif"),
+    )
     assert known.exit_code == 0 and _results(json.loads((tmp_path / "known.sarif").read_text())) == []
-    fresh = run_cli("run", "scenarios/select_n/representative.yaml", "--rule", "legacy", "--baseline", str(baseline), "--sarif", str(tmp_path / "new.sarif"))
+    fresh = run_cli(
+        "run",
+        "scenarios/select_n/representative.yaml",
+        "--rule",
+        "legacy",
+        "--baseline",
+        str(baseline),
+        "--sarif",
+        str(tmp_path / "new.sarif"),
+    )
     results = _results(json.loads((tmp_path / "new.sarif").read_text()))
     if fresh.exit_code == 1:
         assert results and all(r["baselineState"] == "new" for r in results)
@@ -55,7 +84,15 @@ def test_findings_a_baseline_knows_are_left_out_and_the_rest_are_new(tmp_path, m
 
 def test_compare_writes_one_sarif_run_naming_each_rule(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
-    compared = run_cli("compare", "scenarios/select_n/representative.yaml", "--rules", "legacy", "fixed", "--sarif", str(tmp_path / "c.sarif"))
+    compared = run_cli(
+        "compare",
+        "scenarios/select_n/representative.yaml",
+        "--rules",
+        "legacy",
+        "fixed",
+        "--sarif",
+        str(tmp_path / "c.sarif"),
+    )
     assert compared.exit_code in (0, 1)
     messages = [r["message"]["text"] for r in _results(json.loads((tmp_path / "c.sarif").read_text()))]
     assert messages and all(" [legacy]: " in m for m in messages)  # the fixed rule clears the seed suite
@@ -63,9 +100,15 @@ def test_compare_writes_one_sarif_run_naming_each_rule(tmp_path, monkeypatch):
 
 def test_a_run_refused_for_bad_input_shows_each_input_error_at_its_place(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("scenarios:\n  - name: s\n    selector: {dtype: int33, value: 1}\n    cases: 2\n    shape: []\n    dtype: float32\n")
+    bad.write_text(
+        "scenarios:\n  - name: s\n    selector: {dtype: int33, value: 1}\n    cases: 2\n    shape: []\n    dtype: float32\n"
+    )
     refused = run_cli("run", str(bad), "--sarif", str(tmp_path / "bad.sarif"))
     assert refused.exit_code == 2
     (result,) = _results(json.loads((tmp_path / "bad.sarif").read_text()))
     region = result["locations"][0]["physicalLocation"]["region"]
-    assert result["ruleId"] == "input-error" and "int33" in result["message"]["text"] and (region["startLine"], region["startColumn"]) == (3, 23)
+    assert (
+        result["ruleId"] == "input-error"
+        and "int33" in result["message"]["text"]
+        and (region["startLine"], region["startColumn"]) == (3, 23)
+    )

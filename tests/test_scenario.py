@@ -43,7 +43,9 @@ def test_valid_file_loads_with_defaults_merged(tmp_path):
 
 
 def test_folders_are_searched_recursively_and_sorted(tmp_path):
-    scenario = "scenarios:\n  - {{name: {name}, selector: {{dtype: int32, value: 0}}, cases: 1, shape: [], dtype: float32}}\n"
+    scenario = (
+        "scenarios:\n  - {{name: {name}, selector: {{dtype: int32, value: 0}}, cases: 1, shape: [], dtype: float32}}\n"
+    )
     write_yaml(tmp_path, "b/z.yml", scenario.format(name="z"))
     write_yaml(tmp_path, "a.yaml", scenario.format(name="a"))
     write_yaml(tmp_path, "b/c/m.yaml", scenario.format(name="m"))
@@ -57,21 +59,61 @@ BASE = "  - name: s\n    selector: {dtype: int32, value: 0}\n    cases: 2\n    s
 
 BAD_INPUTS = {
     "yaml-syntax": ("scenarios:\n  - name: [unclosed\n", "3:1", "YAML syntax error"),
-    "unknown-key": ("scenarios:\n" + BASE + "    selctor: 1\n", "7:5", "unknown key 'selctor' in a scenario; did you mean 'selector'?"),
+    "unknown-key": (
+        "scenarios:\n" + BASE + "    selctor: 1\n",
+        "7:5",
+        "unknown key 'selctor' in a scenario; did you mean 'selector'?",
+    ),
     "unknown-top-key": ("scenario:\n" + BASE, "1:1", "did you mean 'scenarios'?"),
     "duplicate-key": ("scenarios:\n" + BASE + "    cases: 3\n", "7:5", "duplicate key 'cases'"),
-    "missing-field": ("scenarios:\n  - name: s\n    selector: {dtype: int32, value: 0}\n    shape: []\n    dtype: float32\n", "2:5", "missing 'cases'"),
+    "missing-field": (
+        "scenarios:\n  - name: s\n    selector: {dtype: int32, value: 0}\n    shape: []\n    dtype: float32\n",
+        "2:5",
+        "missing 'cases'",
+    ),
     "empty-file": ("", "1:1", "empty file"),
     "no-scenarios": ("scenarios: []\n", "1:12", "nothing to audit"),
-    "uint32-negative": ("scenarios:\n" + BASE.replace("int32, value: 0", "uint32, value: -1"), "3:38", "-1 is not representable in uint32 (0..4294967295)"),
-    "int8-overflow": ("scenarios:\n" + BASE.replace("int32, value: 0", "int8, value: 300"), "3:36", "300 is not representable in int8 (-128..127)"),
-    "float-selector": ("scenarios:\n" + BASE.replace("int32", "float32", 1), "3:23", "selector dtype must be bool or an integer dtype"),
-    "bool-three-cases": ("scenarios:\n" + BASE.replace("int32, value: 0", "bool, value: true").replace("cases: 2", "cases: 3"), "3:23", "at most 2 cases"),
+    "uint32-negative": (
+        "scenarios:\n" + BASE.replace("int32, value: 0", "uint32, value: -1"),
+        "3:38",
+        "-1 is not representable in uint32 (0..4294967295)",
+    ),
+    "int8-overflow": (
+        "scenarios:\n" + BASE.replace("int32, value: 0", "int8, value: 300"),
+        "3:36",
+        "300 is not representable in int8 (-128..127)",
+    ),
+    "float-selector": (
+        "scenarios:\n" + BASE.replace("int32", "float32", 1),
+        "3:23",
+        "selector dtype must be bool or an integer dtype",
+    ),
+    "bool-three-cases": (
+        "scenarios:\n" + BASE.replace("int32, value: 0", "bool, value: true").replace("cases: 2", "cases: 3"),
+        "3:23",
+        "at most 2 cases",
+    ),
     "zero-cases": ("scenarios:\n" + BASE.replace("cases: 2", "cases: 0"), "4:12", "cases must be >= 1"),
-    "negative-dimension": ("scenarios:\n" + BASE.replace("shape: []", "shape: [2, -3]"), "5:16", "shape dimensions must be integers >= 0"),
-    "selector-shape": ("scenarios:\n" + BASE.replace("value: 0", "value: [0, 1]").replace("shape: []", "shape: [3]"), "3:37", "must be a scalar or the case shape [3]"),
-    "float-cases": ("scenarios:\n" + BASE.replace("dtype: float32", "dtype: int32"), "6:12", "dtype must be one of bfloat16, float16, float32, float64"),
-    "python-tag": ("scenarios:\n" + BASE.replace("cases: 2", "cases: !!python/object:os.system 2"), "4:12", "unsupported YAML tag"),
+    "negative-dimension": (
+        "scenarios:\n" + BASE.replace("shape: []", "shape: [2, -3]"),
+        "5:16",
+        "shape dimensions must be integers >= 0",
+    ),
+    "selector-shape": (
+        "scenarios:\n" + BASE.replace("value: 0", "value: [0, 1]").replace("shape: []", "shape: [3]"),
+        "3:37",
+        "must be a scalar or the case shape [3]",
+    ),
+    "float-cases": (
+        "scenarios:\n" + BASE.replace("dtype: float32", "dtype: int32"),
+        "6:12",
+        "dtype must be one of bfloat16, float16, float32, float64",
+    ),
+    "python-tag": (
+        "scenarios:\n" + BASE.replace("cases: 2", "cases: !!python/object:os.system 2"),
+        "4:12",
+        "unsupported YAML tag",
+    ),
     "not-utf8": (b"scenarios:\n  - name: \xff\xfe\n", "2:11", "not UTF-8"),
 }
 
@@ -97,11 +139,20 @@ def test_duplicate_names_across_files_point_at_both(tmp_path):
     write_yaml(tmp_path, "b.yaml", "scenarios:\n" + BASE)
     result = run_cli("run", str(tmp_path))
     assert result.exit_code == 2
-    assert f"{tmp_path / 'b.yaml'}:2:5: duplicate scenario name 's' (first defined at {tmp_path / 'a.yaml'}:2:5)" in result.stderr
+    assert (
+        f"{tmp_path / 'b.yaml'}:2:5: duplicate scenario name 's' (first defined at {tmp_path / 'a.yaml'}:2:5)"
+        in result.stderr
+    )
 
 
 def test_every_error_in_every_file_is_reported_in_one_run(tmp_path):
-    write_yaml(tmp_path, "one.yaml", "scenarios:\n" + BASE.replace("cases: 2", "cases: 0") + BASE.replace("name: s", "name: t").replace("float32", "float33"))
+    write_yaml(
+        tmp_path,
+        "one.yaml",
+        "scenarios:\n"
+        + BASE.replace("cases: 2", "cases: 0")
+        + BASE.replace("name: s", "name: t").replace("float32", "float33"),
+    )
     write_yaml(tmp_path, "two.yaml", "scenarios:\n  - name: [\n")
     result = run_cli("run", str(tmp_path))
     assert result.exit_code == 2
@@ -139,7 +190,11 @@ HOSTILE = {
         "not rectangular",
     ),
     "merge-key": ("scenarios:\n" + BASE + "    <<: {seed: 1}\n", "7:5", "merge keys ('<<') are not supported"),
-    "huge-integer": ("scenarios:\n" + BASE.replace("value: 0", "value: 100000000000000000000000000000"), "3:37", "integer too large: 30 digits (at most 1e+20, past uint64's range)"),
+    "huge-integer": (
+        "scenarios:\n" + BASE.replace("value: 0", "value: 100000000000000000000000000000"),
+        "3:37",
+        "integer too large: 30 digits (at most 1e+20, past uint64's range)",
+    ),
     "string-seed": ("scenarios:\n" + BASE + '    seed: "1"\n', "7:11", "seed must be an integer, got '1'"),
     "nul-byte": ("scen\x00arios: 1\n", "1:5", "invalid character U+0000"),
     "tab-indent": ("scenarios:\n\t- name: tab\n", "2:1", "YAML indents with spaces only"),
@@ -155,7 +210,9 @@ def test_hostile_files_are_exit_2_with_location(tmp_path, name):
     path.write_text(text, encoding="utf-8")
     result = run_cli("run", str(path))
     assert result.exit_code == 2 and result.exception is None
-    assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), result.stderr
+    assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), (
+        result.stderr
+    )
 
 
 SWEEP = """
@@ -178,7 +235,12 @@ def test_sweeps_expand_to_the_product_and_count_what_they_skip(tmp_path):
     assert len(loaded.scenarios) == 72 - 6 - 6 - 18
     assert {"int8--1-n6-3", "uint32-255-n1-scalar", "int32-0-n2-3"} <= names
     first = next(s for s in loaded.scenarios if s.name == "int32-255-n6-3")
-    assert (first.target.selector.dtype, first.target.selector.value, first.target.cases, first.target.shape) == ("int32", 255, 6, (3,))
+    assert (first.target.selector.dtype, first.target.selector.value, first.target.cases, first.target.shape) == (
+        "int32",
+        255,
+        6,
+        (3,),
+    )
     assert first.target.dtype == "float32"
     (note,) = loaded.notes
     assert note.startswith(f"{path}:3:3: sweep gives 42 scenarios, skipped 30 (")
@@ -200,10 +262,16 @@ def test_sweeps_expand_to_the_product_and_count_what_they_skip(tmp_path):
     ],
 )
 def test_bad_sweeps_are_input_errors(tmp_path, sweep, where, message):
-    path = write_yaml(tmp_path, "bad.yaml", "defaults: {dtype: float32, shape: [], selector: {dtype: int32, value: 0}}\nsweep:\n" + sweep)
+    path = write_yaml(
+        tmp_path,
+        "bad.yaml",
+        "defaults: {dtype: float32, shape: [], selector: {dtype: int32, value: 0}}\nsweep:\n" + sweep,
+    )
     result = run_cli("run", str(path))
     assert result.exit_code == 2
-    assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), result.stderr
+    assert any(line.startswith(f"{path}:{where}") and message in line for line in result.stderr.splitlines()), (
+        result.stderr
+    )
 
 
 def _laughs(levels: int) -> str:
@@ -218,13 +286,18 @@ def _laughs(levels: int) -> str:
     "value, message",
     [
         ("&v [1, *v]", "selector value contains itself through a YAML alias"),
-        (_laughs(9), "selector value has 1,000,000,000 elements once its YAML aliases are expanded (at most 1,000,000)"),
+        (
+            _laughs(9),
+            "selector value has 1,000,000,000 elements once its YAML aliases are expanded (at most 1,000,000)",
+        ),
         ("[" * 40 + "1" + "]" * 40, "selector value is nested more than 32 levels deep"),
     ],
 )
 def test_alias_bombs_and_deep_nesting_are_refused_quickly(tmp_path, value, message):
     path = tmp_path / "bomb.yaml"
-    path.write_text(f"scenarios:\n  - name: bomb\n    cases: 2\n    shape: []\n    dtype: float32\n    selector:\n      dtype: int32\n      value: {value}\n")
+    path.write_text(
+        f"scenarios:\n  - name: bomb\n    cases: 2\n    shape: []\n    dtype: float32\n    selector:\n      dtype: int32\n      value: {value}\n"
+    )
     start = time.perf_counter()
     result = run_cli("run", str(path))
     assert result.exit_code == 2 and result.exception is None
@@ -245,7 +318,10 @@ def test_oversized_scenarios_are_refused_before_allocation(tmp_path, monkeypatch
     start = time.perf_counter()
     result = run_cli("run", str(path))
     assert result.exit_code == 2
-    assert f"{path}:2:5: scenario 'huge' is too large: an input of 9,000,000 elements exceeds the limit of 1,000,000 (limits.elements)" in result.stderr
+    assert (
+        f"{path}:2:5: scenario 'huge' is too large: an input of 9,000,000 elements exceeds the limit of 1,000,000 (limits.elements)"
+        in result.stderr
+    )
     assert "small" not in result.stderr
     assert time.perf_counter() - start < 5
     monkeypatch.chdir(tmp_path)

@@ -38,7 +38,10 @@ def validator(format_name: str):
 def errors(document: dict, format_name: str | None = None) -> list[str]:
     """What the schema of `format_name` (default: the one its `schema` field names) finds wrong
     with `document`, one line each."""
-    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in validator(format_name or document["schema"]).iter_errors(document)]
+    return [
+        f"/{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}"
+        for e in validator(format_name or document["schema"]).iter_errors(document)
+    ]
 
 
 def _committed() -> list:
@@ -81,7 +84,9 @@ def test_each_schema_is_valid_draft_2020_12_and_names_its_format():
 
 
 def test_the_schemas_ship_in_the_package_and_load_without_jax(tmp_path):
-    assert '"schemas/*.json"' in next(line for line in (ROOT / "pyproject.toml").read_text().splitlines() if line.startswith("gradaudit = ["))
+    assert '"schemas/*.json"' in next(
+        line for line in (ROOT / "pyproject.toml").read_text().splitlines() if line.startswith("gradaudit = [")
+    )
     code = "import sys; sys.modules['jax'] = None; sys.modules['jaxlib'] = None\nfrom gradaudit.render.schemas import NAMES, schema\nprint(sorted(schema(n)['title'] for n in NAMES.values()))\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -116,14 +121,26 @@ def test_a_fresh_run_report_and_its_merge_validate(tmp_path):
 
 
 def test_a_fresh_compare_report_validates(tmp_path):
-    result = run_cli("compare", REPRESENTATIVE, "--rules", "legacy", "fixed", "--json", str(tmp_path / "c.json"), "--json-detail", "full")
+    result = run_cli(
+        "compare",
+        REPRESENTATIVE,
+        "--rules",
+        "legacy",
+        "fixed",
+        "--json",
+        str(tmp_path / "c.json"),
+        "--json-detail",
+        "full",
+    )
     assert result.exit_code == 0, result.stdout
     document = json.loads((tmp_path / "c.json").read_text())
     assert document["schema"] == "gradaudit.compare/1" and errors(document) == []
 
 
 def test_a_fresh_survey_report_validates(tmp_path):
-    result = run_cli("survey", "jax.numpy.sin", "--budget", "2", "--out", str(tmp_path / "f"), "--json", str(tmp_path / "s.json"))
+    result = run_cli(
+        "survey", "jax.numpy.sin", "--budget", "2", "--out", str(tmp_path / "f"), "--json", str(tmp_path / "s.json")
+    )
     assert result.exit_code in (0, 1), result.stdout
     document = json.loads((tmp_path / "s.json").read_text())
     assert [f["name"] for f in document["functions"]] == ["numpy.sin"] and errors(document) == []
@@ -136,7 +153,10 @@ ENVIRONMENT = {
     "jaxlib": "0.10.2",
     "python": "3.11.7",
     "backend": "cpu",
-    "devices": [{"platform": "cpu", "kind": "cpu", "id": 0, "name": "cpu:0"}, {"platform": "cpu", "kind": "cpu", "id": 1, "name": "cpu:1"}],
+    "devices": [
+        {"platform": "cpu", "kind": "cpu", "id": 0, "name": "cpu:0"},
+        {"platform": "cpu", "kind": "cpu", "id": 1, "name": "cpu:1"},
+    ],
     "rule": "legacy",
     "x64": False,
 }
@@ -152,7 +172,16 @@ def _handmade():
     function scenario with every optional field, an interrupted scenario and an input error."""
     from gradaudit.judging.diagnoses import by_id
     from gradaudit.model.errors import InputError, Location
-    from gradaudit.model.findings import CONSISTENT, DISAGREEMENT, INTERRUPTED, MISMATCH, RAISED, Finding, Note, Provenance
+    from gradaudit.model.findings import (
+        CONSISTENT,
+        DISAGREEMENT,
+        INTERRUPTED,
+        MISMATCH,
+        RAISED,
+        Finding,
+        Note,
+        Provenance,
+    )
     from gradaudit.model.paths import PathError, PathResult, block_names
     from gradaudit.model.results import AuditReport, Outcome, ScenarioResult
     from gradaudit.model.scenario import Expectation, FunctionCall, InputSpec, Scenario, Tolerance
@@ -164,11 +193,39 @@ def _handmade():
         "value": PathResult("value", _arrays([nan, 1.5]), device="cpu:0", binding="constant"),
         "jacfwd": PathResult("jacfwd", jacobians, device="cpu:0", binding="constant"),
         "jacrev": PathResult("jacrev", jacobians, device="cpu:0", binding="constant"),
-        "jit_jacfwd": PathResult("jit_jacfwd", None, error=PathError("IndexError", "tuple index out of range", "lax.py:1 in f", "mine.py:3 in g"), device="cpu:0", binding="constant"),
-        "jit_jacrev": PathResult("jit_jacrev", None, not_applicable="jit cannot compile Python control flow on a traced value", device="cpu:0", binding="constant"),
-        "finite_difference": PathResult("finite_difference", _arrays([[inf, 0.0], [0.0, -inf]], [[nan, 0.0], [0.0, 0.0]]), device="cpu:0", binding="constant", engine="literal"),
-        "jacfwd_jacrev": PathResult("jacfwd_jacrev", _arrays(*[np.zeros((2, 2, 2))] * len(block_names(names, 2))), device="cpu:0", binding="constant"),
-        "jacrev@cpu:1": PathResult("jacrev@cpu:1", _arrays([[1.0, 0.0], [0.0, 1.0]], [[0.25, 0.0], [0.0, 0.0]]), device="cpu:1", binding="constant"),
+        "jit_jacfwd": PathResult(
+            "jit_jacfwd",
+            None,
+            error=PathError("IndexError", "tuple index out of range", "lax.py:1 in f", "mine.py:3 in g"),
+            device="cpu:0",
+            binding="constant",
+        ),
+        "jit_jacrev": PathResult(
+            "jit_jacrev",
+            None,
+            not_applicable="jit cannot compile Python control flow on a traced value",
+            device="cpu:0",
+            binding="constant",
+        ),
+        "finite_difference": PathResult(
+            "finite_difference",
+            _arrays([[inf, 0.0], [0.0, -inf]], [[nan, 0.0], [0.0, 0.0]]),
+            device="cpu:0",
+            binding="constant",
+            engine="literal",
+        ),
+        "jacfwd_jacrev": PathResult(
+            "jacfwd_jacrev",
+            _arrays(*[np.zeros((2, 2, 2))] * len(block_names(names, 2))),
+            device="cpu:0",
+            binding="constant",
+        ),
+        "jacrev@cpu:1": PathResult(
+            "jacrev@cpu:1",
+            _arrays([[1.0, 0.0], [0.0, 1.0]], [[0.25, 0.0], [0.0, 0.0]]),
+            device="cpu:1",
+            binding="constant",
+        ),
     }
     disagreement = Finding(
         kind=DISAGREEMENT,
@@ -181,19 +238,36 @@ def _handmade():
         wrong="x-1",
         entries="1/8#0123abcd",
     )
-    raised = Finding(kind=RAISED, paths=("jit_jacfwd",), message="jit(jacfwd) raised IndexError", error_type="IndexError")
+    raised = Finding(
+        kind=RAISED, paths=("jit_jacfwd",), message="jit(jacfwd) raised IndexError", error_type="IndexError"
+    )
     mismatch = ScenarioResult(
-        scenario=make_scenario(value=1, shape=(2,), name="handmade-select_n", order=2, values=[[1.0, 2.0], [3.0, float("nan")]]),
+        scenario=make_scenario(
+            value=1, shape=(2,), name="handmade-select_n", order=2, values=[[1.0, 2.0], [3.0, float("nan")]]
+        ),
         arg_names=names,
         inputs=_arrays([nan, 1.0], [inf, 2.0]),
         status=MISMATCH,
         paths=paths,
         findings=(disagreement, raised, disagreement),
-        provenance=Provenance(output_shape=(2,), value_from=((1,), (0, 1)), routes={"jacfwd": ((1,), (0, 1)), "jacrev": ((), (0,))}),
+        provenance=Provenance(
+            output_shape=(2,), value_from=((1,), (0, 1)), routes={"jacfwd": ((1,), (0, 1)), "jacrev": ((), (0,))}
+        ),
         seconds=0.25,
-        notes=(Note("kink", paths=("finite_difference",), count=1, of=4, location="d out[0]/d case 0[0]", values={"left": 0.0, "right": nan}),),
+        notes=(
+            Note(
+                "kink",
+                paths=("finite_difference",),
+                count=1,
+                of=4,
+                location="d out[0]/d case 0[0]",
+                values={"left": 0.0, "right": nan},
+            ),
+        ),
         diagnosis=by_id("GA001"),
-        outcome=Outcome(passed=False, reason="1 new finding", new=(raised.fingerprint,), known=(disagreement.fingerprint,)),
+        outcome=Outcome(
+            passed=False, reason="1 new finding", new=(raised.fingerprint,), known=(disagreement.fingerprint,)
+        ),
         method="group",
     )
     function = Scenario(
@@ -202,7 +276,11 @@ def _handmade():
         target=FunctionCall(
             fn="mine:f",
             root=".",
-            inputs=(InputSpec("float32", value=[1.0, nan]), InputSpec("int32", shape=(2,), fill="arange"), InputSpec("float32", shape=(3,), fill="normal", seed=2, name="w")),
+            inputs=(
+                InputSpec("float32", value=[1.0, nan]),
+                InputSpec("int32", shape=(2,), fill="arange"),
+                InputSpec("float32", shape=(3,), fill="normal", seed=2, name="w"),
+            ),
             kwargs=(("axis", 0), ("mode", "clip"), ("shape", (1, 2))),
         ),
         tolerance=Tolerance(rtol=1e-3, atol=1e-5),
@@ -259,10 +337,14 @@ def test_a_report_with_every_branch_validates(detail):
     text = json.dumps(document)
     assert document["summary"]["interrupted"] == 1 and '"nan"' in text and '"-inf"' in text
     paths = document["results"][0]["paths"]
-    assert {p["status"] for p in paths.values()} == {"ok", "error", "not_applicable"} and "hessian" in paths["jacfwd_jacrev"]
+    assert {p["status"] for p in paths.values()} == {"ok", "error", "not_applicable"} and "hessian" in paths[
+        "jacfwd_jacrev"
+    ]
     assert ("equals" in paths["jacrev"]) == (detail == "findings")
     assert "binding" not in document["results"][2] and document["results"][1]["outcome"] is None
-    comparison = json.loads(dump(comparison_to_json(RuleComparison(rules=("legacy", "fixed"), reports=(report, report)), detail)))
+    comparison = json.loads(
+        dump(comparison_to_json(RuleComparison(rules=("legacy", "fixed"), reports=(report, report)), detail))
+    )
     assert errors(comparison) == []
 
 
@@ -271,10 +353,26 @@ def test_a_survey_with_a_swept_kind_and_a_problem_validates():
     from gradaudit.survey.explore import FunctionSurvey, report_document, spaces
 
     mismatch = _handmade().results[0]
-    found = Found(kind=("mismatch", ("disagreement:finite_difference+jacfwd", "raised:jit_jacfwd:IndexError")), entry={}, result=mismatch, shrunk=False, swept=True)
+    found = Found(
+        kind=("mismatch", ("disagreement:finite_difference+jacfwd", "raised:jit_jacfwd:IndexError")),
+        entry={},
+        result=mismatch,
+        shrunk=False,
+        swept=True,
+    )
     surveyed = [
-        FunctionSurvey(spaces(["jax.numpy.sin"])[0], SearchOutcome(audited=3, skipped=Counter({"the function rejects these inputs: ValueError": 2}), found=[found]), [Path("f/numpy.sin-1.yaml")]),
-        FunctionSurvey(spaces(["jax.numpy.cos"])[0], SearchOutcome(problem="no valid scenario could be drawn from this space (none could be drawn)"), []),
+        FunctionSurvey(
+            spaces(["jax.numpy.sin"])[0],
+            SearchOutcome(
+                audited=3, skipped=Counter({"the function rejects these inputs: ValueError": 2}), found=[found]
+            ),
+            [Path("f/numpy.sin-1.yaml")],
+        ),
+        FunctionSurvey(
+            spaces(["jax.numpy.cos"])[0],
+            SearchOutcome(problem="no valid scenario could be drawn from this space (none could be drawn)"),
+            [],
+        ),
     ]
     document = json.loads(json.dumps(report_document(surveyed, ENVIRONMENT, 2, -1)))
     assert document["functions"][0]["kinds"][0]["swept"] is True and document["functions"][0]["worst"] == "mismatch"
@@ -325,7 +423,10 @@ REFUSED = {
     "an unknown finding class": (REPORT, lambda d: _first_finding(d).update({"class": "suspicious"})),
     "another fingerprint form": (REPORT, lambda d: d.update(fingerprints=1)),
     "an unknown rule": (REPORT, lambda d: d["environment"].update(rule="newest")),
-    "an ok path with an error": (REPORT, lambda d: _path_of(d, "ok").update(error={"type": "E", "message": "", "where": "", "user_where": ""})),
+    "an ok path with an error": (
+        REPORT,
+        lambda d: _path_of(d, "ok").update(error={"type": "E", "message": "", "where": "", "user_where": ""}),
+    ),
     "an error path without its error": (REPORT, lambda d: _path_of(d, "error").pop("error")),
     "an unknown path": (REPORT, lambda d: _first_result(d)["paths"].update(jacobian={"status": "ok"})),
     "Python's spelling of NaN": (REPORT, lambda d: _array_leaf(d).__setitem__(0, "NaN")),

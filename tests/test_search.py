@@ -37,7 +37,9 @@ def test_legacy_rule_both_defects_shrunk_to_scalars_and_reproducible(tmp_path, m
     by_status = {}
     for path in files:
         text = path.read_text()
-        assert text.startswith("# Found by `gradaudit search space.yaml --budget 300 --seed 0 --rule legacy --out found`")
+        assert text.startswith(
+            "# Found by `gradaudit search space.yaml --budget 300 --seed 0 --rule legacy --out found`"
+        )
         by_status["error" if "# Status: error." in text else "mismatch"] = _scenario(path)
     error, mismatch = by_status["error"], by_status["mismatch"]
     # The single-case boolean IndexError, minimal: one case, a scalar, the first value hypothesis tries.
@@ -52,7 +54,9 @@ def test_legacy_rule_both_defects_shrunk_to_scalars_and_reproducible(tmp_path, m
     assert {f["fingerprint"] for f in raised} == {"raised:raised:jacrev+jit_jacrev:IndexError"}
     assert "2 kinds of disagreement found; reproduce: gradaudit run found --rule legacy" in result.stdout
     # The budget is what exploring audits, exactly; what shrinking tries is counted on its own.
-    assert re.search(r"search selector-space: 300 scenarios audited \(budget 300\), \d+ more while shrinking", result.stdout)
+    assert re.search(
+        r"search selector-space: 300 scenarios audited \(budget 300\), \d+ more while shrinking", result.stdout
+    )
 
 
 @pytest.mark.slow
@@ -68,7 +72,9 @@ def test_fixed_rule_finds_nothing_within_the_same_budget(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_same_seed_gives_the_same_files_with_any_number_of_workers_and_the_database_is_kept_unless_turned_off(tmp_path, monkeypatch):
+def test_the_same_seed_gives_the_same_files_with_any_number_of_workers_and_the_database_is_kept_unless_turned_off(
+    tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     write_yaml(tmp_path, "space.yaml", SELECTOR_SPACE)
 
@@ -78,12 +84,32 @@ def test_the_same_seed_gives_the_same_files_with_any_number_of_workers_and_the_d
     contents = []
     # In this process, then in two workers auditing side by side: one search.
     for out, jobs in (("a", "0"), ("b", "2")):
-        assert run_cli("search", "space.yaml", "--budget", "60", "--seed", "7", "--out", out, "--rule", "legacy", "--no-database", "--jobs", jobs).exit_code == 1
+        assert (
+            run_cli(
+                "search",
+                "space.yaml",
+                "--budget",
+                "60",
+                "--seed",
+                "7",
+                "--out",
+                out,
+                "--rule",
+                "legacy",
+                "--no-database",
+                "--jobs",
+                jobs,
+            ).exit_code
+            == 1
+        )
         contents.append(written(out))
     assert contents[0] and contents[0] == contents[1]
     examples = tmp_path / ".gradaudit" / "hypothesis" / "examples"
     assert not examples.exists()
-    assert run_cli("search", "space.yaml", "--budget", "60", "--seed", "7", "--out", "c", "--rule", "legacy").exit_code == 1
+    assert (
+        run_cli("search", "space.yaml", "--budget", "60", "--seed", "7", "--out", "c", "--rule", "legacy").exit_code
+        == 1
+    )
     assert any(examples.iterdir())
     assert written("c") == contents[0]
     assert not (tmp_path / ".hypothesis").exists()
@@ -128,7 +154,11 @@ def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_it
     assert len(idx["value"]) == 2 and any(not 0 <= i < 4 for i in idx["value"])
     assert yaml.safe_load(path.read_text())["modules"] == "../../lib"
     assert run_cli("run", str(path), "-q").exit_code == 1
-    write_yaml(tmp_path, "lib/smooth.yaml", "search: {name: smooth-space, fn: 'fns:smooth', inputs: [{dtype: float32, value: {min: -3, max: 3}}]}\n")
+    write_yaml(
+        tmp_path,
+        "lib/smooth.yaml",
+        "search: {name: smooth-space, fn: 'fns:smooth', inputs: [{dtype: float32, value: {min: -3, max: 3}}]}\n",
+    )
     clean = run_cli("search", "lib/smooth.yaml", "--budget", "30", "--out", "none")
     assert clean.exit_code == 0 and "nothing found" in clean.stdout
 
@@ -136,32 +166,86 @@ def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_it
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("search: {name: s, selector: {dtype: [int8], value: {min: 3, max: -3}}, cases: [2], shape: [[]]}\n", "1:52: the range of 'selector.value' is empty: min 3 > max -3"),
-        ("search: {name: s, selector: {dtype: [float32], value: [0]}, cases: [2], shape: [[]]}\n", "'selector.dtype' must be among bool, int8"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], colour: red}\n", "unknown key 'colour' in the search space"),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: {min: 3, max: -3}}, cases: [2], shape: [[]]}\n",
+            "1:52: the range of 'selector.value' is empty: min 3 > max -3",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [float32], value: [0]}, cases: [2], shape: [[]]}\n",
+            "'selector.dtype' must be among bool, int8",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], colour: red}\n",
+            "unknown key 'colour' in the search space",
+        ),
         ("search: {selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]]}\n", "a search space needs a 'name'"),
         ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2]}\n", "a select_n space needs 'shape'"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [3]}\n", "'shape' lists the shapes to try"),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [3]}\n",
+            "'shape' lists the shapes to try",
+        ),
         ("search: {name: s, fn: nope, inputs: []}\n", "'fn' must be 'module:function'"),
         ("scenarios: []\n", "unknown key 'scenarios' in the file"),
         ("search: [1\n", "YAML syntax error"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: {min: 1, max: 3}}\n", "'shape' takes a list of alternatives, not a range"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[a]]}\n", "a shape in 'shape' is a list of sizes >= 0"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[-1]]}\n", "a shape in 'shape' is a list of sizes >= 0"),
-        ("search: {name: a/b, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]]}\n", "a 'name' of at most 100 letters, digits"),
-        ("search: {name: s, selector: {dtype: [uint8], value: {min: -10, max: -1}}, cases: [2], shape: [[]]}\n", "no selector dtype of uint8 can hold these values"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [true], shape: [[]]}\n", "'cases' takes integers >= 1"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], output: [cube]}\n", "'output' must be among identity"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], eps: {min: 0, max: 1}}\n", "'eps' is one number > 0"),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: {min: 1, max: 3}}\n",
+            "'shape' takes a list of alternatives, not a range",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[a]]}\n",
+            "a shape in 'shape' is a list of sizes >= 0",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[-1]]}\n",
+            "a shape in 'shape' is a list of sizes >= 0",
+        ),
+        (
+            "search: {name: a/b, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]]}\n",
+            "a 'name' of at most 100 letters, digits",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [uint8], value: {min: -10, max: -1}}, cases: [2], shape: [[]]}\n",
+            "no selector dtype of uint8 can hold these values",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [true], shape: [[]]}\n",
+            "'cases' takes integers >= 1",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], output: [cube]}\n",
+            "'output' must be among identity",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], eps: {min: 0, max: 1}}\n",
+            "'eps' is one number > 0",
+        ),
         ("search: {name: s, fn: 'nomod:f', inputs: [{dtype: float32}]}\n", "cannot import module 'nomod'"),
         ("search: {name: s, fn: 'os:getcwd', inputs: []}\n", "'inputs' needs at least one input range"),
         ("search: {name: s, fn: 'os:getcwd', inputs: [{dtype: [floaty]}]}\n", "'dtype' must be among"),
-        ("search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32, shape: [[1.5]]}]}\n", "a shape in 'shape' is a list of sizes >= 0"),
-        ("search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32}], bind: [both, wrong]}\n", "'bind' must be among traced, constant, both"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [&a [*a]]}\n", "contains itself through a YAML alias"),
-        ("search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32, value: {min: .nan, max: 1}}]}\n", "'value' takes finite numbers"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], eps: .inf}\n", "'eps' is one number > 0"),
-        ("search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[1000000000000000000000000000]]}\n", "integer too large"),
+        (
+            "search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32, shape: [[1.5]]}]}\n",
+            "a shape in 'shape' is a list of sizes >= 0",
+        ),
+        (
+            "search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32}], bind: [both, wrong]}\n",
+            "'bind' must be among traced, constant, both",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [&a [*a]]}\n",
+            "contains itself through a YAML alias",
+        ),
+        (
+            "search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32, value: {min: .nan, max: 1}}]}\n",
+            "'value' takes finite numbers",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], eps: .inf}\n",
+            "'eps' is one number > 0",
+        ),
+        (
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[1000000000000000000000000000]]}\n",
+            "integer too large",
+        ),
     ],
 )
 def test_bad_space_files_are_exit_2_with_file_line_col(tmp_path, monkeypatch, text, message):
@@ -176,7 +260,11 @@ def test_bad_space_files_are_exit_2_with_file_line_col(tmp_path, monkeypatch, te
 def test_limits_apply_to_drawn_scenarios_and_a_space_with_nothing_valid_is_exit_2(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.gradaudit]\nlimits = {elements = 2}\n")
-    write_yaml(tmp_path, "space.yaml", "search: {name: big, selector: {dtype: [int32], value: {min: -1, max: 5}}, cases: [2], shape: [[3]]}\n")
+    write_yaml(
+        tmp_path,
+        "space.yaml",
+        "search: {name: big, selector: {dtype: [int32], value: {min: -1, max: 5}}, cases: [2], shape: [[3]]}\n",
+    )
     result = run_cli("search", "space.yaml", "--budget", "5", "--out", "found", "--no-database")
     assert result.exit_code == 2
     assert "space.yaml: no valid scenario could be drawn from this space" in result.stderr
@@ -185,15 +273,26 @@ def test_limits_apply_to_drawn_scenarios_and_a_space_with_nothing_valid_is_exit_
     # An output's size is known only by tracing the function: in workers (--jobs 1), never here.
     (tmp_path / "pyproject.toml").write_text("[tool.gradaudit]\nlimits = {jacobian = 20}\n")
     (tmp_path / "wide.py").write_text("import jax.numpy as jnp\n\n\ndef outer(x):\n    return jnp.outer(x, x)\n")
-    write_yaml(tmp_path, "wide.yaml", "search: {name: wide, fn: 'wide:outer', inputs: [{dtype: float32, shape: [[3]], value: {min: -1, max: 1}}]}\n")
+    write_yaml(
+        tmp_path,
+        "wide.yaml",
+        "search: {name: wide, fn: 'wide:outer', inputs: [{dtype: float32, shape: [[3]], value: {min: -1, max: 1}}]}\n",
+    )
     for jobs in ("0", "1"):
         result = run_cli("search", "wide.yaml", "--budget", "3", "--out", "found", "--no-database", "--jobs", jobs)
         assert result.exit_code == 2, result.stdout + result.stderr
-        assert "no valid scenario could be drawn" in result.stderr and "27 entries, over the limit of 20 (limits.jacobian)" in result.stderr
+        assert (
+            "no valid scenario could be drawn" in result.stderr
+            and "27 entries, over the limit of 20 (limits.jacobian)" in result.stderr
+        )
     # A captured value can decide the output's size: a draw over the limits says nothing of one
     # with another captured value (here 6 copies are, 1 copy is not).
     (tmp_path / "tiles.py").write_text("import jax.numpy as jnp\n\n\ndef tile(x, n):\n    return jnp.tile(x, int(n))\n")
-    write_yaml(tmp_path, "tiles.yaml", "search: {name: tiles, fn: 'tiles:tile', bind: constant, inputs: [{dtype: float32, shape: [[2]], value: {min: -1, max: 1}}, {dtype: int32, value: [6, 1]}]}\n")
+    write_yaml(
+        tmp_path,
+        "tiles.yaml",
+        "search: {name: tiles, fn: 'tiles:tile', bind: constant, inputs: [{dtype: float32, shape: [[2]], value: {min: -1, max: 1}}, {dtype: int32, value: [6, 1]}]}\n",
+    )
     tiled = run_cli("search", "tiles.yaml", "--budget", "3", "--out", "found", "--no-database", "--jobs", "0")
     assert tiled.exit_code in (0, 1), tiled.stdout + tiled.stderr
     assert re.search(r"search tiles: [1-9]\d* scenarios audited", tiled.stdout), tiled.stdout
@@ -204,7 +303,13 @@ def test_float_inputs_with_integer_bounds_are_drawn_as_floats():
 
     from gradaudit.search import Axis, Space, scenario_strategy
 
-    space = Space(name="s", file="s.yaml", axes={}, fn="m:f", inputs=({"dtype": Axis(choices=("float32",)), "value": Axis(minimum=-2, maximum=2)},))
+    space = Space(
+        name="s",
+        file="s.yaml",
+        axes={},
+        fn="m:f",
+        inputs=({"dtype": Axis(choices=("float32",)), "value": Axis(minimum=-2, maximum=2)},),
+    )
     drawn = []
 
     @settings(max_examples=60, database=None)
@@ -219,7 +324,9 @@ def test_float_inputs_with_integer_bounds_are_drawn_as_floats():
 
 def test_files_no_search_wrote_are_never_replaced(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_yaml(tmp_path, "space.yaml", "search: {name: x, selector: {dtype: [int8], value: [0, 1]}, cases: [1], shape: [[]]}\n")
+    write_yaml(
+        tmp_path, "space.yaml", "search: {name: x, selector: {dtype: [int8], value: [0, 1]}, cases: [1], shape: [[]]}\n"
+    )
     (tmp_path / "found").mkdir()
     (tmp_path / "found" / "x-1.yaml").write_text("mine\n")
     (tmp_path / "found" / "x-y-1.yaml").write_text("# Found by `gradaudit search other.yaml ...`\n")
@@ -227,12 +334,19 @@ def test_files_no_search_wrote_are_never_replaced(tmp_path, monkeypatch):
     assert refused.exit_code == 2 and "found/x-1.yaml was not written by gradaudit search" in refused.stderr
     assert (tmp_path / "found" / "x-1.yaml").read_text() == "mine\n"
     (tmp_path / "found" / "x-1.yaml").unlink()
-    assert run_cli("search", "space.yaml", "--out", "found", "--budget", "5", "--rule", "legacy", "--no-database").exit_code == 1
+    assert (
+        run_cli(
+            "search", "space.yaml", "--out", "found", "--budget", "5", "--rule", "legacy", "--no-database"
+        ).exit_code
+        == 1
+    )
     assert (tmp_path / "found" / "x-y-1.yaml").exists() and (tmp_path / "found" / "x-1.yaml").exists()
 
 
 @pytest.mark.slow
-def test_scenarios_that_abort_the_interpreter_or_hang_are_kinds_of_their_own_and_the_search_goes_on(tmp_path, monkeypatch):
+def test_scenarios_that_abort_the_interpreter_or_hang_are_kinds_of_their_own_and_the_search_goes_on(
+    tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "aborting.py").write_text(
         "import os\nimport time\n\n\ndef maybe_abort(x, i):\n    if int(i) == 3:\n        os.abort()\n    if int(i) == 1:\n        time.sleep(600)\n    return x * 2.0\n"
@@ -253,7 +367,21 @@ def test_scenarios_that_abort_the_interpreter_or_hang_are_kinds_of_their_own_and
         """,
     )
     # Two workers audit the draws side by side; each crash or hang costs only its worker.
-    command = [sys.executable, "-m", "gradaudit", "search", "space.yaml", "--budget", "8", "--out", "found", "--jobs", "2", "--timeout", "3"]
+    command = [
+        sys.executable,
+        "-m",
+        "gradaudit",
+        "search",
+        "space.yaml",
+        "--budget",
+        "8",
+        "--out",
+        "found",
+        "--jobs",
+        "2",
+        "--timeout",
+        "3",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=400, env={**os.environ, "NO_COLOR": "1"})
     assert result.returncode == 1, result.stdout + result.stderr
     found = {_scenario(path)["inputs"][1]["value"]: path.read_text() for path in (tmp_path / "found").glob("*.yaml")}

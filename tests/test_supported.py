@@ -10,7 +10,16 @@ from tests.helpers import run_cli
 
 @pytest.mark.parametrize(
     ("installed", "refused"),
-    [("0.9.0.1", False), ("0.10.2", False), ("0.11.2", False), ("0.11.9.dev20261130", False), ("0.9.0", True), ("0.4.30", True), ("0.12.0", True), ("1.0", True)],
+    [
+        ("0.9.0.1", False),
+        ("0.10.2", False),
+        ("0.11.2", False),
+        ("0.11.9.dev20261130", False),
+        ("0.9.0", True),
+        ("0.4.30", True),
+        ("0.12.0", True),
+        ("1.0", True),
+    ],
 )
 def test_the_range_includes_its_oldest_release_and_excludes_the_first_untested(monkeypatch, installed, refused):
     monkeypatch.setattr(supported, "version", lambda name: installed)
@@ -18,7 +27,11 @@ def test_the_range_includes_its_oldest_release_and_excludes_the_first_untested(m
     problem = supported.jax_problem()
     assert (problem is not None) == refused
     if refused:
-        assert f"JAX {installed} is outside" in problem and ">= 0.9.0.1, < 0.12" in problem and supported.ANY_JAX in problem
+        assert (
+            f"JAX {installed} is outside" in problem
+            and ">= 0.9.0.1, < 0.12" in problem
+            and supported.ANY_JAX in problem
+        )
         with pytest.raises(supported.UnsupportedJax):
             supported.require_supported_jax()
     monkeypatch.setenv(supported.ANY_JAX, "1")

@@ -17,7 +17,15 @@ def test_the_table_holds_150_public_functions_that_import_with_known_roles():
     public = {entry.path for entry in TABLE if entry.path.startswith("jax.")}
     assert len(public) >= 150
     modules = {path.rsplit(".", 1)[0] for path in public}
-    assert {"jax.lax", "jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.nn", "jax.scipy.special", "jax.ops"} <= modules
+    assert {
+        "jax.lax",
+        "jax.numpy",
+        "jax.numpy.linalg",
+        "jax.numpy.fft",
+        "jax.nn",
+        "jax.scipy.special",
+        "jax.ops",
+    } <= modules
     for entry in TABLE:
         assert callable(resolve(entry.fn, str(ROOT))), entry.path
         assert set(entry.signature) <= set(ROLES) and entry.shapes in SHAPES, entry.path
@@ -44,7 +52,11 @@ def test_edge_values_cover_each_dtype_and_every_index_dtype_around_its_range():
 def test_list_and_unknown_names():
     listed = run_cli("survey", "--list")
     public = {entry.path for entry in TABLE if entry.path.startswith("jax.")}
-    assert listed.exit_code == 0 and "jax.lax.select_n" in listed.stdout and f"{len(public)} public JAX functions" in listed.stdout
+    assert (
+        listed.exit_code == 0
+        and "jax.lax.select_n" in listed.stdout
+        and f"{len(public)} public JAX functions" in listed.stdout
+    )
     unknown = run_cli("survey", "jax.numpy.tak")
     assert unknown.exit_code == 2 and "did you mean jax.numpy.take" in unknown.stderr
 
@@ -52,7 +64,18 @@ def test_list_and_unknown_names():
 @pytest.mark.slow
 def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_files_reproduce(tmp_path):
     out = tmp_path / "found"
-    legacy = run_cli("survey", "jax.lax.select_n", "--budget", "12", "--rule", "legacy", "--out", str(out), "--json", str(tmp_path / "survey.json"))
+    legacy = run_cli(
+        "survey",
+        "jax.lax.select_n",
+        "--budget",
+        "12",
+        "--rule",
+        "legacy",
+        "--out",
+        str(out),
+        "--json",
+        str(tmp_path / "survey.json"),
+    )
     assert legacy.exit_code == 1, legacy.stdout
     document = json.loads((tmp_path / "survey.json").read_text())
     assert document["schema"] == "gradaudit.survey/1" and document["environment"]["rule"] == "legacy"
@@ -70,7 +93,13 @@ def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_fil
 
 def _without_files(document: dict) -> list:
     """The functions' entries without what differs between processes: files' folders and seconds."""
-    return [{**{k: v for k, v in f.items() if k != "seconds"}, "kinds": [{k: v for k, v in kind.items() if k != "file"} for kind in f["kinds"]]} for f in document["functions"]]
+    return [
+        {
+            **{k: v for k, v in f.items() if k != "seconds"},
+            "kinds": [{k: v for k, v in kind.items() if k != "file"} for kind in f["kinds"]],
+        }
+        for f in document["functions"]
+    ]
 
 
 @pytest.mark.slow
@@ -80,13 +109,25 @@ def test_two_shards_merged_equal_one_survey(tmp_path):
     whole = run_cli("survey", *names, *common, "--out", str(tmp_path / "whole"), "--json", str(tmp_path / "whole.json"))
     assert whole.exit_code in (0, 1)
     for k in (1, 2):
-        shard = run_cli("survey", *names, *common, "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}"), "--json", str(tmp_path / f"s{k}.json"))
+        shard = run_cli(
+            "survey",
+            *names,
+            *common,
+            "--shard",
+            f"{k}/2",
+            "--out",
+            str(tmp_path / f"s{k}"),
+            "--json",
+            str(tmp_path / f"s{k}.json"),
+        )
         assert shard.exit_code in (0, 1)
     parts = [json.loads((tmp_path / f"s{k}.json").read_text())["functions"] for k in (1, 2)]
     assert all(parts) and len(parts[0]) + len(parts[1]) == len(names)
     merged = run_cli("merge", str(tmp_path / "s1.json"), str(tmp_path / "s2.json"), "-o", str(tmp_path / "merged.json"))
     assert merged.exit_code == whole.exit_code and "merged 2 survey reports: 4 function entries" in merged.stderr
-    assert _without_files(json.loads((tmp_path / "merged.json").read_text())) == _without_files(json.loads((tmp_path / "whole.json").read_text()))
+    assert _without_files(json.loads((tmp_path / "merged.json").read_text())) == _without_files(
+        json.loads((tmp_path / "whole.json").read_text())
+    )
     again = run_cli("merge", str(tmp_path / "s1.json"), str(tmp_path / "s1.json"), "-o", str(tmp_path / "twice.json"))
     assert again.exit_code == 2 and "shards must not overlap" in again.stderr
 
@@ -94,7 +135,9 @@ def test_two_shards_merged_equal_one_survey(tmp_path):
 def test_shard_auto_reads_slurm_and_kubernetes(monkeypatch):
     from gradaudit.sources.selection import shard_from_environment
 
-    assert shard_from_environment("auto", {"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "8"}) == (4, 8)
+    assert shard_from_environment(
+        "auto", {"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "8"}
+    ) == (4, 8)
     assert shard_from_environment("auto", {"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_COUNT": "3"}) == (1, 3)
     assert shard_from_environment("auto/5", {"JOB_COMPLETION_INDEX": "4"}) == (5, 5)
     with pytest.raises(ValueError, match="SLURM_ARRAY_TASK_ID"):
@@ -113,7 +156,12 @@ def test_diff_between_two_surveys_names_new_and_resolved_kinds(tmp_path):
             "environment": {"jax": "x"},
             "budget": 1,
             "seed": 0,
-            "functions": [{"name": "lax.clamp", "kinds": [{"status": s, "signatures": [g], "file": f"{g}.yaml"} for s, g in kinds]}],
+            "functions": [
+                {
+                    "name": "lax.clamp",
+                    "kinds": [{"status": s, "signatures": [g], "file": f"{g}.yaml"} for s, g in kinds],
+                }
+            ],
         }
 
     (tmp_path / "old.json").write_text(json.dumps(survey([("mismatch", "routing:a"), ("error", "raised:b")])))
@@ -150,16 +198,26 @@ def test_the_sweep_changes_one_edge_of_the_plainest_case_and_every_entry_loads()
     # then a tie of each non-finite value
     assert [repr(values[1]) for values in ties] == [repr(values[2]) for values in ties] == ["inf", "-inf", "nan"]
     # every index dtype at its limits (0 is the plainest case), past the end of the plain shape
-    limits = {(e["inputs"][1]["dtype"], e["inputs"][1]["value"][0]) for e in entries if e["inputs"][0].get("value") == plain_floats}
+    limits = {
+        (e["inputs"][1]["dtype"], e["inputs"][1]["value"][0])
+        for e in entries
+        if e["inputs"][0].get("value") == plain_floats
+    }
     expected = {(d, v) for d in edges.SURVEY_INDICES for v in integer_range(d) if v != 0}
     assert limits == expected
     # the dtypes that cannot address a long axis meet it at their largest value
-    long = [(e["inputs"][1]["dtype"], e["inputs"][1]["value"][0]) for e in entries if e["inputs"][0].get("shape") == [edges.LONG_AXIS]]
+    long = [
+        (e["inputs"][1]["dtype"], e["inputs"][1]["value"][0])
+        for e in entries
+        if e["inputs"][0].get("shape") == [edges.LONG_AXIS]
+    ]
     assert long == [("int8", 127), ("uint8", 255)]
     assert len(entries) == len(floating) + len(limits) + len(long)
     # a function without an index meets the floating edges only; every sweep loads
     assert len(spaces(["jax.numpy.max"])[0].sweep()) == len(edges.float_edges("float32")) + 1 + 3
-    assert len(spaces(["jax.numpy.sin"])[0].sweep()) == len(edges.float_edges("float32")) + 1  # a scalar: no room for a tie
+    assert (
+        len(spaces(["jax.numpy.sin"])[0].sweep()) == len(edges.float_edges("float32")) + 1
+    )  # a scalar: no room for a tie
     for one in spaces():
         for entry in one.sweep():
             assert not load_text(scenario_text(entry), "<sweep>")[1], entry
@@ -194,13 +252,19 @@ def test_a_survey_finds_what_only_an_eager_path_and_its_jit_twin_tell_apart(tmp_
     eager, jitted = np.asarray(jax.jacrev(jnp.max)(x)), np.asarray(jax.jit(jax.jacrev(jnp.max))(x))
     if np.array_equal(eager, jitted, equal_nan=True):
         pytest.skip(f"on JAX {jax.__version__} jnp.max's reverse mode is the same eagerly and under jit at a NaN")
-    found = run_cli("survey", "jax.numpy.max", "--budget", "5", "--out", str(tmp_path / "found"), "--json", str(tmp_path / "s.json"))
+    found = run_cli(
+        "survey", "jax.numpy.max", "--budget", "5", "--out", str(tmp_path / "found"), "--json", str(tmp_path / "s.json")
+    )
     assert found.exit_code == 1, found.stdout
     kinds = json.loads((tmp_path / "s.json").read_text())["functions"][0]["kinds"]
     messages = [f["message"] for kind in kinds for f in kind["findings"]]
-    assert any(m.startswith("jit(jacrev) disagrees with") and "jacrev" in m.split(" disagrees with ")[1] for m in messages), messages
+    assert any(
+        m.startswith("jit(jacrev) disagrees with") and "jacrev" in m.split(" disagrees with ")[1] for m in messages
+    ), messages
     swept = [kind for kind in kinds if kind["swept"]]
-    assert swept and "as the edge sweep drew it" in (tmp_path / "found" / swept[0]["file"].rsplit("/", 1)[1]).read_text()
+    assert (
+        swept and "as the edge sweep drew it" in (tmp_path / "found" / swept[0]["file"].rsplit("/", 1)[1]).read_text()
+    )
     # The maximum of a vector holding NaN is NaN: the split is at a non-finite output, reported but
     # not failed by default, and failed when every class is.
     assert {f["class"] for kind in kinds for f in kind["findings"]} == {"non-finite"}

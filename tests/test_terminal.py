@@ -22,7 +22,11 @@ def _result(name, selector, cases, shape, per_path) -> ScenarioResult:
     paths = path_results({**per_path, JIT_JACFWD: per_path[JACFWD]})
     names = tuple(f"case {i}" for i in range(cases))
     verdict = judge(paths, names, TOL)
-    scenario = Scenario(name=name, source=Location("suite.yaml", 4, 5), target=SelectN(selector=selector, cases=cases, shape=shape, dtype="float32"))
+    scenario = Scenario(
+        name=name,
+        source=Location("suite.yaml", 4, 5),
+        target=SelectN(selector=selector, cases=cases, shape=shape, dtype="float32"),
+    )
     return ScenarioResult(scenario, names, (), verdict.status, paths, verdict.findings, verdict.provenance, 0.0)
 
 
@@ -73,7 +77,10 @@ def test_table_shows_gradient_tuples_routes_and_verdicts():
 
 def test_input_errors_are_listed_with_locations_and_counted():
     buffer = io.StringIO()
-    errors = [InputError(Location("a.yaml", 3, 7), "cases must be >= 1, got 0"), InputError(Location("b.yaml", 1, 1), "empty file")]
+    errors = [
+        InputError(Location("a.yaml", 3, 7), "cases must be >= 1, got 0"),
+        InputError(Location("b.yaml", 1, 1), "empty file"),
+    ]
     print_input_errors(Console(file=buffer, width=200, no_color=True), errors)
     assert buffer.getvalue().splitlines() == [
         "a.yaml:3:7: cases must be >= 1, got 0",
@@ -86,21 +93,39 @@ def test_a_run_with_many_failing_scenarios_groups_findings_by_kind_and_names_a_f
     from gradaudit.render.terminal import EXAMPLES, MANY, ROWS
     from tests.helpers import run_cli
 
-    above = [f"  - {{name: above-{k}, selector: {{dtype: int32, value: {k + 2}}}, cases: 2, shape: [3]}}" for k in range(MANY + 5)]
-    one_case = [f"  - {{name: bool-one-case-{k}, selector: {{dtype: bool, value: {str(k % 2 == 0).lower()}}}, cases: 1, shape: [{k + 1}]}}" for k in range(4)]
+    above = [
+        f"  - {{name: above-{k}, selector: {{dtype: int32, value: {k + 2}}}, cases: 2, shape: [3]}}"
+        for k in range(MANY + 5)
+    ]
+    one_case = [
+        f"  - {{name: bool-one-case-{k}, selector: {{dtype: bool, value: {str(k % 2 == 0).lower()}}}, cases: 1, shape: [{k + 1}]}}"
+        for k in range(4)
+    ]
     (tmp_path / "many.yaml").write_text("defaults: {dtype: float32}\nscenarios:\n" + "\n".join(above + one_case) + "\n")
     grouped = run_cli("run", str(tmp_path / "many.yaml"), "--rule", "legacy", "--json", str(tmp_path / "r.json"))
     total = len(above) + len(one_case)
     assert grouped.exit_code == 1
     assert f"the first {ROWS} of {total} scenarios with findings" in grouped.stdout
     assert f"{total} scenarios with findings ({total} failing) in 2 kinds" in grouped.stdout
-    counts = [line.split()[0] for line in grouped.stdout.splitlines() if line.startswith(" ") and ("mismatch: " in line or "error: " in line) and "e.g." not in line]
+    counts = [
+        line.split()[0]
+        for line in grouped.stdout.splitlines()
+        if line.startswith(" ") and ("mismatch: " in line or "error: " in line) and "e.g." not in line
+    ]
     assert counts == [str(len(above)), str(len(one_case))]
-    assert f"and {len(above) - EXAMPLES} more" in grouped.stdout and f"and {len(one_case) - EXAMPLES} more" in grouped.stdout
-    named = {f"above-{k}" for k in range(len(above)) if f"above-{k}:" in grouped.stdout or f"above-{k} " in grouped.stdout}
+    assert (
+        f"and {len(above) - EXAMPLES} more" in grouped.stdout
+        and f"and {len(one_case) - EXAMPLES} more" in grouped.stdout
+    )
+    named = {
+        f"above-{k}" for k in range(len(above)) if f"above-{k}:" in grouped.stdout or f"above-{k} " in grouped.stdout
+    }
     assert len(named) < ROWS + EXAMPLES + 1  # the table's rows and the examples, never all of them
     assert f"seen in: above-0, above-1, above-2, and {len(above) - 3} more" in grouped.stdout
     assert f"\n{total} scenarios: 0 consistent, {len(above)} mismatch, {len(one_case)} error" in grouped.stdout
     verbose = run_cli("run", str(tmp_path / "many.yaml"), "--rule", "legacy", "-v")
-    assert all(f"above-{k}: " in verbose.stdout for k in range(len(above))) and "scenarios with findings" not in verbose.stdout
+    assert (
+        all(f"above-{k}: " in verbose.stdout for k in range(len(above)))
+        and "scenarios with findings" not in verbose.stdout
+    )
     assert len(grouped.stdout) < len(verbose.stdout) / 2

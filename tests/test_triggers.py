@@ -12,7 +12,9 @@ from gradaudit.targets.triggers import triggered
 
 
 def met(fn, *args, fixed=(), tangents=True) -> frozenset[str]:
-    target = Target(fn=fn, args=tuple(np.asarray(a) for a in args), arg_names=tuple(f"x{i}" for i in range(len(args))), fixed=fixed)
+    target = Target(
+        fn=fn, args=tuple(np.asarray(a) for a in args), arg_names=tuple(f"x{i}" for i in range(len(args))), fixed=fixed
+    )
     return triggered(target, tangents)
 
 
@@ -48,7 +50,10 @@ def test_a_read_is_blamed_for_an_index_outside_the_array_or_a_dtype_that_cannot_
 def test_a_nan_from_an_unselected_branch_is_told_from_one_of_the_selected_branch():
     # log(0) is the branch jnp.where sets aside: its infinite derivative poisons reverse mode.
     assert met(lambda x: jnp.where(x > 0, jnp.log(x), 0.0), np.array([0.0, 1.0], np.float32)) == {NON_FINITE_UNSELECTED}
-    assert met(lambda x: jnp.where(x > 0, jnp.log(x), 0.0), np.array([0.0, 1.0], np.float32), tangents=False) == frozenset()
+    assert (
+        met(lambda x: jnp.where(x > 0, jnp.log(x), 0.0), np.array([0.0, 1.0], np.float32), tangents=False)
+        == frozenset()
+    )
     # sinc at a tiny x: the infinite derivative comes from the branch sinc selects, not one it sets aside.
     assert float(jax.jacfwd(jnp.sinc)(np.float32(1e-20))) == -np.inf
     assert met(jnp.sinc, np.float32(1e-20)) == frozenset()
@@ -82,7 +87,14 @@ def test_the_survey_kinds_keep_diagnoses_whose_mechanism_they_meet_and_lose_the_
     from tests.helpers import ROOT, run_cli
 
     found = ROOT / "reports" / "survey" / "found"
-    names = ["scipy.special.spence-1", "scipy.special.spence-2", "numpy.sinc-1", "lax.clamp-1", "lax.select_n-1", "wrappers.getitem-4"]
+    names = [
+        "scipy.special.spence-1",
+        "scipy.special.spence-2",
+        "numpy.sinc-1",
+        "lax.clamp-1",
+        "lax.select_n-1",
+        "wrappers.getitem-4",
+    ]
     report = tmp_path / "report.json"
     run_cli("run", *[str(found / f"{n}.yaml") for n in names], "--json", str(report), "-q", "--exit-zero")
     diagnosed = {r["name"]: (r.get("diagnosis") or {}).get("id") for r in json.loads(report.read_text())["results"]}

@@ -92,7 +92,9 @@ def test_a_function_output_too_large_is_refused_by_its_worker_and_the_others_sti
     out = tmp_path / "report.json"
     result = run_cli("run", "s.yaml", "--jobs", "2", "--json", str(out))
     assert result.exit_code == 2
-    message = "scenario 'outer' is too large: its derivatives have 8,000 entries, over the limit of 5,000 (limits.jacobian)"
+    message = (
+        "scenario 'outer' is too large: its derivatives have 8,000 entries, over the limit of 5,000 (limits.jacobian)"
+    )
     assert f"s.yaml:2:5: {message}" in result.stderr
     assert "1 input error in 1 file; the other scenarios were audited" in result.stderr
     report = json.loads(out.read_text())
@@ -105,7 +107,9 @@ def test_one_worker_serves_every_engine_of_a_run(tmp_path):
     # Four calls of one shape (a group), a select_n scenario (a bundle) and a second-order one (the
     # literal engine): with --jobs 1, one worker process computes them all, started once.
     (tmp_path / "whose.py").write_text(WHOSE)
-    rows = "".join(f"  - {{name: g{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n" for i in range(4))
+    rows = "".join(
+        f"  - {{name: g{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n" for i in range(4)
+    )
     rows += "  - {name: second, fn: 'whose:f', order: 2, inputs: [{dtype: float32, value: 2.0}]}\n"
     rows += "  - {name: pick, selector: {dtype: int32, value: 1}, cases: 2, dtype: float32, shape: []}\n"
     path = write_yaml(tmp_path, "s.yaml", "scenarios:\n" + rows)
@@ -116,24 +120,49 @@ def test_one_worker_serves_every_engine_of_a_run(tmp_path):
     assert len(set((tmp_path / "pids").read_text().split())) == 1
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/cmdline"), reason="tells worker processes apart by /proc/self/cmdline")
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/cmdline"), reason="tells worker processes apart by /proc/self/cmdline"
+)
 def test_workers_that_cannot_start_blame_no_scenario_and_the_run_says_why(tmp_path):
     # Every worker process dies as it starts, before it is ready (a broken environment, not a scenario).
     (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "sitecustomize.py").write_text('import os\nif b"spawn_main" in open("/proc/self/cmdline", "rb").read():\n    os._exit(3)\n')
-    write_yaml(tmp_path, "s.yaml", "defaults: {dtype: float32, cases: 2, shape: []}\nscenarios:\n" + "".join(f"  - {{name: s{i}, selector: {{dtype: int32, value: {i}}}}}\n" for i in range(3)))
-    write_yaml(tmp_path, "space.yaml", "search: {name: x, selector: {dtype: [int8], value: [0, 1]}, cases: [1], shape: [[]]}\n")
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        'import os\nif b"spawn_main" in open("/proc/self/cmdline", "rb").read():\n    os._exit(3)\n'
+    )
+    write_yaml(
+        tmp_path,
+        "s.yaml",
+        "defaults: {dtype: float32, cases: 2, shape: []}\nscenarios:\n"
+        + "".join(f"  - {{name: s{i}, selector: {{dtype: int32, value: {i}}}}}\n" for i in range(3)),
+    )
+    write_yaml(
+        tmp_path, "space.yaml", "search: {name: x, selector: {dtype: [int8], value: [0, 1]}, cases: [1], shape: [[]]}\n"
+    )
     env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'site'}{os.pathsep}{ROOT}", "NO_COLOR": "1"}
 
     def gradaudit(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "gradaudit", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "gradaudit", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     run = gradaudit("run", "s.yaml", "--jobs", "2", "--literal", "--no-cache", "--json", "-")
     assert run.returncode == 1, run.stderr
     findings = [(r["status"], r["findings"][0]["message"]) for r in json.loads(run.stdout)["results"]]
-    assert all(status == "error" and message.startswith("no worker process could start (crashed: exit code 3, ") for status, message in findings), findings
+    assert all(
+        status == "error" and message.startswith("no worker process could start (crashed: exit code 3, ")
+        for status, message in findings
+    ), findings
     search = gradaudit("search", "space.yaml", "--budget", "3", "--jobs", "1", "--out", "found", "--no-database")
-    assert search.returncode == 2 and "no worker process could start (crashed: exit code 3, 3 times in a row); --jobs 0 audits without them" in search.stderr
+    assert (
+        search.returncode == 2
+        and "no worker process could start (crashed: exit code 3, 3 times in a row); --jobs 0 audits without them"
+        in search.stderr
+    )
     assert not (tmp_path / "found").exists() or not list((tmp_path / "found").iterdir())
 
 
@@ -142,7 +171,11 @@ def test_only_large_files_start_workers_ahead_of_loading(tmp_path):
     from gradaudit.model.options import Options
     from gradaudit.service import START_AHEAD_BYTES, start_workers
 
-    small = write_yaml(tmp_path, "small.yaml", "scenarios:\n  - {name: s, selector: {dtype: int32, value: 0}, cases: 2, shape: [], dtype: float32}\n")
+    small = write_yaml(
+        tmp_path,
+        "small.yaml",
+        "scenarios:\n  - {name: s, selector: {dtype: int32, value: 0}, cases: 2, shape: [], dtype: float32}\n",
+    )
     start_workers(Options(jobs=2), [str(small)])
     assert isolation.taken_ahead() == []
     (tmp_path / "big").mkdir()
@@ -170,7 +203,9 @@ def test_workers_started_ahead_get_the_runs_cache_and_serve_every_engine(tmp_pat
     if cache_unsupported() is not None:
         pytest.skip(cache_unsupported())
     (tmp_path / "whose.py").write_text(WHOSE)
-    rows = "".join(f"  - {{name: g{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n" for i in range(4))
+    rows = "".join(
+        f"  - {{name: g{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: [{i}.0, 1.0]}}]}}\n" for i in range(4)
+    )
     rows += "  - {name: second, fn: 'whose:f', order: 2, inputs: [{dtype: float32, value: 2.0}]}\n"
     write_yaml(tmp_path, "s.yaml", "scenarios:\n" + rows + "#" * START_AHEAD_BYTES + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
@@ -178,7 +213,19 @@ def test_workers_started_ahead_get_the_runs_cache_and_serve_every_engine(tmp_pat
     read = []
     for _ in range(2):
         proc = subprocess.run(
-            [sys.executable, "-m", "gradaudit", "run", "s.yaml", "--jobs", "1", "--cache-dir", "cache", "--profile", "-q"],
+            [
+                sys.executable,
+                "-m",
+                "gradaudit",
+                "run",
+                "s.yaml",
+                "--jobs",
+                "1",
+                "--cache-dir",
+                "cache",
+                "--profile",
+                "-q",
+            ],
             capture_output=True,
             text=True,
             cwd=tmp_path,
@@ -186,7 +233,9 @@ def test_workers_started_ahead_get_the_runs_cache_and_serve_every_engine(tmp_pat
             timeout=300,
         )
         assert proc.returncode == 0, proc.stderr
-        programs, cached = map(int, re.search(r"worker processes.*?(\d+) programs, (\d+) of them read", proc.stderr).groups())
+        programs, cached = map(
+            int, re.search(r"worker processes.*?(\d+) programs, (\d+) of them read", proc.stderr).groups()
+        )
         read.append((programs, cached))
         assert len(set((tmp_path / "pids").read_text().split())) == len(read)  # one worker process a run
     assert read[0][0] > 0 and read[1] == (read[0][0], read[0][0])
@@ -202,7 +251,11 @@ def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves
     from gradaudit.sources.scenario_files import load_paths
 
     (tmp_path / "whose.py").write_text(WHOSE)
-    write_yaml(tmp_path, "s.yaml", "scenarios:\n  - {name: one, fn: 'whose:f', inputs: [{dtype: float32, value: [1.0, 2.0]}]}\n")
+    write_yaml(
+        tmp_path,
+        "s.yaml",
+        "scenarios:\n  - {name: one, fn: 'whose:f', inputs: [{dtype: float32, value: [1.0, 2.0]}]}\n",
+    )
     options = Options(jobs=1, cache=None)
     isolation.start_ahead(1)
     worker = isolation._ahead[0]
@@ -224,7 +277,11 @@ def test_group_batches_are_queued_kin_next_to_each_other_and_two_workers_take_a_
     from gradaudit.isolation import _stretch
     from tests.helpers import make_scenario
 
-    written = [make_scenario(selector_dtype=dtype, shape=shape, name=f"{dtype}{shape}") for dtype in ("int8", "bool") for shape in ((3,), (2, 3), ())]
+    written = [
+        make_scenario(selector_dtype=dtype, shape=shape, name=f"{dtype}{shape}")
+        for dtype in ("int8", "bool")
+        for shape in ((3,), (2, 3), ())
+    ]
     queued = GroupEngine.queued(written, [[i] for i in range(len(written))], 2)
     assert [written[b[0]].target.shape for b in queued] == [(), (), (2, 3), (2, 3), (3,), (3,)]
     assert [written[b[0]].target.selector.dtype for b in queued] == ["bool", "int8"] * 3
@@ -247,10 +304,22 @@ def test_a_batch_of_many_captured_values_is_split_between_the_workers_and_costly
     from gradaudit.targets import captured
 
     many = 2 * SPLIT_VALUES + 3
-    entries = [f"  - {{name: many-{v}, fn: 'fns:take', inputs: [{{dtype: float32, value: [1.0, 2.0]}}, {{dtype: int32, value: {v}}}]}}" for v in range(many)]
-    entries += [f"  - {{name: few-{k}, fn: 'fns:window', inputs: [{{dtype: float32, value: [1.0, 2.0, 3.0]}}, {{dtype: int32, value: {k % 3}}}]}}" for k in range(6)]
-    entries += [f"  - {{name: {fn}-{k}, fn: 'fns:{fn}', inputs: [{{dtype: float32, value: [1.0, 2.0]}}]}}" for fn in ("soft", "huber") for k in range(4)]
-    (tmp_path / "fns.py").write_text("def take(x, i):\n    return x[i % 2]\n\n\nwindow = take\n\n\ndef soft(x):\n    return x * x\n\n\nhuber = soft\n")
+    entries = [
+        f"  - {{name: many-{v}, fn: 'fns:take', inputs: [{{dtype: float32, value: [1.0, 2.0]}}, {{dtype: int32, value: {v}}}]}}"
+        for v in range(many)
+    ]
+    entries += [
+        f"  - {{name: few-{k}, fn: 'fns:window', inputs: [{{dtype: float32, value: [1.0, 2.0, 3.0]}}, {{dtype: int32, value: {k % 3}}}]}}"
+        for k in range(6)
+    ]
+    entries += [
+        f"  - {{name: {fn}-{k}, fn: 'fns:{fn}', inputs: [{{dtype: float32, value: [1.0, 2.0]}}]}}"
+        for fn in ("soft", "huber")
+        for k in range(4)
+    ]
+    (tmp_path / "fns.py").write_text(
+        "def take(x, i):\n    return x[i % 2]\n\n\nwindow = take\n\n\ndef soft(x):\n    return x * x\n\n\nhuber = soft\n"
+    )
     loaded = load_paths([str(write_yaml(tmp_path, "grid.yaml", "scenarios:\n" + "\n".join(entries) + "\n"))])
     assert not loaded.errors
     scenarios = loaded.scenarios
@@ -272,9 +341,19 @@ def test_workers_started_ahead_see_the_folders_loading_added(tmp_path):
     # folder on the run's sys.path after the workers started ahead, and they must see it too.
     from gradaudit.service import START_AHEAD_BYTES
 
-    write_yaml(tmp_path / "a", "s.yaml", "scenarios:\n  - {name: uses-b, fn: 'mod_a:f', inputs: [{dtype: float32, value: [1.0, 2.0]}]}\n" + "#" * START_AHEAD_BYTES + "\n")
+    write_yaml(
+        tmp_path / "a",
+        "s.yaml",
+        "scenarios:\n  - {name: uses-b, fn: 'mod_a:f', inputs: [{dtype: float32, value: [1.0, 2.0]}]}\n"
+        + "#" * START_AHEAD_BYTES
+        + "\n",
+    )
     (tmp_path / "a" / "mod_a.py").write_text("def f(x):\n    import helper_b\n\n    return x * helper_b.k()\n")
-    write_yaml(tmp_path / "b", "s.yaml", "scenarios:\n  - {name: in-b, fn: 'helper_b:g', inputs: [{dtype: float32, value: 3.0}]}\n")
+    write_yaml(
+        tmp_path / "b",
+        "s.yaml",
+        "scenarios:\n  - {name: in-b, fn: 'helper_b:g', inputs: [{dtype: float32, value: 3.0}]}\n",
+    )
     (tmp_path / "b" / "helper_b.py").write_text("def k():\n    return 2.0\n\n\ndef g(x):\n    return x * k()\n")
     result = run_cli("run", str(tmp_path / "a"), str(tmp_path / "b"), "--jobs", "1", "--no-cache", "--json", "-")
     assert result.exit_code == 0, result.stderr

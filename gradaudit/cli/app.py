@@ -78,7 +78,9 @@ def guarded(command: Callable[..., int]) -> Callable[..., None]:
         except Exception as exc:  # noqa: BLE001 - anything else is our bug: say so, exit 3
             if debug:
                 traceback.print_exc()
-            raise InternalError(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback; please report it)") from exc
+            raise InternalError(
+                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback; please report it)"
+            ) from exc
         sys.exit(code)
 
     return wrapper

@@ -40,7 +40,9 @@ def _paths(paths: Sequence[str]) -> Sequence[str]:
     return paths or output_setting("paths", ()) or ()
 
 
-def _session(json_path, junit_path, format, color, json_option: str = "--json", options=None, html_path=None, sarif_path=None) -> Session:
+def _session(
+    json_path, junit_path, format, color, json_option: str = "--json", options=None, html_path=None, sarif_path=None
+) -> Session:
     return Session(
         output_setting("color", color),
         output_setting("json", json_path),
@@ -58,10 +60,29 @@ def _session(json_path, junit_path, format, color, json_option: str = "--json", 
 @flags("rule", *SELECTION, "baseline", *AUDIT)
 @profile_option
 @output_options
-@click.option("--repro-dir", "repro_dir", metavar="DIR", help="Write each wrong or eager-jit finding as a standalone script in plain JAX and NumPy to DIR.")
+@click.option(
+    "--repro-dir",
+    "repro_dir",
+    metavar="DIR",
+    help="Write each wrong or eager-jit finding as a standalone script in plain JAX and NumPy to DIR.",
+)
 @guarded
 @long_lived()  # what it loads and reports lives until it exits: no full garbage collection meanwhile
-def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, verbose, quiet, color, exit_zero, repro_dir=None, **given) -> int:
+def run(
+    paths,
+    profile,
+    json_path,
+    junit_path,
+    html_path,
+    sarif_path,
+    format,
+    verbose,
+    quiet,
+    color,
+    exit_zero,
+    repro_dir=None,
+    **given,
+) -> int:
     """Audit every scenario in PATHS (YAML files, or folders searched for *.yaml and *.yml).
 
     Exit 0 when every scenario passes, 1 when any fails, 2 for bad input.
@@ -71,7 +92,9 @@ def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, ve
     from gradaudit.service import AuditInterrupted, start_workers
 
     options = options_from(given)
-    session = _session(json_path, junit_path, format, color, options=options, html_path=html_path, sarif_path=sarif_path)
+    session = _session(
+        json_path, junit_path, format, color, options=options, html_path=html_path, sarif_path=sarif_path
+    )
     session.check_repro_dir(repro_dir)
     profiler = Profile(enabled=profile)
     with profiler.phase("load"):
@@ -105,7 +128,9 @@ def run(paths, profile, json_path, junit_path, html_path, sarif_path, format, ve
 @main.command("baseline")
 @paths_argument
 @flags("rule", *SELECTION, *AUDIT)
-@click.option("-o", "--output", required=True, metavar="FILE", help="Where to write the baseline report ('-' for stdout).")
+@click.option(
+    "-o", "--output", required=True, metavar="FILE", help="Where to write the baseline report ('-' for stdout)."
+)
 @color_option
 @debug_option
 @guarded
@@ -164,7 +189,9 @@ def _read_reports(action):
 
 @main.command()
 @click.argument("reports", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--output", required=True, metavar="FILE", help="Where to write the merged report ('-' for stdout).")
+@click.option(
+    "-o", "--output", required=True, metavar="FILE", help="Where to write the merged report ('-' for stdout)."
+)
 @color_option
 @exit_zero_option
 @debug_option
@@ -184,7 +211,10 @@ def merge(reports, output, color, exit_zero) -> int:
         survey = _read_reports(lambda: merge_surveys(list(reports)))
         write_atomic(output, json.dumps(survey, indent=2) + "\n")
         kinds = sum(len(f["kinds"]) for f in survey["functions"])
-        session.err.print(f"merged {len(reports)} survey reports: {len(survey['functions'])} function entries, {kinds} kinds", highlight=False)
+        session.err.print(
+            f"merged {len(reports)} survey reports: {len(survey['functions'])} function entries, {kinds} kinds",
+            highlight=False,
+        )
         return exit_code(kinds == 0, output_setting("exit_zero", exit_zero))
     merged = _read_reports(lambda: merge_reports(list(reports)))
     write_atomic(output, dump(merged))
@@ -215,7 +245,10 @@ def diff(before, after, json_path, quiet, color, exit_zero) -> int:
     if _read_reports(lambda: is_survey(before)):
         survey_changes = _read_reports(lambda: diff_surveys(before, after))
         if json_path:
-            write_atomic(json_path, json.dumps([vars(c) | {"signatures": list(c.signatures)} for c in survey_changes], indent=2) + "\n")
+            write_atomic(
+                json_path,
+                json.dumps([vars(c) | {"signatures": list(c.signatures)} for c in survey_changes], indent=2) + "\n",
+            )
         print_survey_diff(session.out, before, after, survey_changes, quiet)
         return exit_code(not any(c.change == "new" for c in survey_changes), output_setting("exit_zero", exit_zero))
     changes = _read_reports(lambda: diff_reports(before, after))
@@ -227,11 +260,26 @@ def diff(before, after, json_path, quiet, color, exit_zero) -> int:
 
 @main.command()
 @click.argument("space", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--budget", type=click.IntRange(min=1), default=300, show_default=True, help="Distinct valid scenarios to audit (shrinking comes on top).")
-@click.option("--seed", type=int, default=0, show_default=True, help="The search's random seed: the same seed, the same search.")
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for the minimal scenario files.")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=300,
+    show_default=True,
+    help="Distinct valid scenarios to audit (shrinking comes on top).",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="The search's random seed: the same seed, the same search."
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the minimal scenario files.",
+)
 @flags("rule", "jobs", "cache", "timeout", "user_code")
-@click.option("--no-database", is_flag=True, help="Neither keep nor replay hypothesis's examples (kept in .gradaudit/hypothesis).")
+@click.option(
+    "--no-database", is_flag=True, help="Neither keep nor replay hypothesis's examples (kept in .gradaudit/hypothesis)."
+)
 @color_option
 @exit_zero_option
 @debug_option
@@ -266,13 +314,22 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
         raise click.BadParameter(f"folder {out} is not writable", param_hint="--out")
     foreign = foreign_files(out, parsed.name)
     if foreign:
-        raise click.BadParameter(f"{foreign[0]} was not written by gradaudit search and would be replaced; choose another folder", param_hint="--out")
+        raise click.BadParameter(
+            f"{foreign[0]} was not written by gradaudit search and would be replaced; choose another folder",
+            param_hint="--out",
+        )
     _, warnings = prepare(options)
     for warning in warnings:
         session.err.print(f"warning: {warning}", highlight=False)
     storage = CACHE_FOLDER.parent / "hypothesis"
     database = None if no_database else database_folder(space, options.rule, storage)
-    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=session.err, transient=True, disable=not session.err.is_terminal) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=session.err,
+        transient=True,
+        disable=not session.err.is_terminal,
+    ) as progress:
         task = progress.add_task(f"searching {parsed.name}")
 
         def tell(message: str) -> None:
@@ -280,7 +337,17 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 
         auditor = isolated(options)
         try:
-            outcome = explore(parsed, budget, seed, auditor.screen, database, tell, options.limits, storage, audit_all=auditor.screen_all)
+            outcome = explore(
+                parsed,
+                budget,
+                seed,
+                auditor.screen,
+                database,
+                tell,
+                options.limits,
+                storage,
+                audit_all=auditor.screen_all,
+            )
             tell("confirming on the literal engine")
             confirm(outcome, parsed, auditor.audit)
         finally:
@@ -296,16 +363,48 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 
 @main.command()
 @click.argument("functions", nargs=-1)
-@click.option("--list", "listing", is_flag=True, help="Print the surveyed functions, their arguments' roles and options, and exit.")
-@click.option("--budget", type=click.IntRange(min=1), default=30, show_default=True, help="Distinct valid scenarios drawn per function after its edge sweep (shrinking comes on top).")
-@click.option("--seed", type=int, default=0, show_default=True, help="The survey's random seed: the same seed, the same survey.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("survey"), show_default=True, help="Folder for the reproducer files.")
-@click.option("--json", "json_path", metavar="PATH", help="Write the survey report (gradaudit.survey/1) to PATH ('-' for stdout).")
-@click.option("--html", "html_path", metavar="PATH", help="Write a self-contained HTML page to PATH: a function × dtype matrix linking to each kind's findings and pictures.")
+@click.option(
+    "--list",
+    "listing",
+    is_flag=True,
+    help="Print the surveyed functions, their arguments' roles and options, and exit.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="Distinct valid scenarios drawn per function after its edge sweep (shrinking comes on top).",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="The survey's random seed: the same seed, the same survey."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("survey"),
+    show_default=True,
+    help="Folder for the reproducer files.",
+)
+@click.option(
+    "--json", "json_path", metavar="PATH", help="Write the survey report (gradaudit.survey/1) to PATH ('-' for stdout)."
+)
+@click.option(
+    "--html",
+    "html_path",
+    metavar="PATH",
+    help=(
+        "Write a self-contained HTML page to PATH: a function × dtype matrix linking to each kind's findings and "
+        "pictures."
+    ),
+)
 @click.option(
     "--shard",
     metavar="K/N|auto|auto/N",
-    help="Only shard K of N (a stable split by name; merge the reports with `gradaudit merge`); auto: a SLURM array job's, auto/N: a Kubernetes Indexed Job's.",
+    help=(
+        "Only shard K of N (a stable split by name; merge the reports with `gradaudit merge`); auto: a SLURM array "
+        "job's, auto/N: a Kubernetes Indexed Job's."
+    ),
 )
 @flags("rule", "jobs", "cache", "timeout")
 @color_option
@@ -353,9 +452,18 @@ def survey(functions, listing, budget, seed, out, json_path, html_path, shard, c
     devices, warnings = prepare(options)
     for warning in warnings:
         session.err.print(f"warning: {warning}", highlight=False)
-    how = f"`gradaudit survey --budget {budget} --seed {seed} --rule {options.rule}` (JAX {jax.__version__}, {jax.default_backend()})"
+    how = (
+        f"`gradaudit survey --budget {budget} --seed {seed} --rule {options.rule}` (JAX {jax.__version__}, "
+        f"{jax.default_backend()})"
+    )
     done = []
-    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=session.err, transient=True, disable=not session.err.is_terminal) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=session.err,
+        transient=True,
+        disable=not session.err.is_terminal,
+    ) as progress:
         task = progress.add_task("surveying")
         auditor = isolated(options)
         try:
@@ -373,7 +481,9 @@ def survey(functions, listing, budget, seed, out, json_path, html_path, shard, c
     if html_path:
         from gradaudit.render.html_report import survey_html
 
-        kinds = {str(path): found.result for one in done for found, path in zip(one.outcome.found, one.files, strict=False)}
+        kinds = {
+            str(path): found.result for one in done for found, path in zip(one.outcome.found, one.files, strict=False)
+        }
         write_atomic(html_path, survey_html(document, kinds))
     print_survey(session.out, done, f"gradaudit run {out} --rule {options.rule}")
     return exit_code(not any(one.outcome.found for one in done), output_setting("exit_zero", exit_zero))
@@ -403,9 +513,13 @@ def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:
     if unknown:
         close = difflib.get_close_matches(unknown[0], RULES, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise click.BadParameter(f"unknown rule '{unknown[0]}'{hint} (allowed: {', '.join(RULES)})", param_hint="--rules")
+        raise click.BadParameter(
+            f"unknown rule '{unknown[0]}'{hint} (allowed: {', '.join(RULES)})", param_hint="--rules"
+        )
     if len(rules) < 2 or len(set(rules)) != len(rules):
-        raise click.BadParameter(f"give two or more different rules from {', '.join(RULES)}, e.g. --rules legacy fixed", param_hint="--rules")
+        raise click.BadParameter(
+            f"give two or more different rules from {', '.join(RULES)}, e.g. --rules legacy fixed", param_hint="--rules"
+        )
     return paths, rules
 
 
@@ -414,7 +528,9 @@ def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:
 @flags(*SELECTION, *AUDIT)
 @output_options
 @guarded
-def compare(args, json_path, junit_path, html_path, sarif_path, format, verbose, quiet, color, exit_zero, **given) -> int:
+def compare(
+    args, json_path, junit_path, html_path, sarif_path, format, verbose, quiet, color, exit_zero, **given
+) -> int:
     """Audit PATHs under each of two or more select_n transpose rules and show what changed.
 
     RULE is installed, legacy or fixed. Exit 0 when the last rule passes everywhere, else 1.
@@ -424,7 +540,9 @@ def compare(args, json_path, junit_path, html_path, sarif_path, format, verbose,
 
     paths, rules = split_rules(args)
     options = options_from(given).updated(baseline=None)
-    session = _session(json_path, junit_path, format, color, options=options, html_path=html_path, sarif_path=sarif_path)
+    session = _session(
+        json_path, junit_path, format, color, options=options, html_path=html_path, sarif_path=sarif_path
+    )
     loaded = session.load(_paths(paths), options.user_code)
     if loaded is None:
         return EXIT_INPUT
@@ -448,7 +566,9 @@ def compare(args, json_path, junit_path, html_path, sarif_path, format, verbose,
 
 @main.command(short_help="Explain a diagnosis: what it means and how to fix it.")
 @click.argument("diagnosis_id", required=False, metavar="ID")
-@click.option("--markdown", is_flag=True, help="Print the whole catalog as a Markdown page (docs/diagnoses.md is this page).")
+@click.option(
+    "--markdown", is_flag=True, help="Print the whole catalog as a Markdown page (docs/diagnoses.md is this page)."
+)
 @color_option
 def explain(diagnosis_id: str | None, markdown: bool, color: str) -> None:
     """Explain diagnosis ID (e.g. GA002): what it means and how to fix it. Without ID, list them all."""

@@ -9,7 +9,18 @@ from collections.abc import Callable
 import click
 
 from gradaudit.cli.app import configured
-from gradaudit.model.options import BACKENDS, COLORS, DEFAULT_TIMEOUT, DETAILS, FORMATS, KEYS, RULES, Options, check, resolve
+from gradaudit.model.options import (
+    BACKENDS,
+    COLORS,
+    DEFAULT_TIMEOUT,
+    DETAILS,
+    FORMATS,
+    KEYS,
+    RULES,
+    Options,
+    check,
+    resolve,
+)
 
 CLICK_TYPES: dict[str, dict] = {
     "rule": {"type": click.Choice(RULES)},
@@ -19,7 +30,11 @@ CLICK_TYPES: dict[str, dict] = {
     "ad_atol": {"type": click.FloatRange(min=0)},
     "fail_on": {"metavar": "CLASS,..."},
     "timeout": {"type": click.FloatRange(min=0, min_open=True), "show_default": f"{DEFAULT_TIMEOUT:g}"},
-    "jobs": {"type": click.IntRange(min=0), "envvar": "GRADAUDIT_JOBS", "show_default": "the number of cores this process may use"},
+    "jobs": {
+        "type": click.IntRange(min=0),
+        "envvar": "GRADAUDIT_JOBS",
+        "show_default": "the number of cores this process may use",
+    },
     "backend": {"type": click.Choice(BACKENDS)},
     "devices": {"metavar": "all|N,M"},
     "baseline": {"metavar": "REPORT"},
@@ -60,7 +75,21 @@ def flags(*names: str) -> Callable:
 
 
 SELECTION = ("keyword", "shard")
-AUDIT = ("rtol", "atol", "ad_rtol", "ad_atol", "fail_on", "timeout", "literal", "jobs", "cache", "backend", "devices", "user_code", "shuffle")
+AUDIT = (
+    "rtol",
+    "atol",
+    "ad_rtol",
+    "ad_atol",
+    "fail_on",
+    "timeout",
+    "literal",
+    "jobs",
+    "cache",
+    "backend",
+    "devices",
+    "user_code",
+    "shuffle",
+)
 
 
 def options_from(flags_given: dict) -> Options:
@@ -76,7 +105,8 @@ def options_from(flags_given: dict) -> Options:
 
 
 def output_setting(name: str, given):
-    """An output setting (json, junit, html, sarif, format, color, exit_zero, paths): the flag's value, else the configuration's."""
+    """An output setting (json, junit, html, sarif, format, color, exit_zero, paths): the flag's value, else the
+    configuration's."""
     if given not in (None, ()):
         return given
     value = configured().get(name)
@@ -84,22 +114,41 @@ def output_setting(name: str, given):
 
 
 paths_argument = click.argument("paths", nargs=-1, type=click.Path())
-color_option = click.option("--color", type=click.Choice(COLORS), default=None, help="Colour in the terminal.  [default: auto]")
+color_option = click.option(
+    "--color", type=click.Choice(COLORS), default=None, help="Colour in the terminal.  [default: auto]"
+)
 debug_option = click.option("--debug", is_flag=True, help="Show the traceback of an internal error.")
-exit_zero_option = click.option("--exit-zero", is_flag=True, default=None, help="Exit 0 even when scenarios fail (bad input still exits 2).")
-profile_option = click.option("--profile", is_flag=True, help="Print where the time went and how many programs were compiled.")
+exit_zero_option = click.option(
+    "--exit-zero", is_flag=True, default=None, help="Exit 0 even when scenarios fail (bad input still exits 2)."
+)
+profile_option = click.option(
+    "--profile", is_flag=True, help="Print where the time went and how many programs were compiled."
+)
 output_options = _stacked(
     click.option("--json", "json_path", metavar="PATH", help="Write the JSON report to PATH ('-' for stdout)."),
     flags("json_detail"),
     click.option("--junit", "junit_path", metavar="PATH", help="Write a JUnit XML report to PATH ('-' for stdout)."),
-    click.option("--html", "html_path", metavar="PATH", help="Write a self-contained HTML report (findings and pictures, no network needed) to PATH."),
-    click.option("--sarif", "sarif_path", metavar="PATH", help="Write SARIF 2.1.0 to PATH: each finding at its scenario's line, for GitHub code scanning."),
+    click.option(
+        "--html",
+        "html_path",
+        metavar="PATH",
+        help="Write a self-contained HTML report (findings and pictures, no network needed) to PATH.",
+    ),
+    click.option(
+        "--sarif",
+        "sarif_path",
+        metavar="PATH",
+        help="Write SARIF 2.1.0 to PATH: each finding at its scenario's line, for GitHub code scanning.",
+    ),
     click.option(
         "--format",
         "format",
         type=click.Choice(FORMATS),
         multiple=True,
-        help="Terminal output: rich (the table) and/or github (Actions annotations). Default: rich, plus github when GITHUB_ACTIONS=true.",
+        help=(
+            "Terminal output: rich (the table) and/or github (Actions annotations). Default: rich, plus github when "
+            "GITHUB_ACTIONS=true."
+        ),
     ),
     click.option("-v", "--verbose", is_flag=True, help="Show every scenario, finding and note."),
     click.option("-q", "--quiet", is_flag=True, help="Show only the summary."),

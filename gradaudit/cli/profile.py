@@ -39,7 +39,9 @@ class Profile:
         judge = report.timings.get("judge", 0.0)
         waited = report.timings.get("waited", 0.0)
         # The main thread traced, lowered, compiled what it compiled itself, waited for the rest, ran and judged.
-        in_main = events.seconds["trace"] + events.seconds["lower"] + events.seconds["compile"] - events.background + waited
+        in_main = (
+            events.seconds["trace"] + events.seconds["lower"] + events.seconds["compile"] - events.background + waited
+        )
         execute = max(0.0, audit - in_main - judge)
         alongside = max(0.0, events.background - waited)
         failed = report.timings.get("failed_bundles", 0)
@@ -48,7 +50,8 @@ class Profile:
             methods[result.method] += 1
         workers = report.timings.get("workers") or {}
         console.print(
-            f"profile: load {self.phases.get('load', 0):.2f}s, trace {events.seconds['trace']:.2f}s, lower {events.seconds['lower']:.2f}s, "
+            f"profile: load {self.phases.get('load', 0):.2f}s, trace {events.seconds['trace']:.2f}s, lower "
+            f"{events.seconds['lower']:.2f}s, "
             f"compile {events.seconds['compile']:.2f}s"
             + (f" ({alongside:.2f}s of it alongside tracing)" if alongside >= 0.005 else "")
             + f", execute and the rest {execute:.2f}s, judge {judge:.2f}s, "
@@ -66,7 +69,8 @@ class Profile:
                 f"profile, worker processes together (alongside each other): trace {workers.get('trace', 0):.2f}s, "
                 f"lower {workers.get('lower', 0):.2f}s, compile {workers.get('compile', 0):.2f}s, "
                 f"judge {workers.get('judge', 0):.2f}s, audit {workers.get('audit', 0):.2f}s in all; "
-                f"{workers.get('programs', 0):g} programs, {workers.get('cached', 0):g} of them read from the compilation cache",
+                f"{workers.get('programs', 0):g} programs, {workers.get('cached', 0):g} of them read from the "
+                "compilation cache",
                 highlight=False,
                 soft_wrap=True,
             )

@@ -83,7 +83,9 @@ def unwritten(target: str, exc: OSError, kept: Path | None = None) -> click.Clic
 def check_html(target: str | None) -> None:
     """An HTML report is a page to open in a browser: a file, never stdout."""
     if target == "-":
-        raise click.BadParameter("the HTML report is a page to open in a browser: give a file name, not '-'", param_hint="--html")
+        raise click.BadParameter(
+            "the HTML report is a page to open in a browser: give a file name, not '-'", param_hint="--html"
+        )
     check_writable("--html", target)
 
 
@@ -97,7 +99,14 @@ def console(stream, color: str | None) -> Console:
     width = None if stream.isatty() else (int(columns) if columns.isdigit() and int(columns) >= 40 else 160)
     if color in (None, "auto"):
         return Console(file=stream, highlight=False, markup=False, width=width)
-    return Console(file=stream, force_terminal=color == "always", no_color=color == "never", highlight=False, markup=False, width=width)
+    return Console(
+        file=stream,
+        force_terminal=color == "always",
+        no_color=color == "never",
+        highlight=False,
+        markup=False,
+        width=width,
+    )
 
 
 class Session:
@@ -122,7 +131,10 @@ class Session:
             raise click.BadParameter("only one report can go to stdout", param_hint="--junit")
         report_on_stdout = "-" in (json_path, junit_path)
         if report_on_stdout and "github" in (formats or ()):
-            raise click.BadParameter("annotations and a report cannot both go to stdout: write the report to a file", param_hint="--format github")
+            raise click.BadParameter(
+                "annotations and a report cannot both go to stdout: write the report to a file",
+                param_hint="--format github",
+            )
         self.json_path, self.junit_path, self.json_detail = json_path, junit_path, json_detail
         self.html_path, self.sarif_path = html_path, sarif_path
         self.repro_dir: Path | None = None
@@ -182,18 +194,35 @@ class Session:
                     self._drop_partial(partial, exc)
                     partial = None
 
-        columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        columns = (
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
         with Progress(*columns, console=self.err, transient=True, disable=not self.err.is_terminal) as progress:
             task = progress.add_task(f"auditing ({label or options.rule + ' rule'})", total=len(chosen))
-            lighten = self.json_detail != "full" and self.html_path is None  # nothing will show a consistent scenario's arrays
+            lighten = (
+                self.json_detail != "full" and self.html_path is None
+            )  # nothing will show a consistent scenario's arrays
             try:
-                report = audit(chosen, options.updated(keyword=None, shard=None), files=tuple(loaded.files), on_result=finished, sigterm=True, lighten=lighten)
+                report = audit(
+                    chosen,
+                    options.updated(keyword=None, shard=None),
+                    files=tuple(loaded.files),
+                    on_result=finished,
+                    sigterm=True,
+                    lighten=lighten,
+                )
             finally:
                 if partial is not None:
                     partial.close()
         changed = [name for name, seen in _fingerprints(self.loaded_files).items() if seen != self.loaded_files[name]]
         if changed:
-            note = f"{', '.join(changed)} changed during the run: this report is of the scenarios as loaded when it started"
+            note = (
+                f"{', '.join(changed)} changed during the run: this report is of the scenarios as loaded when it "
+                "started"
+            )
             report = dataclasses.replace(report, warnings=(*report.warnings, note))
         for warning in report.warnings:
             self.err.print(Text("warning: ", style="yellow").append(warning, style=""))
@@ -212,7 +241,11 @@ class Session:
         """A `.partial` file that cannot be written (a full disk) is removed, not left half a line
         long, and the audit goes on: the partial file is a convenience, the results are not."""
         assert self.partial is not None, "only a session with a JSON report keeps a .partial file"
-        self.err.print(Text("warning: ", style="yellow").append(f"stopped writing {self.partial}: {exc.strerror or exc}; the audit goes on", style=""))
+        self.err.print(
+            Text("warning: ", style="yellow").append(
+                f"stopped writing {self.partial}: {exc.strerror or exc}; the audit goes on", style=""
+            )
+        )
         if handle is not None:
             try:
                 handle.close()
@@ -237,7 +270,9 @@ class Session:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise click.BadParameter(f"cannot make the folder {directory}: {exc.strerror or exc}", param_hint="--repro-dir") from None
+            raise click.BadParameter(
+                f"cannot make the folder {directory}: {exc.strerror or exc}", param_hint="--repro-dir"
+            ) from None
         self.repro_dir = folder
 
     def write_reproducers(self, report) -> None:
@@ -250,20 +285,33 @@ class Session:
             written, skipped = write_reproducers(report.results, self.repro_dir)
         except OSError as exc:
             raise unwritten(str(self.repro_dir), exc, None) from None
-        self.err.print(f"wrote {len(written)} reproducer script{'s' if len(written) != 1 else ''} to {self.repro_dir}", highlight=False)
+        self.err.print(
+            f"wrote {len(written)} reproducer script{'s' if len(written) != 1 else ''} to {self.repro_dir}",
+            highlight=False,
+        )
         for line in skipped:
             self.err.print(line, style="dim", highlight=False, soft_wrap=True)
 
     def write_files(self, report=None, comparison=None) -> None:
         from gradaudit.render import ReportFormat, formatter_for
 
-        for target, fmt in ((self.json_path, ReportFormat.JSON), (self.junit_path, ReportFormat.JUNIT), (self.html_path, ReportFormat.HTML), (self.sarif_path, ReportFormat.SARIF)):
+        for target, fmt in (
+            (self.json_path, ReportFormat.JSON),
+            (self.junit_path, ReportFormat.JUNIT),
+            (self.html_path, ReportFormat.HTML),
+            (self.sarif_path, ReportFormat.SARIF),
+        ):
             if target:
                 renderer = formatter_for(fmt, json_detail=self.json_detail, rendered=self.rendered)
                 try:
-                    write_atomic(target, renderer.render(report) if comparison is None else renderer.render_comparison(comparison))
+                    write_atomic(
+                        target,
+                        renderer.render(report) if comparison is None else renderer.render_comparison(comparison),
+                    )
                 except OSError as exc:
-                    raise unwritten(target, exc, self.partial if self.partial is not None and self.partial.exists() else None) from None
+                    raise unwritten(
+                        target, exc, self.partial if self.partial is not None and self.partial.exists() else None
+                    ) from None
         if self.partial is not None:
             self.partial.unlink(missing_ok=True)
 
@@ -283,7 +331,8 @@ class Session:
         noun = "scenario fails" if failed == 1 else "scenarios fail"
         self.out.print(
             Text(f"exit 1: {failed} {noun} (findings, not a broken install). ", style="bold").append(
-                "To accept findings you know about: --baseline REPORT (write one with `gradaudit baseline`), `expect:` on the scenario, or --exit-zero."
+                "To accept findings you know about: --baseline REPORT (write one with `gradaudit baseline`), `expect:` "
+                "on the scenario, or --exit-zero."
             ),
             highlight=False,
             soft_wrap=True,

@@ -45,7 +45,11 @@ class Engine(Protocol):
         are left to another engine."""
 
 
-def run_path(name: str, compute: Callable[[], tuple[np.ndarray, ...] | dict[str, tuple[np.ndarray, ...]]], device: str | None = None) -> PathResult:
+def run_path(
+    name: str,
+    compute: Callable[[], tuple[np.ndarray, ...] | dict[str, tuple[np.ndarray, ...]]],
+    device: str | None = None,
+) -> PathResult:
     """Run one path, turning an exception into data (see `failed_path`)."""
     try:
         computed = compute()
@@ -89,7 +93,9 @@ def first_order_paths(
         if isinstance(answer, BaseException):
             return replace(failed_path(name, answer), engine=engine, binding=binding, device=device)
         if base == FINITE_DIFFERENCE:
-            return PathResult(name, answer["extrapolated"], estimates=answer, engine=engine, binding=binding, device=device)
+            return PathResult(
+                name, answer["extrapolated"], estimates=answer, engine=engine, binding=binding, device=device
+            )
         return PathResult(name, tuple(np.asarray(a) for a in answer), engine=engine, binding=binding, device=device)
 
     answers = {
@@ -101,7 +107,11 @@ def first_order_paths(
         JIT_JACREV: reverse_jit,
         FINITE_DIFFERENCE: estimates,
     }
-    return {path_name(base, label): result(base, answer) for base, answer in answers.items() if answer is not None and (base != VALUE or with_value)}
+    return {
+        path_name(base, label): result(base, answer)
+        for base, answer in answers.items()
+        if answer is not None and (base != VALUE or with_value)
+    }
 
 
 VALUE_, FORWARD_, REVERSE_ = "value", "forward", "reverse"

@@ -57,7 +57,10 @@ class Bundle:
         self.scenarios = list(scenarios)
         self.targets = [target for scenario in self.scenarios for target in build_targets(scenario)]
         self.owners = [s for s, scenario in enumerate(self.scenarios) for _ in build_targets(scenario)]
-        self.points = [points([np.asarray(arg)[None] for arg in t.args], steps(t, self.scenarios[s].eps)) for s, t in zip(self.owners, self.targets, strict=True)]
+        self.points = [
+            points([np.asarray(arg)[None] for arg in t.args], steps(t, self.scenarios[s].eps))
+            for s, t in zip(self.owners, self.targets, strict=True)
+        ]
         self.failures: list[dict[str, BaseException]] = [{} for _ in self.targets]
 
         def program(all_inputs, all_points):
@@ -73,7 +76,10 @@ class Bundle:
                 results.append(answers)
             return results
 
-        self.inputs = ([(*t.args, *t.fixed) for t in self.targets], [[stack[:, 0] for stack in p.stacks] for p in self.points])
+        self.inputs = (
+            [(*t.args, *t.fixed) for t in self.targets],
+            [[stack[:, 0] for stack in p.stacks] for p in self.points],
+        )
         with unfiltered_tracebacks():
             self.lowered = jax.jit(program).lower(*self.inputs)
         self.executable: jax.stages.Compiled | None = None
@@ -87,7 +93,9 @@ class Bundle:
         everything = jax.device_get(self.executable(*self.inputs))
         paths: list[dict] = [{} for _ in self.scenarios]
         seconds = [share] * len(self.scenarios)
-        for index, (owner, target, compiled, failed, where) in enumerate(zip(self.owners, self.targets, everything, self.failures, self.points, strict=True)):
+        for index, (owner, target, compiled, failed, where) in enumerate(
+            zip(self.owners, self.targets, everything, self.failures, self.points, strict=True)
+        ):
             started = time.perf_counter()
             first = index == 0 or self.owners[index - 1] != owner
             with unfiltered_tracebacks():
@@ -114,7 +122,16 @@ class Bundle:
         return results
 
 
-def _paths(target: Target, compiled: dict, failed: dict, eager: dict, eager_failed: dict, where, with_value: bool, device: str | None) -> dict:
+def _paths(
+    target: Target,
+    compiled: dict,
+    failed: dict,
+    eager: dict,
+    eager_failed: dict,
+    where,
+    with_value: bool,
+    device: str | None,
+) -> dict:
     """One target's first-order paths from its compiled and eager answers."""
 
     if POINTS in compiled and VALUE in compiled:
@@ -168,7 +185,8 @@ class BundleEngine:
                     with x64_for(scenarios[index]):
                         try:
                             fits[key] = batch_size(scenarios[index])
-                        except Exception:  # noqa: BLE001 - a function that cannot even be traced: the literal engine will say why
+                        # a function that cannot even be traced: the literal engine will say why
+                        except Exception:  # noqa: BLE001
                             fits[key] = 0
                 if not fits[key]:
                     continue
@@ -190,7 +208,9 @@ class BundleEngine:
         def fail(indices: list[int], exc: Exception) -> None:
             self.counts["failed_bundles"] += 1
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            self.fallen.update(dict.fromkeys(indices, f"its compiled bundle failed ({type(exc).__name__}: {first_line})"))
+            self.fallen.update(
+                dict.fromkeys(indices, f"its compiled bundle failed ({type(exc).__name__}: {first_line})")
+            )
 
         def finish(indices: list[int], bundle: Bundle, compiling: Future, traced: float) -> list[tuple[int, Computed]]:
             start = time.perf_counter()

@@ -72,7 +72,8 @@ def _answers(compute: dict[str, Callable], inputs: Sequence, failures: dict[str,
     for name, function in compute.items():
         try:
             answers[name] = function(*inputs)
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - an exception (sys.exit too) is this path's result, as on the literal engine
+        # an exception (sys.exit too) is this path's result, as on the literal engine
+        except (Exception, SystemExit) as exc:  # noqa: BLE001
             failures[name] = exc
     return answers
 
@@ -124,7 +125,9 @@ def _same(a, b) -> bool:
     return bool(np.allclose(wide_a, wide_b, rtol=8 * float(jnp.finfo(a.dtype).eps), atol=0.0, equal_nan=True))
 
 
-def _member(program: Callable, failures: dict[str, BaseException], inputs: Sequence, stacks: Sequence) -> tuple[dict, dict[str, BaseException]]:
+def _member(
+    program: Callable, failures: dict[str, BaseException], inputs: Sequence, stacks: Sequence
+) -> tuple[dict, dict[str, BaseException]]:
     """One member's call of its group's program: its answers, and the exception of each computation
     that did not give one (raised while tracing, or this call raised)."""
     try:
@@ -144,7 +147,9 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
         sharing: dict[int, list[int]] = {}
         for b, ts in enumerate(targets):
             sharing.setdefault(id(ts[t].fn), []).append(b)
-        rows = 1 << (max(map(len, sharing.values())) - 1).bit_length()  # the largest part, to a power of two (`_padded`)
+        rows = (
+            1 << (max(map(len, sharing.values())) - 1).bit_length()
+        )  # the largest part, to a power of two (`_padded`)
         for part in sharing.values():
             computed = _binding([targets[b][t] for b in part], members[0].eps, with_eager, t == 0, device, rows)
             for b, found in zip(part, computed, strict=True):
@@ -176,7 +181,9 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
     ]
 
 
-def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, with_value: bool, device: str | None, rows: int = 0) -> list[dict | None]:
+def _binding(
+    targets: Sequence[Target], eps: float | None, with_eager: bool, with_value: bool, device: str | None, rows: int = 0
+) -> list[dict | None]:
     """One binding's first-order paths for members whose targets share one function: per member its
     paths, or None where its function gave another value vmapped over its points than called on
     its own (the points would not be its function's), or its points could not be evaluated, or the
@@ -188,16 +195,30 @@ def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, wit
     fixed = [np.stack([target.fixed[i] for target in targets]) for i in range(len(first.fixed))]
     where = points(args, steps(first, eps))
     eager_failures: dict[str, BaseException] = {}
-    eager = jax.device_get(_answers(_batched(first.fn, n), as_jax_arrays(_padded((*args, *fixed), rows)), eager_failures)) if with_eager else {}  # JAX arrays, as ad_blocks
+    eager = (
+        jax.device_get(_answers(_batched(first.fn, n), as_jax_arrays(_padded((*args, *fixed), rows)), eager_failures))
+        if with_eager
+        else {}
+    )  # JAX arrays, as ad_blocks
     # Each member's points, its centre first: (1 + points, *shape) per argument.
-    stacks = [np.concatenate([arg[:, None], stack.swapaxes(0, 1)], axis=1) for arg, stack in zip(args, where.stacks, strict=True)]
+    stacks = [
+        np.concatenate([arg[:, None], stack.swapaxes(0, 1)], axis=1)
+        for arg, stack in zip(args, where.stacks, strict=True)
+    ]
     signature = tuple((a.shape[1:], a.dtype) for a in (*args, *fixed, *stacks))
     try:
         program, traced_failures = _program(first.fn, n, signature, tracing_context())
     except Exception:  # noqa: BLE001 - the program could not be built: each member goes on alone
         return [None] * len(targets)
-    answers = [_member(program, traced_failures, (*target.args, *target.fixed), [stack[b] for stack in stacks]) for b, target in enumerate(targets)]
-    usable = [b for b, (mine, _) in enumerate(answers) if POINTS in mine and VALUE in mine and _same(mine[POINTS][0], mine[VALUE])]
+    answers = [
+        _member(program, traced_failures, (*target.args, *target.fixed), [stack[b] for stack in stacks])
+        for b, target in enumerate(targets)
+    ]
+    usable = [
+        b
+        for b, (mine, _) in enumerate(answers)
+        if POINTS in mine and VALUE in mine and _same(mine[POINTS][0], mine[VALUE])
+    ]
     found: list[dict | None] = [None] * len(targets)
     if not usable:
         return found
@@ -208,7 +229,10 @@ def _binding(targets: Sequence[Target], eps: float | None, with_eager: bool, wit
         mine, mine_failed = answers[b]
         reference = scenario_estimates(blocks, row, [(0, j) for j in range(n)])
         # Copies, so a member's result does not keep its whole group's arrays alive.
-        eager_b = {name: np.array(answer[b]) if name == VALUE else tuple(np.array(block[b]) for block in answer) for name, answer in eager.items()}
+        eager_b = {
+            name: np.array(answer[b]) if name == VALUE else tuple(np.array(block[b]) for block in answer)
+            for name, answer in eager.items()
+        }
         found[b] = assembled(
             eager_b,
             eager_failures,
@@ -274,7 +298,14 @@ class GroupEngine:
 
     name = "group"
 
-    def __init__(self, min_size: int = 1, devices: Sequence = (), eager: bool = True, timeout: float | None = None, limits: Limits | None = None):
+    def __init__(
+        self,
+        min_size: int = 1,
+        devices: Sequence = (),
+        eager: bool = True,
+        timeout: float | None = None,
+        limits: Limits | None = None,
+    ):
         self.min_size = min_size
         self.devices = tuple(devices)
         self.eager = eager
@@ -315,7 +346,14 @@ class GroupEngine:
                 values.setdefault(captured(scenarios[index]), []).append(index)
             members = list(values.values())
             parts = max(1, min(workers, len(members) // SPLIT_VALUES))
-            pieces += [(len(members), batch)] if parts == 1 else [(len(members[part::parts]), [i for value in members[part::parts] for i in value]) for part in range(parts)]
+            pieces += (
+                [(len(members), batch)]
+                if parts == 1
+                else [
+                    (len(members[part::parts]), [i for value in members[part::parts] for i in value])
+                    for part in range(parts)
+                ]
+            )
         pieces.sort(key=lambda piece: (-piece[0], kinship(scenarios[piece[1][0]])))
         costly = [batch for cost, batch in pieces if cost > 1]
         return costly[0::2] + [batch for cost, batch in pieces if cost <= 1] + costly[1::2][::-1]
@@ -328,7 +366,8 @@ class GroupEngine:
             try:
                 with time_limit(self.timeout), x64_for(scenarios[indices[0]]):
                     size = batch_size(scenarios[indices[0]])
-            except (Exception, SystemExit, ScenarioTimeout):  # noqa: BLE001 - a function that cannot even be traced (in time): the literal engine will say why
+            # a function that cannot even be traced (in time): the literal engine will say why
+            except (Exception, SystemExit, ScenarioTimeout):  # noqa: BLE001
                 continue
             if size:
                 batches += [indices[start : start + size] for start in range(0, len(indices), size)]
@@ -347,8 +386,11 @@ class GroupEngine:
                 with time_limit(self.timeout), x64_for(members[0]), placed, unfiltered_tracebacks():
                     if self.limits is not None and check_limits(members[:1], self.limits):
                         continue
-                    computed = _group(members, started, device_name(self.devices[0]) if self.devices else None, self.eager)
-            except (Exception, SystemExit, ScenarioTimeout):  # noqa: BLE001 - a group that fails as a whole settles nothing: the next engine takes its scenarios
+                    computed = _group(
+                        members, started, device_name(self.devices[0]) if self.devices else None, self.eager
+                    )
+            # a group that fails as a whole settles nothing: the next engine takes its scenarios
+            except (Exception, SystemExit, ScenarioTimeout):  # noqa: BLE001
                 continue
             done = [(index, c) for index, c in zip(indices, computed, strict=True) if c is not None]
             if done:

@@ -104,7 +104,9 @@ def _compiled_or_eager(fn: Callable, args: Sequence, compiled: Callable | None =
     return compiled
 
 
-def finite_difference_jacobians(target: Target, eps: float | None, compiled: Callable | None = None) -> dict[str, tuple[np.ndarray, ...]]:
+def finite_difference_jacobians(
+    target: Target, eps: float | None, compiled: Callable | None = None
+) -> dict[str, tuple[np.ndarray, ...]]:
     """Jacobians from evaluations of the function alone (compiled where jit can): the oracle independent of AD.
 
     `compiled` is jit(target.fn) when the jit_value path made it already: one compilation serves both.
@@ -132,7 +134,13 @@ def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tu
     return differences(lambda *a: tuple(jacobian(*a, *fixed)), target.args, steps(target, eps))
 
 
-def run_paths(targets: Sequence[Target], eps: float | None, order: int = 1, devices: Sequence = (), modes: Sequence[str] = ("fwd", "rev")) -> dict[str, PathResult]:
+def run_paths(
+    targets: Sequence[Target],
+    eps: float | None,
+    order: int = 1,
+    devices: Sequence = (),
+    modes: Sequence[str] = ("fwd", "rev"),
+) -> dict[str, PathResult]:
     """Every path up to `order` for each binding of the target, in the order reports show them;
     a derivative path only where it uses none but `modes`.
 
@@ -141,7 +149,10 @@ def run_paths(targets: Sequence[Target], eps: float | None, order: int = 1, devi
     """
     with unfiltered_tracebacks():
         if not devices:
-            return {name: replace(run_path(name, compute), binding=binding) for name, binding, compute in _paths(targets, eps, order, modes)}
+            return {
+                name: replace(run_path(name, compute), binding=binding)
+                for name, binding, compute in _paths(targets, eps, order, modes)
+            }
         results = {}
         for index, device in enumerate(devices):
             where = device_name(device)
@@ -152,7 +163,9 @@ def run_paths(targets: Sequence[Target], eps: float | None, order: int = 1, devi
         return results
 
 
-def _paths(targets: Sequence[Target], eps: float | None, order: int, modes: Sequence[str], references: bool = True) -> Iterator[tuple[str, str, Callable]]:
+def _paths(
+    targets: Sequence[Target], eps: float | None, order: int, modes: Sequence[str], references: bool = True
+) -> Iterator[tuple[str, str, Callable]]:
     """(name, binding, compute) of every path, in report order; finite differences only with `references`.
 
     `value` is the function called eagerly on JAX arrays, as a user would, once; `jit_value` per binding.
@@ -166,12 +179,20 @@ def _paths(targets: Sequence[Target], eps: float | None, order: int, modes: Sequ
         for base in (b for b in FIRST_ORDER if MODES_NEEDED[b] <= set(modes)):
             yield path_name(base, binding), bound, lambda t=base, tg=target: ad_blocks(tg, t, 1)
         if references:
-            yield path_name(FINITE_DIFFERENCE, binding), bound, lambda tg=target, c=compiled: finite_difference_jacobians(tg, eps, c)
+            yield (
+                path_name(FINITE_DIFFERENCE, binding),
+                bound,
+                lambda tg=target, c=compiled: finite_difference_jacobians(tg, eps, c),
+            )
         if order >= 2:
             for base in (b for b in SECOND_ORDER if MODES_NEEDED[b] <= set(modes)):
                 yield path_name(base, binding), bound, lambda t=base, tg=target: ad_blocks(tg, t, 2)
             if references:
-                yield path_name(HESSIAN_FINITE_DIFFERENCE, binding), bound, lambda tg=target: finite_difference_hessian(tg, eps)
+                yield (
+                    path_name(HESSIAN_FINITE_DIFFERENCE, binding),
+                    bound,
+                    lambda tg=target: finite_difference_hessian(tg, eps),
+                )
 
 
 class ScenarioTimeout(BaseException):
@@ -197,7 +218,9 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def compute(scenario: Scenario, timeout: float | None = None, devices: Sequence = (), limits: Limits | None = None) -> Computed:
+def compute(
+    scenario: Scenario, timeout: float | None = None, devices: Sequence = (), limits: Limits | None = None
+) -> Computed:
     """Every path of one scenario (on each of `devices`), or a timeout after `timeout` seconds.
 
     With `limits`, the scenario is first checked against them with its function traced (under the

@@ -37,7 +37,8 @@ def prober(target: Target, scenario: Scenario) -> Prober:
         try:
             with x64_for(scenario):
                 return _probe(target, scenario.eps, argument, element, output)
-        except Exception:  # noqa: BLE001 - a function that cannot be evaluated here gives no more evidence, which the judge says
+        # a function that cannot be evaluated here gives no more evidence, which the judge says
+        except Exception:  # noqa: BLE001
             return None
 
     return probe
@@ -55,7 +56,11 @@ def _probe(target: Target, eps: float | None, argument: int, element: int, outpu
 
     x = args[argument].reshape(-1)
     dtype = x.dtype
-    h = float(step_size(np.asarray(x[element], dtype=np.float64), eps if eps is not None else dtypes.default_eps(dtype.name), dtype))
+    h = float(
+        step_size(
+            np.asarray(x[element], dtype=np.float64), eps if eps is not None else dtypes.default_eps(dtype.name), dtype
+        )
+    )
 
     def moved_to(delta: float, where: tuple[tuple[int, int], ...]) -> tuple[list[np.ndarray], float]:
         points = [a.copy() for a in args]
@@ -74,7 +79,14 @@ def _probe(target: Target, eps: float | None, argument: int, element: int, outpu
         step = h * 2.0**power
         plus, up = moved_to(step, here)
         minus, down = moved_to(-step, here)
-        if up == 0 or down == 0 or not np.isfinite(up) or not np.isfinite(down) or _subnormal(plus[argument].reshape(-1)[element]) or _subnormal(minus[argument].reshape(-1)[element]):
+        if (
+            up == 0
+            or down == 0
+            or not np.isfinite(up)
+            or not np.isfinite(down)
+            or _subnormal(plus[argument].reshape(-1)[element])
+            or _subnormal(minus[argument].reshape(-1)[element])
+        ):
             continue
         f_plus, f_minus = at(plus), at(minus)
         steps.append(step)
@@ -82,7 +94,13 @@ def _probe(target: Target, eps: float | None, argument: int, element: int, outpu
         right.append((f_plus - base) / up)
         left.append((base - f_minus) / -down)
     value = np.float64(x[element])
-    tied = tuple((k, j) for k, a in enumerate(args) if a.dtype == dtype for j, v in enumerate(a.reshape(-1)) if np.isfinite(value) and abs(np.float64(v) - value) <= TIED * abs(value))
+    tied = tuple(
+        (k, j)
+        for k, a in enumerate(args)
+        if a.dtype == dtype
+        for j, v in enumerate(a.reshape(-1))
+        if np.isfinite(value) and abs(np.float64(v) - value) <= TIED * abs(value)
+    )
     along = None
     if len(tied) > 1:
         plus, up = moved_to(h, tied)

@@ -21,16 +21,34 @@ def assess(scenario: Scenario, computed: Computed, tolerance: tuple[float | None
     return assess_all([(scenario, computed)], tolerance)[0]
 
 
-def assess_all(computed: Sequence[tuple[Scenario, Computed]], tolerance: tuple[float | None, ...] = ()) -> list[ScenarioResult]:
+def assess_all(
+    computed: Sequence[tuple[Scenario, Computed]], tolerance: tuple[float | None, ...] = ()
+) -> list[ScenarioResult]:
     """Each scenario's result, as `assess` gives it; scenarios computed together (a group's
     members) are judged together (`judge_all`), each charged an equal share of the time."""
     started = time.perf_counter()
     judged = [(scenario, paths) for scenario, paths in computed if paths.failure is None]
-    verdicts = judge_all([Case(paths.paths, paths.arg_names, tolerances_for(scenario, tolerance), paths.bindings, paths.inputs, scenario.eps, paths.probe) for scenario, paths in judged])
+    verdicts = judge_all(
+        [
+            Case(
+                paths.paths,
+                paths.arg_names,
+                tolerances_for(scenario, tolerance),
+                paths.bindings,
+                paths.inputs,
+                scenario.eps,
+                paths.probe,
+            )
+            for scenario, paths in judged
+        ]
+    )
     diagnoses = [diagnose(_evidence(paths, verdict)) for (_, paths), verdict in zip(judged, verdicts, strict=True)]
     share = (time.perf_counter() - started) / max(1, len(judged))
     found = iter(zip(verdicts, diagnoses, strict=True))
-    return [_failed(scenario, paths) if paths.failure is not None else _result(scenario, paths, *next(found), share) for scenario, paths in computed]
+    return [
+        _failed(scenario, paths) if paths.failure is not None else _result(scenario, paths, *next(found), share)
+        for scenario, paths in computed
+    ]
 
 
 def _evidence(computed: Computed, verdict: Verdict) -> Evidence:
@@ -47,7 +65,9 @@ def _evidence(computed: Computed, verdict: Verdict) -> Evidence:
 def _failed(scenario: Scenario, computed: Computed) -> ScenarioResult:
     """The error result of a scenario its engine could not compute."""
     assert computed.failure is not None
-    finding = Finding(kind=RAISED, paths=(VALUE,), message=computed.failure.message, error_type=computed.failure.error_type)
+    finding = Finding(
+        kind=RAISED, paths=(VALUE,), message=computed.failure.message, error_type=computed.failure.error_type
+    )
     return ScenarioResult(
         scenario=scenario,
         arg_names=(),
@@ -62,7 +82,9 @@ def _failed(scenario: Scenario, computed: Computed) -> ScenarioResult:
     )
 
 
-def _result(scenario: Scenario, computed: Computed, verdict: Verdict, diagnosis: Diagnosis | None, judged: float) -> ScenarioResult:
+def _result(
+    scenario: Scenario, computed: Computed, verdict: Verdict, diagnosis: Diagnosis | None, judged: float
+) -> ScenarioResult:
     return ScenarioResult(
         scenario=scenario,
         arg_names=computed.arg_names,
@@ -70,7 +92,10 @@ def _result(scenario: Scenario, computed: Computed, verdict: Verdict, diagnosis:
         status=verdict.status,
         # The finite-difference estimates at each step were the judge's working, not evidence a report
         # keeps: without them a result is a third the size to send from a worker and to hold.
-        paths={name: replace(path, estimates=None) if path.estimates is not None else path for name, path in computed.paths.items()},
+        paths={
+            name: replace(path, estimates=None) if path.estimates is not None else path
+            for name, path in computed.paths.items()
+        },
         findings=verdict.findings,
         notes=(*verdict.notes, *computed.notes),
         provenance=verdict.provenance,

@@ -78,7 +78,9 @@ class Surroundings:
     def all_finite(self) -> bool:
         """Whether every input and output element is finite: then only the compared numbers decide."""
         with np.errstate(invalid="ignore"):
-            return bool(np.isfinite(self.output).all()) and all(bool(np.isfinite(np.asarray(a, dtype=np.float64)).all()) for a in self.inputs)
+            return bool(np.isfinite(self.output).all()) and all(
+                bool(np.isfinite(np.asarray(a, dtype=np.float64)).all()) for a in self.inputs
+            )
 
     @cached_property
     def elsewhere(self) -> str | None:
@@ -87,10 +89,15 @@ class Surroundings:
             for name, array in zip(self.arg_names, self.inputs, strict=False):
                 hits = np.flatnonzero(~np.isfinite(np.asarray(array, dtype=np.float64)))
                 if hits.size:
-                    return f"{name}{_index(np.shape(array), int(hits[0]))} = {_number(float(np.asarray(array).reshape(-1)[hits[0]]))}"
+                    return (
+                        f"{name}{_index(np.shape(array), int(hits[0]))} = "
+                        f"{_number(float(np.asarray(array).reshape(-1)[hits[0]]))}"
+                    )
         return None
 
-    def own(self, block: int, order: int, flat: np.ndarray, block_size: int) -> tuple[np.ndarray, list[tuple[int, np.ndarray]]]:
+    def own(
+        self, block: int, order: int, flat: np.ndarray, block_size: int
+    ) -> tuple[np.ndarray, list[tuple[int, np.ndarray]]]:
         """Per entry of a derivative block (flat indices), its output element and its input elements
         as (argument, flat element) pairs; none where the block's layout does not match the inputs."""
         out_size = max(1, int(self.output.size))
@@ -151,9 +158,15 @@ def classify(
     derivative (`crossing_infinities`). See the module's docstring for the order of precedence."""
     flat = np.asarray(flat, dtype=np.intp)
     if surroundings.all_finite:
-        # Nothing non-finite around the entries: a non-finite or out-of-range number compared is all that can make one non-finite.
+        # Nothing non-finite around the entries: a non-finite or out-of-range number compared is all that can make one
+        # non-finite.
         with np.errstate(invalid="ignore", over="ignore"):
-            plain = bool(np.all(np.isfinite(got)) and np.all(np.isfinite(want)) and np.all(np.abs(got) <= surroundings.largest) and np.all(np.abs(want) <= surroundings.largest))
+            plain = bool(
+                np.all(np.isfinite(got))
+                and np.all(np.isfinite(want))
+                and np.all(np.abs(got) <= surroundings.largest)
+                and np.all(np.abs(want) <= surroundings.largest)
+            )
         if plain:
             classes = np.full(flat.shape, EAGER_JIT.value if twins else WRONG.value, dtype=object)
             if reference is not None:
@@ -163,7 +176,9 @@ def classify(
                 if extrapolated is not None:
                     estimate = np.asarray(extrapolated[block], dtype=np.float64).reshape(-1)[flat]
                     with np.errstate(invalid="ignore", over="ignore"):
-                        classes[~undefined & np.isfinite(estimate) & (np.abs(estimate) > surroundings.largest)] = NON_FINITE.value
+                        classes[~undefined & np.isfinite(estimate) & (np.abs(estimate) > surroundings.largest)] = (
+                            NON_FINITE.value
+                        )
             return classes
     element, own_inputs = surroundings.own(block, order, flat, block_size)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -204,13 +219,18 @@ def crossing_infinities(blocks: Sequence[Sequence[np.ndarray]], output_size: int
         return ()
     shapes = [np.shape(b) for b in blocks[0]]
     with np.errstate(invalid="ignore"):
-        infinite = [np.ones((output_size, max(1, int(np.prod(shape, dtype=np.int64)) // max(1, output_size))), bool) for shape in shapes]
+        infinite = [
+            np.ones((output_size, max(1, int(np.prod(shape, dtype=np.int64)) // max(1, output_size))), bool)
+            for shape in shapes
+        ]
         for path in blocks:
             for k, block in enumerate(path):
                 infinite[k] &= np.isinf(np.asarray(block, dtype=np.float64)).reshape(infinite[k].shape)
     rows: np.ndarray = np.logical_or.reduce([np.any(m, axis=1) for m in infinite])
     columns: list[np.ndarray] = [np.asarray(np.any(m, axis=0)) for m in infinite]
-    return tuple((rows[:, None] | column[None, :]).reshape(shape) for column, shape in zip(columns, shapes, strict=True))
+    return tuple(
+        (rows[:, None] | column[None, :]).reshape(shape) for column, shape in zip(columns, shapes, strict=True)
+    )
 
 
 def explain(
@@ -237,29 +257,52 @@ def explain(
         name = surroundings.arg_names[argument] if argument < len(surroundings.arg_names) else f"x{argument}"
         value = float(array.reshape(-1)[int(elements[0])])
         evidence[f"input {name}{_index(array.shape, int(elements[0]))}"] = value
-        whole = f" (all of {name}: [{', '.join(_number(float(v)) for v in array.reshape(-1))}])" if 1 < array.size <= SHOWN_INPUT else ""
+        whole = (
+            f" (all of {name}: [{', '.join(_number(float(v)) for v in array.reshape(-1))}])"
+            if 1 < array.size <= SHOWN_INPUT
+            else ""
+        )
         shown.append(f"{name}{_index(array.shape, int(elements[0]))} = {_number(value)}{whole}")
     if surroundings.output.size:
         out = int(element[0])
         evidence[f"output out{_index(surroundings.output.shape, out)}"] = float(surroundings.output.reshape(-1)[out])
-        shown.append(f"out{_index(surroundings.output.shape, out)} = {_number(float(surroundings.output.reshape(-1)[out]))}")
+        shown.append(
+            f"out{_index(surroundings.output.shape, out)} = {_number(float(surroundings.output.reshape(-1)[out]))}"
+        )
     at = "; ".join(shown)
     said = f"{sides[0]} {_give(sides[0])} {_number(values[0])} where {sides[1]} {_give(sides[1])} {_number(values[1])}"
     estimates = ""
     if reference is not None and reference.estimates:
-        left, right, extrapolated = (reference.at(name, block, flat) for name in ("left_half", "right_half", "extrapolated"))
+        left, right, extrapolated = (
+            reference.at(name, block, flat) for name in ("left_half", "right_half", "extrapolated")
+        )
         if extrapolated is not None and left is not None and right is not None:
             evidence.update({"finite_difference": extrapolated, "slope_left": left, "slope_right": right})
-            estimates = f"finite differences {_number(extrapolated)} (slope {_number(left)} from the left, {_number(right)} from the right)"
+            estimates = (
+                f"finite differences {_number(extrapolated)} (slope {_number(left)} from the left, {_number(right)} "
+                "from the right)"
+            )
     if finding_class == NON_FINITE:
         if any(not math.isfinite(v) for k, v in evidence.items() if k.startswith(("input", "output"))):
             why = f"not finite at the entry ({at})"
         elif not all(math.isfinite(v) for v in values) and crossed:
-            why = f"an infinite derivative in the entry's row or column: a zero tangent or cotangent times it is NaN (0 × inf) ({at}; {said})"
-        elif any(math.isfinite(v) and abs(v) > surroundings.largest for v in (*values, evidence.get("finite_difference", 0.0))):
-            why = f"the derivative is beyond the dtype's largest value {surroundings.largest:.4g} ({at}; {estimates or said})"
+            why = (
+                "an infinite derivative in the entry's row or column: a zero tangent or cotangent times it is NaN (0 × "
+                f"inf) ({at}; {said})"
+            )
+        elif any(
+            math.isfinite(v) and abs(v) > surroundings.largest
+            for v in (*values, evidence.get("finite_difference", 0.0))
+        ):
+            why = (
+                f"the derivative is beyond the dtype's largest value {surroundings.largest:.4g} ({at}; "
+                f"{estimates or said})"
+            )
         else:
-            why = f"at the edge of the dtype's range: a step there leaves it, so no finite difference checks it ({at}; {said})"
+            why = (
+                f"at the edge of the dtype's range: a step there leaves it, so no finite difference checks it ({at}; "
+                f"{said})"
+            )
         return why, evidence
     if finding_class == LEAK:
         return f"inputs and output finite at the entry ({at}), but {surroundings.elsewhere} elsewhere; {said}", evidence
@@ -294,7 +337,9 @@ class Settled:
     reason: str
 
 
-def settle(probe: Probe, got: float, want: float, predicted: float | None, rtol: float, atol: float, rounding_at: float) -> Settled | None:
+def settle(
+    probe: Probe, got: float, want: float, predicted: float | None, rtol: float, atol: float, rounding_at: float
+) -> Settled | None:
     """The outcome at an entry where every AD path gives `got` and finite differences at the usual
     step `want`, from the `probe` there; None: the probe changes nothing (the entry stays `wrong`).
     `predicted`: the sum of finite differences' partial slopes over the tied inputs (the slope a
@@ -325,21 +370,32 @@ def settle(probe: Probe, got: float, want: float, predicted: float | None, rtol:
             f"{_number(probe.along_tie)}, where their partial slopes sum to {_number(predicted)}: no derivative exists",
         )
     scale = max(abs(got), abs(want), 1.0)
-    finer = [(s, c, left, right) for s, c, left, right in zip(probe.steps, probe.central, probe.left, probe.right, strict=True) if s < h / 2 and rounding_at / s <= 0.5 * (atol + rtol * scale)]
+    finer = [
+        (s, c, left, right)
+        for s, c, left, right in zip(probe.steps, probe.central, probe.left, probe.right, strict=True)
+        if s < h / 2 and rounding_at / s <= 0.5 * (atol + rtol * scale)
+    ]
     if len(finer) >= 2:
         (s1, c1, l1, r1), (s2, c2, l2, r2) = finer[-2], finer[-1]
-        parted = all(math.isfinite(v) for v in (l1, r1, l2, r2)) and abs(r2 - l2) > tolerance(l2, r2, s2) and abs(r1 - l1) > tolerance(l1, r1, s1)
+        parted = (
+            all(math.isfinite(v) for v in (l1, r1, l2, r2))
+            and abs(r2 - l2) > tolerance(l2, r2, s2)
+            and abs(r1 - l1) > tolerance(l1, r1, s1)
+        )
         if parted and abs(r2 - l2) >= 0.75 * abs(r1 - l1):
             return Settled(
                 NON_DIFFERENTIABLE.value,
-                f"a jump or kink finer than the usual step {h:.3g}: at step {s2:.3g} the slope is {_number(l2)} from the left, "
+                f"a jump or kink finer than the usual step {h:.3g}: at step {s2:.3g} the slope is {_number(l2)} from "
+                "the left, "
                 f"{_number(r2)} from the right (at {s1:.3g}: {_number(l1)} and {_number(r1)})",
             )
         if close(c1, got, s1) and close(c2, got, s2) and not close(want, got, h):
             return Settled(
                 FINER_AGREES,
-                f"the usual step {h:.3g} spans the function's periods or steps: finite differences give {_number(want)} there, "
-                f"but {_number(c1)} at step {s1:.3g} and {_number(c2)} at {s2:.3g}, as the AD paths do ({_number(got)})",
+                f"the usual step {h:.3g} spans the function's periods or steps: finite differences give "
+                f"{_number(want)} there, "
+                f"but {_number(c1)} at step {s1:.3g} and {_number(c2)} at {s2:.3g}, as the AD paths do "
+                f"({_number(got)})",
             )
     coarser = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s > 2 * h and math.isfinite(c)]
     flat = abs(want) <= tolerance(want, 0.0, h) and all(abs(c) <= tolerance(c, 0.0, s) for s, c, _, _ in finer)
@@ -347,7 +403,9 @@ def settle(probe: Probe, got: float, want: float, predicted: float | None, rtol:
         s, c = coarser[0]
         return Settled(
             NON_DIFFERENTIABLE.value,
-            f"piecewise constant here: finite differences 0 at the usual step {h:.3g} and below, {_number(c)} over step "
-            f"{s:.3g}, which the AD paths' {_number(got)} follows: a surrogate (straight-through) derivative of a staircase",
+            f"piecewise constant here: finite differences 0 at the usual step {h:.3g} and below, {_number(c)} over "
+            "step "
+            f"{s:.3g}, which the AD paths' {_number(got)} follows: a surrogate (straight-through) derivative of a "
+            "staircase",
         )
     return None

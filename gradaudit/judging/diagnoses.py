@@ -14,7 +14,13 @@ from functools import cached_property
 import numpy as np
 
 from gradaudit.model.findings import DISAGREEMENT, ROUTING, Finding, Note
-from gradaudit.model.mechanisms import CLAMP_INVERTED, NON_FINITE_UNSELECTED, READ_OUT_OF_RANGE, SELECT_OUT_OF_RANGE, TANGENT_TRIGGERS
+from gradaudit.model.mechanisms import (
+    CLAMP_INVERTED,
+    NON_FINITE_UNSELECTED,
+    READ_OUT_OF_RANGE,
+    SELECT_OUT_OF_RANGE,
+    TANGENT_TRIGGERS,
+)
 from gradaudit.model.paths import (
     FINITE_DIFFERENCE,
     FIRST_ORDER_PATHS,
@@ -104,7 +110,10 @@ class Diagnosis:
 
 def _raised(type_name: str, fragment: str, where: str = "") -> Callable[[Evidence], bool]:
     def match(evidence: Evidence) -> bool:
-        return any(e.type == type_name and fragment in e.message and (not where or any(w in e.where for w in where.split("|"))) for e in evidence.errors())
+        return any(
+            e.type == type_name and fragment in e.message and (not where or any(w in e.where for w in where.split("|")))
+            for e in evidence.errors()
+        )
 
     return match
 
@@ -118,7 +127,15 @@ def _modes(paths: Sequence[str]) -> set[str]:
     modes = set()
     for path in paths:
         base = base_name(path)
-        modes.add("reverse" if base in REVERSE_PATHS else "forward" if base in FORWARD_PATHS else "reference" if base == FINITE_DIFFERENCE else "other")
+        modes.add(
+            "reverse"
+            if base in REVERSE_PATHS
+            else "forward"
+            if base in FORWARD_PATHS
+            else "reference"
+            if base == FINITE_DIFFERENCE
+            else "other"
+        )
     return modes
 
 
@@ -135,7 +152,11 @@ def _reverse_only_sends_nowhere(evidence: Evidence) -> bool:
     """The value came from an input; reverse paths send its derivative nowhere, forward paths (which
     ran) route it right."""
     routing = [f for f in evidence.findings if f.kind == ROUTING]
-    return _forward_ran(evidence) and any(_modes(f.paths) == {"reverse"} for f in _sent_nowhere(evidence)) and not any("forward" in _modes(f.paths) for f in routing)
+    return (
+        _forward_ran(evidence)
+        and any(_modes(f.paths) == {"reverse"} for f in _sent_nowhere(evidence))
+        and not any("forward" in _modes(f.paths) for f in routing)
+    )
 
 
 def _every_mode_sends_nowhere(evidence: Evidence) -> bool:
@@ -147,7 +168,12 @@ def _only_against_finite_differences(evidence: Evidence) -> bool:
     """Forward and reverse paths ran and agree with each other, and disagree with finite differences
     of the function."""
     disagreements = [f for f in evidence.findings if f.kind == DISAGREEMENT]
-    return _forward_ran(evidence) and bool(disagreements) and all("reference" in _modes(f.paths) for f in disagreements) and any({"forward", "reverse"} <= _modes(f.paths) for f in disagreements)
+    return (
+        _forward_ran(evidence)
+        and bool(disagreements)
+        and all("reference" in _modes(f.paths) for f in disagreements)
+        and any({"forward", "reverse"} <= _modes(f.paths) for f in disagreements)
+    )
 
 
 def _nan_gradient(evidence: Evidence) -> bool:
@@ -175,7 +201,10 @@ CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA001",
         title="select_n's reverse rule looks for a second case that does not exist",
-        evidence="reverse paths raise IndexError (tuple index out of range) in select_n's transpose rule; the function binds select_n",
+        evidence=(
+            "reverse paths raise IndexError (tuple index out of range) in select_n's transpose rule; the function "
+            "binds select_n"
+        ),
         explanation=(
             "With a single case and a boolean selector, the forward computation returns the only case, but the "
             "pre-#40814 transpose rule of lax.select_n assumes a boolean chooses between two cases and reads "
@@ -187,13 +216,18 @@ CATALOG: tuple[Diagnosis, ...] = (
             "Check a JAX upgrade or a patched rule first: `gradaudit run PATH --rule fixed`.",
         ),
         references=("https://github.com/jax-ml/jax/pull/40814",),
-        matches=lambda evidence: _raised("IndexError", "tuple index out of range", "_select_transpose_rule|gradaudit/jaxenv.py")(evidence) and evidence.binds("select_n"),
+        matches=lambda evidence: (
+            _raised("IndexError", "tuple index out of range", "_select_transpose_rule|gradaudit/jaxenv.py")(evidence)
+            and evidence.binds("select_n")
+        ),
     ),
     Diagnosis(
         id="GA002",
         title="select_n's reverse rule sends the derivative of an out-of-range selector's case nowhere",
-        evidence="a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; evaluated at the "
-        "scenario's inputs, the function calls select_n with an integer selector out of range",
+        evidence=(
+            "a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; "
+            "evaluated at the scenario's inputs, the function calls select_n with an integer selector out of range"
+        ),
         explanation=(
             "The function selects with lax.select_n on an integer selector. For an out-of-range selector the forward "
             "lowering routes the value to an endpoint case (negative to case 0, past the end to the last), and forward "
@@ -212,10 +246,14 @@ CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA010",
         title="reverse mode drops the derivative of an element read at an index out of range",
-        evidence="a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; evaluated at the "
-        "scenario's inputs, the function reads with gather or dynamic_slice at an index outside the array",
+        evidence=(
+            "a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; "
+            "evaluated at the scenario's inputs, the function reads with gather or dynamic_slice at an index outside "
+            "the array"
+        ),
         explanation=(
-            "The function reads with gather (x[i], jnp.take, .at[].get) or dynamic_slice at an index outside the array, "
+            "The function reads with gather (x[i], jnp.take, .at[].get) or dynamic_slice at an index outside the "
+            "array, "
             "or one its integer dtype cannot hold once JAX normalises it (a negative index plus the length, a start "
             "clamped to length - size). The forward read clamps or wraps that index and supplies an element, and "
             "forward mode follows it, but the reverse rule (a scatter-add, or a dynamic_update_slice) places the "
@@ -225,7 +263,8 @@ CATALOG: tuple[Diagnosis, ...] = (
         fixes=(
             "Make the index policy explicit before the read: `idx = jnp.clip(idx, 0, n - 1)` (or `% n` to wrap).",
             "Use an index dtype wide enough for the array and the normalisation (int32 rather than int8 or uint8).",
-            "Choose the out-of-range behaviour you mean: `x.at[idx].get(mode='clip')` or `mode='fill'`; 'promise_in_bounds' is a promise the caller must keep.",
+            "Choose the out-of-range behaviour you mean: `x.at[idx].get(mode='clip')` or `mode='fill'`; "
+            "'promise_in_bounds' is a promise the caller must keep.",
         ),
         references=("https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html",),
         matches=lambda evidence: _reverse_only_sends_nowhere(evidence) and evidence.meets(READ_OUT_OF_RANGE),
@@ -233,7 +272,10 @@ CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA011",
         title="lax.clamp with lo > hi returns a bound but differentiates none",
-        evidence="a value comes from an input, forward and reverse paths alike send its derivative nowhere; evaluated at the scenario's inputs, the function calls clamp with lo > hi",
+        evidence=(
+            "a value comes from an input, forward and reverse paths alike send its derivative nowhere; evaluated at "
+            "the scenario's inputs, the function calls clamp with lo > hi"
+        ),
         explanation=(
             "lax.clamp(lo, x, hi) is min(max(x, lo), hi): with lo > hi it returns hi unless x is above hi. Its JVP "
             "rule gives lo the derivative only where x < lo < hi, x only where lo < x < hi, and hi only where hi < x; "
@@ -250,7 +292,10 @@ CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA007",
         title="a custom_vjp backward rule disagrees with the function it differentiates",
-        evidence="forward mode does not apply (custom_vjp) and reverse paths disagree with finite differences; the function calls a custom_vjp of the user's own code",
+        evidence=(
+            "forward mode does not apply (custom_vjp) and reverse paths disagree with finite differences; the function "
+            "calls a custom_vjp of the user's own code"
+        ),
         explanation=(
             "The function is a jax.custom_vjp (forward mode does not apply), and its reverse-mode derivative "
             "differs from finite differences of the function itself: the hand-written bwd rule computes "
@@ -263,13 +308,18 @@ CATALOG: tuple[Diagnosis, ...] = (
         ),
         references=("https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",),
         matches=lambda evidence: (
-            _not_applicable("custom_vjp")(evidence) and _reverse_disagrees_with_finite_differences(evidence) and evidence.binds("custom_vjp_call:user", "custom_vjp_call_jaxpr:user")
+            _not_applicable("custom_vjp")(evidence)
+            and _reverse_disagrees_with_finite_differences(evidence)
+            and evidence.binds("custom_vjp_call:user", "custom_vjp_call_jaxpr:user")
         ),
     ),
     Diagnosis(
         id="GA012",
         title="a custom_jvp rule disagrees with the function it differentiates",
-        evidence="forward and reverse paths agree with each other and all disagree with finite differences; the function calls a custom_jvp of the user's own code",
+        evidence=(
+            "forward and reverse paths agree with each other and all disagree with finite differences; the function "
+            "calls a custom_jvp of the user's own code"
+        ),
         explanation=(
             "The function (or something it calls) is a jax.custom_jvp, and forward and reverse mode, which both "
             "follow its hand-written JVP rule, agree with each other but not with finite differences of the function "
@@ -279,7 +329,8 @@ CATALOG: tuple[Diagnosis, ...] = (
         fixes=(
             "Check the JVP rule against jax.jvp of the undecorated function at the inputs the finding names.",
             "Check the rule's tangent output: it must be linear in the tangents and shaped like the primal output.",
-            "Where the rule is meant for stability (log-sum-exp, softplus), compare it with the plain formula on both tails.",
+            "Where the rule is meant for stability (log-sum-exp, softplus), compare it with the plain formula on both "
+            "tails.",
         ),
         references=("https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",),
         matches=lambda evidence: _only_against_finite_differences(evidence) and evidence.binds("custom_jvp_call:user"),
@@ -298,7 +349,8 @@ CATALOG: tuple[Diagnosis, ...] = (
         fixes=(
             "Move the Ref inside the differentiated function's argument list so JAX threads a tangent through it.",
             "Recompute the ref inside the traced function (allocate buffers within the jvp-traced region).",
-            "If gradients through the state aren't needed, stop-gradient the value before swapping: `lax.stop_gradient(x)`.",
+            "If gradients through the state aren't needed, stop-gradient the value before swapping: "
+            "`lax.stop_gradient(x)`.",
             "Use higher-level APIs (e.g. custom_vjp or structural state handling) instead of raw swap under autodiff.",
         ),
         references=("jax/_src/state/primitives.py: _swap_jvp",),
@@ -340,9 +392,11 @@ CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA006",
         title="a NaN from a branch that was not selected poisons the gradient",
-        evidence="an AD path gives NaN where finite differences of the function give a finite number; evaluated at the scenario's "
-        "inputs, a select_n of the function (jnp.where, lax.select; not one inside a library's own derivative rule) has an "
-        "unselected case whose derivative is inf or NaN",
+        evidence=(
+            "an AD path gives NaN where finite differences of the function give a finite number; evaluated at the "
+            "scenario's inputs, a select_n of the function (jnp.where, lax.select; not one inside a library's own "
+            "derivative rule) has an unselected case whose derivative is inf or NaN"
+        ),
         explanation=(
             "jnp.where (and lax.select) differentiate both branches and multiply the unselected one's derivative "
             "by zero; if that derivative is inf or NaN (log, sqrt or division at a point the branch was meant to "

@@ -19,7 +19,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gradaudit.model.findings import CLASSES, CONSISTENT, ERROR, FAIL_ON_DEFAULT, INTERRUPTED, RAISED, Finding, without_class
+from gradaudit.model.findings import (
+    CLASSES,
+    CONSISTENT,
+    ERROR,
+    FAIL_ON_DEFAULT,
+    INTERRUPTED,
+    RAISED,
+    Finding,
+    without_class,
+)
 from gradaudit.model.options import OptionError
 from gradaudit.model.results import FINGERPRINTS, READABLE_SCHEMAS, AuditReport, Outcome, ScenarioResult
 from gradaudit.sources.saved_reports import ReportError, check_fingerprints
@@ -55,7 +64,9 @@ def load_baseline(path: str) -> Baseline:
         raise BaselineError(f"{path}:{exc.lineno}:{exc.colno}: baseline is not JSON: {exc.msg}") from None
     if not isinstance(document, dict) or document.get("schema") not in READABLE_SCHEMAS:
         found = document.get("schema") if isinstance(document, dict) else type(document).__name__
-        raise BaselineError(f"{path}: baseline must be a gradaudit JSON report (schema {READABLE_SCHEMAS[-1]!r}), found {found!r}")
+        raise BaselineError(
+            f"{path}: baseline must be a gradaudit JSON report (schema {READABLE_SCHEMAS[-1]!r}), found {found!r}"
+        )
     findings: dict[str, frozenset[str]] = {}
     if not isinstance(document.get("results", []), list):
         raise BaselineError(f"{path}: 'results' must be a list")
@@ -98,7 +109,9 @@ def outcome(result: ScenarioResult, baseline: Baseline | None, fail_on: Iterable
         wanted = expect.status + (f" ({expect.exception})" if expect.exception else "")
         if result.status == CONSISTENT:
             return Outcome(passed=False, reason=f"stale expectation: expected {wanted}, but every path agrees")
-        got = result.status + (f" ({', '.join(sorted(_raised_types(result.findings)))})" if result.status == ERROR else "")
+        got = result.status + (
+            f" ({', '.join(sorted(_raised_types(result.findings)))})" if result.status == ERROR else ""
+        )
         return Outcome(passed=False, reason=f"expected {wanted}, got {got}", new=fingerprints)
     failing_classes = set(fail_on)
     failing = [f for f in result.findings if f.finding_class in failing_classes]
@@ -110,13 +123,21 @@ def outcome(result: ScenarioResult, baseline: Baseline | None, fail_on: Iterable
         new = tuple(f for f in failed if baseline.key(f) not in before)
         known = tuple(f for f in failed if baseline.key(f) in before)
         if new:
-            return Outcome(passed=False, reason=f"{len(new)} new finding{'s' if len(new) > 1 else ''}", new=new, known=known, reported=reported)
+            return Outcome(
+                passed=False,
+                reason=f"{len(new)} new finding{'s' if len(new) > 1 else ''}",
+                new=new,
+                known=known,
+                reported=reported,
+            )
         if known:
             return Outcome(passed=True, reason="known findings (baseline)", known=known, reported=reported)
     if result.status == CONSISTENT:
         count, of = result.unchecked
         if of and count == of:
-            return Outcome(passed=True, reason=f"AD paths agree; finite differences could not check {count} of {of} entries")
+            return Outcome(
+                passed=True, reason=f"AD paths agree; finite differences could not check {count} of {of} entries"
+            )
         return Outcome(passed=True, reason="consistent")
     if not failing:
         return Outcome(passed=True, reason=f"reported, not failed: {_counted(passing)}", reported=reported)
@@ -130,5 +151,10 @@ def apply_gate(report: AuditReport, baseline: Baseline | None, fail_on: Iterable
     resolved: tuple[tuple[str, str], ...] = ()
     if baseline is not None:
         now = {r.scenario.name: {baseline.key(f.fingerprint) for f in r.findings} for r in results}
-        resolved = tuple((name, fingerprint) for name, fingerprints in baseline.findings.items() if name in now for fingerprint in sorted(fingerprints - now[name]))
+        resolved = tuple(
+            (name, fingerprint)
+            for name, fingerprints in baseline.findings.items()
+            if name in now
+            for fingerprint in sorted(fingerprints - now[name])
+        )
     return replace(report, results=results, resolved=resolved, baseline=None if baseline is None else baseline.source)

@@ -21,7 +21,18 @@ from typing import TypeVar
 import ml_dtypes
 import numpy as np
 
-from gradaudit.judging.classes import FINER_AGREES, WRONG, Reference, Settled, Surroundings, classify, crossing_infinities, explain, ranked, settle
+from gradaudit.judging.classes import (
+    FINER_AGREES,
+    WRONG,
+    Reference,
+    Settled,
+    Surroundings,
+    classify,
+    crossing_infinities,
+    explain,
+    ranked,
+    settle,
+)
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Prober
 from gradaudit.model.findings import (
@@ -127,7 +138,8 @@ def _grouped(items: Iterable[tuple[str, _Said]]) -> dict[_Said, list[str]]:
 
 
 def _estimate(reference: PathResult, name: str) -> tuple[np.ndarray, ...]:
-    """One finite-difference estimate per block; a reference without estimates (given as plain arrays) has only its values."""
+    """One finite-difference estimate per block; a reference without estimates (given as plain arrays) has only its
+    values."""
     if reference.estimates is not None:
         return reference.estimates[name]
     if name == "undefined":
@@ -206,7 +218,8 @@ class Trust:
 
 
 def _blocks(flat: np.ndarray, like: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """`flat` (blocks flattened one after another, as a row of `_stacked`) cut back into blocks of the shapes of `like`."""
+    """`flat` (blocks flattened one after another, as a row of `_stacked`) cut back into blocks of the shapes of
+    `like`."""
     blocks, start = [], 0
     for array in like:
         shape = np.shape(array)
@@ -222,7 +235,10 @@ def _stacked(members: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
     count = len(members)
     if not members[0]:
         return np.zeros((count, 0))
-    columns = [np.stack([np.asarray(blocks[k]) for blocks in members]).reshape(count, -1).astype(np.float64) for k in range(len(members[0]))]
+    columns = [
+        np.stack([np.asarray(blocks[k]) for blocks in members]).reshape(count, -1).astype(np.float64)
+        for k in range(len(members[0]))
+    ]
     return columns[0] if len(columns) == 1 else np.concatenate(columns, axis=1)
 
 
@@ -257,12 +273,26 @@ def _rounding_of_terms(cases: Sequence[Case], reference: str, paths: Sequence[st
     derivatives.append(_stacked([_estimate(case.results[reference], "extrapolated") for case in cases]))
     with np.errstate(invalid="ignore", over="ignore"):
         largest = functools.reduce(np.maximum, [np.nan_to_num(np.abs(d), nan=0.0, posinf=0.0) for d in derivatives])
-        inputs = [np.nan_to_num(np.abs(np.stack([np.asarray(case.inputs[k], dtype=np.float64).reshape(-1) for case in cases])), nan=0.0, posinf=0.0) for k in range(len(like))]
+        inputs = [
+            np.nan_to_num(
+                np.abs(np.stack([np.asarray(case.inputs[k], dtype=np.float64).reshape(-1) for case in cases])),
+                nan=0.0,
+                posinf=0.0,
+            )
+            for k in range(len(like))
+        ]
         sizes = [x.shape[1] for x in inputs]
         out_size = math.prod(np.shape(like[0])) // max(1, sizes[0]) if sizes[0] else 0
-        if not out_size or any(math.prod(np.shape(block)) != out_size * size for block, size in zip(like, sizes, strict=True)):
+        if not out_size or any(
+            math.prod(np.shape(block)) != out_size * size for block, size in zip(like, sizes, strict=True)
+        ):
             return None
-        blocks = [b.reshape(len(cases), out_size, size) for b, size in zip(np.split(largest, np.cumsum([out_size * size for size in sizes])[:-1], axis=1), sizes, strict=True)]
+        blocks = [
+            b.reshape(len(cases), out_size, size)
+            for b, size in zip(
+                np.split(largest, np.cumsum([out_size * size for size in sizes])[:-1], axis=1), sizes, strict=True
+            )
+        ]
         own = [block * x[:, None, :] for block, x in zip(blocks, inputs, strict=True)]
         terms = sum(term.sum(axis=2) for term in own)
         steps = []
@@ -272,7 +302,10 @@ def _rounding_of_terms(cases: Sequence[Case], reference: str, paths: Sequence[st
             steps.append((step_size(inputs[k], eps, dtype) / 2).reshape(len(cases), 1, size))
         out_rounding = rounding(np.asarray(_value(first.results, first.bindings).ok_arrays[0]).dtype)
         # The other terms only: x[j] itself is exact, and its own term moves with the step.
-        hidden = [4.0 * out_rounding * np.maximum(terms[:, :, None] - term, 0.0) / step for term, step in zip(own, steps, strict=True)]
+        hidden = [
+            4.0 * out_rounding * np.maximum(terms[:, :, None] - term, 0.0) / step
+            for term, step in zip(own, steps, strict=True)
+        ]
     return np.concatenate([h.reshape(len(cases), -1) for h in hidden], axis=1)
 
 
@@ -291,9 +324,21 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
         kink = moves = np.zeros(undefined_flat.shape, dtype=bool)
         spread = noise = np.zeros(undefined_flat.shape)
     else:
-        names = ("extrapolated", "central", "central_half", "central_check", "left", "right", "left_half", "right_half", "noise")
+        names = (
+            "extrapolated",
+            "central",
+            "central_half",
+            "central_check",
+            "left",
+            "right",
+            "left_half",
+            "right_half",
+            "noise",
+        )
         stacked = {name: _stacked([_estimate(r, name) for r in references]) for name in names}
-        extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise = (stacked[name] for name in names)
+        extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise = (
+            stacked[name] for name in names
+        )
         hidden = _rounding_of_terms(cases, reference, paths, order)
         # Larger terms count where they outweigh the value's own noise: cancellation (3e38 - 3e38).
         larger = np.zeros(noise.shape, dtype=bool) if hidden is None else hidden > CANCELLED * noise
@@ -310,12 +355,18 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
             kink |= np.abs(central_check - predicted) > fd_atol + fd_rtol * scale + 4 * noise
             moved = np.abs(central_half - central)
             moves = moved > fd_atol + fd_rtol * scale
-            settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack)
+            settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (
+                np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack
+            )
             converging = moved <= CONVERGING * np.abs(central_half)
             kink = (kink | (moves & ~(settled & converging))) & defined
             moves = moves & ~kink & defined
             spreading = [stacked[name] for name in SPREAD_ESTIMATES]
-            spread = np.nan_to_num(functools.reduce(np.maximum, spreading) - functools.reduce(np.minimum, spreading), nan=np.inf, posinf=np.inf)
+            spread = np.nan_to_num(
+                functools.reduce(np.maximum, spreading) - functools.reduce(np.minimum, spreading),
+                nan=np.inf,
+                posinf=np.inf,
+            )
     allowance = noise + np.where(moves, spread, 0.0)
     absorbed = np.zeros(undefined_flat.shape, dtype=bool)
     if np.any(larger):
@@ -323,12 +374,28 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
         # with the absolute tolerance), finite differences cannot tell it from zero.
         with np.errstate(invalid="ignore", over="ignore"):
             magnitudes = [np.abs(_stacked([r.ok_arrays for r in references]))]
-            magnitudes += [np.abs(_stacked([case.results[name].ok_arrays for case in cases])) for name in paths if len(cases[0].results[name].ok_arrays) == len(references[0].ok_arrays)]
-            largest = functools.reduce(np.fmax, [np.where(np.isfinite(m), m, np.nan) for m in magnitudes if m.shape == undefined_flat.shape])
-            absorbed = larger & (allowance > UNCHECKED * (fd_atol + np.nan_to_num(largest, nan=0.0))) & ~undefined_flat & ~kink
+            magnitudes += [
+                np.abs(_stacked([case.results[name].ok_arrays for case in cases]))
+                for name in paths
+                if len(cases[0].results[name].ok_arrays) == len(references[0].ok_arrays)
+            ]
+            largest = functools.reduce(
+                np.fmax, [np.where(np.isfinite(m), m, np.nan) for m in magnitudes if m.shape == undefined_flat.shape]
+            )
+            absorbed = (
+                larger & (allowance > UNCHECKED * (fd_atol + np.nan_to_num(largest, nan=0.0))) & ~undefined_flat & ~kink
+            )
     bad: dict[str, list[list[np.ndarray | None]]] = {}
     for name in paths:
-        found = _compared(cases, name, reference, fd_rtol, fd_atol, allowance, lambda got: kink | undefined_flat | (moves & ~np.isfinite(got)))
+        found = _compared(
+            cases,
+            name,
+            reference,
+            fd_rtol,
+            fd_atol,
+            allowance,
+            lambda got: kink | undefined_flat | (moves & ~np.isfinite(got)),
+        )
         if found is not None:
             bad[name] = found
     return [
@@ -347,7 +414,15 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
     ]
 
 
-def _compared(cases: Sequence[Case], side: str, reference: str, rtol, atol, noise=None, skip: Callable[[np.ndarray], np.ndarray] | None = None) -> list[list[np.ndarray | None]] | None:
+def _compared(
+    cases: Sequence[Case],
+    side: str,
+    reference: str,
+    rtol,
+    atol,
+    noise=None,
+    skip: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> list[list[np.ndarray | None]] | None:
     """`_Comparison.bad` of path `side` against path `reference` for each of cases alike, all at
     once (tolerances and noise a column per case; `skip` the entries not to compare, from the
     side's); None where the paths' blocks differ in number (compared case by case, which says how)."""
@@ -357,11 +432,22 @@ def _compared(cases: Sequence[Case], side: str, reference: str, rtol, atol, nois
         return None
     # A block of another shape than the reference's is compared as NaN, and its indices are None.
     alike = [np.shape(a) == np.shape(b) for a, b in zip(blocks, like, strict=True)]
-    got = _stacked([[a if same else np.full(np.shape(b), np.nan) for a, b, same in zip(case.results[side].ok_arrays, like, alike, strict=True)] for case in cases])
+    got = _stacked(
+        [
+            [
+                a if same else np.full(np.shape(b), np.nan)
+                for a, b, same in zip(case.results[side].ok_arrays, like, alike, strict=True)
+            ]
+            for case in cases
+        ]
+    )
     close = _close(got, _stacked([case.results[reference].ok_arrays for case in cases]), rtol, atol, noise)
     if skip is not None:
         close |= skip(got)
-    return [[indices if same else None for indices, same in zip(mine, alike, strict=True)] for mine in _per_block(~close, like)]
+    return [
+        [indices if same else None for indices, same in zip(mine, alike, strict=True)]
+        for mine in _per_block(~close, like)
+    ]
 
 
 class _Pairs:
@@ -401,14 +487,18 @@ def _per_block(bad: np.ndarray, like: Sequence[np.ndarray]) -> list[list[np.ndar
 # --- provenance -------------------------------------------------------------------------------
 
 
-def _sources(blocks: Sequence[np.ndarray], output_shape: tuple[int, ...], thresholds: np.ndarray) -> list[tuple[Sources, ...]]:
+def _sources(
+    blocks: Sequence[np.ndarray], output_shape: tuple[int, ...], thresholds: np.ndarray
+) -> list[tuple[Sources, ...]]:
     """Per member (the first axis of every block: members' blocks stacked), for each output
     element, the arguments whose block row is non-zero beyond the member's threshold."""
     count, size = len(thresholds), math.prod(output_shape)
     depends = np.zeros((count, size, len(blocks)), dtype=bool)
     for i, block in enumerate(blocks):
         if block.size:
-            depends[:, :, i] = np.any(np.abs(block.reshape(count, size, -1).astype(np.float64)) > thresholds[:, None, None], axis=2)
+            depends[:, :, i] = np.any(
+                np.abs(block.reshape(count, size, -1).astype(np.float64)) > thresholds[:, None, None], axis=2
+            )
     known: dict[tuple[bool, ...], Sources] = {}
 
     def sources(row: list[bool]) -> Sources:
@@ -420,7 +510,9 @@ def _sources(blocks: Sequence[np.ndarray], output_shape: tuple[int, ...], thresh
     return [tuple(sources(row) for row in member) for member in depends.tolist()]
 
 
-def _columns(paths: Sequence[PathResult], blocks: Callable[[PathResult], Sequence[np.ndarray]] = lambda path: path.ok_arrays) -> list[np.ndarray]:
+def _columns(
+    paths: Sequence[PathResult], blocks: Callable[[PathResult], Sequence[np.ndarray]] = lambda path: path.ok_arrays
+) -> list[np.ndarray]:
     """Per block, the members' blocks stacked (members alike in blocks and shapes)."""
     return [np.stack([np.asarray(blocks(path)[k]) for path in paths]) for k in range(len(blocks(paths[0])))]
 
@@ -441,7 +533,12 @@ def _provenances(cases: Sequence[Case]) -> list[Provenance | None]:
     fds = [case.results[fd.name] for case in cases]
     evidence = [
         np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0)
-        for central, left, right in zip(_columns(fds), _columns(fds, lambda path: _estimate(path, "left")), _columns(fds, lambda path: _estimate(path, "right")), strict=True)
+        for central, left, right in zip(
+            _columns(fds),
+            _columns(fds, lambda path: _estimate(path, "left")),
+            _columns(fds, lambda path: _estimate(path, "right")),
+            strict=True,
+        )
     ]
     routes, seen = {}, {}
     for name in (path_name(p, binding) for binding in first.bindings for p in AD_PATHS):
@@ -453,10 +550,17 @@ def _provenances(cases: Sequence[Case]) -> list[Provenance | None]:
                 seen[bits] = _sources(columns, shape, thresholds)
             routes[name] = seen[bits]
     value_from = _sources(evidence, shape, thresholds)
-    return [Provenance(output_shape=shape, value_from=value_from[b], routes={name: sources[b] for name, sources in routes.items()}) for b in range(len(cases))]
+    return [
+        Provenance(
+            output_shape=shape, value_from=value_from[b], routes={name: sources[b] for name, sources in routes.items()}
+        )
+        for b in range(len(cases))
+    ]
 
 
-def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing: dict[str, dict[int, FindingClass]]) -> list[Finding]:
+def _routing_findings(
+    prov: Provenance, arg_names: tuple[str, ...], disagreeing: dict[str, dict[int, FindingClass]]
+) -> list[Finding]:
     """Elements whose derivative a path sends elsewhere than the value came from, where its numbers
     also disagree (in a class the gate fails by default); classed as the worst of those entries."""
     findings = []
@@ -467,11 +571,17 @@ def _routing_findings(prov: Provenance, arg_names: tuple[str, ...], disagreeing:
             for out, found in disagreeing.get(p, {}).items():
                 if out not in elements or CLASSES.index(found) < CLASSES.index(elements[out]):
                     elements[out] = found
-        wrong = [j for j, (want, got) in enumerate(zip(prov.value_from, routes, strict=True)) if want != got and j in elements]
+        wrong = [
+            j
+            for j, (want, got) in enumerate(zip(prov.value_from, routes, strict=True))
+            if want != got and j in elements
+        ]
         if not wrong:
             continue
         j = wrong[0]
-        supplied = f"value from {_names(prov.value_from[j], arg_names)}" if prov.value_from[j] else "value from no input"
+        supplied = (
+            f"value from {_names(prov.value_from[j], arg_names)}" if prov.value_from[j] else "value from no input"
+        )
         verb = "sends" if len(paths) == 1 else "send"
         sent = f"{verb} it to {_names(routes[j], arg_names)}" if routes[j] else f"{verb} it nowhere"
         element = _index(prov.output_shape, j)
@@ -555,7 +665,9 @@ def twins_agree(results: dict[str, PathResult], tolerances: Tolerances) -> bool:
     return True
 
 
-def _agreement_classes(paths: Sequence[PathResult], agree: Callable[[PathResult, PathResult], bool]) -> list[list[PathResult]]:
+def _agreement_classes(
+    paths: Sequence[PathResult], agree: Callable[[PathResult, PathResult], bool]
+) -> list[list[PathResult]]:
     """Paths grouped with the first earlier path they agree with, so a finding names every path on each side."""
     classes: list[list[PathResult]] = []
     for path in paths:
@@ -619,7 +731,12 @@ class _Classifying:
 
     def settled(self, block: int, order: int, block_size: int, flat: int, got: float, want: float) -> Settled | None:
         """What a probe at the entry says (`classes.settle`), or None: no probe, or it changes nothing."""
-        if self.probe is None or self.reference is None or order != 1 or not (math.isfinite(got) and math.isfinite(want)):
+        if (
+            self.probe is None
+            or self.reference is None
+            or order != 1
+            or not (math.isfinite(got) and math.isfinite(want))
+        ):
             return None
         s = self.surroundings
         element, own = s.own(block, order, np.asarray([flat]), block_size)
@@ -724,8 +841,19 @@ class _Comparison:
         location = _location(self.side[0].ok_arrays[block], output_shape, names[block], order, flat)
         these = _labels([p.name for p in self.side])
         total = sum(np.size(a) for a in self.side[0].ok_arrays)
-        message = f"{these} checked at finer steps on {len(settled)} of {total} entries, first at {location}: {first.reason}; not counted"
-        return [Note(paths=tuple(p.name for p in (*self.side, *self.reference)), message=message, count=len(settled), of=total, location=location)]
+        message = (
+            f"{these} checked at finer steps on {len(settled)} of {total} entries, first at {location}: "
+            f"{first.reason}; not counted"
+        )
+        return [
+            Note(
+                paths=tuple(p.name for p in (*self.side, *self.reference)),
+                message=message,
+                count=len(settled),
+                of=total,
+                location=location,
+            )
+        ]
 
     def findings(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> list[Finding]:
         """One finding per class among the differing entries, most severe first."""
@@ -740,7 +868,17 @@ class _Comparison:
         if any(b is None for b in bad):
             block = next(i for i, b in enumerate(bad) if b is None)
             message = f"{these} and {those} give derivatives of different shapes for {names[block]}"
-            return [Finding(kind=DISAGREEMENT, paths=paths, message=message, count=differing, of=total, magnitude=np.inf, wrong="shape")]
+            return [
+                Finding(
+                    kind=DISAGREEMENT,
+                    paths=paths,
+                    message=message,
+                    count=differing,
+                    of=total,
+                    magnitude=np.inf,
+                    wrong="shape",
+                )
+            ]
         classes = self.classified(order)
         found = []
         for finding_class in ranked([c for block in classes for c in block]):
@@ -748,7 +886,15 @@ class _Comparison:
             found.append(self._finding(indices, finding_class, output_shape, names, order, total))
         return found
 
-    def _finding(self, indices: list[np.ndarray], finding_class: FindingClass, output_shape: tuple[int, ...], names: tuple[str, ...], order: int, total: int) -> Finding:
+    def _finding(
+        self,
+        indices: list[np.ndarray],
+        finding_class: FindingClass,
+        output_shape: tuple[int, ...],
+        names: tuple[str, ...],
+        order: int,
+        total: int,
+    ) -> Finding:
         """The finding for the differing entries `indices` (per block) of one class."""
         first = self.side[0]
         differing = sum(b.size for b in indices)
@@ -765,14 +911,28 @@ class _Comparison:
         got_value, want_value = float(got[block][at]), float(want[block][at])
         location = _location(first.ok_arrays[block], output_shape, names[block], order, flat)
         where = "at" if differing == 1 else "largest at"
-        message = f"{these} {verb} with {those} on {differing} of {total} entries; {where} {location}: {want_value:g} from {those}, {got_value:g} from {these}"
+        message = (
+            f"{these} {verb} with {those} on {differing} of {total} entries; {where} {location}: {want_value:g} from "
+            f"{those}, {got_value:g} from {these}"
+        )
         gap = _gap(got_value, want_value, self.rtol, self.atol, self._noise_at(block, flat))
         reason, evidence = "", dict[str, float]()
         if self.classifying is not None:
             c = self.classifying
             size = int(np.size(first.ok_arrays[block]))
             sides, said = (these, those), (got_value, want_value)
-            reason, evidence = explain(finding_class, c.surroundings, c.reference, block, order, size, flat, sides, said, c.crossed(block, flat))
+            reason, evidence = explain(
+                finding_class,
+                c.surroundings,
+                c.reference,
+                block,
+                order,
+                size,
+                flat,
+                sides,
+                said,
+                c.crossed(block, flat),
+            )
             if (block, flat) in self.probed:
                 reason = f"{reason}; {self.probed[block, flat].reason}"
         return Finding(
@@ -819,7 +979,11 @@ class _Comparison:
             if bad is None:
                 by_class = {WRONG.value: np.arange(out_size)}
             else:
-                by_class = {name: np.unique(bad[classes == name] // in_size) for name in set(classes.tolist()) if name in RANKED_FAILING}
+                by_class = {
+                    name: np.unique(bad[classes == name] // in_size)
+                    for name in set(classes.tolist())
+                    if name in RANKED_FAILING
+                }
             for name, among in by_class.items():
                 found = RANKED_FAILING[name]
                 for element in among.tolist():
@@ -854,7 +1018,9 @@ def _first_entry(masks: Masks) -> tuple[int, int] | None:
     return None
 
 
-def _finite_difference_notes(reference: PathResult, trusted: Trust, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> list[Note]:
+def _finite_difference_notes(
+    reference: PathResult, trusted: Trust, output_shape: tuple[int, ...], names: tuple[str, ...], order: int
+) -> list[Note]:
     """What finite differences could not judge (kinks, no finite estimate) or judged loosely (moving estimates)."""
     total = sum(np.size(m) for m in trusted.kink)
     label_ = label(reference.name)
@@ -876,16 +1042,22 @@ def _finite_difference_notes(reference: PathResult, trusted: Trust, output_shape
         {"left": _estimate(reference, "left_half"), "right": _estimate(reference, "right_half")},
         lambda location, count, left, right: (
             f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the "
-            f"right (the one-sided slopes disagree, or the estimates do not converge as the step shrinks); {count} of {total} "
+            f"right (the one-sided slopes disagree, or the estimates do not converge as the step shrinks); {count} of "
+            f"{total} "
             f"entries not compared with {label_}"
         ),
     )
     moving = note(
         trusted.moving,
-        {"central": _estimate(reference, "central"), "central_half": _estimate(reference, "central_half"), "spread": trusted.spread},
+        {
+            "central": _estimate(reference, "central"),
+            "central_half": _estimate(reference, "central_half"),
+            "spread": trusted.spread,
+        },
         lambda location, count, central, central_half, spread: (
             f"near a pole or strong curvature at {location}: the central "
-            f"estimate moved from {central:g} to {central_half:g} as the step halved, while the one-sided slopes settled; {count} of "
+            f"estimate moved from {central:g} to {central_half:g} as the step halved, while the one-sided slopes "
+            f"settled; {count} of "
             f"{total} entries compared with {label_} within the spread of its estimates ({spread:g} there)"
         ),
     )
@@ -893,8 +1065,10 @@ def _finite_difference_notes(reference: PathResult, trusted: Trust, output_shape
         trusted.absorbed,
         {"finite_difference": _estimate(reference, "extrapolated")},
         lambda location, count, finite_difference: (
-            f"finite differences cannot check {count} of {total} entries, first at {location} ({finite_difference:g} there): "
-            f"the step is lost in the rounding of the function's larger terms, which cancel there (inputs many times the step, "
+            f"finite differences cannot check {count} of {total} entries, first at {location} ({finite_difference:g} "
+            "there): "
+            "the step is lost in the rounding of the function's larger terms, which cancel there (inputs many times "
+            "the step, "
             f"times their derivatives); compared with {label_} only within that rounding"
         ),
     )
@@ -903,7 +1077,10 @@ def _finite_difference_notes(reference: PathResult, trusted: Trust, output_shape
         [
             Note(
                 paths=(reference.name,),
-                message=f"no finite estimate here: non-finite inputs or outputs, or a step past the dtype's range: {count} of {total} entries have no {label_}",
+                message=(
+                    f"no finite estimate here: non-finite inputs or outputs, or a step past the dtype's range: {count} "
+                    f"of {total} entries have no {label_}"
+                ),
                 count=count,
                 of=total,
             )
@@ -922,12 +1099,17 @@ def _row_and_column_scale(blocks: Sequence[np.ndarray], out_size: int) -> list[n
     if not out_size or any(np.size(b) % out_size for b in blocks):
         return None
     with np.errstate(invalid="ignore"):
-        matrices = [np.nan_to_num(np.abs(np.asarray(b, dtype=np.float64)).reshape(out_size, -1), nan=0.0, posinf=0.0) for b in blocks]
+        matrices = [
+            np.nan_to_num(np.abs(np.asarray(b, dtype=np.float64)).reshape(out_size, -1), nan=0.0, posinf=0.0)
+            for b in blocks
+        ]
     rows = functools.reduce(np.maximum, [m.max(axis=1, initial=0.0) for m in matrices])
     return [np.maximum(rows[:, None], m.max(axis=0, initial=0.0)[None, :]).reshape(-1) for m in matrices]
 
 
-def _beyond_scale(side: PathResult, reference: PathResult, bad: list[np.ndarray | None], tolerances: Tolerances, out_size: int) -> tuple[list[np.ndarray | None], list[np.ndarray]]:
+def _beyond_scale(
+    side: PathResult, reference: PathResult, bad: list[np.ndarray | None], tolerances: Tolerances, out_size: int
+) -> tuple[list[np.ndarray | None], list[np.ndarray]]:
     """`bad` (AD paths against each other, entry by entry) split into the entries that differ beyond
     the rounding the dtype allows the Jacobian there as a whole, and those within it: an
     ill-conditioned linear-algebra Jacobian's small entries, rounded in forward mode to their
@@ -942,9 +1124,23 @@ def _beyond_scale(side: PathResult, reference: PathResult, bad: list[np.ndarray 
         return bad, []
     condition = math.sqrt(rounding(np.asarray(reference.ok_arrays[0]).dtype))
     with np.errstate(invalid="ignore", over="ignore"):
-        largest = max((float(np.max(np.abs(np.nan_to_num(np.asarray(b, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)), initial=0.0)) for b in reference.ok_arrays), default=0.0)
+        largest = max(
+            (
+                float(
+                    np.max(
+                        np.abs(np.nan_to_num(np.asarray(b, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)),
+                        initial=0.0,
+                    )
+                )
+                for b in reference.ok_arrays
+            ),
+            default=0.0,
+        )
         gaps = [
-            np.abs(np.asarray(side.ok_arrays[k], dtype=np.float64).reshape(-1)[i] - np.asarray(reference.ok_arrays[k], dtype=np.float64).reshape(-1)[i])
+            np.abs(
+                np.asarray(side.ok_arrays[k], dtype=np.float64).reshape(-1)[i]
+                - np.asarray(reference.ok_arrays[k], dtype=np.float64).reshape(-1)[i]
+            )
             for k, i in enumerate(bad)
             if i is not None and i.size
         ]
@@ -971,7 +1167,13 @@ def _beyond_scale(side: PathResult, reference: PathResult, bad: list[np.ndarray 
     return kept, within
 
 
-def _scale_note(side: Sequence[PathResult], reference: Sequence[PathResult], within: list[np.ndarray], output_shape: tuple[int, ...], names: tuple[str, ...]) -> list[Note]:
+def _scale_note(
+    side: Sequence[PathResult],
+    reference: Sequence[PathResult],
+    within: list[np.ndarray],
+    output_shape: tuple[int, ...],
+    names: tuple[str, ...],
+) -> list[Note]:
     """A note for AD entries set aside by `_beyond_scale`: what was not counted, and where."""
     count = sum(w.size for w in within)
     if not count:
@@ -984,13 +1186,21 @@ def _scale_note(side: Sequence[PathResult], reference: Sequence[PathResult], wit
     total = sum(np.size(a) for a in reference[0].ok_arrays)
     these, those = _labels([p.name for p in side]), _labels([p.name for p in reference])
     message = (
-        f"{these} and {those} differ on {count} of {total} entries by no more than the dtype's rounding of the Jacobian at "
-        f"the scale of each entry's row and column, first at {location} ({got:g} against {want:g}): rounding, not counted"
+        f"{these} and {those} differ on {count} of {total} entries by no more than the dtype's rounding of the "
+        "Jacobian at "
+        f"the scale of each entry's row and column, first at {location} ({got:g} against {want:g}): rounding, not "
+        "counted"
     )
-    return [Note(paths=tuple(p.name for p in (*side, *reference)), message=message, count=count, of=total, location=location)]
+    return [
+        Note(
+            paths=tuple(p.name for p in (*side, *reference)), message=message, count=count, of=total, location=location
+        )
+    ]
 
 
-def _device_findings(results: dict[str, PathResult], arg_names: tuple[str, ...], output_shape: tuple[int, ...], tolerances: Tolerances) -> list[Finding]:
+def _device_findings(
+    results: dict[str, PathResult], arg_names: tuple[str, ...], output_shape: tuple[int, ...], tolerances: Tolerances
+) -> list[Finding]:
     """Each path on a further device against the same path on the first: they should agree to rounding."""
     findings = []
     for name, result in results.items():
@@ -999,7 +1209,9 @@ def _device_findings(results: dict[str, PathResult], arg_names: tuple[str, ...],
             continue
         order = ORDERS[base_name(name)]
         names = ("",) if order == 0 else block_names(arg_names, order)
-        findings += _Comparison([result], [primary], tolerances.ad_rtol, tolerances.ad_atol).findings(output_shape, names, order)
+        findings += _Comparison([result], [primary], tolerances.ad_rtol, tolerances.ad_atol).findings(
+            output_shape, names, order
+        )
     return findings
 
 
@@ -1040,7 +1252,9 @@ class _Elementwise:
     def bad(self, side: PathResult, reference: PathResult, tolerances: Tolerances) -> list[np.ndarray | None]:
         """`_Comparison.bad` of `side` against `reference` to AD tolerance."""
         known = self.pairs.bad(self.row, side.name, reference.name)
-        return known if known is not None else _Comparison([side], [reference], tolerances.ad_rtol, tolerances.ad_atol).bad
+        return (
+            known if known is not None else _Comparison([side], [reference], tolerances.ad_rtol, tolerances.ad_atol).bad
+        )
 
     def agree(self, side: PathResult, reference: PathResult, tolerances: Tolerances) -> bool:
         """Whether `side` agrees with `reference` to AD tolerance, entry by entry (`_agree`)."""
@@ -1054,7 +1268,9 @@ def _layout(case: Case) -> tuple:
     def arrays(blocks: Sequence[np.ndarray]) -> tuple:
         return tuple((np.shape(a), np.asarray(a).dtype.str) for a in blocks)
 
-    paths = tuple((name, path.status, arrays(path.arrays or ()), path.estimates is None) for name, path in case.results.items())
+    paths = tuple(
+        (name, path.status, arrays(path.arrays or ()), path.estimates is None) for name, path in case.results.items()
+    )
     return tuple(case.bindings), arrays(case.inputs), paths
 
 
@@ -1081,7 +1297,10 @@ def _elementwise(cases: Sequence[Case]) -> list[_Elementwise | None]:
             for mine, compared in zip(against, _against(cases, name, paths, family.order), strict=True):
                 mine[name] = compared
     pairs = _Pairs(cases)
-    return [_Elementwise(against=mine, provenance=prov, pairs=pairs, row=row) for row, (mine, prov) in enumerate(zip(against, _provenances(cases), strict=True))]
+    return [
+        _Elementwise(against=mine, provenance=prov, pairs=pairs, row=row)
+        for row, (mine, prov) in enumerate(zip(against, _provenances(cases), strict=True))
+    ]
 
 
 def judge(
@@ -1116,9 +1335,17 @@ def _surroundings(case: Case, value: PathResult) -> Surroundings:
     output = value.ok_arrays[0]
     dtype = np.asarray(output).dtype
     largest = float(ml_dtypes.finfo(dtype).max) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else math.inf
-    values = [r.ok_arrays[0] for r in case.results.values() if base_name(r.name) in (VALUE, JIT_VALUE) and r.ok and np.shape(r.ok_arrays[0]) == np.shape(output)]
+    values = [
+        r.ok_arrays[0]
+        for r in case.results.values()
+        if base_name(r.name) in (VALUE, JIT_VALUE) and r.ok and np.shape(r.ok_arrays[0]) == np.shape(output)
+    ]
     with np.errstate(invalid="ignore", over="ignore"):
-        finite = functools.reduce(np.logical_or, (np.isfinite(np.asarray(v, dtype=np.float64)) for v in values)) if values else None
+        finite = (
+            functools.reduce(np.logical_or, (np.isfinite(np.asarray(v, dtype=np.float64)) for v in values))
+            if values
+            else None
+        )
         return Surroundings(
             inputs=tuple(np.asarray(a, dtype=np.float64) for a in case.inputs),
             output=np.asarray(output, dtype=np.float64),
@@ -1131,7 +1358,11 @@ def _surroundings(case: Case, value: PathResult) -> Surroundings:
 
 def _reference_evidence(reference: PathResult, trusted: Trust) -> Reference:
     """What finite differences said at each entry, as `classes` reads it."""
-    estimates = {name: _estimate(reference, name) for name in ("left_half", "right_half", "extrapolated")} if reference.estimates is not None else {}
+    estimates = (
+        {name: _estimate(reference, name) for name in ("left_half", "right_half", "extrapolated")}
+        if reference.estimates is not None
+        else {}
+    )
     return Reference(kink=trusted.kink, undefined=trusted.undefined, estimates=estimates)
 
 
@@ -1144,7 +1375,9 @@ def _twin_elsewhere(side: Sequence[PathResult], ad_paths: Sequence[PathResult]) 
     def mode(name: str) -> str:
         return base_name(name).removeprefix("jit_")
 
-    return all(any(mode(other.name) == mode(path.name) and other.name not in names for other in ad_paths) for path in side)
+    return all(
+        any(mode(other.name) == mode(path.name) and other.name not in names for other in ad_paths) for path in side
+    )
 
 
 def _value_notes(value: PathResult) -> list[Note]:
@@ -1159,7 +1392,10 @@ def _value_notes(value: PathResult) -> list[Note]:
     return [
         Note(
             paths=(value.name,),
-            message=f"the function's value is {output.reshape(-1)[first]:g} at {location} ({bad.size} of {output.size} elements): its derivatives there have no number to agree on",
+            message=(
+                f"the function's value is {output.reshape(-1)[first]:g} at {location} ({bad.size} of {output.size} "
+                "elements): its derivatives there have no number to agree on"
+            ),
             count=int(bad.size),
             of=int(output.size),
             location=location,
@@ -1176,25 +1412,51 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         # function), it has no error to name but the reason it does not apply.
         why = value.error.located() if value.error is not None else f"NotApplicable: {value.not_applicable}"
         error_type = value.error.type if value.error is not None else None
-        finding = Finding(kind=RAISED, paths=(VALUE,), message=f"{VALUE_RAISED} {why}; no derivative can be checked", error_type=error_type, finding_class=raised_class(error_type))
+        finding = Finding(
+            kind=RAISED,
+            paths=(VALUE,),
+            message=f"{VALUE_RAISED} {why}; no derivative can be checked",
+            error_type=error_type,
+            finding_class=raised_class(error_type),
+        )
         return Verdict(status=ERROR, findings=(finding,), provenance=None)
     raised = _grouped((name, result.error) for name, result in results.items() if result.error is not None)
     raising = [
-        Finding(kind=RAISED, paths=tuple(paths), message=f"{_labels(paths)} raised {error.located()}", error_type=error.type, finding_class=raised_class(error.type)) for error, paths in raised.items()
+        Finding(
+            kind=RAISED,
+            paths=tuple(paths),
+            message=f"{_labels(paths)} raised {error.located()}",
+            error_type=error.type,
+            finding_class=raised_class(error.type),
+        )
+        for error, paths in raised.items()
     ]
     findings: list[Finding] = []
-    notes = [Note(paths=(name,), message=f"{label(name)} does not apply: {result.not_applicable}") for name, result in results.items() if result.not_applicable]
+    notes = [
+        Note(paths=(name,), message=f"{label(name)} does not apply: {result.not_applicable}")
+        for name, result in results.items()
+        if result.not_applicable
+    ]
     notes += _value_notes(value)
     output_shape = tuple(np.shape(value.ok_arrays[0]))
     surroundings = _surroundings(case, value)
-    compiled = [r for r in (results.get(path_name(JIT_VALUE, b)) for b in bindings) if r is not None and r.ok and r is not value]
+    compiled = [
+        r for r in (results.get(path_name(JIT_VALUE, b)) for b in bindings) if r is not None and r.ok and r is not value
+    ]
 
     def agree(side: PathResult, reference: PathResult) -> bool:
         return elementwise.agree(side, reference, tolerances)
 
     for side in _agreement_classes(compiled, agree):
         known = elementwise.bad(side[0], value, tolerances)
-        values = _Comparison(side, [value], tolerances.ad_rtol, tolerances.ad_atol, known=known, classifying=_Classifying(surroundings, None, twins=True))
+        values = _Comparison(
+            side,
+            [value],
+            tolerances.ad_rtol,
+            tolerances.ad_atol,
+            known=known,
+            classifying=_Classifying(surroundings, None, twins=True),
+        )
         findings += values.findings(output_shape, ("",), 0)
     disagreeing: dict[str, dict[int, FindingClass]] = {}
     unchecked = (0, 0)
@@ -1208,18 +1470,27 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             compared = elementwise.against[references[0].name]
             evidence = _reference_evidence(references[0], compared.trust)
         # Only an infinity every AD path finds crosses anything: none in the first, none at all.
-        infinite = family.order == 1 and ad_paths and any(np.isinf(np.asarray(b, dtype=np.float64)).any() for b in ad_paths[0].ok_arrays)
-        crossing = crossing_infinities([p.ok_arrays for p in ad_paths], int(np.size(value.ok_arrays[0]))) if infinite else None
+        infinite = (
+            family.order == 1
+            and ad_paths
+            and any(np.isinf(np.asarray(b, dtype=np.float64)).any() for b in ad_paths[0].ok_arrays)
+        )
+        crossing = (
+            crossing_infinities([p.ok_arrays for p in ad_paths], int(np.size(value.ok_arrays[0]))) if infinite else None
+        )
 
         def classed(twins: bool, probe: Prober | None = None) -> _Classifying:
             tolerance = (tolerances.fd_rtol, tolerances.fd_atol)
-            return _Classifying(surroundings, evidence, twins, crossing, probe, tolerance)  # noqa: B023 - used within this iteration
+            # used within this iteration
+            return _Classifying(surroundings, evidence, twins, crossing, probe, tolerance)  # noqa: B023
 
         comparisons = []
         for earlier, later in itertools.combinations(classes, 2):
             known = elementwise.bad(later[0], earlier[0], tolerances)
             if family.order == 1:
-                known, rounded = _beyond_scale(later[0], earlier[0], known, tolerances, int(np.size(value.ok_arrays[0])))
+                known, rounded = _beyond_scale(
+                    later[0], earlier[0], known, tolerances, int(np.size(value.ok_arrays[0]))
+                )
                 notes += _scale_note(later, earlier, rounded, output_shape, names)
             pair = _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=known)
             comparisons.append(replace(pair, classifying=classed(pair.splits_twins())))
@@ -1229,7 +1500,9 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             trusted, noise = compared.trust, compared.noise
             skip = trusted.skipped
             if family.order == 1:
-                skipped = [s | a for s, a in zip(skip, trusted.absorbed, strict=True)] if trusted.absorbed else list(skip)
+                skipped = (
+                    [s | a for s, a in zip(skip, trusted.absorbed, strict=True)] if trusted.absorbed else list(skip)
+                )
                 unchecked = (sum(int(np.sum(s)) for s in skipped), sum(int(np.size(s)) for s in skipped))
             notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
             # Every AD path on one side against finite differences: the signature of a step finite
@@ -1237,7 +1510,13 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             consensus = case.probe if len(classes) == 1 else None
             against_reference = [
                 _Comparison(
-                    side, [reference], tolerances.fd_rtol, tolerances.fd_atol, noise=noise, known=compared.bad.get(side[0].name), classifying=classed(_twin_elsewhere(side, ad_paths), consensus)
+                    side,
+                    [reference],
+                    tolerances.fd_rtol,
+                    tolerances.fd_atol,
+                    noise=noise,
+                    known=compared.bad.get(side[0].name),
+                    classifying=classed(_twin_elsewhere(side, ad_paths), consensus),
                 )
                 for side in classes
             ]
@@ -1268,7 +1547,14 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
     prov = elementwise.provenance
     first_order = [results[p] for p in FAMILIES[0].bound(bindings)[0] if p in results]
     if first_order and all(r.not_applicable for r in first_order):
-        raising.append(Finding(kind=RAISED, paths=tuple(r.name for r in first_order), message="no derivative path applies to this function: nothing was checked", error_type="NotApplicable"))
+        raising.append(
+            Finding(
+                kind=RAISED,
+                paths=tuple(r.name for r in first_order),
+                message="no derivative path applies to this function: nothing was checked",
+                error_type="NotApplicable",
+            )
+        )
     routing = _routing_findings(prov, arg_names, disagreeing) if prov is not None else []
     findings = raising + routing + findings
     if any(f.kind == RAISED for f in findings):

@@ -81,69 +81,164 @@ class Key:
 KEYS: dict[str, Key] = {
     key.name: key
     for key in (
-        Key("rule", str, "a rule name", "select_n transpose rule to audit under: JAX's installed one, the legacy (pre-#40814) one or the fixed one.", RULES, "--rule"),
-        Key("rtol", (int, float), "a number >= 0", "Default relative tolerance against finite differences.", flag="--rtol"),
-        Key("atol", (int, float), "a number >= 0", "Default absolute tolerance against finite differences.", flag="--atol"),
-        Key("ad_rtol", (int, float), "a number >= 0", "Relative tolerance of one AD path against another (default: the dtype's rounding).", flag="--ad-rtol"),
-        Key("ad_atol", (int, float), "a number >= 0", "Absolute tolerance of one AD path against another (default: the dtype's rounding).", flag="--ad-atol"),
+        Key(
+            "rule",
+            str,
+            "a rule name",
+            "select_n transpose rule to audit under: JAX's installed one, the legacy (pre-#40814) one or the fixed "
+            "one.",
+            RULES,
+            "--rule",
+        ),
+        Key(
+            "rtol",
+            (int, float),
+            "a number >= 0",
+            "Default relative tolerance against finite differences.",
+            flag="--rtol",
+        ),
+        Key(
+            "atol",
+            (int, float),
+            "a number >= 0",
+            "Default absolute tolerance against finite differences.",
+            flag="--atol",
+        ),
+        Key(
+            "ad_rtol",
+            (int, float),
+            "a number >= 0",
+            "Relative tolerance of one AD path against another (default: the dtype's rounding).",
+            flag="--ad-rtol",
+        ),
+        Key(
+            "ad_atol",
+            (int, float),
+            "a number >= 0",
+            "Absolute tolerance of one AD path against another (default: the dtype's rounding).",
+            flag="--ad-atol",
+        ),
         Key(
             "fail_on",
             (str, list, tuple),
             "finding classes (a list, or comma-separated), or 'all'",
             "Finding classes that fail the run; the others are reported in a section of their own. "
-            f"Default: {','.join(FAIL_ON_DEFAULT)}; 'all' adds the rest ({', '.join(c for c in CLASSES if c not in FAIL_ON_DEFAULT)}).",
+            f"Default: {','.join(FAIL_ON_DEFAULT)}; 'all' adds the rest "
+            f"({', '.join(c for c in CLASSES if c not in FAIL_ON_DEFAULT)}).",
             (*CLASSES, "all"),
             "--fail-on",
         ),
-        Key("timeout", (int, float), "a number of seconds > 0", "Seconds a literal-path scenario may take before it is an error.", flag="--timeout"),
+        Key(
+            "timeout",
+            (int, float),
+            "a number of seconds > 0",
+            "Seconds a literal-path scenario may take before it is an error.",
+            flag="--timeout",
+        ),
         Key(
             "jobs",
             int,
             "a number of worker processes (0: none)",
-            "Worker processes for the literal path: a scenario that crashes or hangs takes down only its worker. 0 audits in this process, unisolated. Also GRADAUDIT_JOBS.",
+            "Worker processes for the literal path: a scenario that crashes or hangs takes down only its worker. 0 "
+            "audits in this process, unisolated. Also GRADAUDIT_JOBS.",
             flag="--jobs",
         ),
-        Key("literal", bool, "true or false", "Audit every scenario on its own, every path separately (no batching).", flag="--literal"),
-        Key("cache", (str, bool), "a folder for JAX's compilation cache, or false for none", "JAX's persistent compilation cache, so a rerun skips compiling.", flag="--cache-dir"),
-        Key("backend", str, "a backend name", "Run every path on this backend's devices (default: JAX's default backend).", BACKENDS, "--backend"),
+        Key(
+            "literal",
+            bool,
+            "true or false",
+            "Audit every scenario on its own, every path separately (no batching).",
+            flag="--literal",
+        ),
+        Key(
+            "cache",
+            (str, bool),
+            "a folder for JAX's compilation cache, or false for none",
+            "JAX's persistent compilation cache, so a rerun skips compiling.",
+            flag="--cache-dir",
+        ),
+        Key(
+            "backend",
+            str,
+            "a backend name",
+            "Run every path on this backend's devices (default: JAX's default backend).",
+            BACKENDS,
+            "--backend",
+        ),
         Key(
             "devices",
             str,
             "'all' or device ids, comma-separated",
-            "Device ids to audit on (default: the first); with several, every AD path runs on each and they are compared.",
+            "Device ids to audit on (default: the first); with several, every AD path runs on each and they are "
+            "compared.",
             flag="--devices",
         ),
-        Key("limits", dict, "a table of positive integers: " + ", ".join(LIMIT_NAMES), "Sizes over which a scenario is refused as bad input."),
-        Key("baseline", str, "a path to a JSON report", "A previous JSON report: its findings are known and do not fail the run.", flag="--baseline"),
-        Key("keyword", str, "an expression", "Only scenarios whose name matches EXPR (substrings with and/or/not).", flag="-k", configurable=False),
-        Key("shard", str, "K/N", "Only shard K of N: a stable split by scenario name, for CI matrix jobs.", flag="--shard", configurable=False),
-        Key("directions", int, "a number of directions >= 1", "Random tangent and cotangent directions the Python API compares a large function along."),
+        Key(
+            "limits",
+            dict,
+            "a table of positive integers: " + ", ".join(LIMIT_NAMES),
+            "Sizes over which a scenario is refused as bad input.",
+        ),
+        Key(
+            "baseline",
+            str,
+            "a path to a JSON report",
+            "A previous JSON report: its findings are known and do not fail the run.",
+            flag="--baseline",
+        ),
+        Key(
+            "keyword",
+            str,
+            "an expression",
+            "Only scenarios whose name matches EXPR (substrings with and/or/not).",
+            flag="-k",
+            configurable=False,
+        ),
+        Key(
+            "shard",
+            str,
+            "K/N",
+            "Only shard K of N: a stable split by scenario name, for CI matrix jobs.",
+            flag="--shard",
+            configurable=False,
+        ),
+        Key(
+            "directions",
+            int,
+            "a number of directions >= 1",
+            "Random tangent and cotangent directions the Python API compares a large function along.",
+        ),
         Key(
             "directional_above",
             int,
             "a number of Jacobian entries >= 0",
-            "Jacobian entries above which the Python API compares along directions instead of whole Jacobians (0: always).",
+            "Jacobian entries above which the Python API compares along directions instead of whole Jacobians (0: "
+            "always).",
         ),
         Key(
             "shuffle",
             int,
             "a seed (an integer)",
-            "Audit in a random order drawn from this seed (recorded in the report), to show a result that depends on what ran before it; the report lists scenarios in file order either way.",
+            "Audit in a random order drawn from this seed (recorded in the report), to show a result that depends on "
+            "what ran before it; the report lists scenarios in file order either way.",
             flag="--shuffle",
         ),
         Key(
             "user_code",
             bool,
             "true or false",
-            "Run function scenarios: `fn:` imports and runs Python code, as a conftest does. Off, they are refused as bad input (exit 2) "
-            "before anything is imported, for gates over files from untrusted pull requests; select_n scenarios still run.",
+            "Run function scenarios: `fn:` imports and runs Python code, as a conftest does. Off, they are refused as "
+            "bad input (exit 2) "
+            "before anything is imported, for gates over files from untrusted pull requests; select_n scenarios still "
+            "run.",
             flag="--user-code",
         ),
         Key(
             "json_detail",
             str,
             "a detail level",
-            "How much a JSON report keeps: every path's arrays for scenarios with findings and a summary of the others, or everything.",
+            "How much a JSON report keeps: every path's arrays for scenarios with findings and a summary of the "
+            "others, or everything.",
             DETAILS,
             "--json-detail",
         ),
@@ -163,7 +258,12 @@ OUTPUT_KEYS: dict[str, Key] = {
         Key("format", list, f"a list of output formats ({', '.join(FORMATS)})", "Terminal output formats.", FORMATS),
         Key("color", str, "a colour mode", "Colour in the terminal.", COLORS),
         Key("exit_zero", bool, "true or false", "Exit 0 even when scenarios fail (bad input still exits 2)."),
-        Key("tolerance", dict, "a table {rtol = …, atol = …} of numbers >= 0", "Default tolerances (the same as rtol and atol)."),
+        Key(
+            "tolerance",
+            dict,
+            "a table {rtol = …, atol = …} of numbers >= 0",
+            "Default tolerances (the same as rtol and atol).",
+        ),
     )
 }
 """Settings of the command line (and `tolerance`, another spelling of rtol and atol)."""
@@ -213,7 +313,9 @@ def _did_you_mean(word: str, allowed) -> str:
 
 def check_value(key: Key, value: Any) -> Any:
     """`value` as `key` takes it, or OptionError saying what is allowed."""
-    kinds: tuple[Any, ...] = key.kind if isinstance(key.kind, tuple) else (key.kind,)  # Any: the checks below depend on the key, so `value` stays Any
+    kinds: tuple[Any, ...] = (
+        key.kind if isinstance(key.kind, tuple) else (key.kind,)
+    )  # Any: the checks below depend on the key, so `value` stays Any
     if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
         raise OptionError(f"'{key.name}' must be {key.described}, got {value!r}")
     if key.name == "fail_on" and isinstance(value, str):
@@ -225,7 +327,10 @@ def check_value(key: Key, value: Any) -> Any:
     else:
         bad = [value] if key.choices and value not in key.choices else []
     if bad:
-        raise OptionError(f"'{key.name}' must be one of {', '.join(key.choices)}, got {bad[0]!r}{_did_you_mean(str(bad[0]), key.choices)}")
+        raise OptionError(
+            f"'{key.name}' must be one of {', '.join(key.choices)}, got "
+            f"{bad[0]!r}{_did_you_mean(str(bad[0]), key.choices)}"
+        )
     if key.name == "fail_on" and not value:
         raise OptionError(f"'fail_on' must name at least one class ({', '.join(CLASSES)}) or 'all'")
     if key.name in ("rtol", "atol", "ad_rtol", "ad_atol") and value < 0:
@@ -239,12 +344,16 @@ def check_value(key: Key, value: Any) -> Any:
     if key.name == "cache" and isinstance(value, str) and not value.strip():
         raise OptionError("'cache' must be a folder (or false for none), got an empty string")
     if key.name == "tolerance":
-        if set(value) - {"rtol", "atol"} or not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in value.values()):
+        if set(value) - {"rtol", "atol"} or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in value.values()
+        ):
             raise OptionError(f"'tolerance' must be {key.described}, got {value!r}")
     if key.name == "limits":
         for name, limit in value.items():
             if name not in LIMIT_NAMES:
-                raise OptionError(f"unknown limit '{name}'{_did_you_mean(name, LIMIT_NAMES)} (allowed: {', '.join(LIMIT_NAMES)})")
+                raise OptionError(
+                    f"unknown limit '{name}'{_did_you_mean(name, LIMIT_NAMES)} (allowed: {', '.join(LIMIT_NAMES)})"
+                )
             if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
                 raise OptionError(f"limit '{name}' must be a positive integer, got {limit!r}")
     return value

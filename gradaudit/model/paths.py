@@ -77,7 +77,10 @@ class PathError:
     def from_exception(cls, exc: BaseException) -> PathError:
         # (file, line, function) of each frame; not traceback.extract_tb, which reads every frame's
         # source line (a JAX traceback is deep: most of the cost of judging a failed path).
-        frames = [(frame.f_code.co_filename, line, frame.f_code.co_name) for frame, line in traceback.walk_tb(exc.__traceback__)]
+        frames = [
+            (frame.f_code.co_filename, line, frame.f_code.co_name)
+            for frame, line in traceback.walk_tb(exc.__traceback__)
+        ]
         where = "{}:{} in {}".format(*frames[-1]) if frames else ""
         mine = [f for f in frames if is_user_file(f[0])]
         user_where = f"{_shown(mine[-1][0])}:{mine[-1][1]} in {mine[-1][2]}" if mine else ""
@@ -92,7 +95,10 @@ class PathError:
         return f"{self} (at {self.user_where})" if self.user_where else str(self)
 
 
-_LIBRARY_FOLDERS = tuple(str(Path(folder).resolve()) + os.sep for folder in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], str(Path(__file__).parents[1])})
+_LIBRARY_FOLDERS = tuple(
+    str(Path(folder).resolve()) + os.sep
+    for folder in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], str(Path(__file__).parents[1])}
+)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -126,7 +132,11 @@ class Inapplicable:
     """Only for jit-compiled paths: the same exception eagerly is a real error."""
 
     def matches(self, path: str, exc: BaseException) -> bool:
-        return type(exc).__name__ == self.type and self.fragment in str(exc) and (not self.compiled_only or base_name(path) in COMPILED)
+        return (
+            type(exc).__name__ == self.type
+            and self.fragment in str(exc)
+            and (not self.compiled_only or base_name(path) in COMPILED)
+        )
 
 
 NOT_APPLICABLE: tuple[Inapplicable, ...] = (

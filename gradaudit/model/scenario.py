@@ -125,7 +125,9 @@ class InputSpec:
         if isinstance(self.value, np.ndarray) and self.value.dtype == dtype:
             return self.value  # the Python API's arrays, taken as they are (a model's parameters are large)
         if self.value is not None:
-            with np.errstate(over="ignore", invalid="ignore"):  # a value past a narrow dtype's range becomes inf, as in JAX
+            with np.errstate(
+                over="ignore", invalid="ignore"
+            ):  # a value past a narrow dtype's range becomes inf, as in JAX
                 return np.asarray(self.value, dtype=np.float64 if self.differentiable else None).astype(dtype)
         size = int(np.prod(self.shape, dtype=np.int64))
         if self.fill == "arange":
@@ -148,7 +150,14 @@ class InputSpec:
     def to_dict(self) -> dict:
         value = self.value.tolist() if isinstance(self.value, np.ndarray) else self.value
         named = {"name": self.name} if self.name is not None else {}
-        return {"dtype": self.dtype, "value": value, "shape": list(self.shape), "fill": self.fill, "seed": self.seed, **named}
+        return {
+            "dtype": self.dtype,
+            "value": value,
+            "shape": list(self.shape),
+            "fill": self.fill,
+            "seed": self.seed,
+            **named,
+        }
 
 
 def _plain(value):

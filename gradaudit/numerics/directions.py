@@ -48,7 +48,8 @@ class Directions:
         rows = "the output's basis" if self.cotangent_basis else f"{len(self.cotangents)} random unit cotangents"
         probed = f" and probes {', '.join(probes)}" if probes else ""
         return (
-            f"compared along {random} random tangent direction{'s' if random != 1 else ''} as long as the point (seed {self.seed}){probed}, "
+            f"compared along {random} random tangent direction{'s' if random != 1 else ''} as long as the point (seed "
+            f"{self.seed}){probed}, "
             f"against {rows}: d out[j]/d v_i is u_j · (J v_i) (Audit.directions holds them)"
         )
 
@@ -57,19 +58,36 @@ def probe_index(probe: str, names: Sequence[str], shapes: Sequence[tuple[int, ..
     """(input, flat element) a probe such as `params['w'][2, 0]` names; ValueError saying what is allowed."""
     match = PROBE.fullmatch(probe.strip())
     if match is None:
-        raise ValueError(f"probe {probe!r} is not an input's name followed by an index (allowed: {', '.join(names)}, e.g. {names[0]}[0])")
+        raise ValueError(
+            f"probe {probe!r} is not an input's name followed by an index (allowed: {', '.join(names)}, e.g. "
+            f"{names[0]}[0])"
+        )
     leaf, index = match["leaf"], match["index"]
     if leaf not in names:
-        raise ValueError(f"probe {probe!r} names no differentiated input (allowed: {', '.join(names)}, each followed by an index)")
+        raise ValueError(
+            f"probe {probe!r} names no differentiated input (allowed: {', '.join(names)}, each followed by an index)"
+        )
     position = list(names).index(leaf)
     shape = shapes[position]
     element = tuple(int(i) for i in index.strip("[]").split(",")) if index else ()
     if len(element) != len(shape) or any(not -n <= i < n for i, n in zip(element, shape, strict=True)):
-        raise ValueError(f"probe {probe!r}: {leaf} has shape {tuple(shape)}, so an index of {len(shape)} number(s) within it")
-    return position, int(np.ravel_multi_index(tuple(i % n for i, n in zip(element, shape, strict=True)), shape)) if shape else 0
+        raise ValueError(
+            f"probe {probe!r}: {leaf} has shape {tuple(shape)}, so an index of {len(shape)} number(s) within it"
+        )
+    return position, int(
+        np.ravel_multi_index(tuple(i % n for i, n in zip(element, shape, strict=True)), shape)
+    ) if shape else 0
 
 
-def choose(points: Sequence[np.ndarray], names: Sequence[str], n_out: int, out_dtype: np.dtype, count: int, seed: int, probes: Sequence[str] = ()) -> Directions:
+def choose(
+    points: Sequence[np.ndarray],
+    names: Sequence[str],
+    n_out: int,
+    out_dtype: np.dtype,
+    count: int,
+    seed: int,
+    probes: Sequence[str] = (),
+) -> Directions:
     """`count` random tangents over all of `points` (one per differentiated input), each as long as
     the point (at least 1), a tangent per probe (its element alone, max(1, |x|) long), and the
     cotangents: the output's basis when it has at most `count` elements, else `count` random unit
@@ -125,8 +143,15 @@ def reduced(fn: Callable, pattern: tuple[bool, ...], tangents: int, scalar_out: 
     def along_directions(*inputs):
         coefficients = jnp.stack(inputs[:tangents])
         rest = inputs[tangents:]
-        points, stacks, rows, discrete = rest[:n_points], rest[n_points : 2 * n_points], rest[2 * n_points], rest[2 * n_points + 1 :]
-        moved = iter([x + jnp.tensordot(coefficients.astype(x.dtype), v, axes=1) for x, v in zip(points, stacks, strict=True)])
+        points, stacks, rows, discrete = (
+            rest[:n_points],
+            rest[n_points : 2 * n_points],
+            rest[2 * n_points],
+            rest[2 * n_points + 1 :],
+        )
+        moved = iter(
+            [x + jnp.tensordot(coefficients.astype(x.dtype), v, axes=1) for x, v in zip(points, stacks, strict=True)]
+        )
         fixed = iter(discrete)
         out = jnp.ravel(fn(*[next(moved) if d else next(fixed) for d in pattern]))
         projected = rows @ out.astype(rows.dtype)

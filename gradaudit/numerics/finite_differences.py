@@ -111,7 +111,9 @@ def points(args: Sequence[np.ndarray], steps: Sequence[float]) -> Points:
     return Points([np.stack(stack) for stack in stacks], labels, np.stack(moves))
 
 
-def quotients(f0: np.ndarray, at: dict[str, np.ndarray], move: dict[str, np.ndarray], rounding: float) -> dict[str, np.ndarray]:
+def quotients(
+    f0: np.ndarray, at: dict[str, np.ndarray], move: dict[str, np.ndarray], rounding: float
+) -> dict[str, np.ndarray]:
     """Every estimate from the function's values at x (`f0`) and at x + move (`at`, labelled as MOVES).
 
     Arrays may carry leading axes (scenarios in a batch); each move broadcasts against them.
@@ -124,7 +126,9 @@ def quotients(f0: np.ndarray, at: dict[str, np.ndarray], move: dict[str, np.ndar
     with np.errstate(all="ignore"):
         central = quotient(at["plus"] - at["minus"], np.subtract(move["plus"], move["minus"]))
         central_half = quotient(at["plus_half"] - at["minus_half"], np.subtract(move["plus_half"], move["minus_half"]))
-        central_check = quotient(at["plus_check"] - at["minus_check"], np.subtract(move["plus_check"], move["minus_check"]))
+        central_check = quotient(
+            at["plus_check"] - at["minus_check"], np.subtract(move["plus_check"], move["minus_check"])
+        )
         smallest = np.minimum(np.abs(move["plus_half"]), np.abs(move["minus_half"]))
         scale = np.maximum.reduce([np.abs(at["plus"]), np.abs(at["minus"]), np.abs(f0)])
         estimates = {
@@ -139,8 +143,12 @@ def quotients(f0: np.ndarray, at: dict[str, np.ndarray], move: dict[str, np.ndar
             "noise": 4.0 * rounding * scale / np.where(smallest > 0, smallest, np.inf),
         }
     # A point that did not move (x non-finite) or left the dtype's range (x + h overflowed) gives no estimate there.
-    unusable = np.logical_or.reduce([~np.isfinite(np.asarray(m, dtype=np.float64)) | (np.asarray(m) == 0) for m in move.values()])
-    estimates["undefined"] = ~(np.isfinite(f0) & np.logical_and.reduce([np.isfinite(v) for v in at.values()])) | unusable
+    unusable = np.logical_or.reduce(
+        [~np.isfinite(np.asarray(m, dtype=np.float64)) | (np.asarray(m) == 0) for m in move.values()]
+    )
+    estimates["undefined"] = (
+        ~(np.isfinite(f0) & np.logical_and.reduce([np.isfinite(v) for v in at.values()])) | unusable
+    )
     return estimates
 
 
@@ -148,7 +156,9 @@ Blocks = dict[str, list[list[np.ndarray]]]
 """name -> [output k][argument j] -> (batch, *output_k.shape, *argument_j.shape)."""
 
 
-def estimates(f0: Sequence[np.ndarray], at_points: Sequence[np.ndarray], where: Points, args: Sequence[np.ndarray]) -> Blocks:
+def estimates(
+    f0: Sequence[np.ndarray], at_points: Sequence[np.ndarray], where: Points, args: Sequence[np.ndarray]
+) -> Blocks:
     """Every estimate of d output_k / d argument_j for the whole batch, from the outputs at x
     (`f0[k]`: (batch, *shape)) and at every point (`at_points[k]`: (points, batch, *shape))."""
     batch = args[0].shape[0]
@@ -180,7 +190,9 @@ def scenario_estimates(blocks: Blocks, b: int, pairs: Sequence[tuple[int, int]])
     return {name: tuple(np.array(blocks[name][k][j][b]) for k, j in pairs) for name in ESTIMATES}
 
 
-def differences(forward: Callable[..., Sequence[object]], args: Sequence[np.ndarray], steps: Sequence[float]) -> dict[str, tuple[np.ndarray, ...]]:
+def differences(
+    forward: Callable[..., Sequence[object]], args: Sequence[np.ndarray], steps: Sequence[float]
+) -> dict[str, tuple[np.ndarray, ...]]:
     """Estimates of d forward(*args)[k] / d args[j] for one scenario, evaluating `forward` point by
     point; blocks in (k, j) order, each shaped out_k.shape + args[j].shape."""
     batched = [np.asarray(a)[None] for a in args]
@@ -190,6 +202,8 @@ def differences(forward: Callable[..., Sequence[object]], args: Sequence[np.ndar
     for p in range(len(where.labels)):
         for k, output in enumerate(forward(*(stack[p, 0] for stack in where.stacks))):
             at_points[k].append(np.asarray(output)[None])
-    stacked = [np.stack(values) if values else np.zeros((0, *b.shape)) for values, b in zip(at_points, base, strict=True)]
+    stacked = [
+        np.stack(values) if values else np.zeros((0, *b.shape)) for values, b in zip(at_points, base, strict=True)
+    ]
     blocks = estimates(base, stacked, where, batched)
     return scenario_estimates(blocks, 0, [(k, j) for k in range(len(base)) for j in range(len(args))])

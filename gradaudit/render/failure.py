@@ -24,8 +24,15 @@ def failure_text(result: ScenarioResult) -> str:
             lines.append(f"    why: {finding.reason}")
     if result.provenance is not None and len(result.provenance.value_from) <= MAX_ELEMENTS_SHOWN:
         for entry in result.provenance.to_list(result.arg_names):
-            routes = "; ".join(f"{path} -> {', '.join(to) or 'nowhere'}" for path, to in entry.items() if path not in ("element", "value_from"))
-            lines.append(f"  provenance out{entry['element'] or ''}: value from {', '.join(entry['value_from']) or 'no input'}; {routes}")
+            routes = "; ".join(
+                f"{path} -> {', '.join(to) or 'nowhere'}"
+                for path, to in entry.items()
+                if path not in ("element", "value_from")
+            )
+            lines.append(
+                f"  provenance out{entry['element'] or ''}: value from {', '.join(entry['value_from']) or 'no input'}; "
+                f"{routes}"
+            )
     lines += [f"  note: {note.message}" for note in result.notes]
     if result.diagnosis is not None:
         lines.append(f"  {result.diagnosis.id}: {result.diagnosis.title}")

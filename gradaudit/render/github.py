@@ -33,7 +33,11 @@ def annotation_lines(report: AuditReport, title_suffix: str = "") -> list[str]:
         source = result.scenario.source
         failing = set(result.outcome.new) if result.outcome is not None else set()
         for finding in result.ranked_findings:
-            level = "error" if not result.passed and (finding.fingerprint in failing or result.outcome is None) else "notice"
+            level = (
+                "error"
+                if not result.passed and (finding.fingerprint in failing or result.outcome is None)
+                else "notice"
+            )
             message = finding.labelled
             if result.diagnosis is not None:
                 message += f" [{result.diagnosis.id}: {result.diagnosis.title}]"

@@ -138,9 +138,13 @@ class ScenarioView:
         """The pictures, if the page's budget allows them (spent as they are made)."""
         if self.budget.left <= 0:
             self.budget.skipped += 1
-            return Drawn(withheld=f"pictures left out: this page already draws {PICTURE_CELLS:,} cells (its size limit)")
+            return Drawn(
+                withheld=f"pictures left out: this page already draws {PICTURE_CELLS:,} cells (its size limit)"
+            )
         drawn = Drawn(routing=routing(self.result), families=scenario_pictures(self.result))
-        cells = sum(family.cells for family in drawn.families) + (len(drawn.routing.panels) * drawn.routing.rows * drawn.routing.cols if drawn.routing else 0)
+        cells = sum(family.cells for family in drawn.families) + (
+            len(drawn.routing.panels) * drawn.routing.rows * drawn.routing.cols if drawn.routing else 0
+        )
         self.budget.spend(cells)
         return drawn
 
@@ -169,13 +173,23 @@ def heatmap_geometry(h: Heatmap) -> dict:
     for span in h.col_spans:
         if slanted:
             x = left + (span.start + span.end) / 2 * cell
-            labels.append({"x": round(x, 1), "y": top - 4, "text": span.label, "rotate": f"rotate(-45 {round(x, 1)} {top - 4})"})
+            labels.append(
+                {"x": round(x, 1), "y": top - 4, "text": span.label, "rotate": f"rotate(-45 {round(x, 1)} {top - 4})"}
+            )
         else:
             labels.append({"x": round(left + span.start * cell + 2, 1), "y": top - 5, "text": span.label, "rotate": ""})
     reach = max((label["x"] + (len(label["text"]) * CHAR * 0.71 if slanted else 0) for label in labels), default=0)
     width = int(max(left + h.cols * cell + 8, reach + 8, 300))
     bottom = top + h.rows * cell
-    return {"cell": cell, "left": left, "top": top, "width": width, "height": bottom + (34 if h.downsampled else 18), "bottom": bottom, "labels": labels}
+    return {
+        "cell": cell,
+        "left": left,
+        "top": top,
+        "width": width,
+        "height": bottom + (34 if h.downsampled else 18),
+        "bottom": bottom,
+        "labels": labels,
+    }
 
 
 def routing_geometry(r: Routing) -> dict:
@@ -214,7 +228,12 @@ def _environment_items(environment: Mapping) -> list[tuple[str, str]]:
     items = []
     for key, value in environment.items():
         if key == "devices" and isinstance(value, list):
-            value = ", ".join(" ".join(str(v) for v in (d.get("platform"), d.get("id"), d.get("kind")) if v is not None) if isinstance(d, dict) else str(d) for d in value)
+            value = ", ".join(
+                " ".join(str(v) for v in (d.get("platform"), d.get("id"), d.get("kind")) if v is not None)
+                if isinstance(d, dict)
+                else str(d)
+                for d in value
+            )
         items.append((str(key), str(value)))
     return items
 
@@ -227,9 +246,13 @@ def _diagnoses(results: Sequence[ScenarioResult]) -> list:
     return [found[key] for key in sorted(found)]
 
 
-def _views(results: Sequence[ScenarioResult], budget: Budget, prefix: str = "s") -> tuple[list[ScenarioView], list[ScenarioView]]:
+def _views(
+    results: Sequence[ScenarioResult], budget: Budget, prefix: str = "s"
+) -> tuple[list[ScenarioView], list[ScenarioView]]:
     """(scenarios with a section of their own, scenarios with findings only listed)."""
-    notable = [ScenarioView(result, f"{prefix}{number}", budget) for number, result in enumerate(results) if _notable(result)]
+    notable = [
+        ScenarioView(result, f"{prefix}{number}", budget) for number, result in enumerate(results) if _notable(result)
+    ]
     return notable[:PICTURED], notable[PICTURED:]
 
 
@@ -244,7 +267,10 @@ def report_html(report: AuditReport) -> Iterator[str]:
     summary = report.summary
     yield from _render(
         "report.html",
-        title=f"gradaudit: {summary['total']} scenarios, {summary.get('mismatch', 0)} mismatch, {summary.get('error', 0)} error",
+        title=(
+            f"gradaudit: {summary['total']} scenarios, {summary.get('mismatch', 0)} mismatch, "
+            f"{summary.get('error', 0)} error"
+        ),
         report=report,
         summary=summary,
         suites=report.suite_summaries(),
@@ -274,15 +300,27 @@ class ComparedRow:
 
 
 def comparison_html(comparison: RuleComparison) -> Iterator[str]:
-    """The page of a `compare` run: what each rule gives, and per scenario with findings under any rule, each rule's findings and pictures."""
+    """The page of a `compare` run: what each rule gives, and per scenario with findings under any rule, each rule's
+    findings and pictures."""
     from gradaudit.render.terminal import change_line
 
     budget = Budget()
     rows = []
     for number, row in enumerate(comparison.rows()):
         first = row[0]
-        views = [ScenarioView(result, f"c{number}-{rule}", budget, rule) for rule, result in zip(comparison.rules, row, strict=True)]
-        rows.append(ComparedRow(first.scenario.name, f"{first.scenario.source.file}:{first.scenario.source.line}", f"c{number}", [r.status for r in row], views))
+        views = [
+            ScenarioView(result, f"c{number}-{rule}", budget, rule)
+            for rule, result in zip(comparison.rules, row, strict=True)
+        ]
+        rows.append(
+            ComparedRow(
+                first.scenario.name,
+                f"{first.scenario.source.file}:{first.scenario.source.line}",
+                f"c{number}",
+                [r.status for r in row],
+                views,
+            )
+        )
     notable = [row for row in rows if any(_notable(view.result) for view in row.views)]
     for compared in notable[:PICTURED]:
         compared.detailed = True
@@ -298,7 +336,11 @@ def comparison_html(comparison: RuleComparison) -> Iterator[str]:
         listed=notable[PICTURED:],
         pictured=PICTURED,
         budget=budget,
-        environment=_environment_items({key: value for key, value in comparison.reports[0].environment.items() if key != "rule"}) if comparison.reports else [],
+        environment=_environment_items(
+            {key: value for key, value in comparison.reports[0].environment.items() if key != "rule"}
+        )
+        if comparison.reports
+        else [],
         diagnoses=_diagnoses([r for report in comparison.reports for r in report.results]),
     )
 

@@ -47,15 +47,26 @@ def array_to_json(array: np.ndarray) -> object:
         for mask, text in ((np.isnan(wide), "nan"), (wide == np.inf, "inf"), (wide == -np.inf, "-inf")):
             shown[mask] = text
         return shown.tolist()
-    if wide.size and np.array_equal(wide, np.trunc(wide)) and np.abs(wide).max() < 2**53 and not (np.signbit(wide) & (wide == 0)).any():
+    if (
+        wide.size
+        and np.array_equal(wide, np.trunc(wide))
+        and np.abs(wide).max() < 2**53
+        and not (np.signbit(wide) & (wide == 0)).any()
+    ):
         return wide.astype(np.int64).tolist()  # -0.0 (above) keeps its sign as a float
     return wide.tolist()
 
 
-def path_to_json(result: PathResult, arg_names: tuple[str, ...], arrays: bool = True, same: dict[str, str | None] | None = None) -> dict:
+def path_to_json(
+    result: PathResult, arg_names: tuple[str, ...], arrays: bool = True, same: dict[str, str | None] | None = None
+) -> dict:
     """A path as the report keeps it: without `arrays`, only its status; with `same` given, its
     `engine`, `binding` and `device` only where they differ from those (the result's own)."""
-    recorded = {"engine": result.engine, "binding": result.binding, **({} if result.device is None else {"device": result.device})}
+    recorded = {
+        "engine": result.engine,
+        "binding": result.binding,
+        **({} if result.device is None else {"device": result.device}),
+    }
     body = _path_body(result, arg_names) if arrays or not result.ok else {"status": "ok"}
     return {**body, **{key: value for key, value in recorded.items() if same is None or same.get(key) != value}}
 
@@ -124,14 +135,25 @@ def _path_body(result: PathResult, arg_names: tuple[str, ...]) -> dict:
         assert error is not None, "exactly one of arrays, error and not_applicable is set (PathResult)"
         return {
             "status": "error",
-            "error": {"type": error.type, "message": error.message, "where": error.where, "user_where": error.user_where},
+            "error": {
+                "type": error.type,
+                "message": error.message,
+                "where": error.where,
+                "user_where": error.user_where,
+            },
         }
     if base_name(result.name) in (VALUE, JIT_VALUE):
         return {"status": "ok", "value": array_to_json(result.ok_arrays[0])}
     if base_name(result.name) in SECOND_ORDER_PATHS:
         names = block_names(arg_names, 2)
-        return {"status": "ok", "hessian": {name: array_to_json(a) for name, a in zip(names, result.ok_arrays, strict=True)}}
-    return {"status": "ok", "jacobians": {name: array_to_json(a) for name, a in zip(arg_names, result.ok_arrays, strict=True)}}
+        return {
+            "status": "ok",
+            "hessian": {name: array_to_json(a) for name, a in zip(names, result.ok_arrays, strict=True)},
+        }
+    return {
+        "status": "ok",
+        "jacobians": {name: array_to_json(a) for name, a in zip(arg_names, result.ok_arrays, strict=True)},
+    }
 
 
 def result_to_json(result: ScenarioResult, detail: str = "full") -> dict:
@@ -157,7 +179,9 @@ def _judged(result: ScenarioResult, detail: str) -> dict:
         "seconds": round(result.seconds, 6),
         "inputs": {name: array_to_json(a) for name, a in zip(result.arg_names, result.inputs, strict=True)},
         "paths": _paths_to_json(result, arrays, detail, same),
-        "provenance": None if result.provenance is None or not arrays else _provenance(result.provenance.to_list(result.arg_names)),
+        "provenance": None
+        if result.provenance is None or not arrays
+        else _provenance(result.provenance.to_list(result.arg_names)),
         "findings": [finding.to_dict() for finding in result.findings],
         "notes": [note.to_dict() for note in result.notes],
         "diagnosis": None if result.diagnosis is None else {"id": result.diagnosis.id},
@@ -187,7 +211,9 @@ def report_to_json(report: AuditReport, detail: str = "full", rendered: Rendered
         "detail": detail,
         "shuffle": report.shuffle,
         "diagnoses": _diagnoses(report.results),
-        "results": _Rows((rendered and rendered.row(result, detail)) or result_to_json(result, detail) for result in report.results),
+        "results": _Rows(
+            (rendered and rendered.row(result, detail)) or result_to_json(result, detail) for result in report.results
+        ),
         "errors": [error.to_dict() for error in report.errors],
     }
 
@@ -205,7 +231,10 @@ def comparison_to_json(comparison: RuleComparison, detail: str = "full") -> dict
             }
             for row in comparison.rows()
         ],
-        "reports": {rule: report_to_json(report, detail) for rule, report in zip(comparison.rules, comparison.reports, strict=True)},
+        "reports": {
+            rule: report_to_json(report, detail)
+            for rule, report in zip(comparison.rules, comparison.reports, strict=True)
+        },
     }
 
 
@@ -233,7 +262,9 @@ class RenderedRows:
         """The report's row for `result`, from the line rendered for it with the gate's outcome
         added; None where none was (another detail, or a result that has changed since)."""
         seen = self._rows.get(id(result.scenario)) if detail == "findings" else None
-        if seen is None or any(kept is not getattr(result, name) for kept, name in zip(seen[0], _AS_JUDGED, strict=True)):
+        if seen is None or any(
+            kept is not getattr(result, name) for kept, name in zip(seen[0], _AS_JUDGED, strict=True)
+        ):
             return None
         outcome = None if result.outcome is None else _outcome(result)
         return f'{seen[1][:-1]},"outcome":{_compact(outcome)}}}'

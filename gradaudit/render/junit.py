@@ -78,4 +78,9 @@ class JunitFormat(FileFormat):
         return _document([_suite("gradaudit", report.results)])
 
     def render_comparison(self, comparison: RuleComparison) -> str:
-        return _document([_suite(f"gradaudit[{rule}]", r.results, f"[{rule}]") for rule, r in zip(comparison.rules, comparison.reports, strict=True)])
+        return _document(
+            [
+                _suite(f"gradaudit[{rule}]", r.results, f"[{rule}]")
+                for rule, r in zip(comparison.rules, comparison.reports, strict=True)
+            ]
+        )

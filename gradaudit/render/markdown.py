@@ -13,7 +13,8 @@ def diagnoses_page(catalog: Sequence[Diagnosis]) -> str:
     lines = [
         "# Diagnoses",
         "",
-        "<!-- Generated from gradaudit/judging/diagnoses.py by `gradaudit explain --markdown > docs/diagnoses.md`; do not edit. -->",
+        "<!-- Generated from gradaudit/judging/diagnoses.py by `gradaudit explain --markdown > docs/diagnoses.md`; do "
+        "not edit. -->",
         "",
         "A scenario with findings is matched against this catalog; the first diagnosis whose evidence it shows",
         "is named in the table, the JSON report (`diagnosis`), JUnit, SARIF (as the rule) and the HTML page.",
@@ -30,5 +31,8 @@ def diagnoses_page(catalog: Sequence[Diagnosis]) -> str:
         lines += [diagnosis.explanation, ""]
         lines += [f"{n}. {fix}" for n, fix in enumerate(diagnosis.fixes, 1)]
         if diagnosis.references:
-            lines += ["", "See: " + ", ".join(f"<{r}>" if r.startswith("http") else f"`{r}`" for r in diagnosis.references)]
+            lines += [
+                "",
+                "See: " + ", ".join(f"<{r}>" if r.startswith("http") else f"`{r}`" for r in diagnosis.references),
+            ]
     return "\n".join(lines) + "\n"

@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gradaudit.judging.judge import tolerances_for
-from gradaudit.model.paths import CONSTANT_SUFFIX, FAMILIES, VALUE, PathFamily, PathResult, base_name, label, primary_name
+from gradaudit.model.paths import (
+    CONSTANT_SUFFIX,
+    FAMILIES,
+    VALUE,
+    PathFamily,
+    PathResult,
+    base_name,
+    label,
+    primary_name,
+)
 from gradaudit.model.results import ScenarioResult
 
 MAX_SIDE = 64
@@ -101,7 +110,8 @@ class RoutingPanel:
 
 @dataclass
 class Routing:
-    """Per output element: which input supplied its value (finite differences) and where each AD path sends its derivative."""
+    """Per output element: which input supplied its value (finite differences) and where each AD path sends its
+    derivative."""
 
     rows: int
     cols: int
@@ -171,7 +181,10 @@ class _Layout:
         """An entry named as findings name it: `d out[0]/d case 1[2]`, or `d2 out/d x0[1] d x1[0]`."""
         col_arg, col_flat = _locate(self.col_groups, col)
         if self.order == 1:
-            return f"d out{_index(self.output_shape, row)}/d {self.arg_names[col_arg]}{_index(self.input_shapes[col_arg], col_flat)}"
+            return (
+                f"d out{_index(self.output_shape, row)}/d "
+                f"{self.arg_names[col_arg]}{_index(self.input_shapes[col_arg], col_flat)}"
+            )
         row_arg, row_flat = _locate(self.row_groups, row)
         out_flat, first_flat = divmod(row_flat, max(1, math.prod(self.input_shapes[row_arg])))
         first = f"{self.arg_names[row_arg]}{_index(self.input_shapes[row_arg], first_flat)}"
@@ -197,8 +210,22 @@ def _layout(result: ScenarioResult, order: int) -> _Layout | None:
         return None
     sizes = [math.prod(s) for s in shapes]
     if order == 1:
-        return _Layout([("output", out_size)], list(zip(result.arg_names, sizes, strict=True)), 1, output_shape, shapes, result.arg_names)
-    return _Layout([(name, out_size * size) for name, size in zip(result.arg_names, sizes, strict=True)], list(zip(result.arg_names, sizes, strict=True)), 2, output_shape, shapes, result.arg_names)
+        return _Layout(
+            [("output", out_size)],
+            list(zip(result.arg_names, sizes, strict=True)),
+            1,
+            output_shape,
+            shapes,
+            result.arg_names,
+        )
+    return _Layout(
+        [(name, out_size * size) for name, size in zip(result.arg_names, sizes, strict=True)],
+        list(zip(result.arg_names, sizes, strict=True)),
+        2,
+        output_shape,
+        shapes,
+        result.arg_names,
+    )
 
 
 def _matrix(path: PathResult, layout: _Layout) -> np.ndarray | None:
@@ -214,13 +241,17 @@ def _matrix(path: PathResult, layout: _Layout) -> np.ndarray | None:
             return None
         bands = []
         for i, (_, height) in enumerate(layout.row_groups):
-            bands.append(np.hstack([blocks[i * n + j].reshape(height, size) for j, (_, size) in enumerate(layout.col_groups)]))
+            bands.append(
+                np.hstack([blocks[i * n + j].reshape(height, size) for j, (_, size) in enumerate(layout.col_groups)])
+            )
         return np.vstack(bands) if bands else np.zeros((0, cols))
     except (ValueError, TypeError):
         return None
 
 
-def _pool(values: np.ndarray, key: np.ndarray, side: int = MAX_SIDE) -> tuple[np.ndarray, np.ndarray, tuple[int, int] | None]:
+def _pool(
+    values: np.ndarray, key: np.ndarray, side: int = MAX_SIDE
+) -> tuple[np.ndarray, np.ndarray, tuple[int, int] | None]:
     """Downsample to at most `side` × `side` cells, each window shown by its entry of largest `key`;
     (values, the chosen entries' flat indices in the original, the window or None)."""
     rows, cols = values.shape
@@ -299,7 +330,17 @@ def _format(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.6g}"
 
 
-def _heatmap(kind: str, paths: tuple[str, ...], title: str, shown: np.ndarray, key: np.ndarray, layout: _Layout, scale: float | None = None, reference: str | None = None, describe=None) -> Heatmap:
+def _heatmap(
+    kind: str,
+    paths: tuple[str, ...],
+    title: str,
+    shown: np.ndarray,
+    key: np.ndarray,
+    layout: _Layout,
+    scale: float | None = None,
+    reference: str | None = None,
+    describe=None,
+) -> Heatmap:
     rows, cols = shown.shape
     pooled, chosen, window = _pool(shown, key)
     if scale is None:
@@ -313,13 +354,28 @@ def _heatmap(kind: str, paths: tuple[str, ...], title: str, shown: np.ndarray, k
         for (y, x), flat in np.ndenumerate(chosen):
             r, c = divmod(int(flat), cols)
             titles[y, x] = f"{layout.entry(r, c)} = {describe(r, c) if describe else _format(float(shown[r, c]))}"
-    nonfinite = {name: int(count) for name, count in (("NaN", np.isnan(shown).sum()), ("+inf", (shown == np.inf).sum()), ("-inf", (shown == -np.inf).sum())) if count}
-    captions = [f"{rows}×{cols} entries" + (f", colour scale ±{scale:.3g}" if scale else "" if nonfinite else ", all zero")]
+    nonfinite = {
+        name: int(count)
+        for name, count in (
+            ("NaN", np.isnan(shown).sum()),
+            ("+inf", (shown == np.inf).sum()),
+            ("-inf", (shown == -np.inf).sum()),
+        )
+        if count
+    }
+    captions = [
+        f"{rows}×{cols} entries" + (f", colour scale ±{scale:.3g}" if scale else "" if nonfinite else ", all zero")
+    ]
     if window is not None:
         kept = "the entry furthest past its tolerance" if kind == "difference" else "the largest |x|"
-        captions.append(f"downsampled to {pooled.shape[0]}×{pooled.shape[1]} cells: each shows {kept} of its {window[0]}×{window[1]} window (NaN and inf first)")
+        captions.append(
+            f"downsampled to {pooled.shape[0]}×{pooled.shape[1]} cells: each shows {kept} of its "
+            f"{window[0]}×{window[1]} window (NaN and inf first)"
+        )
     if nonfinite:
-        captions.append(", ".join(f"{count} {name}" for name, count in nonfinite.items()) + " (drawn in their own colours)")
+        captions.append(
+            ", ".join(f"{count} {name}" for name, count in nonfinite.items()) + " (drawn in their own colours)"
+        )
     wr, wc = window or (1, 1)
     return Heatmap(
         kind=kind,
@@ -364,7 +420,11 @@ def _difference(path: np.ndarray, reference: np.ndarray, rtol: float, atol: floa
         agree = both_nan | same_inf
         delta = path - reference
         allowed = atol + rtol * np.abs(np.where(np.isfinite(reference), reference, 0.0))
-        badness = np.where(np.isfinite(delta), np.abs(np.where(np.isfinite(delta), delta, 0.0)) / np.where(allowed > 0, allowed, 1e-300), np.inf)
+        badness = np.where(
+            np.isfinite(delta),
+            np.abs(np.where(np.isfinite(delta), delta, 0.0)) / np.where(allowed > 0, allowed, 1e-300),
+            np.inf,
+        )
         badness = np.where(agree, 0.0, badness)
         shown = np.where(badness <= 1.0, 0.0, delta)
         shown = np.where(~agree & np.isinf(path) & np.isfinite(reference), path, shown)
@@ -401,7 +461,14 @@ def family_pictures(result: ScenarioResult, family: PathFamily) -> FamilyPicture
     if not matrices:
         return FamilyPictures(family.order, heading, [], [], [], failed)
     if not next(iter(matrices.values())).size:
-        return FamilyPictures(family.order, heading, [], [], [], [*failed, ("every path", "no entries to draw: the output or every input is empty")])
+        return FamilyPictures(
+            family.order,
+            heading,
+            [],
+            [],
+            [],
+            [*failed, ("every path", "no entries to draw: the output or every input is empty")],
+        )
     assert layout is not None, "without a layout no path has a matrix: returned above"
     groups: list[tuple[list[str], np.ndarray]] = []
     for name, matrix in matrices.items():
@@ -414,13 +481,22 @@ def family_pictures(result: ScenarioResult, family: PathFamily) -> FamilyPicture
     everything = np.concatenate([m.reshape(-1) for _, m in groups])
     finite = everything[np.isfinite(everything)]
     scale = float(np.max(np.abs(finite))) if finite.size else 0.0
-    heatmaps = [_heatmap(kind, tuple(members), " = ".join(label(n) for n in members), matrix, _magnitude_key(matrix), layout, scale) for members, matrix in groups]
+    heatmaps = [
+        _heatmap(
+            kind, tuple(members), " = ".join(label(n) for n in members), matrix, _magnitude_key(matrix), layout, scale
+        )
+        for members, matrix in groups
+    ]
     if family.order == 2:
         for heatmap in heatmaps:
-            heatmap.captions.append("rows: (output element, first input's element); columns: the second input's elements")
+            heatmap.captions.append(
+                "rows: (output element, first input's element); columns: the second input's elements"
+            )
     reference = next((n for n in refs if n in matrices), None)
     tolerances = tolerances_for(result.scenario)
-    rtol, atol = (tolerances.fd_rtol, tolerances.fd_atol) if reference is not None else (tolerances.ad_rtol, tolerances.ad_atol)
+    rtol, atol = (
+        (tolerances.fd_rtol, tolerances.fd_atol) if reference is not None else (tolerances.ad_rtol, tolerances.ad_atol)
+    )
     reference = reference or next(iter(matrices))
     ref_matrix = matrices[reference]
     differences, agreeing = [], []
@@ -434,7 +510,9 @@ def family_pictures(result: ScenarioResult, family: PathFamily) -> FamilyPicture
             continue
 
         def describe(r: int, c: int, matrix=matrix, shown=shown) -> str:
-            return f"{_format(float(matrix[r, c]))} vs {_format(float(ref_matrix[r, c]))}" + ("" if shown[r, c] != 0 else " (within tolerance)")
+            return f"{_format(float(matrix[r, c]))} vs {_format(float(ref_matrix[r, c]))}" + (
+                "" if shown[r, c] != 0 else " (within tolerance)"
+            )
 
         diff = _heatmap("difference", tuple(members), title, shown, badness, layout, None, reference, describe)
         diff.captions.insert(1, f"white: within tolerance (|Δ| ≤ {atol:.2g} + {rtol:.2g}·|{label(reference)}|)")
@@ -480,7 +558,11 @@ def _runs(cells: list[Cell]) -> list[Cell]:
     merged: list[Cell] = []
     for cell in cells:
         last = merged[-1] if merged else None
-        if last is not None and not (cell.title or cell.text or last.title or last.text) and (last.y, last.x + last.w, last.cls, last.wrong) == (cell.y, cell.x, cell.cls, cell.wrong):
+        if (
+            last is not None
+            and not (cell.title or cell.text or last.title or last.text)
+            and (last.y, last.x + last.w, last.cls, last.wrong) == (cell.y, cell.x, cell.cls, cell.wrong)
+        ):
             merged[-1] = Cell(last.x, last.y, last.w + 1, last.cls, wrong=last.wrong)
         else:
             merged.append(cell)
@@ -505,7 +587,9 @@ def routing(result: ScenarioResult) -> Routing | None:
     position = np.arange(rows * cols).reshape(rows, cols)
     present = (position < size).astype(float)
     _, chosen, window = _pool(position.astype(float), wrong.reshape(rows, cols) * 2 + present)
-    panels_from: list[tuple[str, tuple[str, ...], tuple]] = [("value from (finite differences)", ("value_from",), prov.value_from)]
+    panels_from: list[tuple[str, tuple[str, ...], tuple]] = [
+        ("value from (finite differences)", ("value_from",), prov.value_from)
+    ]
     for path, routes in prov.routes.items():
         for number, (panel_label, members, seen) in enumerate(panels_from[1:], 1):
             if seen == routes:
@@ -526,17 +610,28 @@ def routing(result: ScenarioResult) -> Routing | None:
             title = ""
             if titled:
                 said = ", ".join(names[i] for i in routes[element]) or "nowhere"
-                title = f"out{_index(shape, element)}: " + (f"value from {said}" if number == 0 else f"{panel_label} sends the derivative to {said}")
+                title = f"out{_index(shape, element)}: " + (
+                    f"value from {said}" if number == 0 else f"{panel_label} sends the derivative to {said}"
+                )
             cells.append(Cell(x, y, 1, cls, title, text if titled or (rows <= 16 and cols <= 16) else "", is_wrong))
         panels.append(RoutingPanel(panel_label, members, _runs(cells)))
-    used = sorted({i for sources in prov.value_from for i in sources} | {i for routes in prov.routes.values() for sources in routes for i in sources})
+    used = sorted(
+        {i for sources in prov.value_from for i in sources}
+        | {i for routes in prov.routes.values() for sources in routes for i in sources}
+    )
     legend = [(f"c{i % CASE_COLOURS}", f"{i}: {names[i]}") for i in used[:12]]
     if len(used) > 12:
         legend.append(("many", f"and {len(used) - 12} more inputs"))
     legend += [("none", "· nowhere"), ("many", "several inputs")]
-    captions = [f"output shape ({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''}): {size} element{'s' if size != 1 else ''}; outlined: routed elsewhere than the value came from"]
+    captions = [
+        f"output shape ({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''}): {size} "
+        f"element{'s' if size != 1 else ''}; outlined: routed elsewhere than the value came from"
+    ]
     if window is not None:
-        captions.append(f"downsampled to {chosen.shape[0]}×{chosen.shape[1]} cells: each shows one element of its {window[0]}×{window[1]} window, a wrongly routed one where there is one")
+        captions.append(
+            f"downsampled to {chosen.shape[0]}×{chosen.shape[1]} cells: each shows one element of its "
+            f"{window[0]}×{window[1]} window, a wrongly routed one where there is one"
+        )
     return Routing(chosen.shape[0], chosen.shape[1], size, window, panels, legend, captions)
 
 

@@ -58,7 +58,9 @@ CALLS = {
 FLAT = '''
 def flat(out):
     """The function's floating outputs in one vector (an array stays as it is): what was differentiated."""
-    leaves = [part for leaf in jax.tree_util.tree_leaves(out) for part in ((jnp.real(leaf), jnp.imag(leaf)) if jnp.iscomplexobj(leaf) else (leaf,))]
+    leaves = []
+    for leaf in jax.tree_util.tree_leaves(out):
+        leaves += [jnp.real(leaf), jnp.imag(leaf)] if jnp.iscomplexobj(leaf) else [leaf]
     floating = [leaf for leaf in leaves if jnp.issubdtype(jnp.result_type(leaf), jnp.floating)]
     if len(leaves) == 1 and len(floating) == 1:
         return floating[0]
@@ -113,7 +115,9 @@ def write_reproducers(results: Sequence[ScenarioResult], directory: str | os.Pat
                 path.write_text(reproducer.text, encoding="utf-8")
                 written.append(path)
             else:
-                skipped.append(f"{result.scenario.name}: {reproducer.finding.labelled}: no reproducer ({reproducer.why_not})")
+                skipped.append(
+                    f"{result.scenario.name}: {reproducer.finding.labelled}: no reproducer ({reproducer.why_not})"
+                )
     return written, skipped
 
 
@@ -126,13 +130,19 @@ def _reproducer(result: ScenarioResult, finding: Finding, file: str) -> Reproduc
     target = result.scenario.target
     function = _select_n(target, result.inputs) if isinstance(target, SelectN) else _function(target)
     if function is None:
-        why = f"{getattr(target, 'fn', 'the function')} cannot be imported by name (a lambda, a closure, code in __main__, or pytree arguments): put it in a module"
+        why = (
+            f"{getattr(target, 'fn', 'the function')} cannot be imported by name (a lambda, a closure, code in "
+            "__main__, or pytree arguments): put it in a module"
+        )
         return Reproducer(file, finding, why_not=why)
     _, out, name, at = where
     k = result.arg_names.index(name) if name else 0
     step = _step(result, k, at)
     said = ", ".join(f"{label(p)} {finding.values[p]:g}" for p in finding.paths if p in finding.values)
-    prints = [f"print({label(p)!r}, entry({_call(p, k, at, out, step)}, {_index(p, out, at)!r}), sep=': ')" for p in finding.paths]
+    prints = [
+        f"print({label(p)!r}, entry({_call(p, k, at, out, step)}, {_index(p, out, at)!r}), sep=': ')"
+        for p in finding.paths
+    ]
     header = [
         f'"""{result.scenario.name}: [{finding.finding_class}] {_one_line(finding.message)}',
         "",
@@ -248,7 +258,8 @@ CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c
 
 def _called(inputs, passed, captured):
     d, p, c = iter(inputs), iter(passed), iter(CONSTANTS)
-    return flat(function(*[next(d) if kind == "d" else next(c) if kind == "c" and captured else next(p) for kind in PATTERN], **KWARGS))
+    arguments = [next(d) if kind == "d" else next(c) if kind == "c" and captured else next(p) for kind in PATTERN]
+    return flat(function(*arguments, **KWARGS))
 
 
 def traced(*inputs):

@@ -22,10 +22,23 @@ from gradaudit.render import FileFormat
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INPUT_ERROR = "input-error"
 KIND_RULES: dict[str, tuple[str, str]] = {
-    DISAGREEMENT: ("paths disagree", "Two derivative paths (or a path and finite differences) give different values for the same entries."),
-    ROUTING: ("a derivative goes elsewhere", "The value comes from one input element while a derivative path sends its derivative to another, or nowhere."),
-    RAISED: ("a path raised", "Some derivative paths raise an exception where others, or the function itself, succeed."),
-    INPUT_ERROR: ("bad input", "A scenario file cannot be audited as written (the run exits 2 and audits nothing); the message says what is allowed."),
+    DISAGREEMENT: (
+        "paths disagree",
+        "Two derivative paths (or a path and finite differences) give different values for the same entries.",
+    ),
+    ROUTING: (
+        "a derivative goes elsewhere",
+        "The value comes from one input element while a derivative path sends its derivative to another, or nowhere.",
+    ),
+    RAISED: (
+        "a path raised",
+        "Some derivative paths raise an exception where others, or the function itself, succeed.",
+    ),
+    INPUT_ERROR: (
+        "bad input",
+        "A scenario file cannot be audited as written (the run exits 2 and audits nothing); the message says what is "
+        "allowed.",
+    ),
 }
 """Rules for findings without a diagnosis: one per kind of finding, and one for input errors."""
 
@@ -51,14 +64,21 @@ def _diagnosis_rule(diagnosis: Diagnosis) -> dict:
         "shortDescription": {"text": diagnosis.title},
         "fullDescription": {"text": diagnosis.explanation},
         "help": {"text": f"{diagnosis.explanation}\n{fixes}"},
-        "helpUri": next((r for r in diagnosis.references if r.startswith("http")), None) or "https://docs.jax.dev/en/latest/notebooks/autodiff_cookbook.html",
+        "helpUri": next((r for r in diagnosis.references if r.startswith("http")), None)
+        or "https://docs.jax.dev/en/latest/notebooks/autodiff_cookbook.html",
         "defaultConfiguration": {"level": "error"},
     }
 
 
 def _kind_rule(kind: str) -> dict:
     title, text = KIND_RULES[kind]
-    return {"id": kind, "name": kind, "shortDescription": {"text": title}, "fullDescription": {"text": text}, "defaultConfiguration": {"level": "error"}}
+    return {
+        "id": kind,
+        "name": kind,
+        "shortDescription": {"text": title},
+        "fullDescription": {"text": text},
+        "defaultConfiguration": {"level": "error"},
+    }
 
 
 def _uri(file: str) -> str:
@@ -71,7 +91,14 @@ def _uri(file: str) -> str:
 
 
 def _location(file: str, line: int, col: int) -> list[dict]:
-    return [{"physicalLocation": {"artifactLocation": {"uri": _uri(file)}, "region": {"startLine": line, "startColumn": col}}}]
+    return [
+        {
+            "physicalLocation": {
+                "artifactLocation": {"uri": _uri(file)},
+                "region": {"startLine": line, "startColumn": col},
+            }
+        }
+    ]
 
 
 def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dict[str, dict]]:
@@ -79,7 +106,14 @@ def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dic
     rules: dict[str, dict] = {}
     for error in report.errors:  # a run refused for bad input shows where, as the terminal does
         rules.setdefault(INPUT_ERROR, _kind_rule(INPUT_ERROR))
-        results.append({"ruleId": INPUT_ERROR, "level": "error", "message": {"text": error.message}, "locations": _location(error.location.file, error.location.line, error.location.col)})
+        results.append(
+            {
+                "ruleId": INPUT_ERROR,
+                "level": "error",
+                "message": {"text": error.message},
+                "locations": _location(error.location.file, error.location.line, error.location.col),
+            }
+        )
     for result in report.results:
         if result.passed and not (result.outcome and result.outcome.reported):
             continue
@@ -89,16 +123,27 @@ def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dic
             if finding.fingerprint in known:
                 continue
             rule = _rule_id(result, finding)
-            rules.setdefault(rule, _diagnosis_rule(BY_ID[rule]) if result.diagnosis is not None else _kind_rule(finding.kind))
+            rules.setdefault(
+                rule, _diagnosis_rule(BY_ID[rule]) if result.diagnosis is not None else _kind_rule(finding.kind)
+            )
             results.append(
                 {
                     "ruleId": rule,
                     "level": LEVELS[finding.finding_class],
-                    "message": {"text": f"{result.scenario.name}{rule_label}: {finding.labelled}" + (f" Why: {finding.reason}" if finding.reason else "")},
+                    "message": {
+                        "text": f"{result.scenario.name}{rule_label}: {finding.labelled}"
+                        + (f" Why: {finding.reason}" if finding.reason else "")
+                    },
                     "locations": _location(source.file, source.line, source.col),
-                    "partialFingerprints": {"gradauditFinding/v1": f"{result.scenario.name}{rule_label}|{finding.fingerprint}"},
+                    "partialFingerprints": {
+                        "gradauditFinding/v1": f"{result.scenario.name}{rule_label}|{finding.fingerprint}"
+                    },
                     "baselineState": "new" if report.baseline is not None else None,
-                    "properties": {"scenario": result.scenario.name, "status": result.status, "class": str(finding.finding_class)},
+                    "properties": {
+                        "scenario": result.scenario.name,
+                        "status": result.status,
+                        "class": str(finding.finding_class),
+                    },
                 }
             )
             if results[-1]["baselineState"] is None:
@@ -115,7 +160,14 @@ def _document(pairs: list[tuple[AuditReport, str]]) -> str:
         results += found
         rules.update(named)
     run = {
-        "tool": {"driver": {"name": "gradaudit", "version": version("gradaudit"), "informationUri": "https://pypi.org/project/gradaudit/", "rules": list(rules.values())}},
+        "tool": {
+            "driver": {
+                "name": "gradaudit",
+                "version": version("gradaudit"),
+                "informationUri": "https://pypi.org/project/gradaudit/",
+                "rules": list(rules.values()),
+            }
+        },
         "results": results,
         "columnKind": "unicodeCodePoints",
     }
@@ -127,4 +179,6 @@ class SarifFormat(FileFormat):
         return _document([(report, "")])
 
     def render_comparison(self, comparison: RuleComparison) -> str:
-        return _document([(report, f" [{rule}]") for rule, report in zip(comparison.rules, comparison.reports, strict=True)])
+        return _document(
+            [(report, f" [{rule}]") for rule, report in zip(comparison.rules, comparison.reports, strict=True)]
+        )

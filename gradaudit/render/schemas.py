@@ -21,8 +21,8 @@ NAMES: dict[str, str] = {
 
 
 def schema(name: str) -> dict:
-    """The schema `name`: `report-2` (`report-1`: before classes), `compare-1` or `survey-1`, or a report's `schema` field
-    (`gradaudit.report/1`). A fresh dict each call. ValueError for any other name."""
+    """The schema `name`: `report-2` (`report-1`: before classes), `compare-1` or `survey-1`, or a
+    report's `schema` field (`gradaudit.report/1`). A fresh dict each call. ValueError for any other name."""
     short = NAMES.get(name, name)
     if short not in NAMES.values():
         raise ValueError(f"no schema named {name!r} (known: {', '.join(NAMES.values())}, or {', '.join(NAMES)})")

@@ -41,8 +41,20 @@ from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.model.scenario import Scenario
 from gradaudit.search import SearchOutcome
 
-STATUS_STYLES: dict[str, str] = {CONSISTENT: "green", MISMATCH: "bold red", ERROR: "bold magenta", INTERRUPTED: "yellow"}
-CLASS_STYLES: dict[str, str] = {"wrong": "red", "eager-jit": "red", "leak": "red", "raised": "magenta", "crashed": "magenta", "timed-out": "magenta"}
+STATUS_STYLES: dict[str, str] = {
+    CONSISTENT: "green",
+    MISMATCH: "bold red",
+    ERROR: "bold magenta",
+    INTERRUPTED: "yellow",
+}
+CLASS_STYLES: dict[str, str] = {
+    "wrong": "red",
+    "eager-jit": "red",
+    "leak": "red",
+    "raised": "magenta",
+    "crashed": "magenta",
+    "timed-out": "magenta",
+}
 """The classes the gate fails by default stand out; the others keep the line's own style."""
 NOWHERE = "·"
 MANY = 30
@@ -96,7 +108,9 @@ def _path_cell(result: ScenarioResult, name: str) -> Text:
     involved = any(name in finding.paths for finding in result.findings)
     style = "red" if involved else ""
     if not path.ok:
-        assert path.error is not None, "every path applies to select_n (this table's only kind): one that is not ok raised"
+        assert path.error is not None, (
+            "every path applies to select_n (this table's only kind): one that is not ok raised"
+        )
         return Text(path.error.type, style="magenta")
     if path.scalars is not None:
         numbers = [_number(value) for value in path.scalars]
@@ -118,12 +132,22 @@ def _second_order_cell(result: ScenarioResult) -> Text:
     reference = result.paths[family.reference]
     text = Text()
     n = len(result.arg_names)
-    if reference.ok and n <= SHOWN_SCALARS and len(reference.ok_arrays) == n * n and all(np.size(block) == 1 for block in reference.ok_arrays):
+    if (
+        reference.ok
+        and n <= SHOWN_SCALARS
+        and len(reference.ok_arrays) == n * n
+        and all(np.size(block) == 1 for block in reference.ok_arrays)
+    ):
         diagonal = [_number(float(np.asarray(reference.ok_arrays[i * n + i]).reshape(-1)[0])) for i in range(n)]
         text.append("(" + ", ".join(diagonal) + ("," if n == 1 else "") + ") ")
     # Blame the paths that disagree with the reference (or raised); without a reference, any disagreement.
     blamed = family.reference if reference.ok else None
-    wrong = [p for p in family.ad_paths if (result.paths[p].error is not None if p in result.paths else False) or any(p in f.paths and (blamed is None or blamed in f.paths) for f in result.findings)]
+    wrong = [
+        p
+        for p in family.ad_paths
+        if (result.paths[p].error is not None if p in result.paths else False)
+        or any(p in f.paths and (blamed is None or blamed in f.paths) for f in result.findings)
+    ]
     if wrong:
         text.append(f"{len(wrong)} differ", style="red")  # the findings lines name them
     else:
@@ -144,7 +168,11 @@ def _shape_cell(shape: tuple[int, ...]) -> str:
 
 def _shown_paths(results: Sequence[ScenarioResult]) -> list[str]:
     """First-order path columns; jit(jacfwd) only where it says something jacfwd does not, to save width."""
-    return [name for name in (*AD_PATHS, FINITE_DIFFERENCE) if name != JIT_JACFWD or any(str(_path_cell(r, JIT_JACFWD)) != str(_path_cell(r, JACFWD)) for r in results)]
+    return [
+        name
+        for name in (*AD_PATHS, FINITE_DIFFERENCE)
+        if name != JIT_JACFWD or any(str(_path_cell(r, JIT_JACFWD)) != str(_path_cell(r, JACFWD)) for r in results)
+    ]
 
 
 Column = tuple[str, dict]
@@ -215,7 +243,10 @@ def _function_cells(result: ScenarioResult) -> tuple[str, ...]:
 def _blamed(result: ScenarioResult, name: str) -> bool:
     """Whether a path is on the wrong side of a finding: against finite differences where they could be compared."""
     references = [p for p in result.paths if base_name(p) in (FINITE_DIFFERENCE, FAMILIES[1].reference)]
-    return any(name in f.paths and (f.kind != DISAGREEMENT or not references or any(r in f.paths for r in references)) for f in result.findings)
+    return any(
+        name in f.paths and (f.kind != DISAGREEMENT or not references or any(r in f.paths for r in references))
+        for f in result.findings
+    )
 
 
 def _binding_cell(result: ScenarioResult, base: str) -> Text:
@@ -252,7 +283,9 @@ def _headline_findings(result: ScenarioResult, verbose: bool) -> tuple[Sequence[
         return result.findings, 0
     disagreements = [f for f in result.findings if f.kind == DISAGREEMENT]
     # The most severe class first, then the largest disagreement of that class.
-    largest = [min(disagreements, key=lambda f: (CLASSES.index(f.finding_class), -f.magnitude))] if disagreements else []
+    largest = (
+        [min(disagreements, key=lambda f: (CLASSES.index(f.finding_class), -f.magnitude))] if disagreements else []
+    )
     headline = largest + [f for f in result.findings if f.kind in (ROUTING, RAISED)]
     return headline, len(result.findings) - len(headline)
 
@@ -262,7 +295,9 @@ def summary_line(report: AuditReport, seconds: float | None = None, prefix: str 
     gate = report.gate_summary()
     accepted = [r for r in report.results if r.passed and r.status != CONSISTENT]
     if report.baseline is not None:
-        text.append(f"; {gate['new']} new, {gate['known']} known, {gate['resolved']} resolved (baseline {report.baseline})")
+        text.append(
+            f"; {gate['new']} new, {gate['known']} known, {gate['resolved']} resolved (baseline {report.baseline})"
+        )
     elif accepted or any(r.scenario.expect for r in report.results):
         text.append(f"; {gate['passed']} passed, {gate['failed']} failed")
     if gate["reported"]:
@@ -296,8 +331,11 @@ def counts_line(summary: dict[str, int], prefix: str = "") -> Text:
     return text
 
 
-def print_diagnosis(console: Console, diagnosis: Diagnosis, scenarios: Sequence[str] = (), evidence: bool = False) -> None:
-    """One catalog entry: id and title, (with `evidence`) what it must see, what it means, the fixes, and where it was seen."""
+def print_diagnosis(
+    console: Console, diagnosis: Diagnosis, scenarios: Sequence[str] = (), evidence: bool = False
+) -> None:
+    """One catalog entry: id and title, (with `evidence`) what it must see, what it means, the fixes, and where it was
+    seen."""
     console.print(Text(f"{diagnosis.id} ", style="bold yellow").append(diagnosis.title, style="bold"), highlight=False)
     if evidence:
         console.print(Text(f"  matches when: {diagnosis.evidence}", style="italic"), highlight=False)
@@ -319,7 +357,9 @@ def _finding_line(result: ScenarioResult, message: str, style: str, finding: Fin
     return line.append(message, style=style)
 
 
-def print_report(console: Console, report: AuditReport, verbose: bool = False, quiet: bool = False, seconds: float | None = None) -> None:
+def print_report(
+    console: Console, report: AuditReport, verbose: bool = False, quiet: bool = False, seconds: float | None = None
+) -> None:
     """Tables (non-consistent scenarios only unless verbose), findings, diagnoses, then the summary.
     Past `MANY` such scenarios (without -v), findings are grouped by kind and tables cut at `ROWS`."""
     shown = [r for r in report.results if verbose or r.status != CONSISTENT or not r.passed]
@@ -328,10 +368,18 @@ def print_report(console: Console, report: AuditReport, verbose: bool = False, q
         rows = shown[:ROWS] if grouped else shown
         select_n = [r for r in rows if r.scenario.target.kind == "select_n"]
         functions = [r for r in rows if r.scenario.target.kind == "function"]
-        for table in ([select_n_table(select_n)] if select_n else []) + ([function_table(functions)] if functions else []):
+        for table in ([select_n_table(select_n)] if select_n else []) + (
+            [function_table(functions)] if functions else []
+        ):
             console.print(table)
         if grouped:
-            console.print(Text(f"the first {ROWS} of {len(shown):,} scenarios with findings; -v shows every row, --json and --junit keep every result", style="dim"))
+            console.print(
+                Text(
+                    f"the first {ROWS} of {len(shown):,} scenarios with findings; -v shows every row, --json and "
+                    "--junit keep every result",
+                    style="dim",
+                )
+            )
             console.print()
             _print_kinds(console, shown)
         else:
@@ -344,7 +392,9 @@ def print_report(console: Console, report: AuditReport, verbose: bool = False, q
                 if failing:
                     console.print()
                 classes = ", ".join(dict.fromkeys(f.finding_class.value for r in passing for f in r.findings))
-                console.print(Text(f"reported, not failed ({classes}; --fail-on chooses):", style="bold dim"), highlight=False)
+                console.print(
+                    Text(f"reported, not failed ({classes}; --fail-on chooses):", style="bold dim"), highlight=False
+                )
                 for result in passing:
                     _print_findings(console, result, verbose)
             for result in (r for r in shown if r.passed and not r.findings and _unchecked(r)):
@@ -373,12 +423,22 @@ def _print_findings(console: Console, result: ScenarioResult, verbose: bool) -> 
     for finding in headline:
         console.print(_finding_line(result, finding.message, style, finding), highlight=False, soft_wrap=True)
         if finding.reason:
-            console.print(Text("    why: ", style="dim").append(finding.reason, style="dim"), highlight=False, soft_wrap=True)
+            console.print(
+                Text("    why: ", style="dim").append(finding.reason, style="dim"), highlight=False, soft_wrap=True
+            )
     if more:
-        console.print(_finding_line(result, f"+{more} more finding{'s' if more > 1 else ''} (-v)", "dim"), highlight=False, soft_wrap=True)
+        console.print(
+            _finding_line(result, f"+{more} more finding{'s' if more > 1 else ''} (-v)", "dim"),
+            highlight=False,
+            soft_wrap=True,
+        )
     if result.outcome is not None and (not result.passed or result.findings or _unchecked(result)):
         marker = "FAILED" if not result.passed else "passes"
-        console.print(_finding_line(result, f"{marker}: {result.outcome.reason}", "bold" if not result.passed else "dim"), highlight=False, soft_wrap=True)
+        console.print(
+            _finding_line(result, f"{marker}: {result.outcome.reason}", "bold" if not result.passed else "dim"),
+            highlight=False,
+            soft_wrap=True,
+        )
     if verbose:
         for note in result.notes:
             console.print(_finding_line(result, "note: " + note.message, "dim"), highlight=False, soft_wrap=True)
@@ -406,14 +466,26 @@ def _print_kinds(console: Console, shown: Sequence[ScenarioResult]) -> None:
     for result in shown:
         kinds.setdefault(_kind(result), []).append(result)
     failing = sum(not r.passed for r in shown)
-    console.print(Text(f"{len(shown):,} scenarios with findings ({failing:,} failing) in {len(kinds)} kinds; -v lists each scenario's findings", style="bold"))
+    console.print(
+        Text(
+            f"{len(shown):,} scenarios with findings ({failing:,} failing) in {len(kinds)} kinds; -v lists each "
+            "scenario's findings",
+            style="bold",
+        )
+    )
     for kind, results in sorted(kinds.items(), key=lambda item: -len(item[1])):
         style = STATUS_STYLES[results[0].status] if not results[0].passed else "dim"
-        console.print(Text(f"{len(results):>7,}  ", style="bold").append(kind, style=style), highlight=False, soft_wrap=True)
+        console.print(
+            Text(f"{len(results):>7,}  ", style="bold").append(kind, style=style), highlight=False, soft_wrap=True
+        )
         for result in results[:EXAMPLES]:
             headline, _ = _headline_findings(result, False)
             message = headline[0].message if headline else (result.outcome.reason if result.outcome else "")
-            console.print(Text("         e.g. ").append(_finding_line(result, message, "", headline[0] if headline else None)), highlight=False, soft_wrap=True)
+            console.print(
+                Text("         e.g. ").append(_finding_line(result, message, "", headline[0] if headline else None)),
+                highlight=False,
+                soft_wrap=True,
+            )
         if len(results) > EXAMPLES:
             console.print(Text(f"         and {len(results) - EXAMPLES:,} more", style="dim"), highlight=False)
 
@@ -426,11 +498,17 @@ def _some(names: Sequence[str]) -> list[str]:
 def print_input_errors(console: Console, errors: Sequence[InputError], audited: bool = False) -> None:
     """Every input error as `file:line:col: message`, then a count."""
     for error in errors:
-        console.print(Text(str(error.location) + ": ", style="bold").append(error.message, style="red"), highlight=False, soft_wrap=True)
+        console.print(
+            Text(str(error.location) + ": ", style="bold").append(error.message, style="red"),
+            highlight=False,
+            soft_wrap=True,
+        )
     files = len({error.location.file for error in errors})
     noun = "error" if len(errors) == 1 else "errors"
     consequence = "the other scenarios were audited" if audited else "nothing was audited"
-    console.print(f"{len(errors)} input {noun} in {files} file{'s' if files != 1 else ''}; {consequence}", highlight=False)
+    console.print(
+        f"{len(errors)} input {noun} in {files} file{'s' if files != 1 else ''}; {consequence}", highlight=False
+    )
 
 
 def comparison_tables(comparison: RuleComparison) -> list[Table]:
@@ -473,7 +551,9 @@ def change_line(comparison: RuleComparison, before: int, after: int) -> Text:
     return text.append(f"{sum(changed.values())} changed ({detail}), {unchanged} unchanged")
 
 
-def print_comparison(console: Console, comparison: RuleComparison, seconds: float | None = None, quiet: bool = False) -> None:
+def print_comparison(
+    console: Console, comparison: RuleComparison, seconds: float | None = None, quiet: bool = False
+) -> None:
     if not quiet:
         for table in comparison_tables(comparison):
             console.print(table)
@@ -494,20 +574,29 @@ def describe_scenario(scenario: Scenario) -> str:
         if any(not s.differentiable for s in spec.inputs):
             text += f", bind {spec.bind}"
     else:
-        text = f"select_n {spec.selector.dtype} {spec.selector.value}, {spec.cases} cases, shape {_shape_cell(spec.shape)}, {spec.dtype}"
+        text = (
+            f"select_n {spec.selector.dtype} {spec.selector.value}, {spec.cases} cases, shape "
+            f"{_shape_cell(spec.shape)}, {spec.dtype}"
+        )
         if spec.output != "identity":
             text += f", output {spec.output}"
     if scenario.order > 1:
         text += f", order {scenario.order}"
     if scenario.expect is not None:
-        text += f", expect {scenario.expect.status}" + (f" ({scenario.expect.exception})" if scenario.expect.exception else "")
+        text += f", expect {scenario.expect.status}" + (
+            f" ({scenario.expect.exception})" if scenario.expect.exception else ""
+        )
     return text
 
 
 def print_listing(console: Console, scenarios: Sequence[Scenario]) -> None:
     """One line per scenario, `file:line:col: name [suite] parameters`, then a count."""
     for scenario in scenarios:
-        line = Text(f"{scenario.source}: ", style="bold").append(scenario.name).append(f" [{scenario.suite}] ", style="dim")
+        line = (
+            Text(f"{scenario.source}: ", style="bold")
+            .append(scenario.name)
+            .append(f" [{scenario.suite}] ", style="dim")
+        )
         console.print(line.append(describe_scenario(scenario)), highlight=False, soft_wrap=True)
     console.print(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}", highlight=False)
 
@@ -544,10 +633,17 @@ def _print_diff_details(console: Console, diff: ReportDiff) -> None:
                 status.append(before, style=STATUS_STYLES.get(before, ""))
                 if after != before:
                     status.append(" → ").append(after, style=STATUS_STYLES.get(after, ""))
-            table.add_row(name, status, "\n".join(c.fingerprint for c in new.get(name, [])), "\n".join(c.fingerprint for c in resolved.get(name, [])))
+            table.add_row(
+                name,
+                status,
+                "\n".join(c.fingerprint for c in new.get(name, [])),
+                "\n".join(c.fingerprint for c in resolved.get(name, [])),
+            )
         console.print(table)
     for change in diff.new:
-        console.print(Text(f"new: {change.scenario}: ", style="bold red").append(change.message, style=""), highlight=False)
+        console.print(
+            Text(f"new: {change.scenario}: ", style="bold red").append(change.message, style=""), highlight=False
+        )
     for title, scenarios in (("added", diff.added), ("removed", diff.removed)):
         if scenarios:
             console.print(f"{title} scenarios ({len(scenarios)}): {', '.join(scenarios)}", highlight=False)
@@ -560,22 +656,32 @@ def _by_scenario(changes: Sequence[FindingChange]) -> dict[str, list[FindingChan
     return grouped
 
 
-def print_search(console: Console, name: str, outcome: SearchOutcome, written: Sequence, budget: int, reproduce: str) -> None:
+def print_search(
+    console: Console, name: str, outcome: SearchOutcome, written: Sequence, budget: int, reproduce: str
+) -> None:
     """What a search tried and skipped, and each minimal scenario it wrote with its findings."""
     skipped = sum(outcome.skipped.values())
     line = f"search {name}: {outcome.audited} scenarios audited (budget {budget}"
     line += ")" if outcome.audited >= budget else ": the space holds no more)"
     line += f", {outcome.shrinking} more while shrinking"
     if skipped:
-        line += f", {skipped} drawn and skipped (" + "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) + ")"
+        line += (
+            f", {skipped} drawn and skipped ("
+            + "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3))
+            + ")"
+        )
     console.print(line, highlight=False)
     for found in outcome.unconfirmed:
         console.print(
-            f"not confirmed: the fast path saw {found.kind[0]} ({', '.join(found.kind[1])}), but the literal path finds the minimal scenario consistent; not reported",
+            f"not confirmed: the fast path saw {found.kind[0]} ({', '.join(found.kind[1])}), but the literal path "
+            "finds the minimal scenario consistent; not reported",
             highlight=False,
         )
     if not outcome.found:
-        console.print(Text(f"nothing found: all {outcome.audited} scenarios audited were consistent", style="green"), highlight=False)
+        console.print(
+            Text(f"nothing found: all {outcome.audited} scenarios audited were consistent", style="green"),
+            highlight=False,
+        )
         return
     table = Table(header_style="bold")
     table.add_column("minimal scenario", overflow="fold")
@@ -586,7 +692,11 @@ def print_search(console: Console, name: str, outcome: SearchOutcome, written: S
         fingerprints = dict.fromkeys(f.fingerprint for f in found.result.findings)
         table.add_row(str(path), Text(status, style=STATUS_STYLES.get(status, "")), "\n".join(fingerprints))
     console.print(table)
-    console.print(f"{len(outcome.found)} kind{'s' if len(outcome.found) != 1 else ''} of disagreement found; reproduce: {reproduce}", highlight=False)
+    console.print(
+        f"{len(outcome.found)} kind{'s' if len(outcome.found) != 1 else ''} of disagreement found; reproduce: "
+        f"{reproduce}",
+        highlight=False,
+    )
 
 
 def print_survey_table(console: Console, spaces: Sequence) -> None:
@@ -598,11 +708,16 @@ def print_survey_table(console: Console, spaces: Sequence) -> None:
         entry = space.surveyed
         options = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in entry.options.items())
         derived = "; ".join(f"{k}: from the shape" for k in entry.derived)
-        table.add_row(space.name, entry.path, " ".join(entry.signature), "; ".join(filter(None, (options, derived))), entry.shapes)
+        table.add_row(
+            space.name, entry.path, " ".join(entry.signature), "; ".join(filter(None, (options, derived))), entry.shapes
+        )
     console.print(table)
     public = {s.surveyed.path for s in spaces if s.surveyed.path.startswith("jax.")}
     written = {s.surveyed.path for s in spaces} - public
-    console.print(f"{len(spaces)} surveyed entries: {len(public)} public JAX functions and {len(written)} written-out calls", highlight=False)
+    console.print(
+        f"{len(spaces)} surveyed entries: {len(public)} public JAX functions and {len(written)} written-out calls",
+        highlight=False,
+    )
 
 
 def print_survey(console: Console, surveyed: Sequence, reproduce: str) -> None:
@@ -613,12 +728,20 @@ def print_survey(console: Console, surveyed: Sequence, reproduce: str) -> None:
     for one in surveyed:
         outcome = one.outcome
         worst = Text(one.worst, style=STATUS_STYLES.get(one.worst, ""))
-        table.add_row(one.space.name, str(outcome.audited), str(sum(outcome.skipped.values())), str(len(outcome.found)), worst, "\n".join(p.name for p in one.files))
+        table.add_row(
+            one.space.name,
+            str(outcome.audited),
+            str(sum(outcome.skipped.values())),
+            str(len(outcome.found)),
+            worst,
+            "\n".join(p.name for p in one.files),
+        )
     console.print(table)
     kinds = sum(len(one.outcome.found) for one in surveyed)
     found = sum(1 for one in surveyed if one.outcome.found)
     console.print(
-        f"surveyed {len(surveyed)} function entries: {kinds} kind{'s' if kinds != 1 else ''} of disagreement in {found}" + (f"; reproduce: {reproduce}" if kinds else ""),
+        f"surveyed {len(surveyed)} function entries: {kinds} kind{'s' if kinds != 1 else ''} of disagreement in {found}"
+        + (f"; reproduce: {reproduce}" if kinds else ""),
         highlight=False,
     )
 
@@ -628,6 +751,14 @@ def print_survey_diff(console: Console, before: str, after: str, changes: Sequen
     if not quiet:
         for change in changes:
             style = "red" if change.change == "new" else "green"
-            console.print(Text(f"{change.change}: {change.function}: {change.status} ({', '.join(change.signatures)}) {change.file}", style=style), highlight=False, soft_wrap=True)
+            console.print(
+                Text(
+                    f"{change.change}: {change.function}: {change.status} ({', '.join(change.signatures)}) "
+                    f"{change.file}",
+                    style=style,
+                ),
+                highlight=False,
+                soft_wrap=True,
+            )
     new = sum(c.change == "new" for c in changes)
     console.print(f"{before} → {after}: {new} new kinds, {len(changes) - new} resolved", highlight=False)

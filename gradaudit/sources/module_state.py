@@ -74,7 +74,8 @@ def importing(root: str | Path) -> Iterator[None]:
         for name in sorted(_lazy.difference(sys.modules)):
             try:
                 importlib.import_module(name)
-            except (Exception, SystemExit):  # noqa: BLE001 - it will fail again where the user's function imports it, and say so there
+            # it will fail again where the user's function imports it, and say so there
+            except (Exception, SystemExit):  # noqa: BLE001
                 _lazy.discard(name)
         for name in _user_modules():
             if name not in _pristine:
@@ -135,7 +136,13 @@ def _under_roots(folders: Iterable[str]) -> list[str]:
     names = []
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        if isinstance(file, str) and file.startswith(roots) and not file.startswith(installed) and "site-packages" not in file and name.partition(".")[0] != "gradaudit":
+        if (
+            isinstance(file, str)
+            and file.startswith(roots)
+            and not file.startswith(installed)
+            and "site-packages" not in file
+            and name.partition(".")[0] != "gradaudit"
+        ):
             names.append(name)
     return names
 
@@ -145,7 +152,9 @@ def digest(module: types.ModuleType) -> bytes:
     bytes), refs (their values), random generators (their states), functions of user modules (defaults, closures,
     attributes), classes of this module (their attributes) and instances (theirs)."""
     walk = _Walk(module.__name__)
-    walk.feed({k: v for k, v in vars(module).items() if not k.startswith("__")}, 0)  # __builtins__, __spec__ and the like: the interpreter's
+    walk.feed(
+        {k: v for k, v in vars(module).items() if not k.startswith("__")}, 0
+    )  # __builtins__, __spec__ and the like: the interpreter's
     return walk.hash.digest()
 
 
@@ -176,7 +185,11 @@ class _Walk:
         kind = type(value)
         self.put(kind.__qualname__)
         if isinstance(value, np.ndarray):
-            self.put(value.dtype.str, value.shape, np.ascontiguousarray(value).tobytes() if value.dtype != object else repr(value.tolist()))
+            self.put(
+                value.dtype.str,
+                value.shape,
+                np.ascontiguousarray(value).tobytes() if value.dtype != object else repr(value.tolist()),
+            )
         elif isinstance(value, types.ModuleType):
             self.put(value.__name__)
         elif isinstance(value, dict):
@@ -184,7 +197,9 @@ class _Walk:
                 self.put(key if isinstance(key, str) else repr(key))
                 self.feed(item, depth)
         elif isinstance(value, (list, tuple, set, frozenset)) or kind.__name__ == "deque":
-            items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else list(value)  # type: ignore[call-overload]  # every branch is iterable
+            # every branch is iterable
+            ordered = isinstance(value, (set, frozenset))
+            items = sorted(value, key=repr) if ordered else list(value)  # type: ignore[call-overload]
             for item in items:
                 self.feed(item, depth)
         elif isinstance(value, np.random.Generator):
@@ -194,7 +209,9 @@ class _Walk:
         else:
             try:
                 self._other(value, depth)
-            except Exception as exc:  # noqa: BLE001 - an object that cannot be read (a leaked tracer, a closed file): seen as its error, which stays the same while it does
+            # an object that cannot be read (a leaked tracer, a closed file): seen as its error, which stays the same
+            # while it does
+            except Exception as exc:  # noqa: BLE001
                 self.put("unreadable", type(exc).__name__)
 
     def _other(self, value: object, depth: int) -> None:
@@ -245,7 +262,9 @@ class _Walk:
             self.feed(getattr(value, "keywords", None), depth)
             return
         attributes = getattr(value, "__dict__", None)
-        slots = [slot for slot in getattr(type(value), "__slots__", ()) if isinstance(slot, str) and hasattr(value, slot)]
+        slots = [
+            slot for slot in getattr(type(value), "__slots__", ()) if isinstance(slot, str) and hasattr(value, slot)
+        ]
         if isinstance(attributes, dict):
             self.feed(attributes, depth)
         for slot in slots:

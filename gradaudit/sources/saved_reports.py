@@ -26,10 +26,19 @@ def _check_result(path: str, index: int, result) -> None:
     if not isinstance(result["scenario"], dict) or not isinstance(result["scenario"].get("suite", ""), str):
         raise ReportError(f"{where}: 'scenario' must be an object whose 'suite' is a string")
     outcome = result.get("outcome")
-    if outcome is not None and not (isinstance(outcome, dict) and isinstance(outcome.get("passed"), bool) and all(isinstance(outcome.get(k, []), list) for k in ("new", "known"))):
-        raise ReportError(f"{where}: 'outcome' must be null or an object with 'passed' (true or false), 'new' and 'known' lists")
+    if outcome is not None and not (
+        isinstance(outcome, dict)
+        and isinstance(outcome.get("passed"), bool)
+        and all(isinstance(outcome.get(k, []), list) for k in ("new", "known"))
+    ):
+        raise ReportError(
+            f"{where}: 'outcome' must be null or an object with 'passed' (true or false), 'new' and 'known' lists"
+        )
     findings = result["findings"]
-    if not isinstance(findings, list) or not all(isinstance(f, dict) and isinstance(f.get("fingerprint"), str) and isinstance(f.get("message"), str) for f in findings):
+    if not isinstance(findings, list) or not all(
+        isinstance(f, dict) and isinstance(f.get("fingerprint"), str) and isinstance(f.get("message"), str)
+        for f in findings
+    ):
         raise ReportError(f"{where}: 'findings' must be a list of objects with a string 'fingerprint' and 'message'")
 
 
@@ -43,7 +52,8 @@ def check_fingerprints(path: str, document: dict) -> None:
     if document.get("fingerprints") not in READABLE_FINGERPRINTS:
         raise ReportError(
             f"{path}: written by a gradaudit whose finding fingerprints were of another form "
-            f"(this one writes form {FINGERPRINTS}: class, paths, form of the wrong value and entries, and reads form 2); "
+            f"(this one writes form {FINGERPRINTS}: class, paths, form of the wrong value and entries, and reads form "
+            "2); "
             "run the audit again to write it anew (`gradaudit baseline` for a baseline)"
         )
 
@@ -60,7 +70,10 @@ def read_json(path: str):
         json.dumps(document, allow_nan=False, ensure_ascii=False).encode("utf-8")
     except OSError as exc:
         raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
-    except (UnicodeDecodeError, UnicodeEncodeError) as exc:  # the UnicodeErrors read_text and encode raise: each has a reason
+    except (
+        UnicodeDecodeError,
+        UnicodeEncodeError,
+    ) as exc:  # the UnicodeErrors read_text and encode raise: each has a reason
         raise ReportError(f"{path}: not UTF-8 text ({exc.reason}): not a gradaudit report") from None
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
@@ -86,7 +99,10 @@ def read_report(path: str) -> dict:
     if not isinstance(document.get("gate", {}), dict):
         raise ReportError(f"{path}: 'gate' must be an object")
     if document.get("errors"):
-        raise ReportError(f"{path}: this report had {len(document['errors'])} input error(s), so its run audited nothing it can vouch for; fix them and run again")
+        raise ReportError(
+            f"{path}: this report had {len(document['errors'])} input error(s), so its run audited nothing it can "
+            "vouch for; fix them and run again"
+        )
     names: set[str] = set()
     for index, result in enumerate(document["results"]):
         _check_result(path, index, result)

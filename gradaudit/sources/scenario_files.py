@@ -136,7 +136,9 @@ class _FileChecker:
             raise self.fail(node, f"{what} must be >= {minimum}, got {value}")
         return value
 
-    def number(self, node: yaml.Node, what: str, positive: bool = False, signed: bool = False, finite: bool = True) -> float:
+    def number(
+        self, node: yaml.Node, what: str, positive: bool = False, signed: bool = False, finite: bool = True
+    ) -> float:
         value = scalar_value(self.file, node)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(node, f"{what} must be a number, got {kind_name(node)}")
@@ -171,7 +173,9 @@ class _FileChecker:
             raise self.fail(node, f"{noun} value {value} is not representable in {dtype} ({low}..{high})")
         return value
 
-    def nested(self, node: yaml.Node, what: str, element: Callable[[yaml.Node], Any]) -> tuple[NestedValue, tuple[int, ...]]:
+    def nested(
+        self, node: yaml.Node, what: str, element: Callable[[yaml.Node], Any]
+    ) -> tuple[NestedValue, tuple[int, ...]]:
         """A scalar or rectangular nested list, each leaf checked by `element`; returns (value, shape).
 
         Aliases may make a list contain itself or expand exponentially: both are refused with
@@ -179,7 +183,9 @@ class _FileChecker:
         """
         leaves = self._leaves(node, what, (), {})
         if leaves > MAX_LEAVES:
-            raise self.fail(node, f"{what} has {leaves:,} elements once its YAML aliases are expanded (at most {MAX_LEAVES:,})")
+            raise self.fail(
+                node, f"{what} has {leaves:,} elements once its YAML aliases are expanded (at most {MAX_LEAVES:,})"
+            )
         return self._nested(node, what, element)
 
     def _leaves(self, node: yaml.Node, what: str, ancestors: tuple, memo: dict[int, int]) -> int:
@@ -194,7 +200,9 @@ class _FileChecker:
             memo[id(node)] = sum(self._leaves(item, what, (*ancestors, node), memo) for item in node.value)
         return memo[id(node)]
 
-    def _nested(self, node: yaml.Node, what: str, element: Callable[[yaml.Node], Any]) -> tuple[NestedValue, tuple[int, ...]]:
+    def _nested(
+        self, node: yaml.Node, what: str, element: Callable[[yaml.Node], Any]
+    ) -> tuple[NestedValue, tuple[int, ...]]:
         if not isinstance(node, yaml.SequenceNode):
             return element(node), ()
         items = sequence_items(self.file, node, what)
@@ -225,7 +233,9 @@ class _ScenarioFile:
     def load(self, root: yaml.Node | None) -> list[Scenario]:
         check = self.check
         if root is None:
-            check.errors.append(InputError(Location(self.file, 1, 1), "empty file: expected a mapping with a 'scenarios' list"))
+            check.errors.append(
+                InputError(Location(self.file, 1, 1), "empty file: expected a mapping with a 'scenarios' list")
+            )
             return []
         try:
             top = check.mapping(root, "the file", TOP_LEVEL_KEYS)
@@ -260,7 +270,9 @@ class _ScenarioFile:
         check = self.check
         items = check.mapping(node, "a sweep", SWEEP_KEYS)
         if "name" not in items:
-            raise check.fail(node, "a sweep needs a 'name' template, e.g. \"{selector.dtype}-{selector.value}-n{cases}\"")
+            raise check.fail(
+                node, "a sweep needs a 'name' template, e.g. \"{selector.dtype}-{selector.value}-n{cases}\""
+            )
         name_node = items["name"][1]
         if not isinstance(scalar_value(self.file, name_node), str):
             raise check.fail(name_node, f"a sweep's name must be a template string, got {kind_name(name_node)}")
@@ -278,19 +290,30 @@ class _ScenarioFile:
                 continue
             alternatives = flat[key]
             if not isinstance(alternatives, yaml.SequenceNode) or not alternatives.value:
-                raise check.fail(alternatives, f"in a sweep, '{key}' lists its alternatives, e.g. {key.split('.')[-1]}: [a, b]; got {kind_name(alternatives)}")
+                raise check.fail(
+                    alternatives,
+                    f"in a sweep, '{key}' lists its alternatives, e.g. {key.split('.')[-1]}: [a, b]; got "
+                    f"{kind_name(alternatives)}",
+                )
             axes[key] = list(alternatives.value)
             plain[key] = [check.checked(functools.partial(self.alternative, key), n) for n in axes[key]]
         if len(check.errors) > errors_before:
             return []
         unknown = [m.group(1) for m in FIELD.finditer(name_node.value) if m.group(1) not in axes]
         if unknown:
-            raise check.fail(name_node, f"the name template uses '{{{unknown[0]}}}', which the sweep does not sweep (swept: {', '.join(axes)})")
+            raise check.fail(
+                name_node,
+                f"the name template uses '{{{unknown[0]}}}', which the sweep does not sweep (swept: {', '.join(axes)})",
+            )
         combos = combinations(name_node, axes, fixed, plain)
         names = Counter(c.name for c in combos)
         repeated = [n for n, count in names.items() if count > 1]
         if repeated:
-            raise check.fail(name_node, f"the name template gives {names[repeated[0]]} combinations the name '{repeated[0]}': include every swept key")
+            raise check.fail(
+                name_node,
+                f"the name template gives {names[repeated[0]]} combinations the name '{repeated[0]}': include every "
+                "swept key",
+            )
         scenarios: list[Scenario] = []
         skipped: Counter = Counter()
         for combo in combos:
@@ -349,12 +372,18 @@ class _ScenarioFile:
         else:
             kind = "function" if "fn" in defaults else "select_n"
         allowed = KIND_KEYS[kind]
-        described = "a select_n scenario (one with 'selector')" if kind == "select_n" else "a function scenario (one with 'fn')"
+        described = (
+            "a select_n scenario (one with 'selector')" if kind == "select_n" else "a function scenario (one with 'fn')"
+        )
         for key in list(own):
             key_node = own[key][0]
             if key not in SCENARIO_KEYS:
                 del own[key]
-                check.error(key_node, f"unknown key '{key}' in a scenario{_did_you_mean(key, allowed)} (allowed in {described}: {_allowed(allowed)})")
+                check.error(
+                    key_node,
+                    f"unknown key '{key}' in a scenario{_did_you_mean(key, allowed)} (allowed in {described}: "
+                    f"{_allowed(allowed)})",
+                )
             elif key not in allowed:
                 check.error(key_node, f"'{key}' does not apply to {described} (allowed: {_allowed(allowed)})")
         # Defaults may serve both kinds in one file; keys of the other kind are simply not used.
@@ -421,9 +450,15 @@ class _ScenarioFile:
             if "exception" in items:
                 exception = scalar_value(self.file, items["exception"][1])
                 if not isinstance(exception, str) or not exception.isidentifier():
-                    raise check.fail(items["exception"][1], f"exception must be an exception type name such as IndexError, got {kind_name(items['exception'][1])}")
+                    raise check.fail(
+                        items["exception"][1],
+                        "exception must be an exception type name such as IndexError, got "
+                        f"{kind_name(items['exception'][1])}",
+                    )
                 if status != "error":
-                    raise check.fail(items["exception"][1], f"an exception can only be expected with status 'error', not '{status}'")
+                    raise check.fail(
+                        items["exception"][1], f"an exception can only be expected with status 'error', not '{status}'"
+                    )
             return Expectation(status=status, exception=exception)
         return Expectation(status=check.choice(node, "expect", EXPECTED_STATUSES))
 
@@ -445,7 +480,9 @@ class _ScenarioFile:
         try:
             resolve_checked(spec, str(self.modules), self.user_code)
         except FunctionImportError as exc:
-            raise self.check.fail(node, f"{exc}" + (f" (modules are imported from {self.modules})" if self.user_code else "")) from None
+            raise self.check.fail(
+                node, f"{exc}" + (f" (modules are imported from {self.modules})" if self.user_code else "")
+            ) from None
         return spec
 
     def kwargs(self, node: yaml.Node) -> tuple[tuple[str, Any], ...]:
@@ -477,7 +514,11 @@ class _ScenarioFile:
         if any(spec is None for spec in specs):
             return ()
         if not any(spec.differentiable for spec in specs):
-            raise self.check.fail(node, f"no input to differentiate: give at least one input of a floating dtype ({_allowed(dtypes.FLOAT_DTYPES)})")
+            raise self.check.fail(
+                node,
+                "no input to differentiate: give at least one input of a floating dtype "
+                f"({_allowed(dtypes.FLOAT_DTYPES)})",
+            )
         return tuple(specs)
 
     def input(self, node: yaml.Node, scenario_seed: int) -> InputSpec:
@@ -489,7 +530,11 @@ class _ScenarioFile:
         shape = self.shape(items["shape"][1]) if "shape" in items else None
         seed = check.integer(items["seed"][1], "seed", minimum=0) if "seed" in items else scenario_seed
         if ("value" in items) == ("fill" in items):
-            raise check.fail(node, f"an input needs either a 'value' or a 'fill' ({_allowed(FILLS)}), not {'both' if 'value' in items else 'neither'}")
+            raise check.fail(
+                node,
+                f"an input needs either a 'value' or a 'fill' ({_allowed(FILLS)}), not "
+                f"{'both' if 'value' in items else 'neither'}",
+            )
         if "fill" in items:
             fill = check.choice(items["fill"][1], "fill", FILLS)
             if fill == "normal" and dtype not in dtypes.FLOAT_DTYPES:
@@ -502,7 +547,9 @@ class _ScenarioFile:
             element = functools.partial(check.discrete, dtype=dtype, noun="input")
         value, value_shape = check.nested(items["value"][1], "an input value", element)
         if shape is not None and value_shape != shape:
-            raise check.fail(items["value"][1], f"input value has shape {list(value_shape)}, but shape is {list(shape)}")
+            raise check.fail(
+                items["value"][1], f"input value has shape {list(value_shape)}, but shape is {list(shape)}"
+            )
         return InputSpec(dtype=dtype, value=value, shape=value_shape, seed=seed)
 
     def order(self, node: yaml.Node) -> int:
@@ -532,18 +579,26 @@ class _ScenarioFile:
         items = check.mapping(node, "selector", SELECTOR_KEYS)
         missing = [key for key in SELECTOR_KEYS if key not in items]
         if missing:
-            raise check.fail(node, f"selector is missing {', '.join(repr(k) for k in missing)} (required: dtype, value)")
+            raise check.fail(
+                node, f"selector is missing {', '.join(repr(k) for k in missing)} (required: dtype, value)"
+            )
         dtype_node = items["dtype"][1]
         dtype_value = scalar_value(self.file, dtype_node)
         if dtype_value in dtypes.FLOAT_DTYPES:
             raise check.fail(
                 dtype_node,
-                f"selector dtype must be bool or an integer dtype, got floating '{dtype_value}' (allowed: {_allowed(dtypes.SELECTOR_DTYPES)})",
+                f"selector dtype must be bool or an integer dtype, got floating '{dtype_value}' (allowed: "
+                f"{_allowed(dtypes.SELECTOR_DTYPES)})",
             )
         dtype = check.choice(dtype_node, "selector dtype", dtypes.SELECTOR_DTYPES)
-        value, value_shape = check.nested(items["value"][1], "selector value", lambda n: check.discrete(n, dtype, "selector"))
+        value, value_shape = check.nested(
+            items["value"][1], "selector value", lambda n: check.discrete(n, dtype, "selector")
+        )
         if dtype == "bool" and cases is not None and cases > 2:
-            raise check.fail(items["dtype"][1], f"a bool selector chooses between at most 2 cases, but cases is {cases}; use an integer dtype")
+            raise check.fail(
+                items["dtype"][1],
+                f"a bool selector chooses between at most 2 cases, but cases is {cases}; use an integer dtype",
+            )
         if shape is not None and value_shape not in ((), shape):
             raise check.fail(
                 items["value"][1],
@@ -555,7 +610,9 @@ class _ScenarioFile:
         items = self.check.mapping(node, "tolerance", TOLERANCE_KEYS)
         missing = [key for key in TOLERANCE_KEYS if key not in items]
         if missing:
-            raise self.check.fail(node, f"tolerance is missing {', '.join(repr(k) for k in missing)} (required: rtol, atol)")
+            raise self.check.fail(
+                node, f"tolerance is missing {', '.join(repr(k) for k in missing)} (required: rtol, atol)"
+            )
         return Tolerance(
             rtol=self.check.number(items["rtol"][1], "rtol"),
             atol=self.check.number(items["atol"][1], "atol"),
@@ -588,7 +645,8 @@ def _suite(path: Path, root: Path | None) -> str:
 
 
 def collect_files(paths: Iterable[str]) -> tuple[list[tuple[Path, str]], list[InputError]]:
-    """Files to load, each with its suite: named files as given, folders searched recursively for *.yaml and *.yml, sorted."""
+    """Files to load, each with its suite: named files as given, folders searched recursively for *.yaml and *.yml,
+    sorted."""
     files: dict[Path, str] = {}
     seen: set[Path] = set()
     errors: list[InputError] = []
@@ -597,7 +655,9 @@ def collect_files(paths: Iterable[str]) -> tuple[list[tuple[Path, str]], list[In
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
             if not found:
-                errors.append(InputError(Location(raw, 1, 1), "no *.yaml or *.yml files in this folder: nothing to audit"))
+                errors.append(
+                    InputError(Location(raw, 1, 1), "no *.yaml or *.yml files in this folder: nothing to audit")
+                )
             for file in found:
                 if file.resolve() not in seen:
                     seen.add(file.resolve())

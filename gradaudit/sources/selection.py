@@ -39,7 +39,10 @@ def shard_from_environment(text: str, environ: dict) -> tuple[int, int]:
     if "SLURM_ARRAY_TASK_ID" in environ and "SLURM_ARRAY_TASK_COUNT" in environ:
         first = int(environ.get("SLURM_ARRAY_TASK_MIN", "0"))
         return parse_shard(f"{int(environ['SLURM_ARRAY_TASK_ID']) - first + 1}/{environ['SLURM_ARRAY_TASK_COUNT']}")
-    raise ValueError("--shard auto reads a SLURM array job's SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, which are not set (for a Kubernetes Indexed Job give the count: --shard auto/N)")
+    raise ValueError(
+        "--shard auto reads a SLURM array job's SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT, which are not set (for "
+        "a Kubernetes Indexed Job give the count: --shard auto/N)"
+    )
 
 
 def in_shard(name: str, k: int, n: int) -> bool:
@@ -94,7 +97,9 @@ def matches(name: str, expression: str) -> bool:
         return True
     result = either()
     if position != len(tokens):
-        raise ValueError(f"cannot read -k expression {expression!r}: unexpected {tokens[position]!r}; join words with and, or, not")
+        raise ValueError(
+            f"cannot read -k expression {expression!r}: unexpected {tokens[position]!r}; join words with and, or, not"
+        )
     return result
 
 

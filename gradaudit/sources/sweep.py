@@ -60,7 +60,9 @@ def _key(node: yaml.Node, text: str) -> yaml.ScalarNode:
     return yaml.ScalarNode(_STR, text, node.start_mark, node.end_mark)
 
 
-def combinations(name_node: yaml.ScalarNode, axes: dict[str, list[yaml.Node]], fixed: dict[str, yaml.Node], plain: dict[str, list]) -> list[Combination]:
+def combinations(
+    name_node: yaml.ScalarNode, axes: dict[str, list[yaml.Node]], fixed: dict[str, yaml.Node], plain: dict[str, list]
+) -> list[Combination]:
     """The product of the axes as scenario nodes, named by the template in `name_node`.
 
     `plain` holds each alternative's Python value, for the name.
@@ -71,14 +73,23 @@ def combinations(name_node: yaml.ScalarNode, axes: dict[str, list[yaml.Node]], f
         chosen = {k: axes[k][i] for k, i in zip(keys, picks, strict=True)}
         values = {k: plain[k][i] for k, i in zip(keys, picks, strict=True)}
         name = FIELD.sub(functools.partial(_field, values), name_node.value)
-        items: list[tuple[yaml.Node, yaml.Node]] = [(_key(name_node, "name"), yaml.ScalarNode(_STR, name, name_node.start_mark, name_node.end_mark))]
+        items: list[tuple[yaml.Node, yaml.Node]] = [
+            (_key(name_node, "name"), yaml.ScalarNode(_STR, name, name_node.start_mark, name_node.end_mark))
+        ]
         selector = [(_key(chosen[k], k.split(".")[1]), chosen[k]) for k in keys if k.startswith("selector.")]
         selector += [(_key(node, k.split(".")[1]), node) for k, node in fixed.items() if k.startswith("selector.")]
         if selector:
-            items.append((_key(selector[0][1], "selector"), yaml.MappingNode(_MAP, selector, selector[0][1].start_mark, selector[0][1].end_mark)))
+            items.append(
+                (
+                    _key(selector[0][1], "selector"),
+                    yaml.MappingNode(_MAP, selector, selector[0][1].start_mark, selector[0][1].end_mark),
+                )
+            )
         items += [(_key(chosen[k], k), chosen[k]) for k in keys if not k.startswith("selector.")]
         items += [(_key(node, k), node) for k, node in fixed.items() if not k.startswith("selector.")]
-        result.append(Combination(name=name, node=yaml.MappingNode(_MAP, items, name_node.start_mark, name_node.end_mark)))
+        result.append(
+            Combination(name=name, node=yaml.MappingNode(_MAP, items, name_node.start_mark, name_node.end_mark))
+        )
     return result
 
 

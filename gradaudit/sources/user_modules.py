@@ -25,7 +25,8 @@ def resolve_checked(spec: str, root: str, user_code: bool) -> None:
     it without importing anything: FunctionImportError either way, meant for the user."""
     if not user_code:
         raise FunctionImportError(
-            f"fn '{spec}' would import and run Python code, and user code is off (--no-user-code, or user_code = false): function scenarios are refused, select_n scenarios still run"
+            f"fn '{spec}' would import and run Python code, and user code is off (--no-user-code, or user_code = "
+            "false): function scenarios are refused, select_n scenarios still run"
         )
     resolve(spec, root)
 
@@ -46,7 +47,9 @@ def _import_from(module_name: str, root: Path):
         private = f"_gradaudit_{abs(hash(str(local)))}_{module_name.replace('.', '_')}"
         if private not in sys.modules:
             spec = importlib.util.spec_from_file_location(private, local)
-            assert spec is not None and spec.loader is not None, "a .py file (all _module_file finds) has a spec with a source loader"
+            assert spec is not None and spec.loader is not None, (
+                "a .py file (all _module_file finds) has a spec with a source loader"
+            )
             module = importlib.util.module_from_spec(spec)
             sys.modules[private] = module
             spec.loader.exec_module(module)
@@ -77,7 +80,11 @@ def _modules_in(folder: Path) -> list[str]:
     """The modules a folder offers: its *.py files and its packages (folders with __init__.py)."""
     if not folder.is_dir():
         return []
-    return sorted(p.stem if p.suffix == ".py" else p.name for p in folder.iterdir() if (p.suffix == ".py" and p.is_file()) or (p.is_dir() and (p / "__init__.py").is_file()))
+    return sorted(
+        p.stem if p.suffix == ".py" else p.name
+        for p in folder.iterdir()
+        if (p.suffix == ".py" and p.is_file()) or (p.is_dir() and (p / "__init__.py").is_file())
+    )
 
 
 def resolve(spec: str, root: str) -> Callable:
@@ -89,7 +96,11 @@ def resolve(spec: str, root: str) -> Callable:
     try:
         module = _imported(module_name, Path(root).resolve())
     except ModuleNotFoundError as exc:
-        close = difflib.get_close_matches(exc.name or module_name, _modules_in(Path(root)), n=3) if exc.name in (None, module_name.split(".")[0]) else []
+        close = (
+            difflib.get_close_matches(exc.name or module_name, _modules_in(Path(root)), n=3)
+            if exc.name in (None, module_name.split(".")[0])
+            else []
+        )
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise FunctionImportError(f"cannot import module '{module_name}': {exc}{hint}") from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed (or exited) while importing

@@ -76,7 +76,9 @@ def parse_file(path: Path, display: str) -> tuple[yaml.Node | None, list[InputEr
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         where = _offset_location(display, data[: exc.start].decode("utf-8", "replace"), exc.start)
-        raise InvalidInput(InputError(where, f"not UTF-8 text (byte 0x{data[exc.start]:02x}); scenario files must be UTF-8")) from None
+        raise InvalidInput(
+            InputError(where, f"not UTF-8 text (byte 0x{data[exc.start]:02x}); scenario files must be UTF-8")
+        ) from None
     return parse_text(text, display)
 
 
@@ -100,7 +102,10 @@ def parse_text(text: str, display: str) -> tuple[yaml.Node | None, list[InputErr
     except RecursionError:
         raise InvalidInput(InputError(Location(display, 1, 1), "YAML nested too deeply")) from None
     documents = [d for d in documents if d is not None]
-    extra = [InputError(node_location(display, d), "a scenario file holds one YAML document; found another one after '---'") for d in documents[1:]]
+    extra = [
+        InputError(node_location(display, d), "a scenario file holds one YAML document; found another one after '---'")
+        for d in documents[1:]
+    ]
     return (documents[0] if documents else None), extra
 
 
@@ -110,7 +115,9 @@ def scalar_value(file: str, node: yaml.Node):
         kind = "a mapping" if isinstance(node, yaml.MappingNode) else "a list"
         raise InvalidInput(InputError(node_location(file, node), f"expected a single value, got {kind}"))
     if node.tag not in _SCALAR_TAGS:
-        raise InvalidInput(InputError(node_location(file, node), f"unsupported YAML tag {node.tag!r}; only plain values are allowed"))
+        raise InvalidInput(
+            InputError(node_location(file, node), f"unsupported YAML tag {node.tag!r}; only plain values are allowed")
+        )
     if node.tag == "tag:yaml.org,2002:str" and not node.style and _EXPONENT.match(node.value):
         return float(node.value)  # YAML 1.1 reads 1e-3 as a string; a plain scalar like that means a number
     try:
@@ -118,7 +125,13 @@ def scalar_value(file: str, node: yaml.Node):
     except (yaml.YAMLError, ValueError, OverflowError) as exc:
         raise InvalidInput(InputError(node_location(file, node), f"cannot read value {node.value!r}: {exc}")) from None
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST_INTEGER:
-        raise InvalidInput(InputError(node_location(file, node), f"integer too large: {len(str(abs(value)))} digits (at most {LARGEST_INTEGER:.0e}, past uint64's range)"))
+        raise InvalidInput(
+            InputError(
+                node_location(file, node),
+                f"integer too large: {len(str(abs(value)))} digits (at most {LARGEST_INTEGER:.0e}, past uint64's "
+                "range)",
+            )
+        )
     return value
 
 
@@ -147,7 +160,9 @@ def kind_name(node: yaml.Node) -> str:
     return "null" if kind == "null" else node.value
 
 
-def mapping_items(file: str, node: yaml.Node, what: str) -> tuple[dict[str, tuple[yaml.Node, yaml.Node]], list[InputError]]:
+def mapping_items(
+    file: str, node: yaml.Node, what: str
+) -> tuple[dict[str, tuple[yaml.Node, yaml.Node]], list[InputError]]:
     """Keys of a mapping node with their key and value nodes; duplicate and non-string keys are errors.
 
     The first occurrence of a duplicated key is kept so later checks still run on it.
@@ -158,15 +173,23 @@ def mapping_items(file: str, node: yaml.Node, what: str) -> tuple[dict[str, tupl
     errors: list[InputError] = []
     for key_node, value_node in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":
-            errors.append(InputError(node_location(file, key_node), "YAML merge keys ('<<') are not supported; use 'defaults'"))
+            errors.append(
+                InputError(node_location(file, key_node), "YAML merge keys ('<<') are not supported; use 'defaults'")
+            )
             continue
         if not isinstance(key_node, yaml.ScalarNode) or key_node.tag != "tag:yaml.org,2002:str":
-            errors.append(InputError(node_location(file, key_node), f"keys of {what} must be names, got {kind_name(key_node)}"))
+            errors.append(
+                InputError(node_location(file, key_node), f"keys of {what} must be names, got {kind_name(key_node)}")
+            )
             continue
         key = key_node.value
         if key in items:
             first = node_location(file, items[key][0])
-            errors.append(InputError(node_location(file, key_node), f"duplicate key '{key}' in {what} (first given at line {first.line})"))
+            errors.append(
+                InputError(
+                    node_location(file, key_node), f"duplicate key '{key}' in {what} (first given at line {first.line})"
+                )
+            )
             continue
         items[key] = (key_node, value_node)
     return items, errors

@@ -55,8 +55,15 @@ def spaces(names: Sequence[str] = ()) -> list[SurveySpace]:
 def _invalid(result: ScenarioResult) -> InvalidDraw | None:
     """A draw whose plain value raises (the function rejects its own inputs): skipped, not a kind."""
     first = result.findings[0] if result.findings else None
-    if first is not None and first.kind == RAISED and first.paths == (VALUE,) and first.message.startswith(VALUE_RAISED):
-        return InvalidDraw(f"the function rejects these inputs: {first.error_type or first.message.split(' raised ')[1].split(':')[0]}")
+    if (
+        first is not None
+        and first.kind == RAISED
+        and first.paths == (VALUE,)
+        and first.message.startswith(VALUE_RAISED)
+    ):
+        return InvalidDraw(
+            f"the function rejects these inputs: {first.error_type or first.message.split(' raised ')[1].split(':')[0]}"
+        )
     return None
 
 
@@ -73,7 +80,9 @@ def screened(audit: Callable[..., ScenarioResult]) -> Callable[..., ScenarioResu
     return judged
 
 
-def screened_all(audit_all: Callable[[list], Iterable[ScenarioResult]]) -> Callable[[list], Iterator[ScenarioResult | InvalidDraw]]:
+def screened_all(
+    audit_all: Callable[[list], Iterable[ScenarioResult]],
+) -> Callable[[list], Iterator[ScenarioResult | InvalidDraw]]:
     """`audit_all`, with each draw whose plain value raises given as an InvalidDraw."""
 
     def judged(scenarios: list) -> Iterator[ScenarioResult | InvalidDraw]:
@@ -99,10 +108,21 @@ class FunctionSurvey:
         return max(statuses, key=STATUSES.index)
 
 
-def survey_one(space: SurveySpace, budget: int, seed: int, auditor, out: Path, how: str, limits, on_progress) -> FunctionSurvey:
+def survey_one(
+    space: SurveySpace, budget: int, seed: int, auditor, out: Path, how: str, limits, on_progress
+) -> FunctionSurvey:
     """Explore one function, shrink and confirm each kind, write its files (`auditor`: `service.isolated`'s)."""
     started = time.perf_counter()
-    outcome = search(space, budget, seed, screened(auditor.screen), None, on_progress, limits, audit_all=screened_all(auditor.screen_all))
+    outcome = search(
+        space,
+        budget,
+        seed,
+        screened(auditor.screen),
+        None,
+        on_progress,
+        limits,
+        audit_all=screened_all(auditor.screen_all),
+    )
     if outcome.found:
         confirm(outcome, space, auditor.audit)
     files = write_found(outcome, space, out, how) if not outcome.problem else []
@@ -132,7 +152,10 @@ def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budge
                         "shrunk": found.shrunk,
                         "swept": found.swept,
                         "file": str(path),
-                        "findings": [{"fingerprint": f.fingerprint, "class": str(f.finding_class), "message": f.message} for f in found.result.ranked_findings],
+                        "findings": [
+                            {"fingerprint": f.fingerprint, "class": str(f.finding_class), "message": f.message}
+                            for f in found.result.ranked_findings
+                        ],
                     }
                     for found, path in zip(one.outcome.found, one.files, strict=False)
                 ],
@@ -153,7 +176,11 @@ def merge_surveys(paths: Sequence[str]) -> dict:
     twice), functions in the table's order: what one process surveying them all writes."""
     documents = [read_json(p) for p in paths]
     for path, document in zip(paths, documents, strict=True):
-        if not isinstance(document, dict) or document.get("schema") != SURVEY_SCHEMA or not isinstance(document.get("functions"), list):
+        if (
+            not isinstance(document, dict)
+            or document.get("schema") != SURVEY_SCHEMA
+            or not isinstance(document.get("functions"), list)
+        ):
             raise ReportError(f"{path}: not a gradaudit survey report (schema {SURVEY_SCHEMA!r} with 'functions')")
     same_environment(paths, documents, ("budget", "seed"))
     functions = disjoint(paths, documents, "functions")
@@ -179,13 +206,28 @@ def diff_surveys(before_path: str, after_path: str) -> list[SurveyChange]:
     documents = []
     for path in (before_path, after_path):
         document = read_json(path)
-        if not isinstance(document, dict) or document.get("schema") != SURVEY_SCHEMA or not isinstance(document.get("functions"), list):
+        if (
+            not isinstance(document, dict)
+            or document.get("schema") != SURVEY_SCHEMA
+            or not isinstance(document.get("functions"), list)
+        ):
             raise ReportError(f"{path}: not a gradaudit survey report (schema {SURVEY_SCHEMA!r} with 'functions')")
-        documents.append({f["name"]: {(k["status"], tuple(k["signatures"])): k["file"] for k in f["kinds"]} for f in document["functions"]})
+        documents.append(
+            {
+                f["name"]: {(k["status"], tuple(k["signatures"])): k["file"] for k in f["kinds"]}
+                for f in document["functions"]
+            }
+        )
     before, after = documents
     changes = []
     for name in dict.fromkeys([*before, *after]):
         old, new = before.get(name, {}), after.get(name, {})
-        changes += [SurveyChange("new", name, kind[0], kind[1], new[kind]) for kind in new if kind not in old and name in before]
-        changes += [SurveyChange("resolved", name, kind[0], kind[1], old[kind]) for kind in old if kind not in new and name in after]
+        changes += [
+            SurveyChange("new", name, kind[0], kind[1], new[kind]) for kind in new if kind not in old and name in before
+        ]
+        changes += [
+            SurveyChange("resolved", name, kind[0], kind[1], old[kind])
+            for kind in old
+            if kind not in new and name in after
+        ]
     return changes

@@ -69,7 +69,11 @@ class _Drawn:
 
     def index(self, dtype: str, size: int) -> int:
         high = dtypes.integer_range(dtype)[1]
-        return self.draw(self.st.one_of(self.st.integers(0, min(max(size - 1, 0), high)), self.st.sampled_from(index_edges(dtype, size))))
+        return self.draw(
+            self.st.one_of(
+                self.st.integers(0, min(max(size - 1, 0), high)), self.st.sampled_from(index_edges(dtype, size))
+            )
+        )
 
     def boolean(self) -> bool:
         return self.draw(self.st.booleans())
@@ -154,9 +158,10 @@ def entry_strategy(surveyed: Surveyed, name: str):
 
 def sweep(surveyed: Surveyed, name: str) -> list[dict]:
     """The plainest entry with one edge changed, for every edge of the shared tables: each floating
-    edge value (and a tie, and a tie of each non-finite value) in the first floating argument, and each index or selector dtype at its
-    limits in the first such argument (all its elements), also into a `LONG_AXIS` where the dtype
-    cannot address one. Each is as small as a draw can be, so a kind it shows needs no shrinking."""
+    edge value (and a tie, and a tie of each non-finite value) in the first floating argument, and
+    each index or selector dtype at its limits in the first such argument (all its elements), also into a
+    `LONG_AXIS` where the dtype cannot address one. Each is as small as a draw can be, so a kind it shows needs no
+    shrinking."""
     plain = build_entry(surveyed, name, _Plain())
     entries = []
     first_float = next((k for k, role in enumerate(surveyed.signature) if role in FLOATING), None)
@@ -178,10 +183,14 @@ def sweep(surveyed: Surveyed, name: str) -> list[dict]:
         for dtype in SURVEY_INDICES:
             low, high = dtypes.integer_range(dtype)
             for limit in [v for v in dict.fromkeys((high, low)) if v != 0]:
-                entries.append(_with(plain, first_index, dtype=dtype, value=_filled(plain["inputs"][first_index]["value"], limit)))
+                entries.append(
+                    _with(plain, first_index, dtype=dtype, value=_filled(plain["inputs"][first_index]["value"], limit))
+                )
             if role in INDEXING and high < LONG_AXIS:
                 long = build_entry(surveyed, name, _Plain(), shape=(LONG_AXIS,))
-                entries.append(_with(long, first_index, dtype=dtype, value=_filled(long["inputs"][first_index]["value"], high)))
+                entries.append(
+                    _with(long, first_index, dtype=dtype, value=_filled(long["inputs"][first_index]["value"], high))
+                )
     return entries
 
 

@@ -94,19 +94,28 @@ TABLE: tuple[Surveyed, ...] = (
     ),
     *_each(
         "jax.numpy",
-        "add subtract multiply divide true_divide floor_divide power float_power remainder fmod maximum minimum fmax fmin hypot arctan2 copysign logaddexp logaddexp2 heaviside",
+        "add subtract multiply divide true_divide floor_divide power float_power remainder fmod maximum minimum fmax "
+        "fmin hypot arctan2 copysign logaddexp logaddexp2 heaviside",
         "x x",
     ),
     Surveyed("jax.numpy.clip", ("x", "x", "x")),
     Surveyed("jax.numpy.where", ("mask", "x", "x")),
     # jax.numpy, reductions and scans
-    *_each("jax.numpy", "sum prod mean max min var std median nansum nanmean nanmax nanmin nanprod ptp", "x", "array", axis=AXES),
+    *_each(
+        "jax.numpy",
+        "sum prod mean max min var std median nansum nanmean nanmax nanmin nanprod ptp",
+        "x",
+        "array",
+        axis=AXES,
+    ),
     *_each("jax.numpy", "cumsum cumprod", "x", "array", axis=(None, 0)),
     Surveyed("jax.numpy.sort", ("x",), {"axis": (-1, 0)}, "array"),
     Surveyed("jax.numpy.diff", ("x",), {}, "array"),
     Surveyed("jax.numpy.interp", ("v", "v", "v"), {}, "vector"),
     # jax.numpy, indexing
-    Surveyed("jax.numpy.take", ("x", "i"), {"mode": (None, "clip", "wrap", "fill")}, "array", {"axis": lambda shape: 0}),
+    Surveyed(
+        "jax.numpy.take", ("x", "i"), {"mode": (None, "clip", "wrap", "fill")}, "array", {"axis": lambda shape: 0}
+    ),
     Surveyed("jax.numpy.take_along_axis", ("x", "i"), {}, "vector", {"axis": lambda shape: 0}),
     Surveyed("jax.numpy.roll", ("x",), {"shift": (1, -1, 5)}, "array"),
     Surveyed("jax.numpy.flip", ("x",), {}, "array"),
@@ -154,7 +163,8 @@ TABLE: tuple[Surveyed, ...] = (
     # jax.nn
     *_each(
         "jax.nn",
-        "relu relu6 sigmoid softplus soft_sign silu gelu elu celu selu leaky_relu hard_tanh hard_sigmoid hard_silu log_sigmoid mish sparse_plus squareplus",
+        "relu relu6 sigmoid softplus soft_sign silu gelu elu celu selu leaky_relu hard_tanh hard_sigmoid hard_silu "
+        "log_sigmoid mish sparse_plus squareplus",
         "x",
     ),
     *_each("jax.nn", "softmax log_softmax standardize logsumexp", "x", "array", axis=(-1, 0)),
@@ -168,7 +178,10 @@ TABLE: tuple[Surveyed, ...] = (
     *_each("jax.scipy.special", "xlogy xlog1py betaln gammainc gammaincc rel_entr kl_div zeta", "x x"),
     Surveyed("jax.scipy.special.logsumexp", ("x",), {"axis": AXES}, "array"),
     # jax.ops: segment reductions
-    *(Surveyed(f"jax.ops.{name}", ("x", "seg"), {}, "array", {"num_segments": lambda shape: shape[0]}) for name in ("segment_sum", "segment_max", "segment_min")),
+    *(
+        Surveyed(f"jax.ops.{name}", ("x", "seg"), {}, "array", {"num_segments": lambda shape: shape[0]})
+        for name in ("segment_sum", "segment_max", "segment_min")
+    ),
     # written out: an index expression, a window, a mask
     Surveyed("gradaudit.survey.wrappers.getitem", ("x", "i"), {}, "array"),
     Surveyed("gradaudit.survey.wrappers.at_get", ("x", "i"), {"mode": ("promise_in_bounds", "clip", "fill")}, "array"),

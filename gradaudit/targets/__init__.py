@@ -44,7 +44,16 @@ def group_key(scenario: Scenario) -> tuple | None:
     if spec.kind == "select_n":
         if 0 in spec.shape:
             return None
-        return ("select_n", spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.shape, spec.dtype, spec.output, scenario.eps)
+        return (
+            "select_n",
+            spec.selector.dtype,
+            np.shape(spec.selector.value),
+            spec.cases,
+            spec.shape,
+            spec.dtype,
+            spec.output,
+            scenario.eps,
+        )
     return ("function", spec.fn, spec.root, spec.kwargs, _input_kinds(spec), spec.bind, scenario.eps)
 
 
@@ -59,7 +68,14 @@ def kinship(scenario: Scenario) -> tuple:
     selector's broadcasts), functions by function, then input shapes and dtypes."""
     spec = scenario.target
     if spec.kind == "select_n":
-        return (tuple(spec.shape), spec.dtype, spec.selector.dtype, np.shape(spec.selector.value), spec.cases, spec.output)
+        return (
+            tuple(spec.shape),
+            spec.dtype,
+            spec.selector.dtype,
+            np.shape(spec.selector.value),
+            spec.cases,
+            spec.output,
+        )
     return (spec.fn, _input_kinds(spec))
 
 

@@ -31,11 +31,17 @@ def flat_output(fn: Callable[..., object]) -> Callable[..., object]:
         out = fn(*args)
         all_leaves = jax.tree_util.tree_leaves(out)
         # A complex leaf is its real and imaginary parts: two real outputs, which every mode differentiates.
-        all_leaves = [part for leaf in all_leaves for part in ((jnp.real(leaf), jnp.imag(leaf)) if jnp.iscomplexobj(leaf) else (leaf,))]
+        all_leaves = [
+            part
+            for leaf in all_leaves
+            for part in ((jnp.real(leaf), jnp.imag(leaf)) if jnp.iscomplexobj(leaf) else (leaf,))
+        ]
         leaves = [leaf for leaf in all_leaves if jnp.issubdtype(jnp.result_type(leaf), jnp.floating)]
         if not leaves:
             kinds = ", ".join(str(jnp.result_type(leaf)) for leaf in all_leaves) or "nothing"
-            raise NoFloatingOutput(f"the function returned no floating-point output to differentiate (it returned {kinds})")
+            raise NoFloatingOutput(
+                f"the function returned no floating-point output to differentiate (it returned {kinds})"
+            )
         if len(all_leaves) == 1 and len(leaves) == 1:
             return leaves[0]
         return jnp.concatenate([jnp.ravel(leaf) for leaf in leaves]) if len(leaves) > 1 else jnp.ravel(leaves[0])
@@ -77,10 +83,14 @@ def _traced(fn: Callable, pattern: tuple[str, ...]) -> Callable:
 
 
 @functools.lru_cache(maxsize=1024)
-def _captured(fn: Callable, pattern: tuple[str, ...], values: tuple[tuple[bytes, str, tuple[int, ...]], ...], x64: bool) -> Callable:
+def _captured(
+    fn: Callable, pattern: tuple[str, ...], values: tuple[tuple[bytes, str, tuple[int, ...]], ...], x64: bool
+) -> Callable:
     # `x64` is part of the key: a JAX array made while x64 is off holds an int64 value truncated to
     # int32, and a function cached with it would read that truncated value in every later audit.
-    constants = tuple(jnp.asarray(np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape)) for data, dtype, shape in values)
+    constants = tuple(
+        jnp.asarray(np.frombuffer(data, dtype=np.dtype(dtype)).reshape(shape)) for data, dtype, shape in values
+    )
     n = pattern.count(DIFFERENTIATED)
 
     def captured(*inputs):
@@ -93,7 +103,9 @@ def build(scenario: Scenario) -> tuple[Target, ...]:
     """One Target per binding of the discrete inputs; held floating inputs are passed in either way."""
     spec = scenario.target
     assert spec.kind == "function", "build_targets and group_targets send only function scenarios here"
-    fn = flat_output(with_kwargs(spec.function if spec.function is not None else resolve(spec.fn, spec.root), spec.kwargs))
+    fn = flat_output(
+        with_kwargs(spec.function if spec.function is not None else resolve(spec.fn, spec.root), spec.kwargs)
+    )
     arrays = [s.array() for s in spec.inputs]
     args = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if s.differentiable)
     passed = tuple(a for a, s in zip(arrays, spec.inputs, strict=True) if not s.differentiable)
@@ -104,7 +116,8 @@ def build(scenario: Scenario) -> tuple[Target, ...]:
     if not discrete:
         return (Target(fn=traced, args=args, arg_names=names, fixed=passed),)
     pattern = tuple(DIFFERENTIATED if s.differentiable else PASSED if s.held else CAPTURED for s in spec.inputs)
-    x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # Config defines each flag as an attribute at run time
+    # Config defines each flag as an attribute at run time
+    x64 = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
     captured = _captured(fn, pattern, tuple((a.tobytes(), a.dtype.str, a.shape) for a in discrete), x64)
     by_binding = {
         "traced": Target(fn=traced, args=args, arg_names=names, fixed=passed, binding="traced"),

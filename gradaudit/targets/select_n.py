@@ -34,7 +34,8 @@ def case_values(scenario: Scenario) -> tuple[np.ndarray, ...]:
 
 
 OUTPUTS: dict[str, Callable[[jax.Array], jax.Array]] = {
-    name: eval(f"lambda y: {expression}", {"jnp": jnp})  # noqa: S307 - gradaudit's own fixed expressions, so a reproducer script writes the same text
+    # gradaudit's own fixed expressions, so a reproducer script writes the same text
+    name: eval(f"lambda y: {expression}", {"jnp": jnp})  # noqa: S307
     for name, expression in scenario_module.OUTPUT_EXPRESSIONS.items()
 }
 """What is applied to the selected value; nonlinear outputs give second derivatives something to check."""

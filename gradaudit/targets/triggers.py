@@ -30,7 +30,14 @@ import numpy as np
 from gradaudit.model.mechanisms import CLAMP_INVERTED, NON_FINITE_UNSELECTED, READ_OUT_OF_RANGE, SELECT_OUT_OF_RANGE
 from gradaudit.targets.base import Target
 
-CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr", "checkpoint": "jaxpr", "remat": "jaxpr"}
+CALLS = {
+    "jit": "jaxpr",
+    "pjit": "jaxpr",
+    "closed_call": "call_jaxpr",
+    "core_call": "call_jaxpr",
+    "checkpoint": "jaxpr",
+    "remat": "jaxpr",
+}
 """Call-like primitives, evaluated inside, and the parameter that holds each one's body."""
 
 
@@ -50,11 +57,20 @@ def triggered(target: Target, tangents: bool = False, jaxpr: Callable[[], Any] |
     wide = any(np.asarray(a).dtype.itemsize == 8 for a in (*target.args, *target.fixed))
     found: set[str] = set()
     try:
-        with jax.enable_x64(wide or bool(jax.config.jax_enable_x64)):  # type: ignore[attr-defined]  # Config defines each flag at run time
+        # Config defines each flag at run time
+        with jax.enable_x64(wide or bool(jax.config.jax_enable_x64)):  # type: ignore[attr-defined]
             closed = jaxpr() if jaxpr is not None else traced(target)
             seeds = [np.ones_like(a) for a in target.args] + [None] * len(target.fixed)
-            _evaluate(closed.jaxpr, closed.consts, [*target.args, *target.fixed], seeds if tangents else None, found, outputs_needed=False)
-    except Exception:  # noqa: BLE001 - a function that cannot be evaluated this way triggers nothing a diagnosis may name
+            _evaluate(
+                closed.jaxpr,
+                closed.consts,
+                [*target.args, *target.fixed],
+                seeds if tangents else None,
+                found,
+                outputs_needed=False,
+            )
+    # a function that cannot be evaluated this way triggers nothing a diagnosis may name
+    except Exception:  # noqa: BLE001
         return frozenset()
     return frozenset(found)
 
@@ -65,9 +81,15 @@ CHECKED = frozenset({"clamp", "select_n", "gather", "dynamic_slice"})
 
 def _holds_checked(eqn) -> bool:
     """Whether a call or cond evaluates a checked primitive inside (so it is evaluated, not skipped)."""
-    bodies = [eqn.params[CALLS[eqn.primitive.name]]] if eqn.primitive.name in CALLS and CALLS[eqn.primitive.name] in eqn.params else []
+    bodies = (
+        [eqn.params[CALLS[eqn.primitive.name]]]
+        if eqn.primitive.name in CALLS and CALLS[eqn.primitive.name] in eqn.params
+        else []
+    )
     bodies += list(eqn.params.get("branches", ())) if eqn.primitive.name == "cond" else []
-    return any(e.primitive.name in CHECKED or _holds_checked(e) for body in bodies for e in getattr(body, "jaxpr", body).eqns)
+    return any(
+        e.primitive.name in CHECKED or _holds_checked(e) for body in bodies for e in getattr(body, "jaxpr", body).eqns
+    )
 
 
 SKIP, CHECK, RUN = 0, 1, 2
@@ -91,7 +113,9 @@ def _needed(jaxpr, outputs_needed: bool) -> list[int]:
     return flags
 
 
-def _evaluate(jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence | None, found: set[str], outputs_needed: bool = True) -> tuple[list, list | None]:
+def _evaluate(
+    jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence | None, found: set[str], outputs_needed: bool = True
+) -> tuple[list, list | None]:
     """The jaxpr's outputs at `primals` (and their tangents, where `tangents` is given), its constants
     bound to `consts`, recording triggers in `found`. Without tangents only what a check needs is
     evaluated (`_needed`); outputs not needed are then None."""
@@ -143,7 +167,9 @@ def _equation(eqn, ins: list, tins: list | None, found: set[str]) -> tuple[list,
 def _bind(eqn, ins: list, tins: list | None) -> tuple[list, list | None]:
     import jax
 
-    params = eqn.primitive.get_bind_params(eqn.params)  # as jax.core.eval_jaxpr binds it (custom rules' functions included)
+    params = eqn.primitive.get_bind_params(
+        eqn.params
+    )  # as jax.core.eval_jaxpr binds it (custom rules' functions included)
 
     def call(*args):
         out = eqn.primitive.bind(*args, **params)
