@@ -251,6 +251,7 @@ def test_quiet_exit_zero_colour_and_timeout(tmp_path):
     timed = run_cli("run", str(path), "--timeout", "0.5", "--json", "-")
     entry = timed.json()["results"][0]
     assert entry["status"] == "error" and entry["findings"][0]["message"] == "timed out after 0.5 s"
+    assert entry["findings"][0]["class"] == "timed-out"
 
 
 @pytest.mark.slow

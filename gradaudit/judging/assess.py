@@ -9,7 +9,7 @@ from dataclasses import replace
 from gradaudit.judging.diagnoses import Diagnosis, Evidence, diagnose, nothing_met
 from gradaudit.judging.judge import Case, judge_all, tolerances_for, twins_agree
 from gradaudit.model.computed import Computed
-from gradaudit.model.findings import ERROR, RAISED, Finding, Verdict
+from gradaudit.model.findings import ERROR, RAISED, Finding, Verdict, raised_class
 from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
@@ -66,7 +66,11 @@ def _failed(scenario: Scenario, computed: Computed) -> ScenarioResult:
     """The error result of a scenario its engine could not compute."""
     assert computed.failure is not None
     finding = Finding(
-        kind=RAISED, paths=(VALUE,), message=computed.failure.message, error_type=computed.failure.error_type
+        kind=RAISED,
+        paths=(VALUE,),
+        message=computed.failure.message,
+        error_type=computed.failure.error_type,
+        finding_class=raised_class(computed.failure.error_type),
     )
     return ScenarioResult(
         scenario=scenario,
