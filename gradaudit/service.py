@@ -310,8 +310,11 @@ def _engines(
             result = replace(
                 result, notes=(*result.notes, Note(message=f"audited on the literal engine: {fallen[index]}"))
             )
-        settled[index] = True
-        settle(index, result)
+        try:
+            result = refereed(result, options)
+        finally:  # a Ctrl-C during the referee keeps the result as judged
+            settled[index] = True
+            settle(index, result)
 
     def run(engine, indices: list[int], keep: Callable[[ScenarioResult], bool] = lambda result: True) -> None:
         for batch in engine.run([scenarios[i] for i in indices]):
@@ -427,7 +430,27 @@ def audit_one(scenario: Scenario, options: Options | None = None) -> ScenarioRes
     from gradaudit.judging.assess import assess
 
     options = options or Options()
-    return assess(scenario, compute(scenario, options.timeout), options.tolerance)
+    return refereed(assess(scenario, compute(scenario, options.timeout), options.tolerance), options)
+
+
+def refereed(result: ScenarioResult, options: Options) -> ScenarioResult:
+    """`result` with its low-precision splits put to the float64 referee (judging/referee.py): the
+    scenario widened to float64 and run on the literal engine in this process, x64 on for it alone."""
+    from gradaudit.judging import referee
+
+    if not referee.wanted(result):
+        return result
+    from gradaudit.engines.literal import compute
+    from gradaudit.judging.assess import assess
+
+    wide = referee.widened(result.scenario)
+    if wide is None:
+        return result
+    try:
+        computed = compute(wide, options.timeout)
+    except Exception as error:  # noqa: BLE001 (a function that cannot run in float64 leaves its findings be)
+        return referee.refereed(result, None, f"{type(error).__name__}: {error}")
+    return referee.refereed(result, assess(wide, computed))
 
 
 def isolated(options: Options):

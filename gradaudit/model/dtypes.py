@@ -60,6 +60,11 @@ def default_eps(name: str) -> float:
     return 2.0 ** round(math.log2(machine_epsilon(name) ** (1.0 / 3.0)))
 
 
+def largest(name: str) -> float:
+    """The dtype's largest finite value."""
+    return float(ml_dtypes.finfo(numpy_dtype(name)).max)
+
+
 def default_tolerance(name: str) -> tuple[float, float]:
     """(rtol, atol) for comparing AD with finite differences at the default step."""
     tol = 4.0 * math.sqrt(machine_epsilon(name))

@@ -1,0 +1,271 @@
+"""The float64 referee: whether a low-precision split between paths is the dtype's rounding or real.
+
+Where a float32 (float16, bfloat16) scenario's paths split, the same paths are run again with every
+narrow floating input widened to float64, at the same input values (`widened`). A split that
+vanishes there, with each AD path of the narrow run within the narrow dtype's tolerance of its
+own float64 answer, is precision: a note showing both runs' numbers. One that persists, or whose
+narrow paths stray from their float64 answers, stays a finding, its reason saying what float64
+showed. The referee never decides from the narrow run alone, and a float64 run that cannot be
+made or fails leaves every finding as it was.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from gradaudit.judging.judge import tolerances_for
+from gradaudit.model import dtypes
+from gradaudit.model.findings import (
+    CLASSES,
+    CONSISTENT,
+    DISAGREEMENT,
+    ERROR,
+    MISMATCH,
+    RAISED,
+    ROUTING,
+    Finding,
+    FindingClass,
+    Note,
+    parse_location,
+)
+from gradaudit.model.paths import FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE, base_name, block_names
+from gradaudit.model.results import ScenarioResult
+from gradaudit.model.scenario import Scenario
+
+NARROW = ("bfloat16", "float16", "float32")
+"""Floating dtypes float64 can referee."""
+REFEREED = (FindingClass.WRONG, FindingClass.EAGER_JIT, FindingClass.NON_DIFFERENTIABLE)
+"""Classes a narrow dtype's rounding can fake: paths parting at finite inputs, and one-sided slopes
+parting at a smooth point (its finite differences too coarse). Float64 probes finer steps (its
+smallest normal is far smaller) and holds numbers past the narrow dtype's range, so the class its
+own run gives a finding on the same paths is the one kept."""
+SCALED = 64.0
+"""How far a float64 split may stay above the narrow split times the epsilons' ratio and still be
+read as rounding that shrank with precision."""
+REFERENCES = (FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE)
+
+
+def widened(scenario: Scenario) -> Scenario | None:
+    """The scenario with every narrow floating input float64, at the same values (the narrow
+    array's, widened exactly), its tolerances and step the float64 defaults; None where there is
+    nothing to widen (a select_n scenario is a question about routing, not precision)."""
+    target = scenario.target
+    if target.kind != "function" or not any(spec.dtype in NARROW for spec in target.inputs):
+        return None
+    inputs = tuple(
+        replace(spec, dtype="float64", value=spec.array().astype(np.float64), fill=None)
+        if spec.dtype in NARROW
+        else spec
+        for spec in target.inputs
+    )
+    return replace(
+        scenario,
+        name=f"{scenario.name} (float64 referee)",
+        target=replace(target, inputs=inputs),
+        tolerance=None,
+        eps=None,
+        expect=None,
+    )
+
+
+def wanted(result: ScenarioResult) -> bool:
+    """Whether `result` has a finding the referee could settle (and so a float64 run to make)."""
+    return (
+        result.scenario.target.kind == "function"
+        and result.scenario.precision_dtype in NARROW
+        and any(_refereed(f) for f in result.findings)
+    )
+
+
+def _refereed(finding: Finding) -> bool:
+    return finding.kind == DISAGREEMENT and finding.finding_class in REFEREED and finding.location is not None
+
+
+def refereed(narrow: ScenarioResult, wide: ScenarioResult | None, why: str = "") -> ScenarioResult:
+    """`narrow` with each finding the float64 run `wide` settles as precision turned into a note,
+    and the others' reasons saying what float64 showed; `wide` None (it could not be made: `why`)
+    leaves the findings as they are, each reason saying the referee could not judge."""
+    kept: list[Finding] = []
+    notes: list[Note] = []
+    rulings: list[tuple[Finding, Note | Finding]] = []
+    for finding in narrow.findings:
+        if not _refereed(finding):
+            continue
+        if wide is None or wide.status == ERROR:
+            failure = why or (wide.findings[0].message if wide is not None and wide.findings else "")
+            rulings.append((finding, _with_reason(finding, f"the float64 referee could not judge: {failure}")))
+        else:
+            rulings.append((finding, _ruling(finding, narrow, wide)))
+    ruled = dict((id(finding), ruling) for finding, ruling in rulings)
+    for finding in narrow.findings:
+        ruling = ruled.get(id(finding)) or (_routed(finding, rulings) if finding.kind == ROUTING else finding)
+        (notes if isinstance(ruling, Note) else kept).append(ruling)
+    if len(kept) == len(narrow.findings) and all(k is f for k, f in zip(kept, narrow.findings, strict=True)):
+        return narrow
+    status = ERROR if any(f.kind == RAISED for f in kept) else MISMATCH if kept else CONSISTENT
+    return replace(
+        narrow,
+        findings=tuple(kept),
+        notes=(*narrow.notes, *notes),
+        status=status,
+        diagnosis=narrow.diagnosis if kept else None,
+        seconds=narrow.seconds + wide.seconds if wide is not None else narrow.seconds,
+    )
+
+
+def _routed(finding: Finding, rulings: list[tuple[Finding, Note | Finding]]) -> Note | Finding:
+    """A routing finding follows the referee's rulings on the disagreements of its paths (it is read
+    off the same numbers): a note where all became notes, else the most severe class they kept."""
+    mine = [ruling for found, ruling in rulings if set(found.paths) & set(finding.paths)]
+    if not mine:
+        return finding
+    if all(isinstance(ruling, Note) for ruling in mine):
+        return Note(
+            paths=finding.paths,
+            message=f"precision, not counted: {finding.message}: the float64 referee settles its paths' disagreements",
+            count=finding.count,
+            of=finding.of,
+            location=finding.location,
+        )
+    worst = min((r.finding_class for r in mine if isinstance(r, Finding)), key=CLASSES.index)
+    if worst == finding.finding_class:
+        return finding
+    return replace(
+        _with_reason(finding, f"the float64 referee classes its paths' disagreements {worst}"), finding_class=worst
+    )
+
+
+def _with_reason(finding: Finding, words: str) -> Finding:
+    return replace(finding, reason=f"{finding.reason}; {words}" if finding.reason else words)
+
+
+def _located(result: ScenarioResult, path: str, location: str) -> tuple[np.ndarray, tuple[int, ...]] | None:
+    """The block of `path` in `result` that `location` falls in, and the entry's index in it; None
+    where the path has no number there."""
+    found = result.paths.get(path)
+    names = (*block_names(result.arg_names, 1), *block_names(result.arg_names, 2))
+    parsed = parse_location(location, names)
+    if found is None or not found.ok or parsed is None:
+        return None
+    order, out, name, at = parsed
+    blocks = block_names(result.arg_names, order) if order else ("",)
+    if name not in blocks:
+        return None
+    block = np.asarray(found.ok_arrays[blocks.index(name)], dtype=np.float64)
+    index = (*out, *at)
+    if len(index) != block.ndim or any(not 0 <= i < n for i, n in zip(index, block.shape, strict=True)):
+        return None
+    return block, index
+
+
+def _entry(result: ScenarioResult, path: str, location: str) -> float | None:
+    located = _located(result, path, location)
+    return None if located is None else float(located[0][located[1]])
+
+
+def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> Note | Finding:
+    """What float64 makes of `finding`: a precision note, the finding reclassed (float64 finds the
+    point non-differentiable, or the derivative beyond the narrow dtype's range), or the finding
+    with its reason saying why it stands."""
+    location = finding.location or ""
+    dtype = narrow.scenario.precision_dtype
+    here = {p: _entry(narrow, p, location) for p in finding.paths}
+    there = {p: _entry(wide, p, location) for p in finding.paths}
+    if any(v is None for v in there.values()):
+        return _with_reason(finding, f"the float64 referee could not judge: a path has no float64 number at {location}")
+    shown = ", ".join(f"{_number(there[p])} from {p}" for p in finding.paths)
+    sharing = [g for g in wide.findings if set(g.paths) & set(finding.paths)]
+    sharing.sort(key=lambda g: (g.location != location, g.rank))
+    scaled = _scaled_split(finding, here, there, dtype)
+    if scaled:
+        sharing = [g for g in sharing if g.location != location]
+    if sharing:
+        found = sharing[0]
+        if found.finding_class == finding.finding_class:
+            return _with_reason(finding, f"the split persists in float64 ({shown})")
+        words = f"the float64 referee at the same inputs finds it {found.finding_class}: {found.reason}"
+        return replace(_with_reason(finding, words), finding_class=found.finding_class)
+    tolerances = tolerances_for(narrow.scenario)
+    rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
+    largest = dtypes.largest(dtype)
+    strays, beyond = [], []
+    for path in finding.paths:
+        if base_name(path) in REFERENCES:
+            continue  # the narrow finite differences are what float64 improves on, not what it checks
+        mine, theirs = _located(narrow, path, location), _located(wide, path, location)
+        if mine is None or theirs is None or mine[0].shape != theirs[0].shape:
+            return _with_reason(finding, f"the float64 referee could not judge: {path} has no comparable float64 block")
+        off = _strays(mine[0], theirs[0], rtol, atol)
+        if off is not None:
+            got, want = mine[0].reshape(-1)[off], theirs[0].reshape(-1)[off]
+            (beyond if abs(want) > largest else strays).append(f"{path} {got:g} against {want:.6g}")
+    if strays:
+        return _with_reason(
+            finding,
+            f"float64 agrees ({shown}) but {dtype} strays from it by more than {dtype}'s tolerance "
+            f"(rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's largest entry): {'; '.join(strays)}",
+        )
+    if beyond:
+        return replace(
+            _with_reason(
+                finding,
+                f"the derivative is beyond {dtype}'s range (largest {largest:.4g}): the float64 referee at the same "
+                f"inputs gives {'; '.join(beyond)}; here float64 gives {shown}",
+            ),
+            finding_class=FindingClass.NON_FINITE,
+        )
+    narrow_shown = ", ".join(f"{_number(here[p])} from {p}" for p in finding.paths)
+    found_words = f"a split {scaled} ({shown})" if scaled else f"no disagreement ({shown})"
+    return Note(
+        paths=finding.paths,
+        message=(
+            f"precision, not counted: {location}: {narrow_shown} in {dtype}; the float64 referee at the same inputs "
+            f"finds {found_words}, and every AD path's {dtype} block is within {dtype}'s tolerance "
+            f"(rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's largest entry) of its float64 block"
+        ),
+        count=finding.count,
+        of=finding.of,
+        location=location,
+        values={
+            **{f"{p} ({dtype})": v for p, v in here.items() if v is not None},
+            **{f"{p} (float64)": v for p, v in there.items() if v is not None},
+        },
+    )
+
+
+def _scaled_split(finding: Finding, here: dict, there: dict, dtype: str) -> str:
+    """Where every path of `finding` is an AD path and their float64 split is smaller than the
+    narrow one by about the ratio of the dtypes' epsilons (within SCALED), the words saying so:
+    rounding shrinks with the dtype's precision, a wrong rule does not. Else empty."""
+    if any(base_name(p) in REFERENCES for p in finding.paths):
+        return ""  # finite differences err by their step, not by rounding alone
+    narrow_gap = max(here.values()) - min(here.values())
+    wide_gap = max(there.values()) - min(there.values())
+    ratio = dtypes.machine_epsilon("float64") / dtypes.machine_epsilon(dtype)
+    if not (math.isfinite(narrow_gap) and math.isfinite(wide_gap)) or wide_gap > SCALED * ratio * narrow_gap:
+        return ""
+    shrank = narrow_gap / max(wide_gap, math.ulp(0.0))
+    return f"{shrank:.3g} times smaller, as rounding is (the epsilons' ratio {1 / ratio:.3g})"
+
+
+def _strays(mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float) -> int | None:
+    """The flat index of the entry where the narrow block `mine` strays furthest from the float64
+    block `theirs`: beyond tolerance both entry-wise and against the block's largest finite entry
+    (a norm-wise bound: linear algebra rounds relative to the whole matrix), and not the same
+    number, NaN or infinity; None where none strays."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = float(np.max(np.abs(theirs[np.isfinite(theirs)]), initial=0.0))
+        gap = np.abs(mine - theirs)
+        within = (gap <= atol + rtol * np.abs(theirs)) | (gap <= rtol * scale)
+        off = ~(within | (mine == theirs) | (np.isnan(mine) & np.isnan(theirs))).reshape(-1)
+    if not off.any():
+        return None
+    excess = np.where(off, np.nan_to_num(gap.reshape(-1), nan=np.inf, posinf=np.inf), -1.0)
+    return int(np.argmax(excess))
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.9g}"

@@ -1,0 +1,149 @@
+"""The float64 referee (judging/referee.py): low-precision splits settled by the same paths in float64."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gradaudit.judging.referee import _scaled_split, _strays, widened
+from gradaudit.model.findings import DISAGREEMENT, Finding
+from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV
+from tests.helpers import run_cli, write_yaml
+
+SURVEY = Path(__file__).resolve().parent.parent / "reports" / "survey" / "found"
+
+FUNCTIONS = '''
+import jax
+import jax.numpy as jnp
+
+
+def logistic(x):
+    """14 steps of the logistic map from y = x: at x = 0.5 the derivative is exactly 0, reached by
+    cancelling terms that rounding leaves a little apart, differently in each mode."""
+    return jax.lax.fori_loop(0, 14, lambda i, y: 3.7 * y * (1 - y), x)
+
+
+@jax.custom_jvp
+def _sine(x):
+    return jnp.sin(x)
+
+
+@_sine.defjvp
+def _sine_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return jnp.sin(x), 1.03 * jnp.cos(x) * t
+
+
+def off_by_three_percent(x):
+    return _sine(x)
+
+
+def float32_only(x):
+    assert x.dtype == jnp.float32, "this model is float32 only"
+    return _sine(x)
+'''
+
+
+def _run(tmp_path, *scenarios: str):
+    (tmp_path / "referee_functions.py").write_text(FUNCTIONS)
+    lines = "".join(f"  - {s}\n" for s in scenarios)
+    path = write_yaml(tmp_path, "referee.yaml", "scenarios:\n" + lines)
+    result = run_cli("run", str(path), "--json", "-")
+    return result, {r["name"]: r for r in result.json()["results"]}
+
+
+def test_a_rounding_split_that_shrinks_in_float64_is_a_precision_note_and_a_wrong_rule_stays(tmp_path):
+    result, by_name = _run(
+        tmp_path,
+        "{name: logistic, fn: 'referee_functions:logistic', inputs: [{dtype: float32, value: 0.5}]}",
+        "{name: wrong-rule, fn: 'referee_functions:off_by_three_percent', inputs: [{dtype: float32, value: [1.3, 0.2]}]}",
+        "{name: stuck, fn: 'referee_functions:float32_only', inputs: [{dtype: float32, value: [1.3, 0.2]}]}",
+    )
+    logistic = by_name["logistic"]
+    assert logistic["status"] == "consistent" and logistic["findings"] == []
+    (note,) = [n for n in logistic["notes"] if n["message"].startswith("precision, not counted")]
+    # Float32: forward 0, reverse -2.5e-5; float64: 0 and about 1e-14, the split shrunk as the epsilons do.
+    assert note["values"]["jacfwd (float32)"] == 0.0 and abs(note["values"]["jacrev (float32)"]) > 1e-6
+    assert abs(note["values"]["jacrev (float64)"]) < 1e-12
+    assert "times smaller, as rounding is" in note["message"]
+    off = by_name["wrong-rule"]
+    assert off["status"] == "mismatch" and {f["class"] for f in off["findings"]} == {"wrong"}
+    assert "the split persists in float64" in off["findings"][0]["reason"]
+    # A function that cannot run in float64: the referee cannot judge, and says so; nothing is hidden.
+    stuck = by_name["stuck"]
+    assert {f["class"] for f in stuck["findings"]} == {"wrong"}
+    assert "the float64 referee could not judge" in stuck["findings"][0]["reason"]
+    assert "float32 only" in stuck["findings"][0]["reason"]
+    assert result.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "classes", "words"),
+    [
+        ("numpy.linalg.inv-1", {"non-finite"}, "beyond float32's range"),
+        ("numpy.floor_divide-1", {"non-differentiable"}, "finds it non-differentiable"),
+    ],
+)
+def test_survey_false_alarms_at_float32_edges_are_classed_by_float64(tmp_path, name, classes, words):
+    """inv next to float32's smallest normal and largest value (the true derivative, -7.2e75 in
+    float64, overflows), floor_divide by the smallest normal at 0 (a jump float32's finest step
+    cannot resolve): reported in their classes, not failed."""
+    copy = tmp_path / f"{name}.yaml"
+    shutil.copy(SURVEY / f"{name}.yaml", copy)
+    result = run_cli("run", str(copy), "--json", "-")
+    entry = result.json()["results"][0]
+    assert {f["class"] for f in entry["findings"]} == classes
+    assert any(words in f["reason"] for f in entry["findings"])
+    assert result.exit_code == 0
+
+
+def _finding(*paths: str) -> Finding:
+    return Finding(kind=DISAGREEMENT, paths=paths, message="", location="d out/d x")
+
+
+def test_a_split_is_rounding_only_when_it_shrinks_with_the_epsilon_and_no_finite_difference_is_in_it():
+    ad = _finding(JACFWD, JACREV)
+    assert _scaled_split(ad, {JACFWD: 0.0, JACREV: -2.5e-5}, {JACFWD: 0.0, JACREV: 1.2e-14}, "float32")
+    # A split that stays (a wrong rule) or hardly shrinks is not rounding.
+    assert not _scaled_split(ad, {JACFWD: 1.0, JACREV: 1.03}, {JACFWD: 1.0, JACREV: 1.03}, "float32")
+    assert not _scaled_split(ad, {JACFWD: 0.0, JACREV: -2.5e-5}, {JACFWD: 0.0, JACREV: 1e-9}, "float32")
+    against = _finding(JACFWD, FINITE_DIFFERENCE)
+    assert not _scaled_split(
+        against, {JACFWD: 0.0, FINITE_DIFFERENCE: 1.0}, {JACFWD: 0.0, FINITE_DIFFERENCE: 0.0}, "float32"
+    )
+
+
+def test_a_narrow_block_strays_from_float64_only_beyond_both_entry_and_block_scale():
+    wide = np.array([[-7.2e75, 0.0], [1.0, 2.0]])
+    # Next to the block's largest entry, -8.5e37 against 0 is rounding of the matrix; -inf is not -7.2e75.
+    assert _strays(np.array([[-7.2e75, -8.5e37], [1.0, 2.0]]), wide, 1e-3, 1e-3) is None
+    assert _strays(np.array([[-np.inf, 0.0], [1.0, 2.0]]), wide, 1e-3, 1e-3) == 0
+    small = np.array([1.0, 2.0, 3.0])
+    assert _strays(np.array([1.0, 2.1, 3.0]), small, 1e-3, 1e-3) == 1
+    assert _strays(np.array([1.0, np.nan, 3.0]), np.array([1.0, np.nan, 3.0]), 1e-3, 1e-3) is None
+
+
+def test_widened_keeps_the_narrow_inputs_exactly():
+    from gradaudit.model.errors import Location
+    from gradaudit.model.scenario import FunctionCall, InputSpec, Scenario, SelectN, Selector
+
+    spec = InputSpec(dtype="float32", value=[0.1, 1e-40])
+    scenario = Scenario(
+        name="s",
+        source=Location("f.yaml", 1, 1),
+        target=FunctionCall(fn="m:f", root=".", inputs=(spec, InputSpec(dtype="int32", value=3))),
+    )
+    wide = widened(scenario)
+    assert wide is not None and [s.dtype for s in wide.target.inputs] == ["float64", "int32"]
+    # float32(0.1) widened, not float64 0.1; the subnormal as float32 holds it.
+    assert wide.target.inputs[0].array().tolist() == spec.array().astype(np.float64).tolist()
+    assert wide.target.inputs[0].array()[0] != 0.1
+    seed = Scenario(
+        name="seed",
+        source=Location("f.yaml", 1, 1),
+        target=SelectN(selector=Selector("int32", 2), cases=2, shape=(), dtype="float32"),
+    )
+    assert widened(seed) is None
