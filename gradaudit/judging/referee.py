@@ -23,6 +23,7 @@ from gradaudit.model.findings import (
     CONSISTENT,
     DISAGREEMENT,
     ERROR,
+    FAIL_ON_DEFAULT,
     MISMATCH,
     RAISED,
     ROUTING,
@@ -99,10 +100,13 @@ def refereed(narrow: ScenarioResult, wide: ScenarioResult | None, why: str = "")
             rulings.append((finding, _with_reason(finding, f"the float64 referee could not judge: {failure}")))
         else:
             rulings.append((finding, _ruling(finding, narrow, wide)))
-    ruled = dict((id(finding), ruling) for finding, ruling in rulings)
+    ruled = {id(finding): ruling for finding, ruling in rulings}
     for finding in narrow.findings:
         ruling = ruled.get(id(finding)) or (_routed(finding, rulings) if finding.kind == ROUTING else finding)
-        (notes if isinstance(ruling, Note) else kept).append(ruling)
+        if isinstance(ruling, Note):
+            notes.append(ruling)
+        else:
+            kept.append(ruling)
     if len(kept) == len(narrow.findings) and all(k is f for k, f in zip(kept, narrow.findings, strict=True)):
         return narrow
     status = ERROR if any(f.kind == RAISED for f in kept) else MISMATCH if kept else CONSISTENT
@@ -177,21 +181,29 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
     if any(v is None for v in there.values()):
         return _with_reason(finding, f"the float64 referee could not judge: a path has no float64 number at {location}")
     shown = ", ".join(f"{_number(there[p])} from {p}" for p in finding.paths)
-    sharing = [g for g in wide.findings if set(g.paths) & set(finding.paths)]
-    sharing.sort(key=lambda g: (g.location != location, g.rank))
-    scaled = _scaled_split(finding, here, there, dtype)
-    if scaled:
-        sharing = [g for g in sharing if g.location != location]
-    if sharing:
+    sharing = sorted(
+        (g for g in wide.findings if g.kind == finding.kind and set(g.paths) & set(finding.paths)),
+        key=lambda g: (g.location != location, g.rank),
+    )
+    if sharing and not (sharing[0].location == location and _scaled_split(finding, here, there, dtype)):
         found = sharing[0]
+        if found.location != location:
+            return _with_reason(finding, f"the split persists in float64, largest at {found.location} there")
         if found.finding_class == finding.finding_class:
             return _with_reason(finding, f"the split persists in float64 ({shown})")
         words = f"the float64 referee at the same inputs finds it {found.finding_class}: {found.reason}"
+        if found.finding_class in FAIL_ON_DEFAULT:
+            # A failing class in float64 confirms the finding, and a narrow non-differentiable one
+            # rests on the narrow probe's own evidence (float64's finer step may not reach a
+            # staircase's step): kept in its class, float64's word shown.
+            return _with_reason(finding, words)
         return replace(_with_reason(finding, words), finding_class=found.finding_class)
+    scaled = _scaled_split(finding, here, there, dtype)
     tolerances = tolerances_for(narrow.scenario)
     rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
     largest = dtypes.largest(dtype)
-    strays, beyond = [], []
+    strays: list[str] = []
+    beyond: list[str] = []
     for path in finding.paths:
         if base_name(path) in REFERENCES:
             continue  # the narrow finite differences are what float64 improves on, not what it checks
@@ -240,7 +252,7 @@ def _scaled_split(finding: Finding, here: dict, there: dict, dtype: str) -> str:
     """Where every path of `finding` is an AD path and their float64 split is smaller than the
     narrow one by about the ratio of the dtypes' epsilons (within SCALED), the words saying so:
     rounding shrinks with the dtype's precision, a wrong rule does not. Else empty."""
-    if any(base_name(p) in REFERENCES for p in finding.paths):
+    if any(base_name(p) in REFERENCES for p in finding.paths) or None in here.values():
         return ""  # finite differences err by their step, not by rounding alone
     narrow_gap = max(here.values()) - min(here.values())
     wide_gap = max(there.values()) - min(there.values())
