@@ -33,6 +33,7 @@ from gradaudit.judging.classes import (
     ranked,
     settle,
 )
+from gradaudit.judging.refine import Refined, refined
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Prober
 from gradaudit.model.findings import (
@@ -1403,6 +1404,73 @@ def _value_notes(value: PathResult) -> list[Note]:
     ]
 
 
+def _refinement(case: Case, reference: PathResult, compared: _Against, surroundings: Surroundings) -> Refined | None:
+    """The reference refined at kink entries that converge at finer steps (`refine.refined`)."""
+    assert case.probe is not None
+    size_of = [int(np.size(b)) for b in reference.ok_arrays]
+
+    def locate(block: int, flat: int) -> tuple[int, int, int] | None:
+        element, own = surroundings.own(block, 1, np.asarray([flat]), size_of[block])
+        return (own[0][0], int(own[0][1][0]), int(element[0])) if own else None
+
+    output = surroundings.output.reshape(-1)
+    tolerances = case.tolerances
+    return refined(
+        reference,
+        compared.trust.kink,
+        compared.noise,
+        locate,
+        case.probe,
+        tolerances.fd_rtol,
+        tolerances.fd_atol,
+        lambda out: surroundings.rounding * abs(float(output[out])) if output.size else 0.0,
+    )
+
+
+def _refined_bad(
+    refinement: Refined,
+    bad: dict[str, list[np.ndarray | None]],
+    tolerances: Tolerances,
+    results: dict[str, PathResult],
+    name: str,
+) -> list[np.ndarray | None] | None:
+    """A side's entries not close to finite differences (`bad[name]`) with the refined entries
+    judged against their refined estimates added."""
+    known = bad.get(name)
+    if known is None or name not in results or not results[name].ok:
+        return known
+    side = results[name].ok_arrays
+    extra: dict[int, list[int]] = {}
+    for (block, flat), slopes in refinement.entries.items():
+        got = np.asarray([np.asarray(side[block], dtype=np.float64).reshape(-1)[flat]])
+        noise = None if refinement.noise is None else np.asarray([refinement.noise[block].reshape(-1)[flat]])
+        if not _close(got, np.asarray([slopes.central]), tolerances.fd_rtol, tolerances.fd_atol, noise)[0]:
+            extra.setdefault(block, []).append(flat)
+    return [
+        b if block not in extra or b is None else np.union1d(b, np.asarray(extra[block], dtype=b.dtype))
+        for block, b in enumerate(known)
+    ]
+
+
+def _refinement_note(refinement: Refined, output_shape: tuple[int, ...], names: tuple[str, ...]) -> Note:
+    (block, flat), first = next(iter(refinement.entries.items()))
+    location = _location(refinement.reference.ok_arrays[block], output_shape, names[block], 1, flat)
+    count = len(refinement.entries)
+    return Note(
+        paths=(refinement.reference.name,),
+        message=(
+            f"finite differences refined at {count} {'entry' if count == 1 else 'entries'} where the usual step saw a "
+            f"kink, first at {location}: at step {first.usual:.3g} the one-sided slopes part; at {first.step:.3g} and "
+            f"the next finer step the slopes agree ({first.left:g} from the left, {first.right:g} from the right), so "
+            f"{first.central:g} is compared there"
+        ),
+        count=count,
+        of=sum(int(np.size(b)) for b in refinement.reference.ok_arrays),
+        location=location,
+        values={"step": first.step, "central": first.central, "left": first.left, "right": first.right},
+    )
+
+
 def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
     """One case's verdict, its entry-by-entry work done (`_elementwise`)."""
     results, arg_names, tolerances, bindings = case.results, case.arg_names, case.tolerances, case.bindings
@@ -1466,9 +1534,16 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         ad_paths = [results[n] for n in ad_names if n in results and results[n].ok]
         classes = _agreement_classes(ad_paths, agree)
         evidence: Reference | None = None
+        refinement: Refined | None = None
         if references:
             compared = elementwise.against[references[0].name]
-            evidence = _reference_evidence(references[0], compared.trust)
+            if family.order == 1 and case.probe is not None and any(np.any(k) for k in compared.trust.kink):
+                refinement = _refinement(case, references[0], compared, surroundings)
+            evidence = (
+                _reference_evidence(references[0], compared.trust)
+                if refinement is None
+                else _reference_evidence(refinement.reference, replace(compared.trust, kink=refinement.kink))
+            )
         # Only an infinity every AD path finds crosses anything: none in the first, none at all.
         infinite = (
             family.order == 1
@@ -1495,9 +1570,15 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             pair = _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=known)
             comparisons.append(replace(pair, classifying=classed(pair.splits_twins())))
         if references:
-            reference = references[0]
-            compared = elementwise.against[reference.name]
-            trusted, noise = compared.trust, compared.noise
+            compared = elementwise.against[references[0].name]
+            reference, trusted = references[0], compared.trust
+            noise: Masks | None = compared.noise
+            known_bad: Callable[[str], list[np.ndarray | None] | None] = compared.bad.get
+            if refinement is not None:
+                reference, noise = refinement.reference, refinement.noise
+                trusted = replace(trusted, kink=refinement.kink)
+                known_bad = functools.partial(_refined_bad, refinement, compared.bad, tolerances, results)
+                notes.append(_refinement_note(refinement, output_shape, names))
             skip = trusted.skipped
             if family.order == 1:
                 skipped = (
@@ -1515,7 +1596,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                     tolerances.fd_rtol,
                     tolerances.fd_atol,
                     noise=noise,
-                    known=compared.bad.get(side[0].name),
+                    known=known_bad(side[0].name),
                     classifying=classed(_twin_elsewhere(side, ad_paths), consensus),
                 )
                 for side in classes

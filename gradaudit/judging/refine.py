@@ -1,0 +1,134 @@
+"""Finite differences refined where the usual step saw a kink, before the judge gives up on an entry.
+
+A step can straddle what it should resolve: a layer norm at constant input is smooth, but its
+variance term grows like the step squared and reaches the epsilon under the square root within the
+usual float32 step, so the one-sided slopes part and every entry looks like a kink; a custom rule
+3% wrong there would pass unchecked. For up to PROBED such entries the judge asks the probe
+(`engines/probe.py`) for the slopes at finer steps; where, at two successive finer steps, the
+central and both one-sided slopes agree within the tolerance (plus the rounding a difference
+quotient at that step can hide) and the central slope holds, that slope is the entry's estimate
+and the entry is compared like any other. A kink or jump never converges so: it stays a kink.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gradaudit.model.computed import Probe, Prober
+from gradaudit.model.paths import PathResult
+
+PROBED = 8
+"""Most kink entries of one scenario refined (each probe evaluates the function about 40 times)."""
+ESTIMATES = ("extrapolated", "central", "central_half")
+"""Finite-difference estimates an entry's refined central slope replaces."""
+
+
+@dataclass(frozen=True)
+class Converged:
+    """The slopes at the finer step where they agree and hold."""
+
+    step: float
+    usual: float
+    central: float
+    left: float
+    right: float
+
+
+def converged(probe: Probe, rtol: float, atol: float, noise: Callable[[float], float]) -> Converged | None:
+    """The largest step below the usual one where the central and one-sided slopes agree, and agree
+    again at the next finer step with the central slope held; `noise(step)`: the rounding a
+    difference quotient at that step can hide. None where no such step exists (a kink, a jump)."""
+    finer = [i for i, step in enumerate(probe.steps) if step < probe.step]
+    for i, j in zip(finer, finer[1:], strict=False):
+
+        def agree(k: int, centre: float) -> bool:
+            slopes = (probe.central[k], probe.left[k], probe.right[k])
+            if not all(math.isfinite(s) for s in slopes):
+                return False
+            allowed = atol + rtol * abs(centre) + noise(probe.steps[k])
+            return max(abs(s - centre) for s in slopes) <= allowed
+
+        if agree(i, probe.central[i]) and agree(j, probe.central[i]):
+            return Converged(probe.steps[i], probe.step, probe.central[i], probe.left[i], probe.right[i])
+    return None
+
+
+def _quotient_noise(hidden: float, step: float) -> float:
+    return hidden / step
+
+
+def _side(name: str, slopes: Converged, was: float) -> float:
+    return float(getattr(slopes, name))
+
+
+@dataclass(frozen=True)
+class Refined:
+    """A reference with refined entries: its arrays and estimates there replaced, kinks cleared."""
+
+    reference: PathResult
+    kink: tuple[np.ndarray, ...]
+    noise: tuple[np.ndarray, ...] | None
+    entries: dict[tuple[int, int], Converged]
+    """(block, flat index) -> the slopes that replaced the usual estimate."""
+
+
+def refined(
+    reference: PathResult,
+    kink: tuple[np.ndarray, ...],
+    noise: tuple[np.ndarray, ...] | None,
+    locate: Callable[[int, int], tuple[int, int, int] | None],
+    probe: Prober,
+    rtol: float,
+    atol: float,
+    rounding: Callable[[int], float],
+) -> Refined | None:
+    """`reference` refined at its first PROBED kink entries that converge at a finer step;
+    `locate(block, flat)`: the (argument, element, output) the entry differentiates, None where
+    the block's layout does not say; `rounding(output)`: the value's rounding there (a difference
+    quotient at step s hides up to 4 rounding / s). None where nothing converged."""
+    entries: dict[tuple[int, int], Converged] = {}
+    kinks = [(b, int(f)) for b, mask in enumerate(kink) for f in np.flatnonzero(np.asarray(mask).reshape(-1))]
+    for block, flat in kinks[:PROBED]:
+        where = locate(block, flat)
+        found = probe(*where) if where is not None else None
+        if found is None or where is None:
+            continue
+        hidden = 4.0 * rounding(where[2])
+        slopes = converged(found, rtol, atol, functools.partial(_quotient_noise, hidden))
+        if slopes is not None:
+            entries[block, flat] = slopes
+    if not entries:
+        return None
+
+    def put(blocks: tuple[np.ndarray, ...], pick: Callable[[Converged, float], float]) -> tuple[np.ndarray, ...]:
+        copies = [np.array(b, dtype=np.float64, copy=True) for b in blocks]
+        for (block, flat), slopes in entries.items():
+            view = copies[block].reshape(-1)
+            view[flat] = pick(slopes, float(view[flat]))
+        return tuple(copies)
+
+    arrays = put(reference.ok_arrays, lambda s, _: s.central)
+    estimates = None
+    if reference.estimates is not None:
+        estimates = dict(reference.estimates)
+        for name in ESTIMATES:
+            if name in estimates:
+                estimates[name] = put(estimates[name], lambda s, _: s.central)
+        for name, side in (("left_half", "left"), ("right_half", "right")):
+            if name in estimates:
+                estimates[name] = put(estimates[name], functools.partial(_side, side))
+    cleared = [np.array(m, dtype=bool, copy=True) for m in kink]
+    for block, flat in entries:
+        cleared[block].reshape(-1)[flat] = False
+    louder = put(noise, lambda s, was: was * s.usual / s.step) if noise is not None else None
+    return Refined(
+        reference=replace(reference, arrays=arrays, estimates=estimates),
+        kink=tuple(cleared),
+        noise=louder,
+        entries=entries,
+    )

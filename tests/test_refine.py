@@ -1,0 +1,86 @@
+"""Finite differences refined at finer steps where the usual step saw a kink (judging/refine.py)."""
+
+from __future__ import annotations
+
+from gradaudit.judging.refine import converged
+from gradaudit.model.computed import Probe
+from tests.helpers import run_cli, write_yaml
+
+LAYER_NORM = """
+import jax
+import jax.numpy as jnp
+
+
+def plain(x):
+    mean = jnp.mean(x)
+    return (x - mean) / jnp.sqrt(jnp.mean((x - mean) ** 2) + 1e-5)
+
+
+@jax.custom_jvp
+def three_percent(x):
+    return plain(x)
+
+
+@three_percent.defjvp
+def _jvp(primals, tangents):
+    out, tangent = jax.jvp(plain, primals, tangents)
+    return out, 1.03 * tangent
+
+
+def relu(x):
+    return jnp.maximum(x, 0.0)
+"""
+
+
+def test_a_layer_norm_at_constant_input_is_checked_at_a_finer_step_and_a_kink_is_not(tmp_path):
+    """At constant input the variance reaches the 1e-5 under the square root within float32's usual
+    step (0.0039): every entry looked like a kink, and a JVP 3% wrong passed unchecked."""
+    (tmp_path / "norms.py").write_text(LAYER_NORM)
+    path = write_yaml(
+        tmp_path,
+        "norms.yaml",
+        "scenarios:\n"
+        "  - {name: wrong-jvp, fn: 'norms:three_percent', inputs: [{dtype: float32, value: [1.0, 1.0, 1.0, 1.0]}]}\n"
+        "  - {name: plain, fn: 'norms:plain', inputs: [{dtype: float32, value: [1.0, 1.0, 1.0, 1.0]}]}\n"
+        "  - {name: relu, fn: 'norms:relu', inputs: [{dtype: float32, value: [0.0, 1.0]}]}\n",
+    )
+    result = run_cli("run", str(path), "--json", "-")
+    by_name = {r["name"]: r for r in result.json()["results"]}
+    wrong = by_name["wrong-jvp"]
+    assert wrong["status"] == "mismatch" and {f["class"] for f in wrong["findings"]} == {"wrong"}
+    finding = wrong["findings"][0]
+    # 0.75 / sqrt(1e-5) = 237.2; the rule says 1.03 times that.
+    assert abs(finding["values"]["finite_difference"] - 237.2) < 0.5
+    assert abs(finding["values"]["jacfwd"] - 1.03 * 237.17) < 0.5
+    refined = [n for n in wrong["notes"] if n["message"].startswith("finite differences refined")]
+    assert refined and refined[0]["values"]["step"] < 0.0039
+    plain = by_name["plain"]
+    assert plain["status"] == "consistent" and any(
+        n["message"].startswith("finite differences refined") for n in plain["notes"]
+    )
+    relu = by_name["relu"]
+    assert relu["findings"] == [] and any(n["message"].startswith("kink or jump") for n in relu["notes"])
+    assert result.exit_code == 1
+
+
+def _probe(central, left, right, usual=1.0):
+    steps = tuple(2.0**-k for k in range(len(central)))
+    return Probe(step=usual, steps=steps, central=tuple(central), left=tuple(left), right=tuple(right))
+
+
+def test_slopes_converge_only_where_both_sides_agree_at_two_finer_steps():
+    silent = lambda step: 0.0  # noqa: E731
+    # The usual step (1.0) straddles the curvature; 0.5 and 0.25 agree: 0.5's slopes are taken.
+    smooth = _probe([3.0, 2.0, 2.0, 2.0], [1.0, 1.99, 2.0, 2.0], [5.0, 2.01, 2.0, 2.0])
+    found = converged(smooth, 0.01, 0.01, silent)
+    assert found is not None and found.step == 0.5 and found.central == 2.0
+    # A kink: the one-sided slopes never meet, however fine the step.
+    kink = _probe([0.5] * 5, [0.0] * 5, [1.0] * 5)
+    assert converged(kink, 0.01, 0.01, silent) is None
+    # Agreeing at one finer step but not the next is not convergence.
+    once = _probe([3.0, 2.0, 7.0], [1.0, 2.0, 1.0], [5.0, 2.0, 13.0])
+    assert converged(once, 0.01, 0.01, silent) is None
+    # The rounding a difference quotient hides at a step counts: noise of 1 / step lets 0.25 and 0.125 agree.
+    noisy = _probe([3.0, 2.0, 2.0, 2.0], [1.0, 1.0, 1.5, 2.0], [5.0, 3.0, 2.5, 2.0])
+    assert converged(noisy, 0.0, 0.0, silent) is None
+    assert converged(noisy, 0.0, 0.0, lambda step: 0.5 / step) is not None
