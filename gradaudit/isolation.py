@@ -77,6 +77,7 @@ def _serve(connection: Connection) -> None:
     from gradaudit.engines.literal import LiteralEngine
     from gradaudit.jaxenv import JaxEvents, devices_named, select_n_rule, use_cache_config
     from gradaudit.judging.assess import assess_all, one_story
+    from gradaudit.refereeing import refereed_all
     from gradaudit.screening import ScreenEngine
 
     try:
@@ -114,12 +115,14 @@ def _serve(connection: Connection) -> None:
             scenarios = [scenario for _, scenario in batch]
             answered = set()
             for done in engines[engine].run(scenarios):
-                for (position, _), result in zip(
-                    done, assess_all([(scenarios[p], paths) for p, paths in done], options.tolerance), strict=True
-                ):
+                judged = assess_all([(scenarios[p], paths) for p, paths in done], options.tolerance)
+                keeps = [engine in (LITERAL, SCREEN) or one_story(result, options.tolerance) for result in judged]
+                if engine != SCREEN:  # a screen's quick verdict is confirmed before anyone sees it
+                    ruled = iter(refereed_all([r for r, kept in zip(judged, keeps, strict=True) if kept], options))
+                    judged = [next(ruled) if kept else r for r, kept in zip(judged, keeps, strict=True)]
+                for (position, _), result, kept in zip(done, judged, keeps, strict=True):
                     spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
                     answered.add(position)
-                    kept = engine in (LITERAL, SCREEN) or one_story(result, options.tolerance)
                     connection.send(
                         (batch[position][0], (lightened(result) if lighten else result) if kept else None, spent)
                     )

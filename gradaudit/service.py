@@ -36,18 +36,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from gradaudit.collector import collecting, long_lived
+from gradaudit.engines import GROUP_MIN
 from gradaudit.model.errors import InputError
 from gradaudit.model.findings import INTERRUPTED, Note
 from gradaudit.model.options import OptionError, Options
 from gradaudit.model.results import AuditReport, ScenarioResult, lightened
 from gradaudit.model.scenario import Scenario
+from gradaudit.refereeing import refereed, refereed_all
 from gradaudit.sources.selection import parse_shard, select
-
-GROUP_MIN = 4
-"""Smaller groups go to bundles (select_n) or the literal engine (functions). A group compiles
-about eight programs whatever its size; a bundle's cost grows with its scenarios. Measured here
-(two workers): the 100-scenario grid, groups of one or two, took 25 s in groups and 15 s in
-bundles; the 1,000-scenario grid, groups of about 11, 26 s in groups and 63 s in bundles."""
 
 
 class AuditInterrupted(Exception):
@@ -310,21 +306,15 @@ def _engines(
             result = replace(
                 result, notes=(*result.notes, Note(message=f"audited on the literal engine: {fallen[index]}"))
             )
-        try:
-            result = refereed(result, options)
-        finally:  # a Ctrl-C during the referee keeps the result as judged
-            settled[index] = True
-            settle(index, result)
+        settled[index] = True
+        settle(index, result)
 
     def run(engine, indices: list[int], keep: Callable[[ScenarioResult], bool] = lambda result: True) -> None:
         for batch in engine.run([scenarios[i] for i in indices]):
-            for (position, _), result in zip(
-                batch,
-                assess_all([(scenarios[indices[p]], computed) for p, computed in batch], options.tolerance),
-                strict=True,
-            ):
-                if keep(result):
-                    take(indices[position], lightened(result) if lighten else result)
+            judged = assess_all([(scenarios[indices[p]], computed) for p, computed in batch], options.tolerance)
+            kept = [(position, result) for (position, _), result in zip(batch, judged, strict=True) if keep(result)]
+            for (position, _), result in zip(kept, refereed_all([r for _, r in kept], options), strict=True):
+                take(indices[position], lightened(result) if lighten else result)
 
     def bundled(indices: list[int]) -> None:
         """Scenarios on the bundle engine: in workers, a bundle a batch (bundles small enough that
@@ -431,26 +421,6 @@ def audit_one(scenario: Scenario, options: Options | None = None) -> ScenarioRes
 
     options = options or Options()
     return refereed(assess(scenario, compute(scenario, options.timeout), options.tolerance), options)
-
-
-def refereed(result: ScenarioResult, options: Options) -> ScenarioResult:
-    """`result` with its low-precision splits put to the float64 referee (judging/referee.py): the
-    scenario widened to float64 and run on the literal engine in this process, x64 on for it alone."""
-    from gradaudit.judging import referee
-
-    if not referee.wanted(result):
-        return result
-    from gradaudit.engines.literal import compute
-    from gradaudit.judging.assess import assess
-
-    wide = referee.widened(result.scenario)
-    if wide is None:
-        return result
-    try:
-        computed = compute(wide, options.timeout)
-    except Exception as error:  # noqa: BLE001 (a function that cannot run in float64 leaves its findings be)
-        return referee.refereed(result, None, f"{type(error).__name__}: {error}")
-    return referee.refereed(result, assess(wide, computed))
 
 
 def isolated(options: Options):

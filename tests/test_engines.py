@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from gradaudit.engines import bundle, group
+from gradaudit.engines import GROUP_MIN, bundle, group
 from gradaudit.engines.bundle import BundleEngine
 from gradaudit.engines.group import GroupEngine
 from gradaudit.engines.literal import LiteralEngine
@@ -20,7 +20,7 @@ from gradaudit.jaxenv import FIXED, LEGACY, needs_x64, select_n_rule
 from gradaudit.judging.assess import assess, assess_all
 from gradaudit.model.findings import CONSISTENT
 from gradaudit.model.options import Options
-from gradaudit.service import GROUP_MIN, audit
+from gradaudit.service import audit
 from gradaudit.sources.scenario_files import load_paths
 from tests.helpers import ROOT, make_scenario, write_yaml
 

@@ -32,7 +32,7 @@ from gradaudit.model.findings import (
     Note,
     parse_location,
 )
-from gradaudit.model.paths import FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE, base_name, block_names
+from gradaudit.model.paths import FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE, VALUE, base_name, block_names
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 
@@ -73,12 +73,59 @@ def widened(scenario: Scenario) -> Scenario | None:
 
 
 def wanted(result: ScenarioResult) -> bool:
-    """Whether `result` has a finding the referee could settle (and so a float64 run to make)."""
+    """Whether `result` has a finding the referee could settle and a float64 run could change its
+    outcome (`beyond_reconciling` says where it cannot)."""
     return (
         result.scenario.target.kind == "function"
         and result.scenario.precision_dtype in NARROW
         and any(_refereed(f) for f in result.findings)
+        and beyond_reconciling(result) is None
     )
+
+
+def beyond_reconciling(result: ScenarioResult) -> Finding | None:
+    """A `wrong` or `eager-jit` finding between AD paths alone whose split no float64 answer could
+    reconcile, at inputs and a value nowhere near the dtype's limits; None where there is none.
+
+    Such a scenario fails whatever float64 says: a precision note needs every AD path within the
+    dtype's tolerance of one float64 number (entry-wise, or of its block's largest entry), so two
+    paths parting by more than twice that (doubled again, for a float64 block larger than the
+    narrow one) cannot both be; and at ordinary magnitudes (zero, or between the square roots of
+    the smallest normal and of the largest value), finite, float64 has neither a finer step nor a
+    wider range to tell more. The float64 run would be spent on a verdict it cannot change."""
+    dtype = result.scenario.precision_dtype
+    value = result.paths.get(VALUE)
+    arrays = [*result.inputs, *(value.ok_arrays[:1] if value is not None and value.ok else ())]
+    if not arrays or not all(_ordinary(a, dtype) for a in arrays):
+        return None
+    tolerances = tolerances_for(result.scenario)
+    rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
+    for finding in result.findings:
+        if (
+            finding.kind != DISAGREEMENT
+            or finding.finding_class not in (FindingClass.WRONG, FindingClass.EAGER_JIT)
+            or any(base_name(p) in REFERENCES for p in finding.paths)
+        ):
+            continue
+        located = [_located(result, p, finding.location or "") for p in finding.paths]
+        if any(found is None for found in located):
+            continue
+        blocks = [found[0] for found in located if found is not None]
+        if not all(np.isfinite(b).all() for b in blocks):
+            continue
+        numbers = [float(found[0][found[1]]) for found in located if found is not None]
+        scale = max(float(np.max(np.abs(b), initial=0.0)) for b in blocks)
+        largest = max(abs(n) for n in numbers)
+        if max(numbers) - min(numbers) > 4.0 * (atol + rtol * largest) + 4.0 * rtol * scale:
+            return finding
+    return None
+
+
+def _ordinary(array: np.ndarray, dtype: str) -> bool:
+    values = np.abs(np.asarray(array, dtype=np.float64))
+    low, high = math.sqrt(dtypes.smallest_normal(dtype)), math.sqrt(dtypes.largest(dtype))
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isfinite(values) & ((values == 0) | ((values >= low) & (values <= high)))))
 
 
 def _refereed(finding: Finding) -> bool:
@@ -124,7 +171,10 @@ def _routed(finding: Finding, rulings: list[tuple[Finding, Note | Finding]]) -> 
     """A routing finding follows the referee's rulings on the disagreements of its paths (it is read
     off the same numbers): a note where all became notes, else the most severe class they kept."""
     mine = [ruling for found, ruling in rulings if set(found.paths) & set(finding.paths)]
-    if not mine:
+    changed = [
+        found for found, ruling in rulings if isinstance(ruling, Note) or ruling.finding_class != found.finding_class
+    ]
+    if not mine or not any(set(found.paths) & set(finding.paths) for found in changed):
         return finding
     if all(isinstance(ruling, Note) for ruling in mine):
         return Note(

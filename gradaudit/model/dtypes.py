@@ -65,6 +65,11 @@ def largest(name: str) -> float:
     return float(ml_dtypes.finfo(numpy_dtype(name)).max)
 
 
+def smallest_normal(name: str) -> float:
+    """The dtype's smallest positive normal value."""
+    return float(ml_dtypes.finfo(numpy_dtype(name)).smallest_normal)
+
+
 def default_tolerance(name: str) -> tuple[float, float]:
     """(rtol, atol) for comparing AD with finite differences at the default step."""
     tol = 4.0 * math.sqrt(machine_epsilon(name))

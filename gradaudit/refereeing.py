@@ -1,0 +1,52 @@
+"""The float64 referee's run: narrow-dtype results' scenarios widened and audited again, then ruled
+on (`judging.referee`). It computes, so it sits above the engines and the judge, as screening does;
+the service calls it where it judges in this process, and each worker where it judges there, a
+batch of results at a time: widened scenarios calling one function run vmapped on the group engine
+(one compiled program for them all), the rest on the literal engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gradaudit.engines import GROUP_MIN
+from gradaudit.model.options import Options
+from gradaudit.model.results import ScenarioResult
+
+
+def refereed(result: ScenarioResult, options: Options) -> ScenarioResult:
+    """`result` with its low-precision splits put to the float64 referee (`refereed_all`)."""
+    return refereed_all([result], options)[0]
+
+
+def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[ScenarioResult]:
+    """Each result with its low-precision splits put to the float64 referee (judging/referee.py):
+    its scenario widened to float64 and run in this process, x64 on for it alone."""
+    from gradaudit.judging import referee
+
+    wanted = [(i, referee.widened(r.scenario)) for i, r in enumerate(results) if referee.wanted(r)]
+    wides = [(i, wide) for i, wide in wanted if wide is not None]
+    if not wides:
+        return list(results)
+    from gradaudit.engines.literal import compute
+    from gradaudit.judging.assess import assess, assess_all, one_story
+
+    scenarios = [wide for _, wide in wides]
+    found: dict[int, ScenarioResult] = {}
+    if len(scenarios) >= GROUP_MIN:
+        from gradaudit.engines.group import GroupEngine
+
+        group = GroupEngine(min_size=GROUP_MIN, timeout=options.timeout)
+        for batch in group.run(scenarios):
+            judged = assess_all([(scenarios[p], computed) for p, computed in batch])
+            # Kept only where each eager path agrees with its jit twin, as the service keeps a group's results.
+            found.update({p: r for (p, _), r in zip(batch, judged, strict=True) if one_story(r)})
+    ruled = list(results)
+    for position, (index, wide) in enumerate(wides):
+        if position not in found:
+            try:
+                found[position] = assess(wide, compute(wide, options.timeout))
+            except Exception as error:  # noqa: BLE001 (a function that cannot run in float64 leaves its findings be)
+                ruled[index] = referee.refereed(results[index], None, f"{type(error).__name__}: {error}")
+                continue
+        ruled[index] = referee.refereed(results[index], found[position])
+    return ruled
