@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from gradaudit.judging.classes import Reference, Surroundings, classify, crossing_infinities, explain
-from gradaudit.judging.judge import Tolerances, judge
+from gradaudit.judging.judge import judge
+from gradaudit.judging.tolerances import Tolerances
 from gradaudit.model.findings import FindingClass
 from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE
 from tests.helpers import path_results

@@ -481,7 +481,8 @@ def test_a_group_whose_program_cannot_be_built_leaves_every_member(monkeypatch):
 def test_eager_and_jit_twins_must_agree_entry_by_entry():
     """A group member is kept only where each eager path says what its jit twin says, whatever
     the findings name (a value split names both sides of one finding)."""
-    from gradaudit.judging.judge import Tolerances, twins_agree
+    from gradaudit.judging.judge import twins_agree
+    from gradaudit.judging.tolerances import Tolerances
     from gradaudit.model.paths import PathError, PathResult
 
     tolerances = Tolerances(fd_rtol=1e-2, fd_atol=1e-2, ad_rtol=1e-6, ad_atol=1e-6)

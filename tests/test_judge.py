@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradaudit.judging.judge import Tolerances, judge
+from gradaudit.judging.judge import judge
+from gradaudit.judging.tolerances import Tolerances
 from gradaudit.model.findings import CONSISTENT, DISAGREEMENT, ERROR, MISMATCH, RAISED, ROUTING
 from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, PathError
 from tests.helpers import path_results

@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import gradaudit
-from gradaudit.judging.judge import Tolerances, judge
+from gradaudit.judging.judge import judge
+from gradaudit.judging.tolerances import Tolerances
 from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE
 from tests.helpers import path_results, run_cli, write_yaml
 

@@ -7,7 +7,8 @@ import io
 import numpy as np
 from rich.console import Console
 
-from gradaudit.judging.judge import Tolerances, judge
+from gradaudit.judging.judge import judge
+from gradaudit.judging.tolerances import Tolerances
 from gradaudit.model.errors import InputError, Location
 from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE, PathError
 from gradaudit.model.results import AuditReport, ScenarioResult

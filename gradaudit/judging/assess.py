@@ -6,8 +6,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
+from gradaudit.judging.batch import Case
 from gradaudit.judging.diagnoses import Diagnosis, Evidence, diagnose, nothing_met
-from gradaudit.judging.judge import Case, judge_all, tolerances_for, twins_agree
+from gradaudit.judging.judge import judge_all, twins_agree
+from gradaudit.judging.tolerances import tolerances_for
 from gradaudit.model.computed import Computed
 from gradaudit.model.findings import ERROR, RAISED, Finding, Verdict, raised_class
 from gradaudit.model.paths import VALUE

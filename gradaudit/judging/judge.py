@@ -11,16 +11,23 @@ become notes, not findings.
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import math
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
 
 import ml_dtypes
 import numpy as np
 
+from gradaudit.judging.batch import (
+    Case,
+    estimate_of,
+    per_block,
+    stack_rows,
+    undefined_of,
+    unstack_row,
+    value_of,
+)
 from gradaudit.judging.classes import (
     FINER_AGREES,
     WRONG,
@@ -33,7 +40,16 @@ from gradaudit.judging.classes import (
     ranked,
     settle,
 )
+from gradaudit.judging.fd_trust import ESTIMATES, Masks, Trust, absorbed_by_rounding, read_estimates
+from gradaudit.judging.provenance import provenances, routing_findings
 from gradaudit.judging.refine import Refined, refined
+from gradaudit.judging.tolerances import Tolerances
+from gradaudit.judging.wording import (
+    entries_summary,
+    grouped_by_said,
+    index_text,
+    path_labels,
+)
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Prober
 from gradaudit.model.findings import (
@@ -44,21 +60,17 @@ from gradaudit.model.findings import (
     FAIL_ON_DEFAULT,
     MISMATCH,
     RAISED,
-    ROUTING,
     VALUE_RAISED,
     Finding,
     FindingClass,
     Note,
     Provenance,
-    Sources,
     Verdict,
     location_text,
     raised_class,
 )
 from gradaudit.model.paths import (
-    AD_PATHS,
     FAMILIES,
-    FINITE_DIFFERENCE,
     JACFWD,
     JACREV,
     JIT_VALUE,
@@ -72,175 +84,16 @@ from gradaudit.model.paths import (
     path_name,
     primary_name,
 )
-from gradaudit.model.scenario import Scenario
-from gradaudit.numerics.finite_differences import CHECK, rounding, step_size
-
-Masks = tuple[np.ndarray, ...]
-"""One boolean array per derivative block."""
-
-
-@dataclass(frozen=True)
-class Tolerances:
-    """How close two paths must be: |a - b| <= atol + rtol * |b| (plus the rounding noise of finite differences)."""
-
-    fd_rtol: float
-    fd_atol: float
-    ad_rtol: float
-    ad_atol: float
-
-
-def tolerances_for(scenario: Scenario, default: tuple[float | None, ...] = ()) -> Tolerances:
-    """The scenario's own tolerance, else the run's default (`Options.tolerance`: --rtol/--atol,
-    then --ad-rtol/--ad-atol), else its dtype's. AD against AD: the user's, else the dtype's
-    rounding scaled by the square root of the reduction's length."""
-    given = (*default, None, None, None, None)[:4]
-    fd_rtol, fd_atol = dtypes.default_tolerance(scenario.precision_dtype)
-    fd_rtol = fd_rtol if given[0] is None else given[0]
-    fd_atol = fd_atol if given[1] is None else given[1]
-    if scenario.tolerance is not None:
-        fd_rtol, fd_atol = scenario.tolerance.rtol, scenario.tolerance.atol
-    ad_rtol, ad_atol = (tol * math.sqrt(scenario.reduction) for tol in dtypes.ad_tolerance(scenario.precision_dtype))
-    ad_rtol = ad_rtol if given[2] is None else given[2]
-    ad_atol = ad_atol if given[3] is None else given[3]
-    return Tolerances(fd_rtol=fd_rtol, fd_atol=fd_atol, ad_rtol=ad_rtol, ad_atol=ad_atol)
-
-
-def _index(shape: tuple[int, ...], flat: int) -> str:
-    if not shape:
-        return ""
-    return "[" + ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]"
-
-
-def _and(words: Sequence[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def _names(sources: Sources, arg_names: tuple[str, ...]) -> str:
-    return _and([arg_names[i] for i in sources])
-
-
-def _labels(paths: Sequence[str]) -> str:
-    return _and([label(p) for p in paths])
-
-
-_Said = TypeVar("_Said", bound=Hashable)
-
-
-def _grouped(items: Iterable[tuple[str, _Said]]) -> dict[_Said, list[str]]:
-    """Paths grouped by what they said, in path order, so one finding names every path that said it."""
-    groups: dict[_Said, list[str]] = {}
-    for path, said in items:
-        groups.setdefault(said, []).append(path)
-    return groups
-
+from gradaudit.numerics.finite_differences import rounding, step_size
 
 # --- finite differences: where they can be trusted -------------------------------------------
 
 
-def _estimate(reference: PathResult, name: str) -> tuple[np.ndarray, ...]:
-    """One finite-difference estimate per block; a reference without estimates (given as plain arrays) has only its
-    values."""
-    if reference.estimates is not None:
-        return reference.estimates[name]
-    if name == "undefined":
-        return tuple(np.zeros(np.shape(a), dtype=bool) for a in reference.ok_arrays)
-    if name == "noise":
-        return tuple(np.zeros(np.shape(a)) for a in reference.ok_arrays)
-    return reference.ok_arrays
-
-
-def _undefined(reference: PathResult) -> Masks:
-    return tuple(np.asarray(m, dtype=bool) for m in _estimate(reference, "undefined"))
-
-
-SPREAD_ESTIMATES = ("extrapolated", "central", "central_half", "left_half", "right_half")
-"""The estimates whose spread bounds the derivative where the central estimate moves with the step."""
-
-
-SETTLED = 0.1
-"""A one-sided slope has settled when halving the step changes it by at most this fraction of itself."""
-CONVERGING = 0.05
-"""A moving central estimate can still be judged when halving the step changes it by at most this
-fraction of itself: near a pole a smooth function's estimate moves by a fraction of a percent, where
-a step longer than the function's period (aliasing) moves it by tens of percent."""
 RANKED_FAILING = {c.value: c for c in CLASSES if c in FAIL_ON_DEFAULT}
 """The classes the gate fails by default, by name: where routing is judged."""
 PROBED = 8
 """At most this many entries of one comparison are probed (`engines.probe`): each costs about forty
 evaluations of the function."""
-CANCELLED = 4.0
-"""The function's larger terms count in the rounding allowed (`_rounding_of_terms`) where they are
-this many times its value's own noise: they cancel to a smaller value, whose noise does not show them."""
-UNCHECKED = 10.0
-"""Finite differences cannot check an entry whose rounding allowance is this many times the
-derivative there (plus the absolute tolerance): a wrong derivative would vanish in it."""
-CHECK_WEIGHT = CHECK**2 * 4 / 3
-"""c(CHECK h) = extrapolated + CHECK_WEIGHT (c(h) - c(h/2)) where c(s) = f' + C s^2, as a smooth
-function's central differences are."""
-
-
-@dataclass(frozen=True)
-class Trust:
-    """Per block, what finite differences can say at each entry.
-
-    kink: the one-sided slopes disagree beyond the tolerance and do not close up as the step halves
-    (|right/2 - left/2| > slack and > 0.75 |right - left|): a kink or a jump; or the central
-    differences at h, h/2 and CHECK * h do not follow a smooth function's c(s) = f' + C s^2 (the
-    third misses what the first two predict by more than the tolerance): a period the steps alias,
-    a pole or cusp they reach. Not compared.
-    moving: not a kink, but the central estimate moves by more than the tolerance when the step
-    halves (near a pole, or strong curvature). Where both one-sided slopes have settled (halving
-    the step changes each by at most SETTLED of itself, beyond the tolerance) and the central
-    estimate converges (it moved by at most CONVERGING of itself), the point is smooth enough to
-    judge: compared, with the tolerance widened by `spread`, the range of the central, half-step
-    one-sided and extrapolated estimates, so only AD paths far outside what every estimate says
-    are findings (an infinite AD value there is not compared: finite differences cannot confirm a
-    vertical tangent). Where they have not (a jump or a pole the step straddles, a slope that grows
-    as the step shrinks, a period shorter than the step), the entry is a kink: not compared.
-    undefined: no finite estimate (non-finite inputs or outputs, or a step past the dtype's range).
-    absorbed: the function's larger terms cancel there (`_rounding_of_terms` over CANCELLED times
-    the value's own noise), and the rounding a difference quotient can hide is UNCHECKED times the
-    derivative itself (plus the absolute tolerance), so finite differences cannot tell it from
-    zero: the step is lost in them (an FFT of [0, 0, 3e38, 3e38] moves not at all
-    when x[0] moves by 0.004), so finite differences cannot check the entry. Compared within that
-    rounding, and noted.
-    """
-
-    kink: Masks
-    moving: Masks
-    spread: Masks
-    undefined: Masks
-    absorbed: Masks = ()
-
-    @property
-    def skipped(self) -> Masks:
-        return tuple(k | u for k, u in zip(self.kink, self.undefined, strict=True))
-
-
-def _blocks(flat: np.ndarray, like: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """`flat` (blocks flattened one after another, as a row of `_stacked`) cut back into blocks of the shapes of
-    `like`."""
-    blocks, start = [], 0
-    for array in like:
-        shape = np.shape(array)
-        end = start + math.prod(shape)
-        blocks.append(flat[start:end].reshape(shape))
-        start = end
-    return tuple(blocks)
-
-
-def _stacked(members: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
-    """Each member's blocks (alike in number and shape) flattened one after another, as the rows of
-    one float64 array: elementwise work on every member (and every block) is then one NumPy call."""
-    count = len(members)
-    if not members[0]:
-        return np.zeros((count, 0))
-    columns = [
-        np.stack([np.asarray(blocks[k]) for blocks in members]).reshape(count, -1).astype(np.float64)
-        for k in range(len(members[0]))
-    ]
-    return columns[0] if len(columns) == 1 else np.concatenate(columns, axis=1)
 
 
 @dataclass(frozen=True)
@@ -256,7 +109,7 @@ class _Against:
 
 
 def _rounding_of_terms(cases: Sequence[Case], reference: str, paths: Sequence[str], order: int) -> np.ndarray | None:
-    """Per case (rows) and entry d out[i]/d x[j] (stacked as `_stacked`), what rounding the function's
+    """Per case (rows) and entry d out[i]/d x[j] (stacked as `stack_rows`), what rounding the function's
     terms can hide from a difference quotient at x[j]: 4 eps sum over k != j of |J[i, k]| |x[k]|,
     over h_j / 2, eps the output's rounding, J the largest of the AD paths' and finite differences'
     finite derivatives, x every differentiated input, h_j the step taken at x[j]. This is the
@@ -270,8 +123,8 @@ def _rounding_of_terms(cases: Sequence[Case], reference: str, paths: Sequence[st
     if order != 1 or not first.inputs or len(first.inputs) != len(like):
         return None
     sources = [p for p in paths if len(first.results[p].ok_arrays) == len(like)]
-    derivatives = [_stacked([case.results[p].ok_arrays for case in cases]) for p in sources]
-    derivatives.append(_stacked([_estimate(case.results[reference], "extrapolated") for case in cases]))
+    derivatives = [stack_rows([case.results[p].ok_arrays for case in cases]) for p in sources]
+    derivatives.append(stack_rows([estimate_of(case.results[reference], "extrapolated") for case in cases]))
     with np.errstate(invalid="ignore", over="ignore"):
         largest = functools.reduce(np.maximum, [np.nan_to_num(np.abs(d), nan=0.0, posinf=0.0) for d in derivatives])
         inputs = [
@@ -301,7 +154,7 @@ def _rounding_of_terms(cases: Sequence[Case], reference: str, paths: Sequence[st
             dtype = np.asarray(first.inputs[k]).dtype
             eps = np.array([[case.eps if case.eps is not None else dtypes.default_eps(dtype.name)] for case in cases])
             steps.append((step_size(inputs[k], eps, dtype) / 2).reshape(len(cases), 1, size))
-        out_rounding = rounding(np.asarray(_value(first.results, first.bindings).ok_arrays[0]).dtype)
+        out_rounding = rounding(np.asarray(value_of(first.results, first.bindings).ok_arrays[0]).dtype)
         # The other terms only: x[j] itself is exact, and its own term moves with the step.
         hidden = [
             4.0 * out_rounding * np.maximum(terms[:, :, None] - term, 0.0) / step
@@ -316,8 +169,8 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
     and which entries of each of `paths` are not close to them (compared where trusted, moving
     entries only where the path is finite, within the noise and spread)."""
     references = [case.results[reference] for case in cases]
-    undefined = [_undefined(r) for r in references]
-    undefined_flat = _stacked(undefined).astype(bool)
+    undefined = [undefined_of(r) for r in references]
+    undefined_flat = stack_rows(undefined).astype(bool)
     fd_atol = np.array([[case.tolerances.fd_atol] for case in cases])
     fd_rtol = np.array([[case.tolerances.fd_rtol] for case in cases])
     larger = np.zeros(undefined_flat.shape, dtype=bool)
@@ -325,67 +178,25 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
         kink = moves = np.zeros(undefined_flat.shape, dtype=bool)
         spread = noise = np.zeros(undefined_flat.shape)
     else:
-        names = (
-            "extrapolated",
-            "central",
-            "central_half",
-            "central_check",
-            "left",
-            "right",
-            "left_half",
-            "right_half",
-            "noise",
-        )
-        stacked = {name: _stacked([_estimate(r, name) for r in references]) for name in names}
-        extrapolated, central, central_half, central_check, left, right, left_half, right_half, noise = (
-            stacked[name] for name in names
-        )
+        stacked = {name: stack_rows([estimate_of(r, name) for r in references]) for name in ESTIMATES}
         hidden = _rounding_of_terms(cases, reference, paths, order)
-        # Larger terms count where they outweigh the value's own noise: cancellation (3e38 - 3e38).
-        larger = np.zeros(noise.shape, dtype=bool) if hidden is None else hidden > CANCELLED * noise
-        if hidden is not None:
-            noise = noise + np.where(larger, hidden, 0.0)
-        defined = ~undefined_flat
-        with np.errstate(invalid="ignore", over="ignore"):
-            gap = np.abs(right - left)
-            gap_half = np.abs(right_half - left_half)
-            slack = fd_atol + fd_rtol * np.maximum(np.abs(left), np.abs(right)) + 4 * noise
-            kink = (gap_half > slack) & (gap_half > 0.75 * gap)
-            scale = np.maximum(np.maximum(np.abs(central), np.abs(central_half)), np.abs(central_check))
-            predicted = extrapolated + CHECK_WEIGHT * (central - central_half)
-            kink |= np.abs(central_check - predicted) > fd_atol + fd_rtol * scale + 4 * noise
-            moved = np.abs(central_half - central)
-            moves = moved > fd_atol + fd_rtol * scale
-            settled = (np.abs(left - left_half) <= SETTLED * np.abs(left_half) + slack) & (
-                np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack
-            )
-            converging = moved <= CONVERGING * np.abs(central_half)
-            kink = (kink | (moves & ~(settled & converging))) & defined
-            moves = moves & ~kink & defined
-            spreading = [stacked[name] for name in SPREAD_ESTIMATES]
-            spread = np.nan_to_num(
-                functools.reduce(np.maximum, spreading) - functools.reduce(np.minimum, spreading),
-                nan=np.inf,
-                posinf=np.inf,
-            )
+        estimates = read_estimates(stacked, undefined_flat, fd_rtol, fd_atol, hidden)
+        kink, moves, spread, larger = estimates.kink, estimates.moves, estimates.spread, estimates.larger
+        noise = estimates.noise
     allowance = noise + np.where(moves, spread, 0.0)
     absorbed = np.zeros(undefined_flat.shape, dtype=bool)
     if np.any(larger):
-        # Where that rounding is many times the derivative itself (any path's, or the reference's,
-        # with the absolute tolerance), finite differences cannot tell it from zero.
         with np.errstate(invalid="ignore", over="ignore"):
-            magnitudes = [np.abs(_stacked([r.ok_arrays for r in references]))]
+            magnitudes = [np.abs(stack_rows([r.ok_arrays for r in references]))]
             magnitudes += [
-                np.abs(_stacked([case.results[name].ok_arrays for case in cases]))
+                np.abs(stack_rows([case.results[name].ok_arrays for case in cases]))
                 for name in paths
                 if len(cases[0].results[name].ok_arrays) == len(references[0].ok_arrays)
             ]
             largest = functools.reduce(
                 np.fmax, [np.where(np.isfinite(m), m, np.nan) for m in magnitudes if m.shape == undefined_flat.shape]
             )
-            absorbed = (
-                larger & (allowance > UNCHECKED * (fd_atol + np.nan_to_num(largest, nan=0.0))) & ~undefined_flat & ~kink
-            )
+        absorbed = absorbed_by_rounding(larger, allowance, largest, fd_atol) & ~undefined_flat & ~kink
     bad: dict[str, list[list[np.ndarray | None]]] = {}
     for name in paths:
         found = _compared(
@@ -402,13 +213,13 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
     return [
         _Against(
             trust=Trust(
-                kink=_blocks(kink[b], mine),
-                moving=_blocks(moves[b], mine),
-                spread=_blocks(spread[b], mine),
+                kink=unstack_row(kink[b], mine),
+                moving=unstack_row(moves[b], mine),
+                spread=unstack_row(spread[b], mine),
                 undefined=mine,
-                absorbed=_blocks(absorbed[b], mine),
+                absorbed=unstack_row(absorbed[b], mine),
             ),
-            noise=_blocks(allowance[b], mine),
+            noise=unstack_row(allowance[b], mine),
             bad={name: found[b] for name, found in bad.items()},
         )
         for b, mine in enumerate(undefined)
@@ -433,7 +244,7 @@ def _compared(
         return None
     # A block of another shape than the reference's is compared as NaN, and its indices are None.
     alike = [np.shape(a) == np.shape(b) for a, b in zip(blocks, like, strict=True)]
-    got = _stacked(
+    got = stack_rows(
         [
             [
                 a if same else np.full(np.shape(b), np.nan)
@@ -442,12 +253,12 @@ def _compared(
             for case in cases
         ]
     )
-    close = _close(got, _stacked([case.results[reference].ok_arrays for case in cases]), rtol, atol, noise)
+    close = _close(got, stack_rows([case.results[reference].ok_arrays for case in cases]), rtol, atol, noise)
     if skip is not None:
         close |= skip(got)
     return [
         [indices if same else None for indices, same in zip(mine, alike, strict=True)]
-        for mine in _per_block(~close, like)
+        for mine in per_block(~close, like)
     ]
 
 
@@ -469,141 +280,7 @@ class _Pairs:
         return None if found is None else found[row]
 
 
-def _per_block(bad: np.ndarray, like: Sequence[np.ndarray]) -> list[list[np.ndarray]]:
-    """Per row of `bad` (a member's blocks flattened one after another, as `_stacked` gives them),
-    per block, the flat indices within the block where `bad` is set."""
-    sizes = [math.prod(np.shape(a)) for a in like]
-    starts = np.cumsum([0, *sizes])
-    rows, columns = np.nonzero(bad)
-    none = [np.zeros(0, dtype=np.intp) for _ in like]
-    found = [none] * len(bad)
-    bounds = np.searchsorted(rows, np.arange(len(bad) + 1))
-    for row in np.flatnonzero(np.diff(bounds)):
-        mine = columns[bounds[row] : bounds[row + 1]]
-        cuts = np.searchsorted(mine, starts)
-        found[row] = [mine[cuts[k] : cuts[k + 1]] - starts[k] for k in range(len(like))]
-    return found
-
-
 # --- provenance -------------------------------------------------------------------------------
-
-
-def _sources(
-    blocks: Sequence[np.ndarray], output_shape: tuple[int, ...], thresholds: np.ndarray
-) -> list[tuple[Sources, ...]]:
-    """Per member (the first axis of every block: members' blocks stacked), for each output
-    element, the arguments whose block row is non-zero beyond the member's threshold."""
-    count, size = len(thresholds), math.prod(output_shape)
-    depends = np.zeros((count, size, len(blocks)), dtype=bool)
-    for i, block in enumerate(blocks):
-        if block.size:
-            depends[:, :, i] = np.any(
-                np.abs(block.reshape(count, size, -1).astype(np.float64)) > thresholds[:, None, None], axis=2
-            )
-    known: dict[tuple[bool, ...], Sources] = {}
-
-    def sources(row: list[bool]) -> Sources:
-        key = tuple(row)
-        if key not in known:
-            known[key] = tuple(i for i, depends_on in enumerate(row) if depends_on)
-        return known[key]
-
-    return [tuple(sources(row) for row in member) for member in depends.tolist()]
-
-
-def _columns(
-    paths: Sequence[PathResult], blocks: Callable[[PathResult], Sequence[np.ndarray]] = lambda path: path.ok_arrays
-) -> list[np.ndarray]:
-    """Per block, the members' blocks stacked (members alike in blocks and shapes)."""
-    return [np.stack([np.asarray(blocks(path)[k]) for path in paths]) for k in range(len(blocks(paths[0])))]
-
-
-def _provenances(cases: Sequence[Case]) -> list[Provenance | None]:
-    """Per case (cases alike in paths and shapes), provenance from finite differences and the
-    first-order AD paths; None when the function cannot be evaluated.
-
-    At a kink the central difference can vanish while each side has a slope, so the one-sided
-    slopes count as evidence that the input supplied the value.
-    """
-    first = cases[0]
-    value, fd = _value(first.results, first.bindings), first.results[path_name(FINITE_DIFFERENCE, first.bindings[0])]
-    if not value.ok or not fd.ok:
-        return [None] * len(cases)
-    shape = tuple(np.shape(value.ok_arrays[0]))
-    thresholds = np.array([case.tolerances.fd_atol for case in cases])
-    fds = [case.results[fd.name] for case in cases]
-    evidence = [
-        np.max(np.nan_to_num(np.abs(np.stack([central, left, right])), nan=0.0), axis=0)
-        for central, left, right in zip(
-            _columns(fds),
-            _columns(fds, lambda path: _estimate(path, "left")),
-            _columns(fds, lambda path: _estimate(path, "right")),
-            strict=True,
-        )
-    ]
-    routes, seen = {}, {}
-    for name in (path_name(p, binding) for binding in first.bindings for p in AD_PATHS):
-        if name in first.results and first.results[name].ok:
-            columns = _columns([case.results[name] for case in cases])
-            # Paths with the same bits (eager and jit twins, often) have the same sources.
-            bits = tuple((column.dtype.str, column.shape, column.tobytes()) for column in columns)
-            if bits not in seen:
-                seen[bits] = _sources(columns, shape, thresholds)
-            routes[name] = seen[bits]
-    value_from = _sources(evidence, shape, thresholds)
-    return [
-        Provenance(
-            output_shape=shape, value_from=value_from[b], routes={name: sources[b] for name, sources in routes.items()}
-        )
-        for b in range(len(cases))
-    ]
-
-
-def _routing_findings(
-    prov: Provenance, arg_names: tuple[str, ...], disagreeing: dict[str, dict[int, FindingClass]]
-) -> list[Finding]:
-    """Elements whose derivative a path sends elsewhere than the value came from, where its numbers
-    also disagree (in a class the gate fails by default); classed as the worst of those entries."""
-    findings = []
-    total = len(prov.value_from)
-    for routes, paths in _grouped(prov.routes.items()).items():
-        elements: dict[int, FindingClass] = {}
-        for p in paths:
-            for out, found in disagreeing.get(p, {}).items():
-                if out not in elements or CLASSES.index(found) < CLASSES.index(elements[out]):
-                    elements[out] = found
-        wrong = [
-            j
-            for j, (want, got) in enumerate(zip(prov.value_from, routes, strict=True))
-            if want != got and j in elements
-        ]
-        if not wrong:
-            continue
-        j = wrong[0]
-        supplied = (
-            f"value from {_names(prov.value_from[j], arg_names)}" if prov.value_from[j] else "value from no input"
-        )
-        verb = "sends" if len(paths) == 1 else "send"
-        sent = f"{verb} it to {_names(routes[j], arg_names)}" if routes[j] else f"{verb} it nowhere"
-        element = _index(prov.output_shape, j)
-        prefix = f"element {element}: " if element else ""
-        suffix = f" ({len(wrong)} of {total} elements)" if total > 1 else ""
-        sent_nowhere = {not routes[k] for k in wrong}
-        findings.append(
-            Finding(
-                kind=ROUTING,
-                paths=tuple(paths),
-                message=f"{prefix}{supplied} · {_labels(paths)} {sent}{suffix}",
-                count=len(wrong),
-                of=total,
-                location=f"out{element}",
-                wrong="mixed" if len(sent_nowhere) > 1 else ("nowhere" if sent_nowhere.pop() else "elsewhere"),
-                entries=entries_summary([np.asarray(wrong)], total),
-                finding_class=min((elements[k] for k in wrong), key=CLASSES.index),
-                reason=f"{supplied} (finite differences); {_labels(paths)} {sent}",
-            )
-        )
-    return findings
 
 
 # --- numeric comparison -----------------------------------------------------------------------
@@ -701,14 +378,6 @@ def wrong_class(got: np.ndarray, want: np.ndarray) -> str:
         if np.max(np.abs(ratio - middle)) <= RATIO_SPREAD * abs(middle):
             return f"x{middle:.2g}"
     return "value"
-
-
-def entries_summary(indices: Sequence[np.ndarray], of: int) -> str:
-    """`count/of#hash`: how many entries, and a hash of exactly which (per block), stable across runs and machines."""
-    digest = hashlib.sha1()
-    for block in indices:
-        digest.update(np.asarray(block, dtype="<i8").tobytes() + b";")
-    return f"{sum(len(b) for b in indices)}/{of}#{digest.hexdigest()[:8]}"
 
 
 @dataclass(frozen=True)
@@ -840,7 +509,7 @@ class _Comparison:
             return []
         (block, flat), first = settled[0]
         location = _location(self.side[0].ok_arrays[block], output_shape, names[block], order, flat)
-        these = _labels([p.name for p in self.side])
+        these = path_labels([p.name for p in self.side])
         total = sum(np.size(a) for a in self.side[0].ok_arrays)
         message = (
             f"{these} checked at finer steps on {len(settled)} of {total} entries, first at {location}: "
@@ -864,7 +533,7 @@ class _Comparison:
         if not differing:
             return []
         total = sum(np.size(a) for a in first.ok_arrays)
-        these, those = _labels([p.name for p in self.side]), _labels([p.name for p in self.reference])
+        these, those = path_labels([p.name for p in self.side]), path_labels([p.name for p in self.reference])
         paths = tuple(p.name for p in (*self.side, *self.reference))
         if any(b is None for b in bad):
             block = next(i for i, b in enumerate(bad) if b is None)
@@ -899,7 +568,7 @@ class _Comparison:
         """The finding for the differing entries `indices` (per block) of one class."""
         first = self.side[0]
         differing = sum(b.size for b in indices)
-        these, those = _labels([p.name for p in self.side]), _labels([p.name for p in self.reference])
+        these, those = path_labels([p.name for p in self.side]), path_labels([p.name for p in self.reference])
         verb = "disagrees" if len(self.side) == 1 else "disagree"
         paths = tuple(p.name for p in (*self.side, *self.reference))
         values = [self._values(block, b) for block, b in enumerate(indices)]
@@ -1040,7 +709,7 @@ def _finite_difference_notes(
 
     kinks = note(
         trusted.kink,
-        {"left": _estimate(reference, "left_half"), "right": _estimate(reference, "right_half")},
+        {"left": estimate_of(reference, "left_half"), "right": estimate_of(reference, "right_half")},
         lambda location, count, left, right: (
             f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the "
             f"right (the one-sided slopes disagree, or the estimates do not converge as the step shrinks); {count} of "
@@ -1051,8 +720,8 @@ def _finite_difference_notes(
     moving = note(
         trusted.moving,
         {
-            "central": _estimate(reference, "central"),
-            "central_half": _estimate(reference, "central_half"),
+            "central": estimate_of(reference, "central"),
+            "central_half": estimate_of(reference, "central_half"),
             "spread": trusted.spread,
         },
         lambda location, count, central, central_half, spread: (
@@ -1064,7 +733,7 @@ def _finite_difference_notes(
     )
     absorbed = note(
         trusted.absorbed,
-        {"finite_difference": _estimate(reference, "extrapolated")},
+        {"finite_difference": estimate_of(reference, "extrapolated")},
         lambda location, count, finite_difference: (
             f"finite differences cannot check {count} of {total} entries, first at {location} ({finite_difference:g} "
             "there): "
@@ -1185,7 +854,7 @@ def _scale_note(
     got = float(np.asarray(side[0].ok_arrays[block], dtype=np.float64).reshape(-1)[flat])
     want = float(np.asarray(reference[0].ok_arrays[block], dtype=np.float64).reshape(-1)[flat])
     total = sum(np.size(a) for a in reference[0].ok_arrays)
-    these, those = _labels([p.name for p in side]), _labels([p.name for p in reference])
+    these, those = path_labels([p.name for p in side]), path_labels([p.name for p in reference])
     message = (
         f"{these} and {those} differ on {count} of {total} entries by no more than the dtype's rounding of the "
         "Jacobian at "
@@ -1214,28 +883,6 @@ def _device_findings(
             output_shape, names, order
         )
     return findings
-
-
-def _value(results: dict[str, PathResult], bindings: Sequence[str]) -> PathResult:
-    """The function's value as the paths saw it: eager evaluation, or (where an engine computed no
-    eager paths, as a search's quick screen does not) its jit evaluation."""
-    return results.get(VALUE) or results[path_name(JIT_VALUE, bindings[0])]
-
-
-@dataclass(frozen=True)
-class Case:
-    """One scenario's paths to judge (one set per binding), at `inputs` (the differentiated ones)."""
-
-    results: dict[str, PathResult]
-    arg_names: tuple[str, ...]
-    tolerances: Tolerances
-    bindings: Sequence[str] = ("",)
-    inputs: Sequence[np.ndarray] = ()
-    eps: float | None = None
-    """The scenario's finite-difference eps (None: its dtypes'), to know the steps taken."""
-    probe: Prober | None = None
-    """More finite-difference evidence at an entry (`engines.probe`), asked where every AD path
-    agrees against finite differences; None: none (hand-made results)."""
 
 
 @dataclass(frozen=True)
@@ -1288,7 +935,7 @@ def _elementwise(cases: Sequence[Case]) -> list[_Elementwise | None]:
     """The entry-by-entry work of cases alike (`_layout`): trust, non-finite entries, provenance;
     None for cases whose value was not computed (nothing is compared)."""
     first = cases[0]
-    if not _value(first.results, first.bindings).ok:
+    if not value_of(first.results, first.bindings).ok:
         return [None] * len(cases)
     against: list[dict[str, _Against]] = [{} for _ in cases]
     for family, references in _references(first):
@@ -1300,7 +947,7 @@ def _elementwise(cases: Sequence[Case]) -> list[_Elementwise | None]:
     pairs = _Pairs(cases)
     return [
         _Elementwise(against=mine, provenance=prov, pairs=pairs, row=row)
-        for row, (mine, prov) in enumerate(zip(against, _provenances(cases), strict=True))
+        for row, (mine, prov) in enumerate(zip(against, provenances(cases), strict=True))
     ]
 
 
@@ -1360,7 +1007,7 @@ def _surroundings(case: Case, value: PathResult) -> Surroundings:
 def _reference_evidence(reference: PathResult, trusted: Trust) -> Reference:
     """What finite differences said at each entry, as `classes` reads it."""
     estimates = (
-        {name: _estimate(reference, name) for name in ("left_half", "right_half", "extrapolated")}
+        {name: estimate_of(reference, name) for name in ("left_half", "right_half", "extrapolated")}
         if reference.estimates is not None
         else {}
     )
@@ -1389,7 +1036,7 @@ def _value_notes(value: PathResult) -> list[Note]:
     if not bad.size:
         return []
     first = int(bad[0])
-    location = f"out{_index(output.shape, first)}"
+    location = f"out{index_text(output.shape, first)}"
     return [
         Note(
             paths=(value.name,),
@@ -1474,7 +1121,7 @@ def _refinement_note(refinement: Refined, output_shape: tuple[int, ...], names: 
 def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
     """One case's verdict, its entry-by-entry work done (`_elementwise`)."""
     results, arg_names, tolerances, bindings = case.results, case.arg_names, case.tolerances, case.bindings
-    value = _value(results, bindings)
+    value = value_of(results, bindings)
     if elementwise is None:  # the value was not computed
         # Where the value path does not apply (a user function that calls jax.jvp on a custom_vjp
         # function), it has no error to name but the reason it does not apply.
@@ -1488,12 +1135,12 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             finding_class=raised_class(error_type),
         )
         return Verdict(status=ERROR, findings=(finding,), provenance=None)
-    raised = _grouped((name, result.error) for name, result in results.items() if result.error is not None)
+    raised = grouped_by_said((name, result.error) for name, result in results.items() if result.error is not None)
     raising = [
         Finding(
             kind=RAISED,
             paths=tuple(paths),
-            message=f"{_labels(paths)} raised {error.located()}",
+            message=f"{path_labels(paths)} raised {error.located()}",
             error_type=error.type,
             finding_class=raised_class(error.type),
         )
@@ -1610,7 +1257,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                     [reference],
                     tolerances.fd_rtol,
                     tolerances.fd_atol,
-                    tuple(s | u for s, u in zip(skip, _undefined(other), strict=True)),
+                    tuple(s | u for s, u in zip(skip, undefined_of(other), strict=True)),
                     noise,
                     classifying=classed(True),
                 )
@@ -1636,7 +1283,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 error_type="NotApplicable",
             )
         )
-    routing = _routing_findings(prov, arg_names, disagreeing) if prov is not None else []
+    routing = routing_findings(prov, arg_names, disagreeing) if prov is not None else []
     findings = raising + routing + findings
     if any(f.kind == RAISED for f in findings):
         status = ERROR

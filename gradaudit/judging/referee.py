@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from gradaudit.judging.judge import tolerances_for
+from gradaudit.judging.tolerances import tolerances_for
 from gradaudit.model import dtypes
 from gradaudit.model.findings import (
     CLASSES,

@@ -3,7 +3,7 @@
 Only evaluations of the function are used, never JAX's AD, so these are an oracle independent of
 the rules under audit. Every engine makes its points with `points` and turns the function's
 values there into estimates with `estimates`, for a batch of scenarios at once (a literal run is
-a batch of one). Raw estimates are returned; the judge (`judging.judge.Trust`) decides where the function is
+a batch of one). Raw estimates are returned; the judge (`judging.fd_trust.Trust`) decides where the function is
 smooth, where it has a kink or a jump, and where nothing can be said.
 """
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gradaudit.judging.judge import tolerances_for
+from gradaudit.judging.tolerances import tolerances_for
 from gradaudit.model.paths import (
     CONSTANT_SUFFIX,
     FAMILIES,
