@@ -189,46 +189,22 @@ def test_a_probe_settles_by_the_numbers_it_holds():
     def probe(central, left=None, right=None, tied=(), along=None):
         return Probe(h, steps, tuple(central), tuple(left or central), tuple(right or central), tied, along)
 
+    def outcome(found, got, want, predicted=None):
+        settled = settle(found, got=got, want=want, predicted=predicted, rtol=1e-3, atol=1e-3, rounding_at=0.0)
+        return None if settled is None else settled.outcome
+
     # A line of slope 1 at every step where AD says 0: nothing to settle, the entry stays wrong.
-    assert settle(probe([1.0] * 6), got=0.0, want=1.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0) is None
+    assert outcome(probe([1.0] * 6), 0.0, 1.0) is None
     # Finer steps agree with AD where the usual one did not: its step spans the function's periods.
-    assert (
-        settle(
-            probe([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]),
-            got=1.0,
-            want=0.0,
-            predicted=None,
-            rtol=1e-3,
-            atol=1e-3,
-            rounding_at=0.0,
-        ).outcome
-        == FINER_AGREES
-    )
+    assert outcome(probe([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]), 1.0, 0.0) == FINER_AGREES
     # Flat at and below the usual step, AD's slope over the largest: a staircase.
-    assert (
-        settle(
-            probe([1.0, 0.4, 0.0, 0.0, 0.0, 0.0]),
-            got=1.0,
-            want=0.0,
-            predicted=None,
-            rtol=1e-3,
-            atol=1e-3,
-            rounding_at=0.0,
-        ).outcome
-        == "non-differentiable"
-    )
+    assert outcome(probe([1.0, 0.4, 0.0, 0.0, 0.0, 0.0]), 1.0, 0.0) == "non-differentiable"
     # Flat everywhere: AD's 1 is followed by nothing; still wrong.
-    assert settle(probe([0.0] * 6), got=1.0, want=0.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0) is None
+    assert outcome(probe([0.0] * 6), 1.0, 0.0) is None
     # One-sided slopes that part at the finest steps and do not close: a jump finer than the step.
     jump = probe([5.0] * 6, left=[5.0, 5.0, 5.0, 5.0, 1e3, 1e6], right=[5.0, 5.0, 5.0, 5.0, 0.0, 0.0])
-    assert (
-        settle(jump, got=0.0, want=5.0, predicted=None, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome
-        == "non-differentiable"
-    )
+    assert outcome(jump, 0.0, 5.0) == "non-differentiable"
     # Tied inputs whose diagonal slope is not the sum of their partial slopes: no derivative.
     tie = probe([0.0] * 6, tied=((0, 0), (0, 1)), along=1.0)
-    assert (
-        settle(tie, got=1.0, want=0.0, predicted=0.0, rtol=1e-3, atol=1e-3, rounding_at=0.0).outcome
-        == "non-differentiable"
-    )
-    assert settle(tie, got=1.0, want=0.0, predicted=1.0, rtol=1e-3, atol=1e-3, rounding_at=0.0) is None
+    assert outcome(tie, 1.0, 0.0, predicted=0.0) == "non-differentiable"
+    assert outcome(tie, 1.0, 0.0, predicted=1.0) is None

@@ -16,22 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gradaudit.numerics import finite_differences
 from gradaudit.numerics.finite_differences import CHECK
 
 Masks = tuple[np.ndarray, ...]
 """One boolean array per derivative block."""
 
-ESTIMATES = (
-    "extrapolated",
-    "central",
-    "central_half",
-    "central_check",
-    "left",
-    "right",
-    "left_half",
-    "right_half",
-    "noise",
-)
+ESTIMATES = tuple(name for name in finite_differences.ESTIMATES if name != "undefined")
 """The estimates the rules read (numerics.finite_differences makes them)."""
 SPREAD_ESTIMATES = ("extrapolated", "central", "central_half", "left_half", "right_half")
 """The estimates whose spread bounds the derivative where the central estimate moves with the step."""
