@@ -43,6 +43,7 @@ from gradaudit.judging.classes import (
 from gradaudit.judging.fd_trust import ESTIMATES, Masks, Trust, absorbed_by_rounding, read_estimates
 from gradaudit.judging.provenance import provenances, routing_findings
 from gradaudit.judging.refine import Refined, refined
+from gradaudit.judging.scale import beyond_scale
 from gradaudit.judging.tolerances import Tolerances
 from gradaudit.judging.wording import (
     entries_summary,
@@ -761,82 +762,6 @@ def _finite_difference_notes(
     return kinks + moving + absorbed + undefined
 
 
-def _row_and_column_scale(blocks: Sequence[np.ndarray], out_size: int) -> list[np.ndarray] | None:
-    """Per first-order block, per entry d out[i]/d x[j] (flat): the largest finite |derivative| in
-    its row (out[i] against every input) or its column (every output against x[j]). Forward mode
-    computes a column at once and rounds it to its largest entry, reverse mode a row; None where
-    the blocks do not split into rows of the output."""
-    if not out_size or any(np.size(b) % out_size for b in blocks):
-        return None
-    with np.errstate(invalid="ignore"):
-        matrices = [
-            np.nan_to_num(np.abs(np.asarray(b, dtype=np.float64)).reshape(out_size, -1), nan=0.0, posinf=0.0)
-            for b in blocks
-        ]
-    rows = functools.reduce(np.maximum, [m.max(axis=1, initial=0.0) for m in matrices])
-    return [np.maximum(rows[:, None], m.max(axis=0, initial=0.0)[None, :]).reshape(-1) for m in matrices]
-
-
-def _beyond_scale(
-    side: PathResult, reference: PathResult, bad: list[np.ndarray | None], tolerances: Tolerances, out_size: int
-) -> tuple[list[np.ndarray | None], list[np.ndarray]]:
-    """`bad` (AD paths against each other, entry by entry) split into the entries that differ beyond
-    the rounding the dtype allows the Jacobian there as a whole, and those within it: an
-    ill-conditioned linear-algebra Jacobian's small entries, rounded in forward mode to their
-    column's largest and in reverse mode to their row's, part by more than their own size allows,
-    by millionths of the whole. Within it: the difference is at most the square root of the dtype's
-    epsilon (what a computation of condition up to 1/sqrt(eps) rounds to) times the entry's row and
-    column scale (`_row_and_column_scale`), a bound finite differences' own absolute tolerance
-    (4 sqrt(eps)) is looser than; or at most that times the Jacobian's largest entry while no more
-    than finite differences' relative tolerance of the entry itself (a difference they could never
-    resolve: a wrong factor, sign or zero is not)."""
-    if all(indices is None or not indices.size for indices in bad):
-        return bad, []
-    condition = math.sqrt(rounding(np.asarray(reference.ok_arrays[0]).dtype))
-    with np.errstate(invalid="ignore", over="ignore"):
-        largest = max(
-            (
-                float(
-                    np.max(
-                        np.abs(np.nan_to_num(np.asarray(b, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)),
-                        initial=0.0,
-                    )
-                )
-                for b in reference.ok_arrays
-            ),
-            default=0.0,
-        )
-        gaps = [
-            np.abs(
-                np.asarray(side.ok_arrays[k], dtype=np.float64).reshape(-1)[i]
-                - np.asarray(reference.ok_arrays[k], dtype=np.float64).reshape(-1)[i]
-            )
-            for k, i in enumerate(bad)
-            if i is not None and i.size
-        ]
-    if not any(np.any(g <= condition * largest) for g in gaps):  # every gap beyond any scale the Jacobian has
-        return bad, []
-    scale = _row_and_column_scale(reference.ok_arrays, out_size)
-    if scale is None:
-        return bad, []
-    conditioned = condition * max((float(s.max(initial=0.0)) for s in scale), default=0.0)
-    kept, within = [], []
-    for block, indices in enumerate(bad):
-        if indices is None or not indices.size:
-            kept.append(indices)
-            within.append(np.zeros(0, dtype=np.intp))
-            continue
-        got = np.asarray(side.ok_arrays[block], dtype=np.float64).reshape(-1)[indices]
-        want = np.asarray(reference.ok_arrays[block], dtype=np.float64).reshape(-1)[indices]
-        with np.errstate(invalid="ignore", over="ignore"):
-            gap = np.abs(got - want)
-            small = (gap <= conditioned) & (gap <= tolerances.fd_rtol * np.maximum(np.abs(got), np.abs(want)))
-            rounded = np.isfinite(got) & np.isfinite(want) & ((gap <= condition * scale[block][indices]) | small)
-        kept.append(indices[~rounded])
-        within.append(indices[rounded])
-    return kept, within
-
-
 def _scale_note(
     side: Sequence[PathResult],
     reference: Sequence[PathResult],
@@ -844,7 +769,7 @@ def _scale_note(
     output_shape: tuple[int, ...],
     names: tuple[str, ...],
 ) -> list[Note]:
-    """A note for AD entries set aside by `_beyond_scale`: what was not counted, and where."""
+    """A note for AD entries set aside by `scale.beyond_scale`: what was not counted, and where."""
     count = sum(w.size for w in within)
     if not count:
         return []
@@ -1210,8 +1135,12 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         for earlier, later in itertools.combinations(classes, 2):
             known = elementwise.bad(later[0], earlier[0], tolerances)
             if family.order == 1:
-                known, rounded = _beyond_scale(
-                    later[0], earlier[0], known, tolerances, int(np.size(value.ok_arrays[0]))
+                known, rounded = beyond_scale(
+                    later[0].ok_arrays,
+                    earlier[0].ok_arrays,
+                    known,
+                    tolerances.fd_rtol,
+                    int(np.size(value.ok_arrays[0])),
                 )
                 notes += _scale_note(later, earlier, rounded, output_shape, names)
             pair = _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=known)
