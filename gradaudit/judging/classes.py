@@ -287,8 +287,8 @@ def explain(
             why = f"not finite at the entry ({at})"
         elif not all(math.isfinite(v) for v in values) and crossed:
             why = (
-                "an infinite derivative in the entry's row or column: a zero tangent or cotangent times it is NaN (0 × "
-                f"inf) ({at}; {said})"
+                "an infinite derivative in the entry's row or column: a zero tangent or cotangent times it "
+                f"is NaN (0 × inf) ({at}; {said})"
             )
         elif any(
             math.isfinite(v) and abs(v) > surroundings.largest
