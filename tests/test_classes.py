@@ -102,12 +102,8 @@ def test_crossing_infinities_mark_the_row_and_column_of_an_infinite_derivative()
 
 def test_the_reason_names_the_entry_its_numbers_and_what_decided():
     here = _surroundings([4.0, NAN, 5.0], 9.0)
-    reason, evidence = explain(FindingClass.LEAK, here, None, 0, 1, 3, 0, ("jacrev", "finite differences"), (NAN, 0.0))
-    assert (
-        "x[0] = 4" in reason
-        and "x[1] = nan elsewhere" in reason
-        and "jacrev gives nan where finite differences give 0" in reason
-    )
+    reason, evidence = explain(FindingClass.LEAK, here, None, 0, 1, 3, 0, (NAN, 0.0))
+    assert "x[0] = 4" in reason and "x[1] = nan elsewhere" in reason
     assert evidence["input x[0]"] == 4.0 and evidence["output out"] == 9.0
     reference = Reference(
         kink=(np.zeros((1, 1), bool),),
@@ -119,12 +115,10 @@ def test_the_reason_names_the_entry_its_numbers_and_what_decided():
         },
     )
     smooth = Surroundings(inputs=(np.array([0.0]),), output=np.array(-0.0), arg_names=("mu",), largest=F32_MAX)
-    reason, evidence = explain(
-        FindingClass.WRONG, smooth, reference, 0, 1, 1, 0, ("jacfwd and jacrev", "finite differences"), (NAN, -1.0)
-    )
+    reason, evidence = explain(FindingClass.WRONG, smooth, reference, 0, 1, 1, 0, (NAN, -1.0))
     assert reason == (
         "inputs and output finite (mu[0] = 0; out = -0); finite differences -1 (slope -1 from the left, -1 from the right), "
-        "both sides agree; jacfwd and jacrev give nan where finite differences give -1"
+        "both sides agree"
     )
     assert evidence["finite_difference"] == -1.0 and evidence["slope_left"] == -1.0
 

@@ -99,3 +99,24 @@ class Case:
     probe: Prober | None = None
     """More finite-difference evidence at an entry (`engines.probe`), asked where every AD path
     agrees against finite differences; None: none (hand-made results)."""
+
+
+class Stacks:
+    """Cases alike's numbers for one path, or one finite-difference estimate of it, stacked once
+    (`stack_rows`) for every comparison of the group that reads them: most read the same few."""
+
+    def __init__(self, cases: Sequence[Case]):
+        self.cases = cases
+        self._known: dict[tuple[str, str | None], np.ndarray] = {}
+
+    def path(self, name: str) -> np.ndarray:
+        """Path `name`'s blocks, a row per case (every case's path computed)."""
+        if (name, None) not in self._known:
+            self._known[name, None] = stack_rows([case.results[name].ok_arrays for case in self.cases])
+        return self._known[name, None]
+
+    def estimate(self, name: str, estimate: str) -> np.ndarray:
+        """Reference `name`'s finite-difference `estimate` (`estimate_of`), a row per case."""
+        if (name, estimate) not in self._known:
+            self._known[name, estimate] = stack_rows([estimate_of(case.results[name], estimate) for case in self.cases])
+        return self._known[name, estimate]

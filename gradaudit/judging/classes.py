@@ -43,11 +43,6 @@ def _index(shape: tuple[int, ...], flat: int) -> str:
     return "[" + ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]"
 
 
-def _give(label: str) -> str:
-    """The verb for a side's label: one path gives, several ('jacrev and jit(jacrev)') give."""
-    return "give" if " and " in label or label == "finite differences" else "gives"
-
-
 def _number(value: float) -> str:
     return f"{value:.4g}"
 
@@ -162,10 +157,10 @@ def classify(
         # non-finite.
         with np.errstate(invalid="ignore", over="ignore"):
             plain = bool(
-                np.all(np.isfinite(got))
-                and np.all(np.isfinite(want))
-                and np.all(np.abs(got) <= surroundings.largest)
-                and np.all(np.abs(want) <= surroundings.largest)
+                np.isfinite(got).all()
+                and np.isfinite(want).all()
+                and (np.abs(got) <= surroundings.largest).all()
+                and (np.abs(want) <= surroundings.largest).all()
             )
         if plain:
             classes = np.full(flat.shape, EAGER_JIT.value if twins else WRONG.value, dtype=object)
@@ -241,14 +236,13 @@ def explain(
     order: int,
     block_size: int,
     flat: int,
-    sides: tuple[str, str],
     values: tuple[float, float],
     crossed: bool = False,
 ) -> tuple[str, dict[str, float]]:
     """Why the entry `flat` of `block` has `finding_class`, in words with its numbers, and those
     numbers by name: the entry's inputs and output, and finite differences' estimates there.
-    `sides` labels the two sides, `values` what each gave there; `crossed`: an infinite derivative
-    shares the entry's row or column."""
+    `values`: what the two sides gave there (the finding's message says which gave what, so the
+    reason does not repeat it); `crossed`: an infinite derivative shares the entry's row or column."""
     element, own_inputs = surroundings.own(block, order, np.asarray([flat]), block_size)
     evidence: dict[str, float] = {}
     shown = []
@@ -270,7 +264,6 @@ def explain(
             f"out{_index(surroundings.output.shape, out)} = {_number(float(surroundings.output.reshape(-1)[out]))}"
         )
     at = "; ".join(shown)
-    said = f"{sides[0]} {_give(sides[0])} {_number(values[0])} where {sides[1]} {_give(sides[1])} {_number(values[1])}"
     estimates = ""
     if reference is not None and reference.estimates:
         left, right, extrapolated = (
@@ -288,30 +281,25 @@ def explain(
         elif not all(math.isfinite(v) for v in values) and crossed:
             why = (
                 "an infinite derivative in the entry's row or column: a zero tangent or cotangent times it "
-                f"is NaN (0 × inf) ({at}; {said})"
+                f"is NaN (0 × inf) ({at})"
             )
         elif any(
             math.isfinite(v) and abs(v) > surroundings.largest
             for v in (*values, evidence.get("finite_difference", 0.0))
         ):
-            why = (
-                f"the derivative is beyond the dtype's largest value {surroundings.largest:.4g} ({at}; "
-                f"{estimates or said})"
-            )
+            numbers = f"{at}; {estimates}" if estimates else at
+            why = f"the derivative is beyond the dtype's largest value {surroundings.largest:.4g} ({numbers})"
         else:
-            why = (
-                f"at the edge of the dtype's range: a step there leaves it, so no finite difference checks it ({at}; "
-                f"{said})"
-            )
+            why = f"at the edge of the dtype's range: a step there leaves it, so no finite difference checks it ({at})"
         return why, evidence
     if finding_class == LEAK:
-        return f"inputs and output finite at the entry ({at}), but {surroundings.elsewhere} elsewhere; {said}", evidence
+        return f"inputs and output finite at the entry ({at}), but {surroundings.elsewhere} elsewhere", evidence
     if finding_class == NON_DIFFERENTIABLE:
-        return f"no derivative at this point ({at}): {estimates or 'the one-sided slopes disagree'}; {said}", evidence
+        return f"no derivative at this point ({at}): {estimates or 'the one-sided slopes disagree'}", evidence
     if finding_class == EAGER_JIT:
-        return f"one transform, two answers ({at}): {said}", evidence
+        return f"one transform, two answers ({at})", evidence
     smooth = f"; {estimates}, both sides agree" if estimates else ""
-    return f"inputs and output finite ({at}){smooth}; {said}", evidence
+    return f"inputs and output finite ({at}){smooth}", evidence
 
 
 def ranked(classes: Sequence[str]) -> list[FindingClass]:

@@ -21,6 +21,7 @@ import numpy as np
 
 from gradaudit.judging.batch import (
     Case,
+    Stacks,
     estimate_of,
     per_block,
     stack_rows,
@@ -109,7 +110,9 @@ class _Against:
     """Per AD path of the family: `_Comparison.bad` of the path against the reference."""
 
 
-def _rounding_of_terms(cases: Sequence[Case], reference: str, paths: Sequence[str], order: int) -> np.ndarray | None:
+def _rounding_of_terms(
+    cases: Sequence[Case], reference: str, paths: Sequence[str], order: int, stacks: Stacks
+) -> np.ndarray | None:
     """Per case (rows) and entry d out[i]/d x[j] (stacked as `stack_rows`), what rounding the function's
     terms can hide from a difference quotient at x[j]: 4 eps sum over k != j of |J[i, k]| |x[k]|,
     over h_j / 2, eps the output's rounding, J the largest of the AD paths' and finite differences'
@@ -124,8 +127,8 @@ def _rounding_of_terms(cases: Sequence[Case], reference: str, paths: Sequence[st
     if order != 1 or not first.inputs or len(first.inputs) != len(like):
         return None
     sources = [p for p in paths if len(first.results[p].ok_arrays) == len(like)]
-    derivatives = [stack_rows([case.results[p].ok_arrays for case in cases]) for p in sources]
-    derivatives.append(stack_rows([estimate_of(case.results[reference], "extrapolated") for case in cases]))
+    derivatives = [stacks.path(p) for p in sources]
+    derivatives.append(stacks.estimate(reference, "extrapolated"))
     with np.errstate(invalid="ignore", over="ignore"):
         largest = functools.reduce(np.maximum, [np.nan_to_num(np.abs(d), nan=0.0, posinf=0.0) for d in derivatives])
         inputs = [
@@ -164,7 +167,7 @@ def _rounding_of_terms(cases: Sequence[Case], reference: str, paths: Sequence[st
     return np.concatenate([h.reshape(len(cases), -1) for h in hidden], axis=1)
 
 
-def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order: int = 1) -> list[_Against]:
+def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order: int, stacks: Stacks) -> list[_Against]:
     """For cases alike in blocks and shapes (a group's members), all at once: where the finite
     differences of `reference` can be trusted (see Trust), from their estimates at several steps,
     and which entries of each of `paths` are not close to them (compared where trusted, moving
@@ -179,8 +182,8 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
         kink = moves = np.zeros(undefined_flat.shape, dtype=bool)
         spread = noise = np.zeros(undefined_flat.shape)
     else:
-        stacked = {name: stack_rows([estimate_of(r, name) for r in references]) for name in ESTIMATES}
-        hidden = _rounding_of_terms(cases, reference, paths, order)
+        stacked = {name: stacks.estimate(reference, name) for name in ESTIMATES}
+        hidden = _rounding_of_terms(cases, reference, paths, order, stacks)
         estimates = read_estimates(stacked, undefined_flat, fd_rtol, fd_atol, hidden)
         kink, moves, spread, larger = estimates.kink, estimates.moves, estimates.spread, estimates.larger
         noise = estimates.noise
@@ -188,9 +191,9 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
     absorbed = np.zeros(undefined_flat.shape, dtype=bool)
     if np.any(larger):
         with np.errstate(invalid="ignore", over="ignore"):
-            magnitudes = [np.abs(stack_rows([r.ok_arrays for r in references]))]
+            magnitudes = [np.abs(stacks.path(reference))]
             magnitudes += [
-                np.abs(stack_rows([case.results[name].ok_arrays for case in cases]))
+                np.abs(stacks.path(name))
                 for name in paths
                 if len(cases[0].results[name].ok_arrays) == len(references[0].ok_arrays)
             ]
@@ -200,8 +203,8 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
         absorbed = absorbed_by_rounding(larger, allowance, largest, fd_atol) & ~undefined_flat & ~kink
     bad: dict[str, list[list[np.ndarray | None]]] = {}
     for name in paths:
-        found = _compared(
-            cases,
+        closeness = _closeness(
+            stacks,
             name,
             reference,
             fd_rtol,
@@ -209,8 +212,8 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
             allowance,
             lambda got: kink | undefined_flat | (moves & ~np.isfinite(got)),
         )
-        if found is not None:
-            bad[name] = found
+        if closeness is not None:
+            bad[name] = closeness.bad
     return [
         _Against(
             trust=Trust(
@@ -227,58 +230,93 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
     ]
 
 
-def _compared(
-    cases: Sequence[Case],
+@dataclass(frozen=True)
+class _Closeness:
+    """Where a side is close to a reference, entry by entry, for cases alike (a row each)."""
+
+    close: np.ndarray
+    like: Sequence[np.ndarray]
+    """The first case's reference blocks: their shapes split a row into blocks."""
+    alike: list[bool]
+    """Per block, whether the side's has the reference's shape (another shape is never close)."""
+
+    @property
+    def bad(self) -> list[list[np.ndarray | None]]:
+        """Per case, per block, the flat indices not close (None: a block of another shape)."""
+        return [
+            [indices if same else None for indices, same in zip(mine, self.alike, strict=True)]
+            for mine in per_block(~self.close, self.like)
+        ]
+
+    @property
+    def agreeing(self) -> np.ndarray:
+        """Per case, whether every entry of every block is close."""
+        return np.asarray(self.close.all(axis=1) & all(self.alike))
+
+
+def _closeness(
+    stacks: Stacks,
     side: str,
     reference: str,
     rtol,
     atol,
     noise=None,
     skip: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> list[list[np.ndarray | None]] | None:
-    """`_Comparison.bad` of path `side` against path `reference` for each of cases alike, all at
+) -> _Closeness | None:
+    """Where path `side` is close to path `reference` (`_close`) for each of cases alike, all at
     once (tolerances and noise a column per case; `skip` the entries not to compare, from the
     side's); None where the paths' blocks differ in number (compared case by case, which says how)."""
+    cases = stacks.cases
     like = cases[0].results[reference].ok_arrays
     blocks = cases[0].results[side].ok_arrays
     if len(blocks) != len(like):
         return None
     # A block of another shape than the reference's is compared as NaN, and its indices are None.
     alike = [np.shape(a) == np.shape(b) for a, b in zip(blocks, like, strict=True)]
-    got = stack_rows(
-        [
+    got = (
+        stacks.path(side)
+        if all(alike)
+        else stack_rows(
             [
-                a if same else np.full(np.shape(b), np.nan)
-                for a, b, same in zip(case.results[side].ok_arrays, like, alike, strict=True)
+                [
+                    a if same else np.full(np.shape(b), np.nan)
+                    for a, b, same in zip(case.results[side].ok_arrays, like, alike, strict=True)
+                ]
+                for case in cases
             ]
-            for case in cases
-        ]
+        )
     )
-    close = _close(got, stack_rows([case.results[reference].ok_arrays for case in cases]), rtol, atol, noise)
+    close = _close(got, stacks.path(reference), rtol, atol, noise)
     if skip is not None:
         close |= skip(got)
-    return [
-        [indices if same else None for indices, same in zip(mine, alike, strict=True)]
-        for mine in per_block(~close, like)
-    ]
+    return _Closeness(close, like, alike)
 
 
 class _Pairs:
     """Comparisons of one path with another to AD tolerance (rounding) for cases alike, worked out
     for every case when the first asks (cases alike mostly ask the same)."""
 
-    def __init__(self, cases: Sequence[Case]):
-        self.cases = cases
-        self.rtol = np.array([[case.tolerances.ad_rtol] for case in cases])
-        self.atol = np.array([[case.tolerances.ad_atol] for case in cases])
-        self.found: dict[tuple[str, str], list[list[np.ndarray | None]] | None] = {}
+    def __init__(self, stacks: Stacks):
+        self.stacks = stacks
+        self.rtol = np.array([[case.tolerances.ad_rtol] for case in stacks.cases])
+        self.atol = np.array([[case.tolerances.ad_atol] for case in stacks.cases])
+        self.found: dict[tuple[str, str], tuple[list[list[np.ndarray | None]], np.ndarray] | None] = {}
+
+    def _pair(self, side: str, reference: str) -> tuple[list[list[np.ndarray | None]], np.ndarray] | None:
+        if (side, reference) not in self.found:
+            closeness = _closeness(self.stacks, side, reference, self.rtol, self.atol)
+            self.found[side, reference] = None if closeness is None else (closeness.bad, closeness.agreeing)
+        return self.found[side, reference]
 
     def bad(self, row: int, side: str, reference: str) -> list[np.ndarray | None] | None:
         """Case `row`'s `_Comparison.bad` of path `side` against `reference`; None: compare it alone."""
-        if (side, reference) not in self.found:
-            self.found[side, reference] = _compared(self.cases, side, reference, self.rtol, self.atol)
-        found = self.found[side, reference]
-        return None if found is None else found[row]
+        found = self._pair(side, reference)
+        return None if found is None else found[0][row]
+
+    def agree(self, row: int, side: str, reference: str) -> bool | None:
+        """Whether case `row`'s `side` agrees with `reference` entry by entry; None: compare it alone."""
+        found = self._pair(side, reference)
+        return None if found is None else bool(found[1][row])
 
 
 # --- provenance -------------------------------------------------------------------------------
@@ -358,6 +396,11 @@ def _agreement_classes(
     return classes
 
 
+_FLOAT64_MAX = float(np.finfo(np.float64).max)
+
+_NO_CLASSES = np.zeros(0, dtype=object)
+"""The classes of a block without differing entries (shared: never written to)."""
+
 RATIO_SPREAD = 0.02
 """A wrong value is `x<ratio>` when its ratio to the reference varies by at most this (relative) over the entries."""
 
@@ -387,7 +430,8 @@ class _Classifying:
     differences' word at each entry of the family (None: no reference), and whether the two sides
     are a path and its own eager/jit or binding twin."""
 
-    surroundings: Surroundings
+    surroundings_of: Callable[[], Surroundings]
+    """The case's numbers, worked out when an entry first needs classing (most comparisons have none)."""
     reference: Reference | None
     twins: bool
     crossing: Masks | None = None
@@ -396,6 +440,10 @@ class _Classifying:
     """Where every AD path stands against finite differences: the probe that can settle a `wrong` entry."""
     tolerance: tuple[float, float] = (0.0, 0.0)
     """(rtol, atol) of the comparison, for the probe's evidence."""
+
+    @functools.cached_property
+    def surroundings(self) -> Surroundings:
+        return self.surroundings_of()
 
     def crossed(self, block: int, flat: int) -> bool:
         return self.crossing is not None and bool(np.asarray(self.crossing[block]).reshape(-1)[flat])
@@ -444,6 +492,11 @@ class _Comparison:
     """How its entries are classed; None: every entry `wrong` (a comparison across devices)."""
 
     @functools.cached_property
+    def labels(self) -> tuple[str, str]:
+        """The side's paths and the reference's, as a message names them."""
+        return path_labels([p.name for p in self.side]), path_labels([p.name for p in self.reference])
+
+    @functools.cached_property
     def bad(self) -> list[np.ndarray | None]:
         """Per block, the flat indices of the side's entries not close to the reference's (None
         where the shapes differ); computed once, for the finding and the elements it names."""
@@ -480,8 +533,11 @@ class _Comparison:
         found = []
         probed = 0
         for block, indices in enumerate(self.bad):
-            if indices is None or self.classifying is None:
-                found.append(np.full(0 if indices is None else indices.shape, WRONG.value, dtype=object))
+            if indices is None or not indices.size:
+                found.append(_NO_CLASSES)
+                continue
+            if self.classifying is None:
+                found.append(np.full(indices.shape, WRONG.value, dtype=object))
                 continue
             got, want = self._values(block, indices)
             size = int(np.size(self.side[0].ok_arrays[block]))
@@ -534,7 +590,7 @@ class _Comparison:
         if not differing:
             return []
         total = sum(np.size(a) for a in first.ok_arrays)
-        these, those = path_labels([p.name for p in self.side]), path_labels([p.name for p in self.reference])
+        these, those = self.labels
         paths = tuple(p.name for p in (*self.side, *self.reference))
         if any(b is None for b in bad):
             block = next(i for i, b in enumerate(bad) if b is None)
@@ -569,12 +625,16 @@ class _Comparison:
         """The finding for the differing entries `indices` (per block) of one class."""
         first = self.side[0]
         differing = sum(b.size for b in indices)
-        these, those = path_labels([p.name for p in self.side]), path_labels([p.name for p in self.reference])
+        these, those = self.labels
         verb = "disagrees" if len(self.side) == 1 else "disagree"
         paths = tuple(p.name for p in (*self.side, *self.reference))
-        values = [self._values(block, b) for block, b in enumerate(indices)]
+        nothing = np.zeros(0)
+        values = [self._values(block, b) if b.size else (nothing, nothing) for block, b in enumerate(indices)]
         got, want = [v[0] for v in values], [v[1] for v in values]
-        gaps = [self._excess(i, g, w, b) for i, (g, w, b) in enumerate(zip(got, want, indices, strict=True))]
+        gaps = [
+            self._excess(i, g, w, b) if b.size else nothing
+            for i, (g, w, b) in enumerate(zip(got, want, indices, strict=True))
+        ]
         # The largest disagreement, in multiples of its tolerance (the first of equals): what a user wants to see first.
         block = max((i for i in range(len(indices)) if indices[i].size), key=lambda i: (float(np.max(gaps[i])), -i))
         at = int(np.argmax(gaps[block]))
@@ -591,7 +651,6 @@ class _Comparison:
         if self.classifying is not None:
             c = self.classifying
             size = int(np.size(first.ok_arrays[block]))
-            sides, said = (these, those), (got_value, want_value)
             reason, evidence = explain(
                 finding_class,
                 c.surroundings,
@@ -600,8 +659,7 @@ class _Comparison:
                 order,
                 size,
                 flat,
-                sides,
-                said,
+                (got_value, want_value),
                 c.crossed(block, flat),
             )
             if (block, flat) in self.probed:
@@ -638,7 +696,9 @@ class _Comparison:
         noise = 0.0 if self.noise is None else np.asarray(self.noise[block], dtype=np.float64).reshape(-1)[bad]
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             allowed = self.atol + self.rtol * np.abs(want) + noise
-            return np.nan_to_num(np.abs(got - want) / allowed, nan=np.inf)
+            ratio = np.abs(got - want) / allowed
+        # NaN (a side NaN) ranks above inf (a side infinite), which ranks above every finite excess.
+        return np.where(np.isnan(ratio), np.inf, np.minimum(ratio, _FLOAT64_MAX))
 
     def disagreeing_elements(self, output_shape: tuple[int, ...], order: int) -> dict[int, FindingClass]:
         """Output elements (flat) with at least one differing entry of a class the gate fails by
@@ -683,9 +743,9 @@ def _location(block: np.ndarray, output_shape: tuple[int, ...], name: str, order
 def _first_entry(masks: Masks) -> tuple[int, int] | None:
     """(block, flat index) of the first entry set in `masks`, or None."""
     for block, mask in enumerate(masks):
-        hits = np.flatnonzero(np.asarray(mask).reshape(-1))
-        if hits.size:
-            return block, int(hits[0])
+        flat = np.asarray(mask).reshape(-1)
+        if flat.any():
+            return block, int(np.argmax(flat))
     return None
 
 
@@ -696,13 +756,16 @@ def _finite_difference_notes(
     total = sum(np.size(m) for m in trusted.kink)
     label_ = label(reference.name)
 
-    def note(masks: Masks, estimates: dict[str, tuple[np.ndarray, ...]], describe: Callable[..., str]) -> list[Note]:
+    def note(
+        masks: Masks, estimates_of: Callable[[], dict[str, tuple[np.ndarray, ...]]], describe: Callable[..., str]
+    ) -> list[Note]:
         """A note at the first entry of `masks`, with each estimate's value there, worded by `describe`."""
         first = _first_entry(masks)
         if first is None:
             return []
         block, flat = first
-        count = sum(int(np.sum(m)) for m in masks)
+        estimates = estimates_of()
+        count = sum(int(np.count_nonzero(m)) for m in masks)
         values = {name: float(arrays[block].reshape(-1)[flat]) for name, arrays in estimates.items()}
         location = _location(reference.ok_arrays[block], output_shape, names[block], order, flat)
         message = describe(location=location, count=count, **values)
@@ -710,7 +773,7 @@ def _finite_difference_notes(
 
     kinks = note(
         trusted.kink,
-        {"left": estimate_of(reference, "left_half"), "right": estimate_of(reference, "right_half")},
+        lambda: {"left": estimate_of(reference, "left_half"), "right": estimate_of(reference, "right_half")},
         lambda location, count, left, right: (
             f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the "
             f"right (the one-sided slopes disagree, or the estimates do not converge as the step shrinks); {count} of "
@@ -720,7 +783,7 @@ def _finite_difference_notes(
     )
     moving = note(
         trusted.moving,
-        {
+        lambda: {
             "central": estimate_of(reference, "central"),
             "central_half": estimate_of(reference, "central_half"),
             "spread": trusted.spread,
@@ -734,7 +797,7 @@ def _finite_difference_notes(
     )
     absorbed = note(
         trusted.absorbed,
-        {"finite_difference": estimate_of(reference, "extrapolated")},
+        lambda: {"finite_difference": estimate_of(reference, "extrapolated")},
         lambda location, count, finite_difference: (
             f"finite differences cannot check {count} of {total} entries, first at {location} ({finite_difference:g} "
             "there): "
@@ -743,7 +806,7 @@ def _finite_difference_notes(
             f"times their derivatives); compared with {label_} only within that rounding"
         ),
     )
-    count = sum(int(np.sum(u)) for u in trusted.undefined)
+    count = sum(int(np.count_nonzero(u)) for u in trusted.undefined)
     undefined = (
         [
             Note(
@@ -831,6 +894,9 @@ class _Elementwise:
 
     def agree(self, side: PathResult, reference: PathResult, tolerances: Tolerances) -> bool:
         """Whether `side` agrees with `reference` to AD tolerance, entry by entry (`_agree`)."""
+        known = self.pairs.agree(self.row, side.name, reference.name)
+        if known is not None:
+            return known
         return all(indices is not None and not indices.size for indices in self.bad(side, reference, tolerances))
 
 
@@ -863,13 +929,14 @@ def _elementwise(cases: Sequence[Case]) -> list[_Elementwise | None]:
     if not value_of(first.results, first.bindings).ok:
         return [None] * len(cases)
     against: list[dict[str, _Against]] = [{} for _ in cases]
+    stacks = Stacks(cases)
     for family, references in _references(first):
         if references:
             name = references[0].name
             paths = [p for p in family.bound(first.bindings)[0] if p in first.results and first.results[p].ok]
-            for mine, compared in zip(against, _against(cases, name, paths, family.order), strict=True):
+            for mine, compared in zip(against, _against(cases, name, paths, family.order, stacks), strict=True):
                 mine[name] = compared
-    pairs = _Pairs(cases)
+    pairs = _Pairs(stacks)
     return [
         _Elementwise(against=mine, provenance=prov, pairs=pairs, row=row)
         for row, (mine, prov) in enumerate(zip(against, provenances(cases), strict=True))
@@ -944,13 +1011,8 @@ def _twin_elsewhere(side: Sequence[PathResult], ad_paths: Sequence[PathResult]) 
     a side that disagrees with finite differences alone, without its twin, is one transform giving
     two answers."""
     names = {p.name for p in side}
-
-    def mode(name: str) -> str:
-        return base_name(name).removeprefix("jit_")
-
-    return all(
-        any(mode(other.name) == mode(path.name) and other.name not in names for other in ad_paths) for path in side
-    )
+    elsewhere = {base_name(p.name).removeprefix("jit_") for p in ad_paths if p.name not in names}
+    return all(base_name(path.name).removeprefix("jit_") in elsewhere for path in side)
 
 
 def _value_notes(value: PathResult) -> list[Note]:
@@ -1079,7 +1141,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
     ]
     notes += _value_notes(value)
     output_shape = tuple(np.shape(value.ok_arrays[0]))
-    surroundings = _surroundings(case, value)
+    surroundings_of = functools.cache(functools.partial(_surroundings, case, value))
     compiled = [
         r for r in (results.get(path_name(JIT_VALUE, b)) for b in bindings) if r is not None and r.ok and r is not value
     ]
@@ -1095,7 +1157,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             tolerances.ad_rtol,
             tolerances.ad_atol,
             known=known,
-            classifying=_Classifying(surroundings, None, twins=True),
+            classifying=_Classifying(surroundings_of, None, twins=True),
         )
         findings += values.findings(output_shape, ("",), 0)
     disagreeing: dict[str, dict[int, FindingClass]] = {}
@@ -1110,7 +1172,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         if references:
             compared = elementwise.against[references[0].name]
             if family.order == 1 and case.probe is not None and any(np.any(k) for k in compared.trust.kink):
-                refinement = _refinement(case, references[0], compared, surroundings)
+                refinement = _refinement(case, references[0], compared, surroundings_of())
             evidence = (
                 _reference_evidence(references[0], compared.trust)
                 if refinement is None
@@ -1129,7 +1191,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         def classed(twins: bool, probe: Prober | None = None) -> _Classifying:
             tolerance = (tolerances.fd_rtol, tolerances.fd_atol)
             # used within this iteration
-            return _Classifying(surroundings, evidence, twins, crossing, probe, tolerance)  # noqa: B023
+            return _Classifying(surroundings_of, evidence, twins, crossing, probe, tolerance)  # noqa: B023
 
         comparisons = []
         for earlier, later in itertools.combinations(classes, 2):

@@ -51,18 +51,8 @@ def beyond_scale(
         return bad, []
     condition = math.sqrt(rounding(np.asarray(want_blocks[0]).dtype))
     with np.errstate(invalid="ignore", over="ignore"):
-        largest = max(
-            (
-                float(
-                    np.max(
-                        np.abs(np.nan_to_num(np.asarray(b, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)),
-                        initial=0.0,
-                    )
-                )
-                for b in want_blocks
-            ),
-            default=0.0,
-        )
+        magnitudes = [np.abs(np.asarray(b, dtype=np.float64)) for b in want_blocks]
+        largest = max((float(np.max(m, initial=0.0, where=np.isfinite(m))) for m in magnitudes), default=0.0)
         gaps = [
             np.abs(
                 np.asarray(got_blocks[k], dtype=np.float64).reshape(-1)[i]
