@@ -327,3 +327,18 @@ def test_a_function_whose_value_path_does_not_apply_is_an_error_saying_why():
     assert result.findings[0].message.startswith(
         "evaluating the function raised NotApplicable: forward mode cannot differentiate a custom_vjp function"
     )
+
+
+def _where_sqrt(x):
+    return jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.0))
+
+
+def test_a_nan_born_inside_a_discarded_branch_is_a_leak_and_a_custom_rules_nan_is_wrong():
+    """jnp.where over sqrt: at x < 0 the value is finite but sqrt's NaN reaches reverse mode through
+    0 x NaN; poisson.logpmf(0, 0) has no NaN anywhere in its value, xlogy's custom rule makes one."""
+    leaking = gradaudit.audit(_where_sqrt, jnp.array([-1.0, 4.0]))
+    classes = {f.finding_class.value for f in leaking.findings}
+    assert classes == {"leak"}, [f.message for f in leaking.findings]
+    assert any("`sqrt` inside the function" in f.reason for f in leaking.findings)
+    wrong = gradaudit.audit(lambda mu: jax.scipy.stats.poisson.logpmf(0, mu), jnp.float32(0.0))
+    assert {f.finding_class.value for f in wrong.findings} == {"wrong"}

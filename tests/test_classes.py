@@ -202,3 +202,26 @@ def test_a_probe_settles_by_the_numbers_it_holds():
     tie = probe([0.0] * 6, tied=((0, 0), (0, 1)), along=1.0)
     assert outcome(tie, 1.0, 0.0, predicted=0.0) == "non-differentiable"
     assert outcome(tie, 1.0, 0.0, predicted=1.0) is None
+
+
+def test_nan_born_inside_the_function_is_a_leak_and_the_evaluation_is_asked_only_for_such_a_split():
+    # Every input and the output finite; an equation inside gives NaN from finite operands.
+    asked = []
+
+    def inside() -> str:
+        asked.append(True)
+        return "sqrt"
+
+    here = Surroundings(
+        inputs=(np.array([-1.0, 4.0]),), output=np.array(2.0), arg_names=("x",), largest=F32_MAX, inside_of=inside
+    )
+    # Two finite numbers that disagree: the function is not evaluated again, and the entry is wrong.
+    assert _classes(here, None, [0], [0.5], [0.0]) == ["wrong"] and not asked
+    assert _classes(here, None, [0], [NAN], [0.0]) == ["leak"] and asked
+    reason, _ = explain(FindingClass.LEAK, here, None, 0, 1, 2, 0, (NAN, 0.0))
+    assert "`sqrt` inside the function gives inf or NaN from finite operands" in reason
+    # Nothing born inside: the same NaN is wrong.
+    plain = Surroundings(
+        inputs=(np.array([-1.0, 4.0]),), output=np.array(2.0), arg_names=("x",), largest=F32_MAX, inside_of=lambda: None
+    )
+    assert _classes(plain, None, [0], [NAN], [0.0]) == ["wrong"]

@@ -541,8 +541,8 @@ def test_nan_against_a_number_at_non_finite_values_is_classed_non_finite_and_pas
     """sqrt at 0 has an infinite derivative, and sin at inf a NaN one: a zero tangent or cotangent
     times it is NaN in one mode and 0 in the other (IEEE), also between a path and its jit twin (XLA
     simplifying 0 * x to 0): entry by entry, each such split is at a non-finite input or output, or
-    crosses an infinite derivative, so it is `non-finite`: reported, not failed. Where everything is
-    finite (where's NaN gradients) such differences are `wrong`."""
+    crosses an infinite derivative, so it is `non-finite`: reported, not failed. Where the inputs and
+    output are finite (where's NaN gradients) such differences fail: `leak`, the NaN born inside."""
     path = write_yaml(
         tmp_path,
         "ieee.yaml",
@@ -570,4 +570,4 @@ def test_nan_against_a_number_at_non_finite_values_is_classed_non_finite_and_pas
     assert statuses["where-log-at-zero"] == statuses["max-with-nan"] == "mismatch"
     classes = {entry["name"]: {f["class"] for f in entry["findings"]} for entry in catalog.json()["results"]}
     # where's NaN gradients at finite numbers fail; the maximum of a vector holding NaN is NaN itself.
-    assert "wrong" in classes["where-log-at-zero"] and classes["max-with-nan"] == {"non-finite"}
+    assert "leak" in classes["where-log-at-zero"] and classes["max-with-nan"] == {"non-finite"}

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 from jax import lax
 
-from gradaudit.model.mechanisms import CLAMP_INVERTED, NON_FINITE_UNSELECTED, READ_OUT_OF_RANGE, SELECT_OUT_OF_RANGE
+from gradaudit.model.mechanisms import (
+    CLAMP_INVERTED,
+    NON_FINITE_INSIDE,
+    NON_FINITE_UNSELECTED,
+    READ_OUT_OF_RANGE,
+    SELECT_OUT_OF_RANGE,
+    non_finite_inside,
+)
 from gradaudit.targets.base import Target
 from gradaudit.targets.triggers import triggered
 
@@ -48,8 +55,11 @@ def test_a_read_is_blamed_for_an_index_outside_the_array_or_a_dtype_that_cannot_
 
 
 def test_a_nan_from_an_unselected_branch_is_told_from_one_of_the_selected_branch():
-    # log(0) is the branch jnp.where sets aside: its infinite derivative poisons reverse mode.
-    assert met(lambda x: jnp.where(x > 0, jnp.log(x), 0.0), np.array([0.0, 1.0], np.float32)) == {NON_FINITE_UNSELECTED}
+    # log(0) is the branch jnp.where sets aside: its infinite derivative poisons reverse mode, and
+    # log is where the -inf is born from a finite operand (non_finite_inside names it).
+    found = met(lambda x: jnp.where(x > 0, jnp.log(x), 0.0), np.array([0.0, 1.0], np.float32))
+    assert found == {NON_FINITE_UNSELECTED, NON_FINITE_INSIDE, f"{NON_FINITE_INSIDE}:log"}
+    assert non_finite_inside(found) == "log"
     assert (
         met(lambda x: jnp.where(x > 0, jnp.log(x), 0.0), np.array([0.0, 1.0], np.float32), tangents=False)
         == frozenset()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from gradaudit.judging.batch import Case
@@ -30,6 +31,8 @@ def assess_all(
     members) are judged together (`judge_all`), each charged an equal share of the time."""
     started = time.perf_counter()
     judged = [(scenario, paths) for scenario, paths in computed if paths.failure is None]
+    # One evaluation of the function's mechanisms for the judge and the diagnoses alike.
+    met = [None if paths.triggers is None else functools.cache(paths.triggers) for _, paths in judged]
     verdicts = judge_all(
         [
             Case(
@@ -40,11 +43,15 @@ def assess_all(
                 paths.inputs,
                 scenario.eps,
                 paths.probe,
+                triggers,
             )
-            for scenario, paths in judged
+            for (scenario, paths), triggers in zip(judged, met, strict=True)
         ]
     )
-    diagnoses = [diagnose(_evidence(paths, verdict)) for (_, paths), verdict in zip(judged, verdicts, strict=True)]
+    diagnoses = [
+        diagnose(_evidence(paths, verdict, triggers))
+        for (_, paths), verdict, triggers in zip(judged, verdicts, met, strict=True)
+    ]
     share = (time.perf_counter() - started) / max(1, len(judged))
     found = iter(zip(verdicts, diagnoses, strict=True))
     return [
@@ -53,14 +60,15 @@ def assess_all(
     ]
 
 
-def _evidence(computed: Computed, verdict: Verdict) -> Evidence:
-    """What a diagnosis may look at: the verdict, and the function traced or evaluated when asked."""
+def _evidence(computed: Computed, verdict: Verdict, triggers: Callable[[bool], frozenset[str]] | None) -> Evidence:
+    """What a diagnosis may look at: the verdict, and the function traced or evaluated when asked
+    (`triggers`: the computed function's mechanisms, cached for the judge and the diagnoses)."""
     return Evidence(
         paths=computed.paths,
         findings=verdict.findings,
         notes=verdict.notes,
         trace=computed.primitives or frozenset,
-        evaluate=computed.triggers or nothing_met,
+        evaluate=triggers or nothing_met,
     )
 
 

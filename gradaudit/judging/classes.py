@@ -8,7 +8,9 @@ not excuse a wrong derivative at an entry whose own numbers are all finite. In o
   derivative beyond the dtype's range, or a non-finite value meets an entry at the edge of the
   dtype's range (a step past it leaves no finite-difference estimate);
 - `leak`: the entry's own input and output are finite, one side is NaN or inf where the other is a
-  number, and an input element elsewhere is not finite (a masked `-inf` logit, a NaN row masked out);
+  number, and an input element elsewhere is not finite (a masked `-inf` logit, a NaN row masked out)
+  or an equation inside the function gives inf or NaN from finite operands (`sqrt` of a negative
+  number that `jnp.where` then discards; not inside a custom rule, evaluated whole);
 - `non-finite` again: such a split where the entry's row or column holds an infinite derivative
   (0 × inf: `1/x` at `[0, 1]` has jacrev NaN at d out[1]/d x[0], beside d out[0]/d x[0] = -inf);
 - `non-differentiable`: finite differences see a kink or jump there (one-sided slopes disagree);
@@ -21,7 +23,7 @@ Each class comes with its reason in words, with the numbers that decided it (`Ev
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -61,6 +63,14 @@ class Surroundings:
     output_finite: np.ndarray | None = None
     """Where some value path (eager or jit, any binding) gives a finite output: an element only one
     of them finds infinite is an eager/jit split, not a non-finite output. None: `output`'s own."""
+    inside_of: Callable[[], str | None] | None = None
+    """The primitive of the function's first equation that gives inf or NaN from finite operands
+    (`mechanisms.non_finite_inside`), evaluated only when asked; None: not known."""
+
+    @cached_property
+    def inside(self) -> str | None:
+        """`inside_of`'s answer: where a NaN or inf is born inside the function, or None."""
+        return None if self.inside_of is None else self.inside_of()
 
     @cached_property
     def finite_output(self) -> np.ndarray:
@@ -195,7 +205,8 @@ def classify(
     classes = np.full(flat.shape, WRONG.value, dtype=object)
     classes[twins] = EAGER_JIT.value
     classes[kink] = NON_DIFFERENTIABLE.value
-    if surroundings.elsewhere is not None:
+    # A NaN born inside the function in one of a path and its eager/jit twin is that split itself.
+    if surroundings.elsewhere is not None or (not twins and one_sided.any() and surroundings.inside is not None):
         classes[one_sided] = LEAK.value
     if crossing is not None:
         classes[one_sided & np.asarray(crossing).reshape(-1)[flat]] = NON_FINITE.value
@@ -293,7 +304,12 @@ def explain(
             why = f"at the edge of the dtype's range: a step there leaves it, so no finite difference checks it ({at})"
         return why, evidence
     if finding_class == LEAK:
-        return f"inputs and output finite at the entry ({at}), but {surroundings.elsewhere} elsewhere", evidence
+        born = (
+            f"{surroundings.elsewhere} elsewhere"
+            if surroundings.elsewhere is not None
+            else f"`{surroundings.inside}` inside the function gives inf or NaN from finite operands at these inputs"
+        )
+        return f"inputs and output finite at the entry ({at}), but {born}", evidence
     if finding_class == NON_DIFFERENTIABLE:
         return f"no derivative at this point ({at}): {estimates or 'the one-sided slopes disagree'}", evidence
     if finding_class == EAGER_JIT:

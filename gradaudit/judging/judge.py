@@ -71,6 +71,7 @@ from gradaudit.model.findings import (
     location_text,
     raised_class,
 )
+from gradaudit.model.mechanisms import non_finite_inside
 from gradaudit.model.paths import (
     FAMILIES,
     JACFWD,
@@ -974,6 +975,7 @@ def _surroundings(case: Case, value: PathResult) -> Surroundings:
     and the output elements any value path (eager or jit, per binding) finds finite."""
     output = value.ok_arrays[0]
     dtype = np.asarray(output).dtype
+    triggers = case.triggers
     largest = float(ml_dtypes.finfo(dtype).max) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else math.inf
     values = [
         r.ok_arrays[0]
@@ -993,6 +995,7 @@ def _surroundings(case: Case, value: PathResult) -> Surroundings:
             largest=largest,
             rounding=rounding(dtype) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else 0.0,
             output_finite=finite,
+            inside_of=None if triggers is None else lambda: non_finite_inside(triggers(True)),
         )
 
 

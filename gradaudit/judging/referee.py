@@ -38,11 +38,12 @@ from gradaudit.model.scenario import Scenario
 
 NARROW = ("bfloat16", "float16", "float32")
 """Floating dtypes float64 can referee."""
-REFEREED = (FindingClass.WRONG, FindingClass.EAGER_JIT, FindingClass.NON_DIFFERENTIABLE)
-"""Classes a narrow dtype's rounding can fake: paths parting at finite inputs, and one-sided slopes
-parting at a smooth point (its finite differences too coarse). Float64 probes finer steps (its
-smallest normal is far smaller) and holds numbers past the narrow dtype's range, so the class its
-own run gives a finding on the same paths is the one kept."""
+REFEREED = (FindingClass.WRONG, FindingClass.EAGER_JIT, FindingClass.LEAK, FindingClass.NON_DIFFERENTIABLE)
+"""Classes a narrow dtype's rounding or range can fake: paths parting at finite inputs, a NaN born of
+an intermediate that overflows the narrow dtype (float64 holds it), and one-sided slopes parting at
+a smooth point (its finite differences too coarse). Float64 probes finer steps (its smallest normal
+is far smaller) and holds numbers past the narrow dtype's range, so the class its own run gives a
+finding on the same paths is the one kept."""
 SCALED = 64.0
 """How far a float64 split may stay above the narrow split times the epsilons' ratio and still be
 read as rounding that shrank with precision."""

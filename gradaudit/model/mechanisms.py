@@ -12,5 +12,16 @@ READ_OUT_OF_RANGE = "read:out-of-range"
 """gather or dynamic_slice at a start outside the operand, or with an index dtype too narrow for its every start."""
 NON_FINITE_UNSELECTED = "select_n:non-finite-unselected"
 """A select_n case that is not selected but whose tangent is inf or NaN: 0 × inf in reverse mode."""
-TANGENT_TRIGGERS = frozenset({NON_FINITE_UNSELECTED})
+NON_FINITE_INSIDE = "inside:non-finite"
+"""An equation of the function gives inf or NaN from finite operands while the function's value stays
+finite (`sqrt` of a negative number `jnp.where` then discards): a derivative that multiplies it in
+(0 × NaN) is NaN where the value is not. Recorded with `NON_FINITE_INSIDE:<primitive>`, the first such
+equation's primitive (`non_finite_inside`)."""
+TANGENT_TRIGGERS = frozenset({NON_FINITE_UNSELECTED, NON_FINITE_INSIDE})
 """Mechanisms that need tangents pushed through the function (the others need its values alone)."""
+
+
+def non_finite_inside(met: frozenset[str]) -> str | None:
+    """The primitive whose equation first gave inf or NaN from finite operands (`NON_FINITE_INSIDE`), or None."""
+    prefix = NON_FINITE_INSIDE + ":"
+    return next((m.removeprefix(prefix) for m in sorted(met) if m.startswith(prefix)), None)

@@ -13,7 +13,9 @@ takes, and each primitive a diagnosis names is checked on the operands it actual
   normalisation of the index, and its reverse rule's, wrap around in that dtype);
 - `select_n:non-finite-unselected` (with tangents): an unselected case whose tangent is inf or NaN, what
   0 × inf turns into a NaN derivative. Tangents are pushed forward from a tangent of ones on every
-  differentiated input, equation by equation (`jax.jvp` of each).
+  differentiated input, equation by equation (`jax.jvp` of each);
+- `inside:non-finite` (with tangents, which evaluates every equation): an equation that gives inf or
+  NaN from finite operands, recorded with the first one's primitive (`mechanisms.non_finite_inside`).
 
 Like `base.primitives`, it does not look inside a function with its own derivative rule (custom_jvp,
 custom_vjp), whose insides AD never differentiates, nor inside loops (while, scan), which it evaluates
@@ -27,7 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from gradaudit.model.mechanisms import CLAMP_INVERTED, NON_FINITE_UNSELECTED, READ_OUT_OF_RANGE, SELECT_OUT_OF_RANGE
+from gradaudit.model.mechanisms import (
+    CLAMP_INVERTED,
+    NON_FINITE_INSIDE,
+    NON_FINITE_UNSELECTED,
+    READ_OUT_OF_RANGE,
+    SELECT_OUT_OF_RANGE,
+)
 from gradaudit.targets.base import Target
 
 CALLS = {
@@ -161,7 +169,21 @@ def _equation(eqn, ins: list, tins: list | None, found: set[str]) -> tuple[list,
         taken = branches[int(np.clip(np.asarray(ins[0]), 0, len(branches) - 1))]
         return _evaluate(taken.jaxpr, taken.consts, ins[1:], None if tins is None else tins[1:], found)
     _check(eqn, ins, tins, found)
-    return _bind(eqn, ins, tins)
+    outs, touts = _bind(eqn, ins, tins)
+    first = not any(m.startswith(NON_FINITE_INSIDE + ":") for m in found)
+    if tins is not None and first and _turns_non_finite(ins, outs):
+        found.update({NON_FINITE_INSIDE, f"{NON_FINITE_INSIDE}:{name}"})
+    return outs, touts
+
+
+def _turns_non_finite(ins: list, outs: list) -> bool:
+    """Whether an equation gives inf or NaN from operands that are all finite (where a NaN is born)."""
+
+    def finite(values: list) -> bool:
+        with np.errstate(invalid="ignore"):
+            return all(bool(np.all(np.isfinite(np.asarray(x, dtype=np.float64)))) for x in values if _differentiable(x))
+
+    return finite(ins) and not finite(outs)
 
 
 def _bind(eqn, ins: list, tins: list | None) -> tuple[list, list | None]:
