@@ -104,15 +104,20 @@ def _finding(*paths: str) -> Finding:
     return Finding(kind=DISAGREEMENT, paths=paths, message="", location="d out/d x")
 
 
-def test_a_split_is_rounding_only_when_it_shrinks_with_the_epsilon_and_no_finite_difference_is_in_it():
+def test_a_split_is_rounding_only_when_it_shrinks_with_the_epsilon():
     ad = _finding(JACFWD, JACREV)
     assert _scaled_split(ad, {JACFWD: 0.0, JACREV: -2.5e-5}, {JACFWD: 0.0, JACREV: 1.2e-14}, "float32")
     # A split that stays (a wrong rule) or hardly shrinks is not rounding.
     assert not _scaled_split(ad, {JACFWD: 1.0, JACREV: 1.03}, {JACFWD: 1.0, JACREV: 1.03}, "float32")
     assert not _scaled_split(ad, {JACFWD: 0.0, JACREV: -2.5e-5}, {JACFWD: 0.0, JACREV: 1e-9}, "float32")
+    # Against finite differences: an inverse's rounded zero (-8.5e37 in float32, -1.8e16 in float64)
+    # shrinks with the epsilons; a wrong rule's 0 against 1 stays in float64.
     against = _finding(JACFWD, FINITE_DIFFERENCE)
+    assert _scaled_split(
+        against, {JACFWD: -8.5e37, FINITE_DIFFERENCE: 0.0}, {JACFWD: -1.8e16, FINITE_DIFFERENCE: 0.0}, "float32"
+    )
     assert not _scaled_split(
-        against, {JACFWD: 0.0, FINITE_DIFFERENCE: 1.0}, {JACFWD: 0.0, FINITE_DIFFERENCE: 0.0}, "float32"
+        against, {JACFWD: 0.0, FINITE_DIFFERENCE: 1.0}, {JACFWD: 0.0, FINITE_DIFFERENCE: 1.0}, "float32"
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradaudit.judging.scale import beyond_scale, row_and_column_scale
+from gradaudit.judging.scale import below_resolution, beyond_scale, row_and_column_scale
 
 F32 = np.float32
 
@@ -36,3 +36,26 @@ def test_a_non_finite_side_is_never_rounding():
     got[0, 0] = np.nan
     kept, within = beyond_scale([got], [want], [np.array([0])], fd_rtol=1.4e-3, out_size=2)
     assert kept[0].tolist() == [0]
+
+
+def test_an_ad_entry_against_finite_differences_is_below_resolution_only_under_both_its_row_and_column():
+    # A solve whose inverse holds 3e12 (float64): its rows and columns of 1e12 leave an exact 1e-11
+    # derivative rounded to 1e-4, under 4 eps x 1e12 = 9e-4.
+    ad = np.array([[3.3e12, 1e-4], [3.8e12, 5e12]])
+    reference = ad.copy()
+    reference[0, 1] = 1e-11
+    kept, within = below_resolution([ad], [reference], [np.array([1])], out_size=2)
+    assert kept[0].tolist() == [] and within[0].tolist() == [1]
+    # x + 1e10 y elementwise (float32, blocks for x and y): d out/d x wrong (0 against 1) under a row
+    # holding 1e10, but its column holds 1 alone: kept.
+    d_x = np.array([[0.0, 0.0], [0.0, 1.0]], dtype=F32)
+    d_y = np.array([[1e10, 0.0], [0.0, 1e10]], dtype=F32)
+    kept, within = below_resolution(
+        [d_x, d_y], [np.eye(2, dtype=F32), d_y], [np.array([0]), np.array([], dtype=np.intp)], out_size=2
+    )
+    assert kept[0].tolist() == [0] and within[0].tolist() == []
+    # Not finite on either side: never.
+    nan = ad.copy()
+    nan[0, 1] = np.nan
+    kept, within = below_resolution([nan], [reference], [np.array([1])], out_size=2)
+    assert kept[0].tolist() == [1]

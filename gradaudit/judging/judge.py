@@ -44,7 +44,7 @@ from gradaudit.judging.classes import (
 from gradaudit.judging.fd_trust import ESTIMATES, Masks, Trust, absorbed_by_rounding, read_estimates
 from gradaudit.judging.provenance import provenances, routing_findings
 from gradaudit.judging.refine import Refined, refined
-from gradaudit.judging.scale import beyond_scale
+from gradaudit.judging.scale import below_resolution, beyond_scale
 from gradaudit.judging.tolerances import Tolerances
 from gradaudit.judging.wording import (
     entries_summary,
@@ -94,6 +94,11 @@ from gradaudit.numerics.finite_differences import rounding, step_size
 
 RANKED_FAILING = {c.value: c for c in CLASSES if c in FAIL_ON_DEFAULT}
 """The classes the gate fails by default, by name: where routing is judged."""
+RESOLVED = (
+    "a few of the dtype's epsilons of the AD Jacobian's largest entry in the entry's row and in its column "
+    "(below what those numbers resolve)"
+)
+"""How a note names `scale.below_resolution`'s bound."""
 PROBED = 8
 """At most this many entries of one comparison are probed (`engines.probe`): each costs about forty
 evaluations of the function."""
@@ -832,8 +837,10 @@ def _scale_note(
     within: list[np.ndarray],
     output_shape: tuple[int, ...],
     names: tuple[str, ...],
+    by: str = "the dtype's rounding of the Jacobian at the scale of each entry's row and column",
 ) -> list[Note]:
-    """A note for AD entries set aside by `scale.beyond_scale`: what was not counted, and where."""
+    """A note for AD entries set aside by `scale.beyond_scale` or `scale.below_resolution` (`by`
+    says which): what was not counted, and where."""
     count = sum(w.size for w in within)
     if not count:
         return []
@@ -845,10 +852,8 @@ def _scale_note(
     total = sum(np.size(a) for a in reference[0].ok_arrays)
     these, those = path_labels([p.name for p in side]), path_labels([p.name for p in reference])
     message = (
-        f"{these} and {those} differ on {count} of {total} entries by no more than the dtype's rounding of the "
-        "Jacobian at "
-        f"the scale of each entry's row and column, first at {location} ({got:g} against {want:g}): rounding, not "
-        "counted"
+        f"{these} and {those} differ on {count} of {total} entries by no more than {by}, first at {location} "
+        f"({got:g} against {want:g}): rounding, not counted"
     )
     return [
         Note(
@@ -1230,18 +1235,24 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             # Every AD path on one side against finite differences: the signature of a step finite
             # differences cannot take (or of a wrong rule): a probe may settle which.
             consensus = case.probe if len(classes) == 1 else None
-            against_reference = [
-                _Comparison(
+            against_reference = []
+            for side in classes:
+                against_known = known_bad(side[0].name)
+                if family.order == 1 and against_known is not None:
+                    against_known, rounded = below_resolution(
+                        side[0].ok_arrays, reference.ok_arrays, against_known, int(np.size(value.ok_arrays[0]))
+                    )
+                    notes += _scale_note(side, [reference], rounded, output_shape, names, RESOLVED)
+                comparison = _Comparison(
                     side,
                     [reference],
                     tolerances.fd_rtol,
                     tolerances.fd_atol,
                     noise=noise,
-                    known=known_bad(side[0].name),
+                    known=against_known,
                     classifying=classed(_twin_elsewhere(side, ad_paths), consensus),
                 )
-                for side in classes
-            ]
+                against_reference.append(comparison)
             comparisons += against_reference
             # Under another binding the function itself may compute something else: compare its references
             # too, where both have an estimate.

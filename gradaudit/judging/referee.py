@@ -300,11 +300,12 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
 
 
 def _scaled_split(finding: Finding, here: dict, there: dict, dtype: str) -> str:
-    """Where every path of `finding` is an AD path and their float64 split is smaller than the
-    narrow one by about the ratio of the dtypes' epsilons (within SCALED), the words saying so:
-    rounding shrinks with the dtype's precision, a wrong rule does not. Else empty."""
-    if any(base_name(p) in REFERENCES for p in finding.paths) or None in here.values():
-        return ""  # finite differences err by their step, not by rounding alone
+    """Where the float64 split between the paths of `finding` is smaller than the narrow one by
+    about the ratio of the dtypes' epsilons (within SCALED), the words saying so: rounding shrinks
+    with the dtype's precision, and so does a central difference's error (its step is the square
+    root of epsilon), but a wrong rule gives the same wrong number in both. Else empty."""
+    if None in here.values() or None in there.values():
+        return ""
     narrow_gap = max(here.values()) - min(here.values())
     wide_gap = max(there.values()) - min(there.values())
     ratio = dtypes.machine_epsilon("float64") / dtypes.machine_epsilon(dtype)

@@ -14,11 +14,11 @@ import numpy as np
 from gradaudit.numerics.finite_differences import rounding
 
 
-def row_and_column_scale(blocks: Sequence[np.ndarray], out_size: int) -> list[np.ndarray] | None:
+def row_and_column_scale(blocks: Sequence[np.ndarray], out_size: int, combine=np.maximum) -> list[np.ndarray] | None:
     """Per first-order block, per entry d out[i]/d x[j] (flat): the largest finite |derivative| in
-    its row (out[i] against every input) or its column (every output against x[j]). Forward mode
-    computes a column at once and rounds it to its largest entry, reverse mode a row; None where
-    the blocks do not split into rows of the output."""
+    its row (out[i] against every input) or its column (every output against x[j]), the larger of
+    the two (`combine`, or the smaller). Forward mode computes a column at once and rounds it to its
+    largest entry, reverse mode a row; None where the blocks do not split into rows of the output."""
     if not out_size or any(np.size(b) % out_size for b in blocks):
         return None
     with np.errstate(invalid="ignore"):
@@ -27,7 +27,11 @@ def row_and_column_scale(blocks: Sequence[np.ndarray], out_size: int) -> list[np
             for b in blocks
         ]
     rows = functools.reduce(np.maximum, [m.max(axis=1, initial=0.0) for m in matrices])
-    return [np.maximum(rows[:, None], m.max(axis=0, initial=0.0)[None, :]).reshape(-1) for m in matrices]
+    return [combine(rows[:, None], m.max(axis=0, initial=0.0)[None, :]).reshape(-1) for m in matrices]
+
+
+Split = tuple[list[np.ndarray | None], list[np.ndarray]]
+"""`bad`'s entries per block: those kept as disagreements, and those set aside as rounding."""
 
 
 def beyond_scale(
@@ -36,7 +40,7 @@ def beyond_scale(
     bad: list[np.ndarray | None],
     fd_rtol: float,
     out_size: int,
-) -> tuple[list[np.ndarray | None], list[np.ndarray]]:
+) -> Split:
     """`bad` (AD paths against each other, entry by entry) split into the entries that differ beyond
     the rounding the dtype allows the Jacobian there as a whole, and those within it: an
     ill-conditioned linear-algebra Jacobian's small entries, rounded in forward mode to their
@@ -47,38 +51,80 @@ def beyond_scale(
     (4 sqrt(eps)) is looser than; or at most that times the Jacobian's largest entry while no more
     than finite differences' relative tolerance of the entry itself (a difference they could never
     resolve: a wrong factor, sign or zero is not)."""
+    condition = math.sqrt(rounding(np.asarray(want_blocks[0]).dtype))
+
+    def within(got: np.ndarray, want: np.ndarray, gap: np.ndarray, scale: np.ndarray, largest: float) -> np.ndarray:
+        small = (gap <= condition * largest) & (gap <= fd_rtol * np.maximum(np.abs(got), np.abs(want)))
+        return (gap <= condition * scale) | small
+
+    return _split(got_blocks, want_blocks, want_blocks, bad, out_size, condition, np.maximum, within)
+
+
+RESOLUTION = 4.0
+"""How many of the dtype's epsilons of an entry's row and column scale an AD path may part from
+finite differences by and still be below what the Jacobian's numbers there resolve."""
+
+
+def below_resolution(
+    ad_blocks: Sequence[np.ndarray],
+    reference_blocks: Sequence[np.ndarray],
+    bad: list[np.ndarray | None],
+    out_size: int,
+) -> Split:
+    """`bad` (an AD path against finite differences, entry by entry) split into the entries that
+    differ beyond a few epsilons of the AD path's row scale and of its column scale there (the
+    smaller), and those within: a gap that small is under the resolution of the numbers both the
+    entry's row and its column are made of (a solve whose inverse holds 3e12 rounds an exact
+    1e-11 derivative to 1e-4 in float64), so no comparison can call it wrong. An elementwise
+    function's entry is its own row's and column's largest: a wrong one is never within, nor one
+    whose row holds a large derivative of another input but whose column does not."""
+    resolution = RESOLUTION * rounding(np.asarray(ad_blocks[0]).dtype)
+
+    def within(got: np.ndarray, want: np.ndarray, gap: np.ndarray, scale: np.ndarray, largest: float) -> np.ndarray:
+        return gap <= resolution * scale
+
+    return _split(ad_blocks, reference_blocks, ad_blocks, bad, out_size, resolution, np.minimum, within)
+
+
+def _split(
+    got_blocks: Sequence[np.ndarray],
+    want_blocks: Sequence[np.ndarray],
+    scaled_blocks: Sequence[np.ndarray],
+    bad: list[np.ndarray | None],
+    out_size: int,
+    bound: float,
+    combine,
+    within,
+) -> Split:
+    """`bad` split by `within(got, want, gap, scale, largest)` at each bad entry, the scale that of
+    `scaled_blocks`' rows and columns (`combine`d) and `largest` its largest finite entry; both
+    numbers must be finite. Nothing is worked out where every gap is beyond `bound` times the
+    largest entry (most disagreements: a wrong value, not rounding)."""
     if all(indices is None or not indices.size for indices in bad):
         return bad, []
-    condition = math.sqrt(rounding(np.asarray(want_blocks[0]).dtype))
+    flat = [
+        (np.asarray(g, dtype=np.float64).reshape(-1), np.asarray(w, dtype=np.float64).reshape(-1))
+        for g, w in zip(got_blocks, want_blocks, strict=True)
+    ]
     with np.errstate(invalid="ignore", over="ignore"):
-        magnitudes = [np.abs(np.asarray(b, dtype=np.float64)) for b in want_blocks]
+        magnitudes = [np.abs(np.asarray(b, dtype=np.float64)) for b in scaled_blocks]
         largest = max((float(np.max(m, initial=0.0, where=np.isfinite(m))) for m in magnitudes), default=0.0)
-        gaps = [
-            np.abs(
-                np.asarray(got_blocks[k], dtype=np.float64).reshape(-1)[i]
-                - np.asarray(want_blocks[k], dtype=np.float64).reshape(-1)[i]
-            )
-            for k, i in enumerate(bad)
-            if i is not None and i.size
-        ]
-    if not any(np.any(g <= condition * largest) for g in gaps):  # every gap beyond any scale the Jacobian has
+        gaps = [np.abs(flat[k][0][i] - flat[k][1][i]) if i is not None else None for k, i in enumerate(bad)]
+    if not any(g is not None and np.any(g <= bound * largest) for g in gaps):
         return bad, []
-    scale = row_and_column_scale(want_blocks, out_size)
+    scale = row_and_column_scale(scaled_blocks, out_size, combine)
     if scale is None:
         return bad, []
-    conditioned = condition * max((float(s.max(initial=0.0)) for s in scale), default=0.0)
-    kept, within = [], []
+    kept, set_aside = [], []
     for block, indices in enumerate(bad):
-        if indices is None or not indices.size:
+        gap = gaps[block]
+        if indices is None or gap is None or not indices.size:
             kept.append(indices)
-            within.append(np.zeros(0, dtype=np.intp))
+            set_aside.append(np.zeros(0, dtype=np.intp))
             continue
-        got = np.asarray(got_blocks[block], dtype=np.float64).reshape(-1)[indices]
-        want = np.asarray(want_blocks[block], dtype=np.float64).reshape(-1)[indices]
+        got, want = flat[block][0][indices], flat[block][1][indices]
         with np.errstate(invalid="ignore", over="ignore"):
-            gap = np.abs(got - want)
-            small = (gap <= conditioned) & (gap <= fd_rtol * np.maximum(np.abs(got), np.abs(want)))
-            rounded = np.isfinite(got) & np.isfinite(want) & ((gap <= condition * scale[block][indices]) | small)
+            rounded = np.isfinite(got) & np.isfinite(want) & within(got, want, gap, scale[block][indices], largest)
         kept.append(indices[~rounded])
-        within.append(indices[rounded])
-    return kept, within
+        set_aside.append(indices[rounded])
+    return kept, set_aside
