@@ -123,3 +123,17 @@ class Stacks:
         if (name, estimate) not in self._known:
             self._known[name, estimate] = stack_rows([estimate_of(case.results[name], estimate) for case in self.cases])
         return self._known[name, estimate]
+
+    def largest(self, name: str) -> np.ndarray:
+        """Path `name`'s largest finite |entry|, one per case (0 where none is finite)."""
+        if (name, "largest") not in self._known:
+            with np.errstate(invalid="ignore"):
+                magnitudes = np.abs(self.path(name))
+            self._known[name, "largest"] = np.max(magnitudes, axis=1, initial=0.0, where=np.isfinite(magnitudes))
+        return self._known[name, "largest"]
+
+    def infinite(self, name: str) -> np.ndarray:
+        """Whether path `name` holds an infinite entry, one per case."""
+        if (name, "infinite") not in self._known:
+            self._known[name, "infinite"] = np.isinf(self.path(name)).any(axis=1)
+        return self._known[name, "infinite"]

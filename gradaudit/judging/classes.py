@@ -29,6 +29,7 @@ from functools import cached_property
 
 import numpy as np
 
+from gradaudit.judging.wording import index_text
 from gradaudit.model.computed import Probe
 from gradaudit.model.findings import FindingClass
 
@@ -37,12 +38,6 @@ NON_FINITE, NON_DIFFERENTIABLE = FindingClass.NON_FINITE, FindingClass.NON_DIFFE
 
 SHOWN_INPUT = 8
 """An input of at most this many elements is shown whole in a reason; a larger one by its entry."""
-
-
-def _index(shape: tuple[int, ...], flat: int) -> str:
-    if not shape:
-        return ""
-    return "[" + ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]"
 
 
 def _number(value: float) -> str:
@@ -95,7 +90,7 @@ class Surroundings:
                 hits = np.flatnonzero(~np.isfinite(np.asarray(array, dtype=np.float64)))
                 if hits.size:
                     return (
-                        f"{name}{_index(np.shape(array), int(hits[0]))} = "
+                        f"{name}{index_text(np.shape(array), int(hits[0]))} = "
                         f"{_number(float(np.asarray(array).reshape(-1)[hits[0]]))}"
                     )
         return None
@@ -261,19 +256,19 @@ def explain(
         array = np.asarray(surroundings.inputs[argument])
         name = surroundings.arg_names[argument] if argument < len(surroundings.arg_names) else f"x{argument}"
         value = float(array.reshape(-1)[int(elements[0])])
-        evidence[f"input {name}{_index(array.shape, int(elements[0]))}"] = value
+        where = index_text(array.shape, int(elements[0]))
+        evidence[f"input {name}{where}"] = value
         whole = (
-            f" (all of {name}: [{', '.join(_number(float(v)) for v in array.reshape(-1))}])"
+            f" (all of {name}: [{', '.join(_number(v) for v in array.reshape(-1).tolist())}])"
             if 1 < array.size <= SHOWN_INPUT
             else ""
         )
-        shown.append(f"{name}{_index(array.shape, int(elements[0]))} = {_number(value)}{whole}")
+        shown.append(f"{name}{where} = {_number(value)}{whole}")
     if surroundings.output.size:
         out = int(element[0])
-        evidence[f"output out{_index(surroundings.output.shape, out)}"] = float(surroundings.output.reshape(-1)[out])
-        shown.append(
-            f"out{_index(surroundings.output.shape, out)} = {_number(float(surroundings.output.reshape(-1)[out]))}"
-        )
+        where, output = index_text(surroundings.output.shape, out), float(surroundings.output.reshape(-1)[out])
+        evidence[f"output out{where}"] = output
+        shown.append(f"out{where} = {_number(output)}")
     at = "; ".join(shown)
     estimates = ""
     if reference is not None and reference.estimates:
@@ -321,7 +316,10 @@ def explain(
 def ranked(classes: Sequence[str]) -> list[FindingClass]:
     """The distinct classes among `classes`, most severe first."""
     present = set(classes)
-    return [c for c in FindingClass if c.value in present]
+    return [c for c, value in _SEVERITY if value in present]
+
+
+_SEVERITY = tuple((c, c.value) for c in FindingClass)
 
 
 FINER_AGREES = "finer-steps-agree"

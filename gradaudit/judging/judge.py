@@ -51,6 +51,7 @@ from gradaudit.judging.wording import (
     grouped_by_said,
     index_text,
     path_labels,
+    unravel,
 )
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Prober
@@ -114,6 +115,10 @@ class _Against:
     comparison with it allows beyond the tolerance."""
     bad: dict[str, list[np.ndarray | None]]
     """Per AD path of the family: `_Comparison.bad` of the path against the reference."""
+    kinked: bool
+    """Whether `trust` holds a kink anywhere."""
+    unchecked: tuple[int, int]
+    """How many of the entries finite differences cannot check (a kink, undefined, absorbed), of how many."""
 
 
 def _rounding_of_terms(
@@ -207,6 +212,8 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
                 np.fmax, [np.where(np.isfinite(m), m, np.nan) for m in magnitudes if m.shape == undefined_flat.shape]
             )
         absorbed = absorbed_by_rounding(larger, allowance, largest, fd_atol) & ~undefined_flat & ~kink
+    kinked: np.ndarray = np.asarray(np.asarray(kink).any(axis=1))
+    unchecked = np.count_nonzero(kink | undefined_flat | absorbed, axis=1)
     bad: dict[str, list[list[np.ndarray | None]]] = {}
     for name in paths:
         closeness = _closeness(
@@ -231,6 +238,8 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
             ),
             noise=unstack_row(allowance[b], mine),
             bad={name: found[b] for name, found in bad.items()},
+            kinked=bool(kinked[b]),
+            unchecked=(int(unchecked[b]), undefined_flat.shape[1]),
         )
         for b, mine in enumerate(undefined)
     ]
@@ -521,11 +530,17 @@ class _Comparison:
             for i, (a, b) in enumerate(zip(first.ok_arrays, second.ok_arrays, strict=True))
         ]
 
-    def _values(self, block: int, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """What the side and the reference gave at `indices` of `block`, as float64."""
-        got = np.asarray(self.side[0].ok_arrays[block], dtype=np.float64).reshape(-1)[indices]
-        want = np.asarray(self.reference[0].ok_arrays[block], dtype=np.float64).reshape(-1)[indices]
-        return got, want
+    def _values(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What the side and the reference gave at `bad`'s entries of `block`, as float64, and by
+        how many tolerances they part there (`_excess`); worked out once per block."""
+        known = self.__dict__.setdefault("_block_values", {})
+        if block not in known:
+            indices = self.bad[block]
+            assert indices is not None, "only blocks of one shape have values compared"
+            got = np.asarray(self.side[0].ok_arrays[block], dtype=np.float64).reshape(-1)[indices]
+            want = np.asarray(self.reference[0].ok_arrays[block], dtype=np.float64).reshape(-1)[indices]
+            known[block] = (got, want, self._excess(block, got, want, indices))
+        return known[block]
 
     def classified(self, order: int) -> list[np.ndarray]:
         """Per block, the class of each differing entry (`bad`'s order); blocks of another shape are
@@ -545,7 +560,7 @@ class _Comparison:
             if self.classifying is None:
                 found.append(np.full(indices.shape, WRONG.value, dtype=object))
                 continue
-            got, want = self._values(block, indices)
+            got, want, _ = self._values(block)
             size = int(np.size(self.side[0].ok_arrays[block]))
             c = self.classifying
             crossing = None if c.crossing is None else c.crossing[block]
@@ -614,33 +629,35 @@ class _Comparison:
             ]
         classes = self.classified(order)
         found = []
-        for finding_class in ranked([c for block in classes for c in block]):
-            indices = [b[c == finding_class.value] for b, c in zip(bad, classes, strict=True) if b is not None]
-            found.append(self._finding(indices, finding_class, output_shape, names, order, total))
+        kinds = ranked([c for block in classes for c in block])
+        for finding_class in kinds:
+            chosen = [c == finding_class.value if len(kinds) > 1 else slice(None) for c in classes]
+            found.append(self._finding(chosen, finding_class, output_shape, names, order, total))
         return found
 
     def _finding(
         self,
-        indices: list[np.ndarray],
+        chosen: list,
         finding_class: FindingClass,
         output_shape: tuple[int, ...],
         names: tuple[str, ...],
         order: int,
         total: int,
     ) -> Finding:
-        """The finding for the differing entries `indices` (per block) of one class."""
+        """The finding for the differing entries of one class: `chosen` picks them out of `bad`'s
+        (per block, a mask over its entries, or all of them)."""
         first = self.side[0]
+        indices = [b[c] for b, c in zip(self.bad, chosen, strict=True) if b is not None]
         differing = sum(b.size for b in indices)
         these, those = self.labels
         verb = "disagrees" if len(self.side) == 1 else "disagree"
         paths = tuple(p.name for p in (*self.side, *self.reference))
         nothing = np.zeros(0)
-        values = [self._values(block, b) if b.size else (nothing, nothing) for block, b in enumerate(indices)]
-        got, want = [v[0] for v in values], [v[1] for v in values]
-        gaps = [
-            self._excess(i, g, w, b) if b.size else nothing
-            for i, (g, w, b) in enumerate(zip(got, want, indices, strict=True))
+        values = [
+            tuple(v[c] for v in self._values(block)) if b.size else (nothing, nothing, nothing)
+            for block, (b, c) in enumerate(zip(indices, chosen, strict=True))
         ]
+        got, want, gaps = [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]
         # The largest disagreement, in multiples of its tolerance (the first of equals): what a user wants to see first.
         block = max((i for i in range(len(indices)) if indices[i].size), key=lambda i: (float(np.max(gaps[i])), -i))
         at = int(np.argmax(gaps[block]))
@@ -740,10 +757,8 @@ def _gap(got: float, want: float, rtol: float, atol: float, noise: float) -> str
 
 def _location(block: np.ndarray, output_shape: tuple[int, ...], name: str, order: int, flat: int) -> str:
     in_shape = np.shape(block)[len(output_shape) :]
-    out_flat, in_flat = divmod(flat, max(1, int(np.prod(in_shape, dtype=np.int64))))
-    out = tuple(int(i) for i in np.unravel_index(out_flat, output_shape)) if output_shape else ()
-    at = tuple(int(i) for i in np.unravel_index(in_flat, in_shape)) if in_shape else ()
-    return location_text(out, order, name, at)
+    out_flat, in_flat = divmod(flat, max(1, math.prod(in_shape)))
+    return location_text(unravel(out_flat, output_shape), order, name, unravel(in_flat, in_shape))
 
 
 def _first_entry(masks: Masks) -> tuple[int, int] | None:
@@ -898,6 +913,14 @@ class _Elementwise:
             known if known is not None else _Comparison([side], [reference], tolerances.ad_rtol, tolerances.ad_atol).bad
         )
 
+    def infinite(self, path: PathResult) -> bool:
+        """Whether `path` holds an infinite entry."""
+        return bool(self.pairs.stacks.infinite(path.name)[self.row])
+
+    def largest(self, path: PathResult) -> float:
+        """`path`'s largest finite |entry| (its stack shared with the cases alike)."""
+        return float(self.pairs.stacks.largest(path.name)[self.row])
+
     def agree(self, side: PathResult, reference: PathResult, tolerances: Tolerances) -> bool:
         """Whether `side` agrees with `reference` to AD tolerance, entry by entry (`_agree`)."""
         known = self.pairs.agree(self.row, side.name, reference.name)
@@ -979,9 +1002,8 @@ def _surroundings(case: Case, value: PathResult) -> Surroundings:
     """The case's inputs and value as its entries are classed by; `largest` from the value's dtype,
     and the output elements any value path (eager or jit, per binding) finds finite."""
     output = value.ok_arrays[0]
-    dtype = np.asarray(output).dtype
+    largest, spacing = _limits(np.asarray(output).dtype)
     triggers = case.triggers
-    largest = float(ml_dtypes.finfo(dtype).max) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else math.inf
     values = [
         r.ok_arrays[0]
         for r in case.results.values()
@@ -998,10 +1020,18 @@ def _surroundings(case: Case, value: PathResult) -> Surroundings:
             output=np.asarray(output, dtype=np.float64),
             arg_names=case.arg_names,
             largest=largest,
-            rounding=rounding(dtype) if np.issubdtype(dtype, np.inexact) or dtype.kind == "V" else 0.0,
+            rounding=spacing,
             output_finite=finite,
             inside_of=None if triggers is None else lambda: non_finite_inside(triggers(True)),
         )
+
+
+@functools.cache  # a handful of dtypes, asked once per case
+def _limits(dtype: np.dtype) -> tuple[float, float]:
+    """A value dtype's largest finite number and its epsilon (inf and 0 for integers)."""
+    if np.issubdtype(dtype, np.inexact) or dtype.kind == "V":
+        return float(ml_dtypes.finfo(dtype).max), rounding(dtype)
+    return math.inf, 0.0
 
 
 def _reference_evidence(reference: PathResult, trusted: Trust) -> Reference:
@@ -1179,7 +1209,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         refinement: Refined | None = None
         if references:
             compared = elementwise.against[references[0].name]
-            if family.order == 1 and case.probe is not None and any(np.any(k) for k in compared.trust.kink):
+            if family.order == 1 and case.probe is not None and compared.kinked:
                 refinement = _refinement(case, references[0], compared, surroundings_of())
             evidence = (
                 _reference_evidence(references[0], compared.trust)
@@ -1187,11 +1217,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 else _reference_evidence(refinement.reference, replace(compared.trust, kink=refinement.kink))
             )
         # Only an infinity every AD path finds crosses anything: none in the first, none at all.
-        infinite = (
-            family.order == 1
-            and ad_paths
-            and any(np.isinf(np.asarray(b, dtype=np.float64)).any() for b in ad_paths[0].ok_arrays)
-        )
+        infinite = family.order == 1 and ad_paths and elementwise.infinite(ad_paths[0])
         crossing = (
             crossing_infinities([p.ok_arrays for p in ad_paths], int(np.size(value.ok_arrays[0]))) if infinite else None
         )
@@ -1211,6 +1237,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                     known,
                     tolerances.fd_rtol,
                     int(np.size(value.ok_arrays[0])),
+                    elementwise.largest(earlier[0]),
                 )
                 notes += _scale_note(later, earlier, rounded, output_shape, names)
             pair = _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=known)
@@ -1226,7 +1253,9 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 known_bad = functools.partial(_refined_bad, refinement, compared.bad, tolerances, results)
                 notes.append(_refinement_note(refinement, output_shape, names))
             skip = trusted.skipped
-            if family.order == 1:
+            if family.order == 1 and refinement is None:
+                unchecked = compared.unchecked
+            elif family.order == 1:
                 skipped = (
                     [s | a for s, a in zip(skip, trusted.absorbed, strict=True)] if trusted.absorbed else list(skip)
                 )
@@ -1240,7 +1269,11 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 against_known = known_bad(side[0].name)
                 if family.order == 1 and against_known is not None:
                     against_known, rounded = below_resolution(
-                        side[0].ok_arrays, reference.ok_arrays, against_known, int(np.size(value.ok_arrays[0]))
+                        side[0].ok_arrays,
+                        reference.ok_arrays,
+                        against_known,
+                        int(np.size(value.ok_arrays[0])),
+                        elementwise.largest(side[0]),
                     )
                     notes += _scale_note(side, [reference], rounded, output_shape, names, RESOLVED)
                 comparison = _Comparison(

@@ -40,6 +40,7 @@ def beyond_scale(
     bad: list[np.ndarray | None],
     fd_rtol: float,
     out_size: int,
+    largest: float | None = None,
 ) -> Split:
     """`bad` (AD paths against each other, entry by entry) split into the entries that differ beyond
     the rounding the dtype allows the Jacobian there as a whole, and those within it: an
@@ -50,14 +51,15 @@ def beyond_scale(
     column scale (`row_and_column_scale`), a bound finite differences' own absolute tolerance
     (4 sqrt(eps)) is looser than; or at most that times the Jacobian's largest entry while no more
     than finite differences' relative tolerance of the entry itself (a difference they could never
-    resolve: a wrong factor, sign or zero is not)."""
+    resolve: a wrong factor, sign or zero is not). `largest`: `want_blocks`' largest finite |entry|,
+    where known already."""
     condition = math.sqrt(rounding(np.asarray(want_blocks[0]).dtype))
 
     def within(got: np.ndarray, want: np.ndarray, gap: np.ndarray, scale: np.ndarray, largest: float) -> np.ndarray:
         small = (gap <= condition * largest) & (gap <= fd_rtol * np.maximum(np.abs(got), np.abs(want)))
         return (gap <= condition * scale) | small
 
-    return _split(got_blocks, want_blocks, want_blocks, bad, out_size, condition, np.maximum, within)
+    return _split(got_blocks, want_blocks, want_blocks, bad, out_size, condition, np.maximum, within, largest)
 
 
 RESOLUTION = 4.0
@@ -70,6 +72,7 @@ def below_resolution(
     reference_blocks: Sequence[np.ndarray],
     bad: list[np.ndarray | None],
     out_size: int,
+    largest: float | None = None,
 ) -> Split:
     """`bad` (an AD path against finite differences, entry by entry) split into the entries that
     differ beyond a few epsilons of the AD path's row scale and of its column scale there (the
@@ -77,13 +80,14 @@ def below_resolution(
     entry's row and its column are made of (a solve whose inverse holds 3e12 rounds an exact
     1e-11 derivative to 1e-4 in float64), so no comparison can call it wrong. An elementwise
     function's entry is its own row's and column's largest: a wrong one is never within, nor one
-    whose row holds a large derivative of another input but whose column does not."""
+    whose row holds a large derivative of another input but whose column does not. `largest`:
+    `ad_blocks`' largest finite |entry|, where known already."""
     resolution = RESOLUTION * rounding(np.asarray(ad_blocks[0]).dtype)
 
     def within(got: np.ndarray, want: np.ndarray, gap: np.ndarray, scale: np.ndarray, largest: float) -> np.ndarray:
         return gap <= resolution * scale
 
-    return _split(ad_blocks, reference_blocks, ad_blocks, bad, out_size, resolution, np.minimum, within)
+    return _split(ad_blocks, reference_blocks, ad_blocks, bad, out_size, resolution, np.minimum, within, largest)
 
 
 def _split(
@@ -95,36 +99,45 @@ def _split(
     bound: float,
     combine,
     within,
+    largest: float | None,
 ) -> Split:
     """`bad` split by `within(got, want, gap, scale, largest)` at each bad entry, the scale that of
-    `scaled_blocks`' rows and columns (`combine`d) and `largest` its largest finite entry; both
-    numbers must be finite. Nothing is worked out where every gap is beyond `bound` times the
-    largest entry (most disagreements: a wrong value, not rounding)."""
+    `scaled_blocks`' rows and columns (`combine`d) and `largest` its largest finite |entry| (worked
+    out here where None); both numbers must be finite. Nothing more is worked out where every gap
+    is beyond `bound` times the largest entry (most disagreements: a wrong value, not rounding)."""
     if all(indices is None or not indices.size for indices in bad):
         return bad, []
-    flat = [
-        (np.asarray(g, dtype=np.float64).reshape(-1), np.asarray(w, dtype=np.float64).reshape(-1))
-        for g, w in zip(got_blocks, want_blocks, strict=True)
-    ]
+    values: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     with np.errstate(invalid="ignore", over="ignore"):
-        magnitudes = [np.abs(np.asarray(b, dtype=np.float64)) for b in scaled_blocks]
-        largest = max((float(np.max(m, initial=0.0, where=np.isfinite(m))) for m in magnitudes), default=0.0)
-        gaps = [np.abs(flat[k][0][i] - flat[k][1][i]) if i is not None else None for k, i in enumerate(bad)]
-    if not any(g is not None and np.any(g <= bound * largest) for g in gaps):
+        for block, indices in enumerate(bad):
+            if indices is not None and indices.size:
+                got = np.asarray(got_blocks[block], dtype=np.float64).reshape(-1)[indices]
+                want = np.asarray(want_blocks[block], dtype=np.float64).reshape(-1)[indices]
+                values[block] = (got, want, np.abs(got - want))
+        smallest = min(float(np.fmin.reduce(gap)) for _, _, gap in values.values())
+        if largest is None:
+            largest = largest_finite(scaled_blocks)
+    if not smallest <= bound * largest:  # NaN too
         return bad, []
     scale = row_and_column_scale(scaled_blocks, out_size, combine)
     if scale is None:
         return bad, []
     kept, set_aside = [], []
     for block, indices in enumerate(bad):
-        gap = gaps[block]
-        if indices is None or gap is None or not indices.size:
+        if block not in values or indices is None:
             kept.append(indices)
             set_aside.append(np.zeros(0, dtype=np.intp))
             continue
-        got, want = flat[block][0][indices], flat[block][1][indices]
+        got, want, gap = values[block]
         with np.errstate(invalid="ignore", over="ignore"):
             rounded = np.isfinite(got) & np.isfinite(want) & within(got, want, gap, scale[block][indices], largest)
         kept.append(indices[~rounded])
         set_aside.append(indices[rounded])
     return kept, set_aside
+
+
+def largest_finite(blocks: Sequence[np.ndarray]) -> float:
+    """The largest finite |entry| of `blocks`; 0 where none is."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        magnitudes = [np.abs(np.asarray(b, dtype=np.float64)) for b in blocks]
+        return max((float(np.max(m, initial=0.0, where=np.isfinite(m))) for m in magnitudes), default=0.0)

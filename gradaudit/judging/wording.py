@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
@@ -15,7 +16,17 @@ from gradaudit.model.paths import label
 def index_text(shape: tuple[int, ...], flat: int) -> str:
     if not shape:
         return ""
-    return "[" + ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]"
+    return "[" + ", ".join(str(i) for i in unravel(int(flat), shape)) + "]"
+
+
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """`np.unravel_index` for one index, in Python: a message names one entry, and NumPy's call
+    costs more than the arithmetic."""
+    index = []
+    for size in reversed(shape):
+        flat, at = divmod(flat, size)
+        index.append(at)
+    return tuple(reversed(index))
 
 
 def and_words(words: Sequence[str]) -> str:
@@ -28,6 +39,11 @@ def argument_names(sources: Sources, arg_names: tuple[str, ...]) -> str:
 
 
 def path_labels(paths: Sequence[str]) -> str:
+    return _labels(tuple(paths))
+
+
+@functools.cache  # a run names the same few sets of paths in every finding
+def _labels(paths: tuple[str, ...]) -> str:
     return and_words([label(p) for p in paths])
 
 

@@ -6,6 +6,7 @@ finite differences can get), so the two can never disagree about a dtype.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import ml_dtypes
@@ -46,11 +47,13 @@ def integer_range(name: str) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
+@functools.cache  # pure, and asked once per entry judged
 def machine_epsilon(name: str) -> float:
     """Spacing of the dtype's numbers just above 1."""
     return float(ml_dtypes.finfo(numpy_dtype(name)).eps)
 
 
+@functools.cache  # pure, and asked once per entry judged
 def default_eps(name: str) -> float:
     """Finite-difference step: the power of two nearest the cube root of machine epsilon.
 
@@ -60,11 +63,13 @@ def default_eps(name: str) -> float:
     return 2.0 ** round(math.log2(machine_epsilon(name) ** (1.0 / 3.0)))
 
 
+@functools.cache  # pure, and asked once per entry judged
 def largest(name: str) -> float:
     """The dtype's largest finite value."""
     return float(ml_dtypes.finfo(numpy_dtype(name)).max)
 
 
+@functools.cache  # pure, and asked once per entry judged
 def smallest_normal(name: str) -> float:
     """The dtype's smallest positive normal value."""
     return float(ml_dtypes.finfo(numpy_dtype(name)).smallest_normal)
