@@ -167,7 +167,8 @@ def _rounding_of_terms(
         steps = []
         for k, size in enumerate(sizes):
             dtype = np.asarray(first.inputs[k]).dtype
-            eps = np.array([[case.eps if case.eps is not None else dtypes.default_eps(dtype.name)] for case in cases])
+            default = dtypes.default_eps(dtype.name)
+            eps = np.array([[default if case.eps is None else case.eps] for case in cases])
             steps.append((step_size(inputs[k], eps, dtype) / 2).reshape(len(cases), 1, size))
         out_rounding = rounding(np.asarray(value_of(first.results, first.bindings).ok_arrays[0]).dtype)
         # The other terms only: x[j] itself is exact, and its own term moves with the step.
@@ -424,6 +425,8 @@ def wrong_class(got: np.ndarray, want: np.ndarray) -> str:
     """What kind of wrong `got` is against `want` over the disagreeing entries: `nan` (NaN on one side
     only), `inf` (non-finite against finite), `zero` (got is zero throughout), `x<r>` (a constant
     ratio r, two significant digits: `x-1` is a sign flip), or `value` (anything else)."""
+    if np.size(got) <= SMALL_WRONG:
+        return _wrong_class_of(np.asarray(got, dtype=np.float64).tolist(), np.asarray(want, dtype=np.float64).tolist())
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
     if np.any(np.isnan(got) != np.isnan(want)):
         return "nan"
@@ -435,6 +438,30 @@ def wrong_class(got: np.ndarray, want: np.ndarray) -> str:
         ratio = got / want
         middle = float(np.median(ratio))
         if np.max(np.abs(ratio - middle)) <= RATIO_SPREAD * abs(middle):
+            return f"x{middle:.2g}"
+    return "value"
+
+
+SMALL_WRONG = 32
+"""At most this many entries, `wrong_class` reads them in Python (`_wrong_class_of`): NumPy's calls
+cost more than the arithmetic on a finding's few entries."""
+
+
+def _wrong_class_of(got: list[float], want: list[float]) -> str:
+    """`wrong_class` on Python floats, with the same answer."""
+    pairs = list(zip(got, want, strict=True))
+    if any(math.isnan(g) != math.isnan(w) for g, w in pairs):
+        return "nan"
+    if not all(math.isfinite(g) and math.isfinite(w) for g, w in pairs):
+        return "inf"
+    if all(g == 0 for g in got):
+        return "zero"
+    if all(w != 0 for w in want):
+        ratio = [g / w for g, w in pairs]
+        if not all(math.isfinite(r) for r in ratio):  # an overflowing ratio is no constant factor
+            return "value"
+        middle = float(np.median(ratio))
+        if max(abs(r - middle) for r in ratio) <= RATIO_SPREAD * abs(middle):
             return f"x{middle:.2g}"
     return "value"
 
@@ -659,7 +686,8 @@ class _Comparison:
         ]
         got, want, gaps = [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]
         # The largest disagreement, in multiples of its tolerance (the first of equals): what a user wants to see first.
-        block = max((i for i in range(len(indices)) if indices[i].size), key=lambda i: (float(np.max(gaps[i])), -i))
+        present = [i for i in range(len(indices)) if indices[i].size]
+        block = present[0] if len(present) == 1 else max(present, key=lambda i: (float(np.max(gaps[i])), -i))
         at = int(np.argmax(gaps[block]))
         flat = int(indices[block][at])
         got_value, want_value = float(got[block][at]), float(want[block][at])

@@ -59,7 +59,7 @@ def array_to_json(array: np.ndarray) -> object:
     return wide.tolist()
 
 
-SMALL = 64
+SMALL = 16
 """Arrays of at most this many elements are written element by element in Python (`_small_to_json`):
 most a scenario holds are this small, and NumPy's whole-array checks cost more there."""
 
