@@ -435,10 +435,11 @@ def wrong_class(got: np.ndarray, want: np.ndarray) -> str:
     if np.all(got == 0):
         return "zero"
     if np.all(want != 0):
-        ratio = got / want
-        middle = float(np.median(ratio))
-        if np.max(np.abs(ratio - middle)) <= RATIO_SPREAD * abs(middle):
-            return f"x{middle:.2g}"
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing ratio is no constant factor
+            ratio = got / want
+            middle = float(np.median(ratio))
+            if np.max(np.abs(ratio - middle)) <= RATIO_SPREAD * abs(middle):
+                return f"x{middle:.2g}"
     return "value"
 
 
