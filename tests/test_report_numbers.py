@@ -1,5 +1,4 @@
-"""How a report writes numbers and names what kind of wrong a value is: small arrays and a finding's
-few entries go through Python, large ones through NumPy; a reader must not tell which."""
+"""How a report writes numbers and names what kind of wrong a value is, for a few entries and for many."""
 
 from __future__ import annotations
 
@@ -10,7 +9,10 @@ import numpy as np
 import pytest
 
 from gradaudit.judging.judge import wrong_class
-from gradaudit.render.json_report import SMALL, array_to_json
+from gradaudit.render.json_report import array_to_json
+
+SMALL = 16
+"""Arrays this small and larger ones must be written alike."""
 
 
 @pytest.mark.parametrize(

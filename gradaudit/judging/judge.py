@@ -425,8 +425,6 @@ def wrong_class(got: np.ndarray, want: np.ndarray) -> str:
     """What kind of wrong `got` is against `want` over the disagreeing entries: `nan` (NaN on one side
     only), `inf` (non-finite against finite), `zero` (got is zero throughout), `x<r>` (a constant
     ratio r, two significant digits: `x-1` is a sign flip), or `value` (anything else)."""
-    if np.size(got) <= SMALL_WRONG:
-        return _wrong_class_of(np.asarray(got, dtype=np.float64).tolist(), np.asarray(want, dtype=np.float64).tolist())
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
     if np.any(np.isnan(got) != np.isnan(want)):
         return "nan"
@@ -440,30 +438,6 @@ def wrong_class(got: np.ndarray, want: np.ndarray) -> str:
             middle = float(np.median(ratio))
             if np.max(np.abs(ratio - middle)) <= RATIO_SPREAD * abs(middle):
                 return f"x{middle:.2g}"
-    return "value"
-
-
-SMALL_WRONG = 32
-"""At most this many entries, `wrong_class` reads them in Python (`_wrong_class_of`): NumPy's calls
-cost more than the arithmetic on a finding's few entries."""
-
-
-def _wrong_class_of(got: list[float], want: list[float]) -> str:
-    """`wrong_class` on Python floats, with the same answer."""
-    pairs = list(zip(got, want, strict=True))
-    if any(math.isnan(g) != math.isnan(w) for g, w in pairs):
-        return "nan"
-    if not all(math.isfinite(g) and math.isfinite(w) for g, w in pairs):
-        return "inf"
-    if all(g == 0 for g in got):
-        return "zero"
-    if all(w != 0 for w in want):
-        ratio = [g / w for g, w in pairs]
-        if not all(math.isfinite(r) for r in ratio):  # an overflowing ratio is no constant factor
-            return "value"
-        middle = float(np.median(ratio))
-        if max(abs(r - middle) for r in ratio) <= RATIO_SPREAD * abs(middle):
-            return f"x{middle:.2g}"
     return "value"
 
 

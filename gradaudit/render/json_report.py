@@ -41,8 +41,6 @@ def array_to_json(array: np.ndarray) -> object:
     array = np.asarray(array)
     if array.dtype.kind in "biu":
         return array.tolist()
-    if array.size <= SMALL:
-        return _small_to_json(array)
     wide = array.astype(np.float64)
     if not np.isfinite(wide).all():
         shown = wide.astype(object)
@@ -57,32 +55,6 @@ def array_to_json(array: np.ndarray) -> object:
     ):
         return wide.astype(np.int64).tolist()  # -0.0 (above) keeps its sign as a float
     return wide.tolist()
-
-
-SMALL = 16
-"""Arrays of at most this many elements are written element by element in Python (`_small_to_json`):
-most a scenario holds are this small, and NumPy's whole-array checks cost more there."""
-
-
-def _small_to_json(array: np.ndarray) -> object:
-    """`array_to_json` for a small array, with the same result."""
-    flat: list = array.astype(np.float64).reshape(-1).tolist()
-    if all(math.isfinite(v) for v in flat):
-        if flat and all(v.is_integer() and abs(v) < 2**53 and not (v == 0 and math.copysign(1.0, v) < 0) for v in flat):
-            flat = [int(v) for v in flat]
-    else:
-        flat = [v if math.isfinite(v) else ("nan" if math.isnan(v) else "inf" if v > 0 else "-inf") for v in flat]
-    return _nested(flat, array.shape)
-
-
-def _nested(flat: list, shape: tuple[int, ...]) -> object:
-    """`flat` (row-major) as the nested lists of an array of `shape`, as `tolist` gives them."""
-    if not shape:
-        return flat[0]
-    if len(shape) == 1:
-        return flat
-    step = math.prod(shape[1:])
-    return [_nested(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 def path_to_json(
