@@ -23,7 +23,6 @@ import hashlib
 import math
 import os
 import re
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -493,6 +492,8 @@ class Found:
     """False when hypothesis could not find the kind again to shrink it (the first example is kept),
     or the first example was a sweep's (minimal as it stands: the plainest case, one edge changed)."""
     swept: bool = False
+    audits: int = 0
+    """New audits its shrinking made; at `SHRINK_AUDITS` it stopped there, perhaps short of the minimal."""
 
 
 @dataclass
@@ -685,14 +686,14 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
         outcome.problem = f"no valid scenario could be drawn from this space ({reasons})"
         return outcome
 
-    def shrinker(kind: Kind, number: int) -> Callable[[dict], None]:
-        started = time.monotonic()
-
+    def shrinker(kind: Kind, number: int, audits: list[int]) -> Callable[[dict], None]:
         def shrink(entry: dict) -> None:
             outcome.shrinking += 1
             on_progress(f"shrinking kind {number} of {len(first)}: {outcome.shrinking} scenarios tried")
-            if time.monotonic() - started > SHRINK_SECONDS and scenario_text(entry) not in judged:
-                return  # out of time: only scenarios already audited count now, so hypothesis settles
+            if scenario_text(entry) not in judged:
+                if audits[0] >= SHRINK_AUDITS:
+                    return  # out of audits: only scenarios already audited count now, so hypothesis settles
+                audits[0] += 1
             result = evaluate(entry)
             if result.status != CONSISTENT and kind_of(result) == kind:
                 raise Disagreement(entry, result)
@@ -705,18 +706,20 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
             outcome.found.append(Found(kind, entry, result, shrunk=False, swept=True))
             continue
         folder = database / hashlib.sha256(repr(kind).encode()).hexdigest()[:16] if database else None
+        audits = [0]
         try:
-            run(shrinker(kind, number), (Phase.reuse, Phase.generate, Phase.shrink), folder)
+            run(shrinker(kind, number, audits), (Phase.reuse, Phase.generate, Phase.shrink), folder)
         except Disagreement as minimal:
-            outcome.found.append(Found(kind, minimal.entry, minimal.result))
+            outcome.found.append(Found(kind, minimal.entry, minimal.result, audits=audits[0]))
         else:
-            outcome.found.append(Found(kind, entry, result, shrunk=False))
+            outcome.found.append(Found(kind, entry, result, shrunk=False, audits=audits[0]))
     return outcome
 
 
-SHRINK_SECONDS = 60.0
-"""Seconds of new audits shrinking one kind may take: past it, hypothesis settles on the smallest
-scenario of the kind audited so far (a kind that hangs costs a whole timeout a try)."""
+SHRINK_AUDITS = 60
+"""New audits shrinking one kind may make: past them, hypothesis settles on the smallest scenario of
+the kind audited so far. A count, not seconds, so that a loaded machine shrinks as far as an idle
+one and the same seed writes the same files (a kind that hangs costs a whole timeout an audit)."""
 
 
 class BudgetSpent(Exception):
@@ -799,6 +802,8 @@ def write_found(outcome: SearchOutcome, space: SearchSpace, out: Path, how: str)
         status = found.result.status
         if found.swept:
             shrunk = "as the edge sweep drew it: the plainest case with one edge changed"
+        elif found.shrunk and found.audits >= SHRINK_AUDITS:
+            shrunk = f"shrunk by hypothesis until its {SHRINK_AUDITS} audits were spent (perhaps short of minimal)"
         elif found.shrunk:
             shrunk = "shrunk by hypothesis to this minimal scenario"
         else:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from gradaudit.sources.user_modules import resolve
 from gradaudit.survey import edges, strategy, table, wrappers
+from gradaudit.survey.explore import estimated_cost, shard, spaces
 from gradaudit.survey.table import ROLES, SHAPES, TABLE
 from tests.helpers import ROOT, run_cli
 
@@ -102,12 +104,21 @@ def _without_files(document: dict) -> list:
     ]
 
 
+def _files(folder: Path) -> dict[str, str]:
+    return {path.name: path.read_text() for path in sorted(folder.glob("*.yaml"))}
+
+
 @pytest.mark.slow
-def test_two_shards_merged_equal_one_survey(tmp_path):
+def test_the_same_seed_gives_the_same_files_and_two_shards_merged_equal_one_survey(tmp_path):
     names = ["jax.lax.clamp", "jax.numpy.abs", "jax.numpy.take", "jax.nn.relu"]
     common = ["--budget", "8", "--seed", "3"]
-    whole = run_cli("survey", *names, *common, "--out", str(tmp_path / "whole"), "--json", str(tmp_path / "whole.json"))
-    assert whole.exit_code in (0, 1)
+    for run in ("whole", "again"):
+        result = run_cli(
+            "survey", *names, *common, "--out", str(tmp_path / run), "--json", str(tmp_path / f"{run}.json")
+        )
+        assert result.exit_code == 1, result.output
+    whole = _files(tmp_path / "whole")
+    assert whole and whole == _files(tmp_path / "again")
     for k in (1, 2):
         shard = run_cli(
             "survey",
@@ -116,20 +127,32 @@ def test_two_shards_merged_equal_one_survey(tmp_path):
             "--shard",
             f"{k}/2",
             "--out",
-            str(tmp_path / f"s{k}"),
+            str(tmp_path / "shards"),
             "--json",
             str(tmp_path / f"s{k}.json"),
         )
         assert shard.exit_code in (0, 1)
+    assert _files(tmp_path / "shards") == whole
     parts = [json.loads((tmp_path / f"s{k}.json").read_text())["functions"] for k in (1, 2)]
     assert all(parts) and len(parts[0]) + len(parts[1]) == len(names)
     merged = run_cli("merge", str(tmp_path / "s1.json"), str(tmp_path / "s2.json"), "-o", str(tmp_path / "merged.json"))
-    assert merged.exit_code == whole.exit_code and "merged 2 survey reports: 4 function entries" in merged.stderr
+    assert merged.exit_code == 1 and "merged 2 survey reports: 4 function entries" in merged.stderr
     assert _without_files(json.loads((tmp_path / "merged.json").read_text())) == _without_files(
         json.loads((tmp_path / "whole.json").read_text())
     )
     again = run_cli("merge", str(tmp_path / "s1.json"), str(tmp_path / "s1.json"), "-o", str(tmp_path / "twice.json"))
     assert again.exit_code == 2 and "shards must not overlap" in again.stderr
+
+
+def test_shards_are_balanced_by_cost_and_none_is_empty():
+    chosen = spaces()
+    for n in (2, 7, 40):
+        shards = [shard(chosen, k, n, 30) for k in range(1, n + 1)]
+        assert all(shards) and sorted(s.name for part in shards for s in part) == sorted(s.name for s in chosen)
+        costs = [sum(estimated_cost(space, 30) for space in part) for part in shards]
+        assert max(costs) <= min(costs) + max(estimated_cost(space, 30) for space in chosen)
+    few = spaces(["jax.lax.select_n", "jax.lax.dynamic_slice", "jax.lax.clamp"])
+    assert [len(shard(few, k, 5, 150)) for k in range(1, 6)] == [1, 1, 1, 1, 1]
 
 
 def test_shard_auto_reads_slurm_and_kubernetes(monkeypatch):
@@ -182,7 +205,6 @@ def test_the_sweep_changes_one_edge_of_the_plainest_case_and_every_entry_loads()
     from gradaudit.model.dtypes import integer_range
     from gradaudit.search import scenario_text
     from gradaudit.sources.scenario_files import load_text
-    from gradaudit.survey.explore import spaces
 
     space = spaces(["jax.lax.dynamic_slice"])[0]
     entries = space.sweep()

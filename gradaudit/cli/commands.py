@@ -402,8 +402,8 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
     "--shard",
     metavar="K/N|auto|auto/N",
     help=(
-        "Only shard K of N (a stable split by name; merge the reports with `gradaudit merge`); auto: a SLURM array "
-        "job's, auto/N: a Kubernetes Indexed Job's."
+        "Only shard K of N (balanced by estimated cost, the same split on every machine; merge the reports with "
+        "`gradaudit merge`); auto: a SLURM array job's, auto/N: a Kubernetes Indexed Job's."
     ),
 )
 @flags("rule", "jobs", "cache", "timeout")
@@ -419,7 +419,8 @@ def survey(functions, listing, budget, seed, out, json_path, html_path, shard, c
     Exit 0 when nothing was found, 1 when something was, 2 for an unknown function.
     """
     from gradaudit.render.terminal import print_survey, print_survey_table
-    from gradaudit.sources.selection import in_shard, shard_from_environment
+    from gradaudit.sources.selection import shard_from_environment
+    from gradaudit.survey import explore
     from gradaudit.survey.explore import UnknownFunction, spaces
 
     options = options_from(given)
@@ -435,7 +436,7 @@ def survey(functions, listing, budget, seed, out, json_path, html_path, shard, c
             k, n = shard_from_environment(shard, dict(os.environ))
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--shard") from None
-        chosen = [space for space in chosen if in_shard(space.name, k, n)]
+        chosen = explore.shard(chosen, k, n, budget)
     if listing:
         print_survey_table(session.out, chosen)
         return EXIT_OK

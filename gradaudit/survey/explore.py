@@ -52,6 +52,25 @@ def spaces(names: Sequence[str] = ()) -> list[SurveySpace]:
     return [space for space in every if space.surveyed.path in names or space.surveyed.short in names]
 
 
+def estimated_cost(space: SurveySpace, budget: int) -> int:
+    """A function's survey cost in argument-draws: its sweep and budget, times its arguments (each is
+    differentiated, drawn and compared); shrinking, which only a survey itself can tell, aside."""
+    return (len(space.sweep()) + budget) * len(space.surveyed.signature)
+
+
+def shard(chosen: Sequence[SurveySpace], k: int, n: int, budget: int) -> list[SurveySpace]:
+    """Shard `k` of `n`: the longest surveys first, each to the shard with the least cost so far
+    (ties: the lower shard), so that shards are balanced and none is empty while there are at least
+    `n` functions; every machine computes the same split. In the table's order."""
+    costs = [0] * n
+    owner: dict[str, int] = {}
+    for space in sorted(chosen, key=lambda space: (-estimated_cost(space, budget), space.name)):
+        least = min(range(n), key=lambda index: (costs[index], index))
+        costs[least] += estimated_cost(space, budget)
+        owner[space.name] = least + 1
+    return [space for space in chosen if owner[space.name] == k]
+
+
 def _invalid(result: ScenarioResult) -> InvalidDraw | None:
     """A draw whose plain value raises (the function rejects its own inputs): skipped, not a kind."""
     first = result.findings[0] if result.findings else None
@@ -151,6 +170,7 @@ def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budge
                         "signatures": list(found.kind[1]),
                         "shrunk": found.shrunk,
                         "swept": found.swept,
+                        "shrink_audits": found.audits,
                         "file": str(path),
                         "findings": [
                             {"fingerprint": f.fingerprint, "class": str(f.finding_class), "message": f.message}
