@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: audit test test-quick bench fuzz install clean matrix gpu-check survey order
+.PHONY: audit test test-quick bench fuzz install clean matrix gpu-check survey surface order
 
 # PYTHONWARNINGS=ignore keeps setuptools' editable-install banner (about folders named like the package) out of the way.
 $(STAMP): pyproject.toml
@@ -47,6 +47,11 @@ bench: $(STAMP)
 # The catalog ten times in shuffled orders with 0, 1 and 2 workers: one report (bench/order.py writes reports/order.md).
 order: $(STAMP)
 	$(BIN)/python bench/order.py --runs 10
+
+# JAX's public surface probed anew (gradaudit/survey/surface.py): every public callable of the surveyed modules
+# becomes an entry of gradaudit/survey/surface.json or is left out with its reason; a few minutes.
+surface: $(STAMP)
+	$(BIN)/python -m gradaudit.survey.surface
 
 # JAX's differentiable surface surveyed unaided (docs/survey.md): the report and a reproducer file per kind in reports/survey/.
 survey: $(STAMP)

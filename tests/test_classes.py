@@ -174,7 +174,7 @@ def test_one_noise_entry_does_not_excuse_a_wrong_entry_of_the_same_comparison():
 
 
 def test_a_probe_settles_by_the_numbers_it_holds():
-    from gradaudit.judging.classes import FINER_AGREES, settle
+    from gradaudit.judging.classes import FINER_AGREES, UNRESOLVED, settle
     from gradaudit.model.computed import Probe
 
     h = 2.0**-8
@@ -202,6 +202,12 @@ def test_a_probe_settles_by_the_numbers_it_holds():
     tie = probe([0.0] * 6, tied=((0, 0), (0, 1)), along=1.0)
     assert outcome(tie, 1.0, 0.0, predicted=0.0) == "non-differentiable"
     assert outcome(tie, 1.0, 0.0, predicted=1.0) is None
+    # The function changes by about its whole range over every step that moves the input (sin at 1e12
+    # in float32): no step resolves a slope, so nothing can be said either way.
+    aliased = probe([(-1) ** k * 0.7 / s for k, s in enumerate(steps)])
+    assert outcome(aliased, 0.9, 0.7 / h) == UNRESOLVED
+    # Where the finest steps change the function in proportion to the step, they resolve a slope: wrong stays.
+    assert outcome(probe([3.0] * 6), 0.9, 3.0) is None
 
 
 def test_nan_born_inside_the_function_is_a_leak_and_the_evaluation_is_asked_only_for_such_a_split():

@@ -9,23 +9,26 @@ from pathlib import Path
 import pytest
 
 from gradaudit.sources.user_modules import resolve
-from gradaudit.survey import edges, strategy, table, wrappers
+from gradaudit.survey import edges, strategy, surface, table, wrappers
 from gradaudit.survey.explore import estimated_cost, shard, spaces
 from gradaudit.survey.table import ROLES, SHAPES, TABLE
 from tests.helpers import ROOT, run_cli
 
 
-def test_the_table_holds_150_public_functions_that_import_with_known_roles():
-    public = {entry.path for entry in TABLE if entry.path.startswith("jax.")}
-    assert len(public) >= 150
+def test_the_table_holds_600_public_functions_that_import_with_known_roles():
+    public = {entry.public for entry in TABLE} - {None}
+    assert len(public) >= 600
     modules = {path.rsplit(".", 1)[0] for path in public}
     assert {
         "jax.lax",
+        "jax.lax.linalg",
         "jax.numpy",
         "jax.numpy.linalg",
         "jax.numpy.fft",
         "jax.nn",
         "jax.scipy.special",
+        "jax.scipy.linalg",
+        "jax.scipy.stats.norm",
         "jax.ops",
     } <= modules
     for entry in TABLE:
@@ -33,12 +36,30 @@ def test_the_table_holds_150_public_functions_that_import_with_known_roles():
         assert set(entry.signature) <= set(ROLES) and entry.shapes in SHAPES, entry.path
 
 
+def test_every_public_callable_is_surveyed_or_left_out_with_a_reason():
+    """What this JAX exports, against what the survey accounts for: nothing unaccounted on the JAX
+    the surface was made with; on another, the difference is listed as not yet surveyed."""
+    import jax
+
+    accounted = surface.accounted()
+    exported = surface.public_callables()
+    assert all(why.strip() for why in accounted.values())
+    not_yet = surface.not_yet_surveyed()
+    assert set(not_yet) == set(exported) - set(accounted)
+    if jax.__version__ == surface.surface()["jax"]:
+        assert not_yet == []
+        assert set(accounted) == set(exported) | {e.path for e in TABLE if e.public is None}
+    listed = run_cli("survey", "--left-out")
+    assert listed.exit_code == 0 and f"{len(not_yet)} not yet surveyed" in listed.stdout
+    assert "jax.numpy.isnan" in listed.stdout and "returns no floating array (bool)" in listed.stdout
+
+
 def test_the_tables_name_no_outcome():
     """Values come from the shared per-dtype tables; nothing surveyed says what it is expected to do."""
-    for module in (table, edges, strategy, wrappers):
-        text = (ROOT / module.__file__).read_text().lower()
+    for path in (table.__file__, edges.__file__, strategy.__file__, wrappers.__file__, surface.OVERRIDES):
+        text = Path(path).read_text().lower()
         for word in ("mismatch", "expect", "known bug", "defect", "40814", "indexerror", "zero gradient"):
-            assert word not in text, (module.__name__, word)
+            assert word not in text, (path, word)
 
 
 def test_edge_values_cover_each_dtype_and_every_index_dtype_around_its_range():
@@ -53,7 +74,7 @@ def test_edge_values_cover_each_dtype_and_every_index_dtype_around_its_range():
 
 def test_list_and_unknown_names():
     listed = run_cli("survey", "--list")
-    public = {entry.path for entry in TABLE if entry.path.startswith("jax.")}
+    public = {entry.public for entry in TABLE} - {None}
     assert (
         listed.exit_code == 0
         and "jax.lax.select_n" in listed.stdout

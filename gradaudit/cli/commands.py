@@ -370,6 +370,12 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
     help="Print the surveyed functions, their arguments' roles and options, and exit.",
 )
 @click.option(
+    "--left-out",
+    "left_out",
+    is_flag=True,
+    help="Print the public functions the survey leaves out, each with why, and any this JAX has that no list names.",
+)
+@click.option(
     "--budget",
     type=click.IntRange(min=1),
     default=30,
@@ -411,7 +417,9 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 @exit_zero_option
 @debug_option
 @guarded
-def survey(functions, listing, budget, seed, out, json_path, html_path, shard, color, exit_zero, **given) -> int:
+def survey(
+    functions, listing, left_out, budget, seed, out, json_path, html_path, shard, color, exit_zero, **given
+) -> int:
     """Survey JAX's differentiable functions (FUNCTIONS by public path, e.g. jax.numpy.take; none:
     all of them): draw scenarios from each function's roles and the shared edge values, and shrink
     every kind of disagreement to a scenario file in --out, which `gradaudit run` reproduces.
@@ -439,6 +447,14 @@ def survey(functions, listing, budget, seed, out, json_path, html_path, shard, c
         chosen = explore.shard(chosen, k, n, budget)
     if listing:
         print_survey_table(session.out, chosen)
+        return EXIT_OK
+    if left_out:
+        from gradaudit.render.terminal import print_left_out
+        from gradaudit.survey import surface
+
+        accounted = surface.accounted()
+        reasons = {path: why for path, why in accounted.items() if not why.startswith("surveyed")}
+        print_left_out(session.out, reasons, surface.not_yet_surveyed())
         return EXIT_OK
     import jax
     from rich.progress import Progress, TextColumn, TimeElapsedColumn

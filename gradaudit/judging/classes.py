@@ -323,6 +323,14 @@ _SEVERITY = tuple((c, c.value) for c in FindingClass)
 
 
 FINER_AGREES = "finer-steps-agree"
+UNRESOLVED = "unresolved"
+"""A `settle` outcome: no step finite differences can take resolves a slope (a note: gradaudit cannot judge)."""
+UNRESOLVED_SHARE = 0.01
+"""The function changes over one of the three finest steps that move x by at least this share of its
+largest change over any step the probe takes (and by more than its rounding), and their slopes
+disagree: its variation is finer than the dtype's spacing of x (sin at 1e12 in float32). A smooth
+function's change shrinks with the step (the finest steps are many powers of two below the widest),
+and a slope the finest steps resolve is the same at each."""
 """Not a class: an entry finite differences at the usual step cannot judge, where finer steps agree
 with the AD paths (its step spans the function's periods or steps). A note, not a finding."""
 
@@ -354,6 +362,8 @@ def settle(
       differences can resolve, and do not close up (floor_divide at a multiple of a tiny divisor);
     - finer steps agree with the AD paths: the usual step spans the function's periods or steps
       (fmod by a subnormal divisor): FINER_AGREES, a note;
+    - no step resolves a slope: the function changes over the finest steps that move the input as
+      much as over the usual one (sin at 1e12 in float32): UNRESOLVED, a note;
     - a staircase: finite differences 0 at the usual step and every finer one they resolve, the AD
       paths' slope over the largest step: piecewise constant, its derivative a surrogate
       (reduce_precision's straight-through rule): `non-differentiable`."""
@@ -398,6 +408,26 @@ def settle(
                 f"{_number(want)} there, "
                 f"but {_number(c1)} at step {s1:.3g} and {_number(c2)} at {s2:.3g}, as the AD paths do "
                 f"({_number(got)})",
+            )
+    moving = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s < h / 2 and math.isfinite(c)]
+    widest = max((abs(c) * s for s, c in zip(probe.steps, probe.central, strict=True) if math.isfinite(c)), default=0.0)
+    finest = moving[-3:]
+    if len(finest) == 3:
+        slopes = [c for _, c in finest]
+        changes = [abs(c) * s for s, c in finest]
+        if (
+            max(changes) >= max(UNRESOLVED_SHARE * widest, 8 * rounding_at)
+            and max(slopes) - min(slopes) > 0.5 * max(abs(c) for c in slopes)
+            and not any(close(c, got, s) for s, c in finest)
+        ):
+            (s1, c1), (s2, c2) = finest[-2:]
+            return Settled(
+                UNRESOLVED,
+                f"no step resolves a slope here: over the finest steps that move the input ({s1:.3g} and {s2:.3g}) "
+                f"the function still changes by {_number(max(changes))} (over the widest, up to {256 * h:.3g}: "
+                f"{_number(widest)}), at slopes that disagree ({_number(c1)} and {_number(c2)}, against "
+                f"{_number(want)}): it varies faster than its dtype can step the input, so finite differences "
+                "cannot judge",
             )
     coarser = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s > 2 * h and math.isfinite(c)]
     flat = abs(want) <= tolerance(want, 0.0, h) and all(abs(c) <= tolerance(c, 0.0, s) for s, c, _, _ in finer)

@@ -31,6 +31,7 @@ from gradaudit.judging.batch import (
 )
 from gradaudit.judging.classes import (
     FINER_AGREES,
+    UNRESOLVED,
     WRONG,
     Reference,
     Settled,
@@ -584,7 +585,7 @@ class _Comparison:
 
     def settled_notes(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> list[Note]:
         """A note for the entries a probe settled as beyond finite differences' usual step (not findings)."""
-        settled = [(key, s) for key, s in self.probed.items() if s.outcome == FINER_AGREES]
+        settled = [(key, s) for key, s in self.probed.items() if s.outcome in (FINER_AGREES, UNRESOLVED)]
         if not settled:
             return []
         (block, flat), first = settled[0]

@@ -150,6 +150,7 @@ class InputSpec:
     def to_dict(self) -> dict:
         value = self.value.tolist() if isinstance(self.value, np.ndarray) else self.value
         named = {"name": self.name} if self.name is not None else {}
+        held = {"held": True} if self.held else {}
         return {
             "dtype": self.dtype,
             "value": value,
@@ -157,6 +158,7 @@ class InputSpec:
             "fill": self.fill,
             "seed": self.seed,
             **named,
+            **held,
         }
 
 

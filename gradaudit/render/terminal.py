@@ -712,12 +712,27 @@ def print_survey_table(console: Console, spaces: Sequence) -> None:
             space.name, entry.path, " ".join(entry.signature), "; ".join(filter(None, (options, derived))), entry.shapes
         )
     console.print(table)
-    public = {s.surveyed.path for s in spaces if s.surveyed.path.startswith("jax.")}
-    written = {s.surveyed.path for s in spaces} - public
+    public = {s.surveyed.public for s in spaces} - {None}
+    written = {s.surveyed.path for s in spaces if not s.surveyed.path.startswith("jax.")}
+    standing = {s.surveyed.path for s in spaces if s.surveyed.surveys}
     console.print(
-        f"{len(spaces)} surveyed entries: {len(public)} public JAX functions and {len(written)} written-out calls",
+        f"{len(spaces)} surveyed entries: {len(public)} public JAX functions and {len(written)} written-out calls "
+        f"({len(standing)} of them standing for a public function)",
         highlight=False,
     )
+
+
+def print_left_out(console: Console, left_out: dict[str, str], not_yet: Sequence[str]) -> None:
+    """The public callables the survey leaves out, with why; then those this JAX has that no list names."""
+    table = Table(header_style="bold")
+    for column in ("function", "why it is not surveyed"):
+        table.add_column(column, overflow="fold")
+    for path, reason in left_out.items():
+        table.add_row(path, reason)
+    for path in not_yet:
+        table.add_row(path, Text("not yet surveyed: new in this JAX, or not probed", style="yellow"))
+    console.print(table)
+    console.print(f"{len(left_out)} public callables left out, {len(not_yet)} not yet surveyed", highlight=False)
 
 
 def print_survey(console: Console, surveyed: Sequence, reproduce: str) -> None:

@@ -75,7 +75,7 @@ KIND_KEYS = {"select_n": COMMON_KEYS + SELECT_N_KEYS, "function": COMMON_KEYS + 
 DEFAULT_KEYS = tuple(k for k in SCENARIO_KEYS if k != "name")
 SELECTOR_KEYS = ("dtype", "value")
 TOLERANCE_KEYS = ("rtol", "atol")
-INPUT_KEYS = ("dtype", "value", "shape", "fill", "seed")
+INPUT_KEYS = ("dtype", "value", "shape", "fill", "seed", "held")
 EXPECT_KEYS = ("status", "exception")
 YAML_SUFFIXES = (".yaml", ".yml")
 MAX_DEPTH = 32
@@ -529,6 +529,13 @@ class _ScenarioFile:
         dtype = check.choice(items["dtype"][1], "input dtype", dtypes.INPUT_DTYPES)
         shape = self.shape(items["shape"][1]) if "shape" in items else None
         seed = check.integer(items["seed"][1], "seed", minimum=0) if "seed" in items else scenario_seed
+        held = False
+        if "held" in items:
+            held = scalar_value(self.file, items["held"][1])
+            if not isinstance(held, bool):
+                raise check.fail(items["held"][1], f"held must be true or false, got {kind_name(items['held'][1])}")
+            if held and dtype not in dtypes.FLOAT_DTYPES:
+                raise check.fail(items["held"][1], f"held applies to floating inputs ({dtype} inputs are held anyway)")
         if ("value" in items) == ("fill" in items):
             raise check.fail(
                 node,
@@ -539,7 +546,7 @@ class _ScenarioFile:
             fill = check.choice(items["fill"][1], "fill", FILLS)
             if fill == "normal" and dtype not in dtypes.FLOAT_DTYPES:
                 raise check.fail(items["fill"][1], f"fill 'normal' needs a floating dtype, but dtype is {dtype}")
-            return InputSpec(dtype=dtype, shape=shape or (), fill=fill, seed=seed)
+            return InputSpec(dtype=dtype, shape=shape or (), fill=fill, seed=seed, held=held)
         element: Callable[[yaml.Node], object]
         if dtype in dtypes.FLOAT_DTYPES:
             element = functools.partial(check.number, what="an input value", signed=True, finite=False)
@@ -550,7 +557,7 @@ class _ScenarioFile:
             raise check.fail(
                 items["value"][1], f"input value has shape {list(value_shape)}, but shape is {list(shape)}"
             )
-        return InputSpec(dtype=dtype, value=value, shape=value_shape, seed=seed)
+        return InputSpec(dtype=dtype, value=value, shape=value_shape, seed=seed, held=held)
 
     def order(self, node: yaml.Node) -> int:
         value = scalar_value(self.file, node)

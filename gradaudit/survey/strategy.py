@@ -29,6 +29,8 @@ INDEXING = ("i", "starts", "seg")
 """Roles that index the first argument: their functions are also drawn at a `LONG_AXIS`."""
 SELECTORS = ("int32", "bool", *SURVEY_INDICES[1:])
 """Dtypes of a selector (role `w`), shrinking toward int32."""
+SMALL_INTEGERS = 4
+"""Integer-valued arguments (role `n`: an order, a degree, a count) are drawn around 0..3."""
 PLAIN_VALUES = (0.62, -1.37, 0.25, 1.81, -0.44, 1.09, 0.93, -1.72, 0.38)
 """Ordinary floating values of the plainest case: distinct, of both signs, no square matrix of
 them singular."""
@@ -119,6 +121,11 @@ def build_entry(surveyed: Surveyed, name: str, pick, shape: tuple[int, ...] | No
     for position, role in enumerate(surveyed.signature):
         if role in FLOATING:
             inputs.append(floating())
+        elif role == "h":
+            inputs.append({**floating(), "held": True})
+        elif role == "n":
+            dtype = pick.choice(SURVEY_INDICES)
+            inputs.append({"dtype": dtype, "value": integers(dtype, shape, (SMALL_INTEGERS,) * _size(shape))})
         elif role == "mask":
             inputs.append({"dtype": "bool", "value": _nested([pick.boolean() for _ in range(_size(shape))], shape)})
         elif role == "w":
@@ -157,13 +164,18 @@ def entry_strategy(surveyed: Surveyed, name: str):
 
 
 def sweep(surveyed: Surveyed, name: str) -> list[dict]:
-    """The plainest entry with one edge changed, for every edge of the shared tables: each floating
+    """The plainest entry with each static option's other alternatives, one at a time; then the
+    plainest entry with one edge changed, for every edge of the shared tables: each floating
     edge value (and a tie, and a tie of each non-finite value) in the first floating argument, and
     each index or selector dtype at its limits in the first such argument (all its elements), also into a
     `LONG_AXIS` where the dtype cannot address one. Each is as small as a draw can be, so a kind it shows needs no
     shrinking."""
     plain = build_entry(surveyed, name, _Plain())
-    entries = []
+    entries = [
+        {**plain, "kwargs": {**plain["kwargs"], key: _plain(alternative)}}
+        for key, alternatives in surveyed.options.items()
+        for alternative in alternatives[1:]
+    ]
     first_float = next((k for k, role in enumerate(surveyed.signature) if role in FLOATING), None)
     if first_float is not None and "value" in plain["inputs"][first_float]:
         spec = plain["inputs"][first_float]

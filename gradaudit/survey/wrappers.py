@@ -74,3 +74,133 @@ def top_k_values(x):
 def argmax_value(x):
     """The element at the argmax, read back by index."""
     return jnp.ravel(x)[jnp.argmax(x)]
+
+
+# The scatter family and gather, with the dimension numbers `x.at[i]` uses on a vector.
+_SCATTER = lax.ScatterDimensionNumbers(
+    update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)
+)
+_GATHER = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
+
+
+def _scatter(op, x, i, y, mode):
+    indices = jnp.reshape(jnp.asarray(i), (-1, 1))
+    updates = jnp.resize(y, (indices.shape[0],))
+    return op(x, indices, updates, _SCATTER, mode=mode)
+
+
+def scatter(x, i, y, mode=None):
+    """`lax.scatter` of `y`'s leading elements at indices `i` of a vector."""
+    return _scatter(lax.scatter, x, i, y, mode)
+
+
+def scatter_add(x, i, y, mode=None):
+    """`lax.scatter_add`, as `x.at[i].add(y)` lowers."""
+    return _scatter(lax.scatter_add, x, i, y, mode)
+
+
+def scatter_sub(x, i, y, mode=None):
+    """`lax.scatter_sub`."""
+    return _scatter(lax.scatter_sub, x, i, y, mode)
+
+
+def scatter_mul(x, i, y, mode=None):
+    """`lax.scatter_mul`."""
+    return _scatter(lax.scatter_mul, x, i, y, mode)
+
+
+def scatter_min(x, i, y, mode=None):
+    """`lax.scatter_min`."""
+    return _scatter(lax.scatter_min, x, i, y, mode)
+
+
+def scatter_max(x, i, y, mode=None):
+    """`lax.scatter_max`."""
+    return _scatter(lax.scatter_max, x, i, y, mode)
+
+
+def gather(x, i, mode=None):
+    """`lax.gather` of single elements of a vector at indices `i`."""
+    indices = jnp.reshape(jnp.asarray(i), (-1, 1))
+    return lax.gather(x, indices, _GATHER, (1,), mode=mode)
+
+
+def pad(x, fill, low=1, high=1, interior=0):
+    """`lax.pad` of a vector with `fill[0]` (differentiated too), negative widths cropping."""
+    return lax.pad(x, fill[0], [(low, high, interior)])
+
+
+def concatenate(a, b):
+    """`lax.concatenate` of two arrays along the leading axis."""
+    return lax.concatenate([a, b], 0)
+
+
+def conv(x, w, padding="VALID"):
+    """`lax.conv` of a vector with a kernel, one batch and one channel."""
+    return lax.conv(x[None, None, :], w[None, None, :2], (1,), padding)[0, 0]
+
+
+def conv_transpose(x, w, padding="VALID"):
+    """`lax.conv_transpose` of a vector with a kernel (1-D, one channel)."""
+    return lax.conv_transpose(
+        x[None, :, None], w[:2, None, None], (1,), padding, dimension_numbers=("NWC", "WIO", "NWC")
+    )[0, :, 0]
+
+
+def einsum(a, b):
+    """`jnp.einsum('ij,jk->ik')`: a matrix product written as subscripts."""
+    return jnp.einsum("ij,jk->ik", a, b)
+
+
+def scan(x):
+    """`lax.scan` carrying a running product through a vector."""
+    return lax.scan(lambda carry, v: (carry * v + jnp.sin(v), carry), jnp.ones((), x.dtype), x)[1]
+
+
+def fori_loop(x):
+    """`lax.fori_loop`: three steps of x -> sin(x) * x."""
+    return lax.fori_loop(0, 3, lambda _, v: jnp.sin(v) * v, x)
+
+
+def map_rows(x):
+    """`lax.map` over the leading axis."""
+    return lax.map(lambda row: jnp.sum(jnp.exp(row)), x)
+
+
+def associative_scan(x):
+    """`lax.associative_scan` of max: a running maximum."""
+    return lax.associative_scan(jnp.maximum, x)
+
+
+def cho_solve(a, b, lower=False):
+    """`jax.scipy.linalg.cho_solve` with the Cholesky factor of `a @ a.T + 3 I` (positive definite)."""
+    import jax.scipy.linalg as linalg
+
+    spd = a @ a.T + 3.0 * jnp.eye(a.shape[0], dtype=a.dtype)
+    return linalg.cho_solve(linalg.cho_factor(spd, lower=lower), b)
+
+
+def lu_solve(a, b, trans=0):
+    """`jax.scipy.linalg.lu_solve` with `lu_factor(a)`."""
+    import jax.scipy.linalg as linalg
+
+    return linalg.lu_solve(linalg.lu_factor(a), b, trans=trans)
+
+
+def custom_linear_solve(a, b):
+    """`lax.custom_linear_solve` of `a x = b` with a dense solve as the solver (and its transpose)."""
+    return lax.custom_linear_solve(
+        lambda x: a @ x,
+        b,
+        lambda matvec, rhs: jnp.linalg.solve(a, rhs),
+        transpose_solve=lambda vecmat, rhs: jnp.linalg.solve(a.T, rhs),
+    )
+
+
+def custom_root(x):
+    """`lax.custom_root` of `v**3 - x` (the real cube root of x), found by Newton steps."""
+
+    def newton(f, guess):
+        return lax.fori_loop(0, 30, lambda _, v: v - f(v) / (3 * v**2 + 1e-3), guess)
+
+    return lax.custom_root(lambda v: v**3 - x, jnp.ones_like(x), newton, lambda g, y: y / (3 * x ** (2 / 3) + 1e-3))
