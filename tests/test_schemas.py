@@ -348,11 +348,14 @@ def test_a_report_with_every_branch_validates(detail):
     assert errors(comparison) == []
 
 
-def test_a_survey_with_a_swept_kind_and_a_problem_validates():
-    from gradaudit.search import Found, SearchOutcome
+def test_a_survey_with_a_swept_kind_and_a_problem_validates(tmp_path):
+    from gradaudit.search import Found, SearchOutcome, scenario_text
     from gradaudit.survey.explore import FunctionSurvey, report_document, spaces
 
     mismatch = _handmade().results[0]
+    file = tmp_path / "numpy.sin-1.yaml"
+    entry = {"name": "numpy.sin-1", "fn": "jax.numpy:sin", "inputs": [{"dtype": "float32", "value": 0.0}]}
+    file.write_text(scenario_text(entry))
     found = Found(
         kind=("mismatch", ("disagreement:finite_difference+jacfwd", "raised:jit_jacfwd:IndexError")),
         entry={},
@@ -366,7 +369,7 @@ def test_a_survey_with_a_swept_kind_and_a_problem_validates():
             SearchOutcome(
                 audited=3, skipped=Counter({"the function rejects these inputs: ValueError": 2}), found=[found]
             ),
-            [Path("f/numpy.sin-1.yaml")],
+            [file],
         ),
         FunctionSurvey(
             spaces(["jax.numpy.cos"])[0],
@@ -376,6 +379,7 @@ def test_a_survey_with_a_swept_kind_and_a_problem_validates():
     ]
     document = json.loads(json.dumps(report_document(surveyed, ENVIRONMENT, 2, -1)))
     assert document["functions"][0]["kinds"][0]["swept"] is True and document["functions"][0]["worst"] == "mismatch"
+    assert document["functions"][0]["kinds"][0]["regime"] == "an exact zero" and len(document["defects"]) == 1
     assert errors(document) == []
 
 

@@ -119,7 +119,7 @@ def _without_files(document: dict) -> list:
     return [
         {
             **{k: v for k, v in f.items() if k != "seconds"},
-            "kinds": [{k: v for k, v in kind.items() if k != "file"} for kind in f["kinds"]],
+            "kinds": [{k: v for k, v in kind.items() if k not in ("file", "script")} for kind in f["kinds"]],
         }
         for f in document["functions"]
     ]
@@ -235,11 +235,13 @@ def test_the_sweep_changes_one_edge_of_the_plainest_case_and_every_entry_loads()
     plain_floats = [0.62, -1.37, 0.25]
     floating = [e["inputs"][0]["value"] for e in entries if e["inputs"][1] == {"dtype": "int32", "value": [0]}]
     # every floating edge value once, in the second element, the rest as in the plainest case; then a tie
-    single, ties = floating[:13], floating[13:]
+    single, ties, regime = floating[:13], floating[13:16], floating[16:]
     assert [repr(values[1]) for values in single] == [repr(v) for v in (*edges.float_edges("float32"), 0.62)]
     assert all(values[0] == 0.62 and values[2] == 0.25 for values in single)
     # then a tie of each non-finite value
     assert [repr(values[1]) for values in ties] == [repr(values[2]) for values in ties] == ["inf", "-inf", "nan"]
+    # then the regimes: the plainest case with one element changed, or scaled, or with zeros among nonzeros
+    assert len(regime) == len(strategy.regimes(space.surveyed, space.name))
     # every index dtype at its limits (0 is the plainest case), past the end of the plain shape
     limits = {
         (e["inputs"][1]["dtype"], e["inputs"][1]["value"][0])
@@ -256,14 +258,45 @@ def test_the_sweep_changes_one_edge_of_the_plainest_case_and_every_entry_loads()
     ]
     assert long == [("int8", 127), ("uint8", 255)]
     assert len(entries) == len(floating) + len(limits) + len(long)
-    # a function without an index meets the floating edges only; every sweep loads
-    assert len(spaces(["jax.numpy.max"])[0].sweep()) == len(edges.float_edges("float32")) + 1 + 3
-    assert (
-        len(spaces(["jax.numpy.sin"])[0].sweep()) == len(edges.float_edges("float32")) + 1
-    )  # a scalar: no room for a tie
+    # a function without an index meets the floating edges and the regimes; sweeps load
+    for name, ties in (("jax.numpy.max", 3), ("jax.numpy.sin", 0)):  # a scalar has no room for a tie
+        one = spaces([name])[0]
+        assert len(one.sweep()) == len(edges.float_edges("float32")) + 1 + ties + len(
+            strategy.regimes(one.surveyed, name)
+        )
     for one in spaces():
-        for entry in one.sweep():
+        sweep = one.sweep()
+        for entry in sweep[:: max(1, len(sweep) // 5)]:
             assert not load_text(scenario_text(entry), "<sweep>")[1], entry
+
+
+def test_regimes_sweep_each_floating_argument_by_decades_near_integers_and_zeros():
+    power = spaces(["jax.numpy.power"])[0]
+    entries = strategy.regimes(power.surveyed, power.name)
+    plain = strategy.build_entry(power.surveyed, power.name, strategy._Plain())
+    by_argument: dict[int, list] = {0: [], 1: []}
+    for entry in entries:
+        for k in (0, 1):
+            spec = entry["inputs"][k]
+            if spec["dtype"] == "int32":
+                by_argument[k].append(("integer", spec["value"]))
+            elif spec["value"] != plain["inputs"][k]["value"]:
+                by_argument[k].append((spec["dtype"], spec["value"]))
+    for k in (0, 1):
+        float32 = {value for dtype, value in by_argument[k] if dtype == "float32"}
+        assert {1e19, -1e19, 1e-37, 1e38, -2.5, 3.0, 0.5 + 2**-9} <= float32, k  # decades, poles and neighbours
+        assert {value for dtype, value in by_argument[k] if dtype == "float64"} >= {1e-307, -1e301}
+        assert {value for dtype, value in by_argument[k] if dtype == "float16"} == set(edges.decades("float16"))
+    # an integer-valued later argument passed in an integer dtype; the first argument stays floating
+    assert ("integer", 2) in by_argument[1] and not [v for t, v in by_argument[0] if t == "integer"]
+    # a matrix function meets its plain matrix scaled across the range and with zeros among nonzeros
+    inv = spaces(["jax.numpy.linalg.inv"])[0]
+    plain = strategy.build_entry(inv.surveyed, inv.name, strategy._Plain())["inputs"][0]["value"]
+    matrices = [e["inputs"][0]["value"] for e in strategy.regimes(inv.surveyed, inv.name)]
+    assert [[v * 1e37 for v in row] for row in plain] in [
+        [[pytest.approx(v, rel=1e-6) for v in row] for row in m] for m in matrices
+    ] or any(abs(m[0][0] - plain[0][0] * 1e37) < 1e31 for m in matrices)
+    assert any(m[0][1] == 0.0 and m[0][0] == plain[0][0] for m in matrices)
 
 
 def test_a_survey_keeps_an_explicit_timeout_and_gives_draws_15_seconds_otherwise(monkeypatch, tmp_path):

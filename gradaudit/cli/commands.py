@@ -405,6 +405,12 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
     ),
 )
 @click.option(
+    "--defects",
+    "defects_path",
+    metavar="PATH",
+    help="Write the defects, ranked, each with its plainest reproducer and plain-JAX script, as Markdown to PATH.",
+)
+@click.option(
     "--shard",
     metavar="K/N|auto|auto/N",
     help=(
@@ -418,7 +424,19 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
 @debug_option
 @guarded
 def survey(
-    functions, listing, left_out, budget, seed, out, json_path, html_path, shard, color, exit_zero, **given
+    functions,
+    listing,
+    left_out,
+    budget,
+    seed,
+    out,
+    json_path,
+    html_path,
+    defects_path,
+    shard,
+    color,
+    exit_zero,
+    **given,
 ) -> int:
     """Survey JAX's differentiable functions (FUNCTIONS by public path, e.g. jax.numpy.take; none:
     all of them): draw scenarios from each function's roles and the shared edge values, and shrink
@@ -426,7 +444,7 @@ def survey(
 
     Exit 0 when nothing was found, 1 when something was, 2 for an unknown function.
     """
-    from gradaudit.render.terminal import print_survey, print_survey_table
+    from gradaudit.render.terminal import print_defects, print_survey, print_survey_table
     from gradaudit.sources.selection import shard_from_environment
     from gradaudit.survey import explore
     from gradaudit.survey.explore import UnknownFunction, spaces
@@ -459,6 +477,7 @@ def survey(
     import jax
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
+    from gradaudit.render.repro import write_beside
     from gradaudit.service import environment, isolated, prepare
     from gradaudit.survey.explore import report_document, survey_one
 
@@ -489,7 +508,10 @@ def survey(
                 def tell(message: str, name=space.name, number=number) -> None:
                     progress.update(task, description=f"surveying {name} ({number} of {len(chosen)}): {message}")
 
-                done.append(survey_one(space, budget, seed, auditor, out, how, options.limits, tell))
+                one = survey_one(space, budget, seed, auditor, out, how, options.limits, tell)
+                kinds = zip(one.outcome.found, one.files, strict=False)  # no files where the search had a problem
+                one.scripts = write_beside([(found.result, path) for found, path in kinds])
+                done.append(one)
         finally:
             auditor.close()
     document = report_document(done, environment(options.rule, devices), budget, seed)
@@ -502,7 +524,12 @@ def survey(
             str(path): found.result for one in done for found, path in zip(one.outcome.found, one.files, strict=False)
         }
         write_atomic(html_path, survey_html(document, kinds))
+    if defects_path:
+        from gradaudit.render.defects_markdown import defects_markdown
+
+        write_atomic(defects_path, defects_markdown(document, Path(defects_path).parent))
     print_survey(session.out, done, f"gradaudit run {out} --rule {options.rule}")
+    print_defects(session.out, document["defects"])
     return exit_code(not any(one.outcome.found for one in done), output_setting("exit_zero", exit_zero))
 
 

@@ -121,6 +121,19 @@ def write_reproducers(results: Sequence[ScenarioResult], directory: str | os.Pat
     return written, skipped
 
 
+def write_beside(results: Sequence[tuple[ScenarioResult, Path]]) -> dict[str, Path]:
+    """Each result's first script written beside its scenario file, with its name and `.py` (a
+    survey's kind `lax.clamp-1.yaml` gets `lax.clamp-1.py`): scenario file -> script, where it has one."""
+    written = {}
+    for result, path in results:
+        script = next((r for r in reproducers(result) if r.text), None)
+        if script is not None:
+            target = Path(path).with_suffix(".py")
+            target.write_text(script.text, encoding="utf-8")
+            written[str(path)] = target
+    return written
+
+
 def _reproducer(result: ScenarioResult, finding: Finding, file: str) -> Reproducer:
     where = parse_location(finding.location or "", result.arg_names)
     if where is None or where[0] > 1:

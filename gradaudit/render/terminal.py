@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -757,6 +759,30 @@ def print_survey(console: Console, surveyed: Sequence, reproduce: str) -> None:
     console.print(
         f"surveyed {len(surveyed)} function entries: {kinds} kind{'s' if kinds != 1 else ''} of disagreement in {found}"
         + (f"; reproduce: {reproduce}" if kinds else ""),
+        highlight=False,
+    )
+
+
+def print_defects(console: Console, defects: Sequence[dict], shown: int = 20) -> None:
+    """The survey's defects, most severe first: what kind, in which regime, where, and how to reproduce it."""
+    if not defects:
+        return
+    table = Table(header_style="bold", title="defects, most severe first")
+    for column in ("#", "severity", "what", "regime", "functions", "reproducer"):
+        table.add_column(column, overflow="fold")
+    for defect in defects[:shown]:
+        what = f"[{defect['class']}] {defect['kind']} {'+'.join(defect['paths'])}" + (
+            f" ({defect['wrong']})" if defect["wrong"] else ""
+        )
+        functions = ", ".join(defect["functions"][:4]) + (" …" if len(defect["functions"]) > 4 else "")
+        table.add_row(
+            str(defect["rank"]), defect["severity"], what, defect["regime"], functions, Path(defect["reproducer"]).name
+        )
+    console.print(table)
+    counts = Counter(defect["severity"] for defect in defects)
+    more = f" ({len(defects) - shown} more in the JSON report and --defects)" if len(defects) > shown else ""
+    console.print(
+        f"{len(defects)} defects: " + ", ".join(f"{n} {severity}" for severity, n in counts.items()) + more,
         highlight=False,
     )
 

@@ -10,6 +10,7 @@ function is smooth (the judge's kink-aware comparison keeps documented conventio
 from __future__ import annotations
 
 import difflib
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
 from gradaudit.search import InvalidDraw, SearchOutcome, confirm, search, write_found
 from gradaudit.sources.saved_reports import ReportError, read_json
+from gradaudit.survey import defects
 from gradaudit.survey.strategy import SurveySpace
 from gradaudit.survey.table import TABLE, Surveyed
 
@@ -118,6 +120,9 @@ class FunctionSurvey:
     space: SurveySpace
     outcome: SearchOutcome
     files: list[Path] = field(default_factory=list)
+    scripts: dict[str, Path] = field(default_factory=dict)
+    """Each kind's file -> its plain-JAX script, where its result has a disagreement a script can show
+    (written by the caller: `render.repro.write_beside`)."""
     seconds: float = 0.0
     """Wall time of its search, shrinking, confirming and writing."""
 
@@ -145,7 +150,16 @@ def survey_one(
     if outcome.found:
         confirm(outcome, space, auditor.audit)
     files = write_found(outcome, space, out, how) if not outcome.problem else []
-    return FunctionSurvey(space, outcome, files, round(time.perf_counter() - started, 1))
+    remove_scripts(space, out)
+    return FunctionSurvey(space, outcome, files, {}, round(time.perf_counter() - started, 1))
+
+
+def remove_scripts(space: SurveySpace, out: Path) -> None:
+    """An earlier survey's plain-JAX scripts of this function (`<name>-<n>.py`): its kinds may be gone."""
+    pattern = re.compile(re.escape(space.name) + r"-[0-9]+\.py")
+    for stale in out.glob(f"{space.name}-*.py"):
+        if pattern.fullmatch(stale.name):
+            stale.unlink()
 
 
 def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budget: int, seed: int) -> dict:
@@ -172,6 +186,8 @@ def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budge
                         "swept": found.swept,
                         "shrink_audits": found.audits,
                         "file": str(path),
+                        **defects.describe(str(path)),
+                        **({"script": str(one.scripts[str(path)])} if str(path) in one.scripts else {}),
                         "findings": [
                             {"fingerprint": f.fingerprint, "class": str(f.finding_class), "message": f.message}
                             for f in found.result.ranked_findings
@@ -182,7 +198,15 @@ def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budge
                 "unconfirmed": len(one.outcome.unconfirmed),
             }
         )
-    return {"schema": SURVEY_SCHEMA, "environment": environment, "budget": budget, "seed": seed, "functions": functions}
+    document = {"schema": SURVEY_SCHEMA, "environment": environment, "budget": budget, "seed": seed}
+    return {**document, "functions": functions, "defects": defects_of(functions)}
+
+
+def defects_of(functions: list[dict]) -> list[dict]:
+    """The report's kinds as defects, ranked (`survey.defects`)."""
+    scripts = {kind["file"]: kind["script"] for f in functions for kind in f["kinds"] if "script" in kind}
+    grouped = defects.group(defects.variants({"functions": functions}))
+    return [defect.to_dict(rank, scripts) for rank, defect in enumerate(grouped, 1)]
 
 
 def is_survey(path: str) -> bool:
@@ -206,7 +230,7 @@ def merge_surveys(paths: Sequence[str]) -> dict:
     functions = disjoint(paths, documents, "functions")
     order = {space.name: index for index, space in enumerate(spaces())}
     functions.sort(key=lambda f: order.get(f["name"], len(order)))
-    return {**documents[0], "functions": functions}
+    return {**documents[0], "functions": functions, "defects": defects_of(functions)}
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,23 @@ with the plainest one.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from gradaudit.model import dtypes
-from gradaudit.survey.edges import LONG_AXIS, SURVEY_INDICES, float_edges, index_edges
+from gradaudit.survey.edges import (
+    LONG_AXIS,
+    SURVEY_INDICES,
+    decades,
+    float_edges,
+    index_edges,
+    near_integers,
+    scales,
+    with_zeros,
+)
 from gradaudit.survey.table import SHAPES, Surveyed
 
 FLOATING = ("x", "v", "m")
@@ -189,6 +201,7 @@ def sweep(surveyed: Surveyed, name: str) -> list[dict]:
             values = list(flat)
             values[1] = values[2] = edge  # a tie of a non-finite value
             entries.append(_with(plain, first_float, value=_reshaped(values, spec["value"])))
+    entries += regimes(surveyed, name)
     first_index = next((k for k, role in enumerate(surveyed.signature) if role in (*INDEXING, "w")), None)
     if first_index is not None:
         role = surveyed.signature[first_index]
@@ -204,6 +217,51 @@ def sweep(surveyed: Surveyed, name: str) -> list[dict]:
                     _with(long, first_index, dtype=dtype, value=_filled(long["inputs"][first_index]["value"], high))
                 )
     return entries
+
+
+def regimes(surveyed: Surveyed, name: str) -> list[dict]:
+    """The ordinary regimes, in each floating argument while the others stay plain, each value its
+    own entry (the plainest case with one element changed, as the edge sweep makes them; entries
+    alike in shape are audited together): its dtype's range by decades of both signs (each floating
+    dtype), integers and half-integers and their neighbours, exact zeros among nonzeros, the plain
+    case scaled across the dtype's range, and for a later argument, integer values in an integer
+    dtype. One entry, one value: a kind found needs no narrowing, and nothing else in it can hide it."""
+    plain = build_entry(surveyed, name, _Plain())
+    floating = [k for k, role in enumerate(surveyed.signature) if role in FLOATING]
+    entries: list[dict] = []
+    for position in floating:
+        spec = plain["inputs"][position]
+        if "value" not in spec:
+            continue
+        flat = _flat(spec["value"])
+        where = min(1, len(flat) - 1)
+        for dtype in surveyed.floats:
+            values = decades(dtype) if dtype != spec["dtype"] else (*decades(dtype), *near_integers(dtype))
+            for value in values:
+                changed = list(flat)
+                changed[where] = value
+                entries.append(
+                    _in_dtype(_with(plain, position, value=_reshaped(changed, spec["value"])), surveyed, dtype)
+                )
+        numpy_dtype = dtypes.numpy_dtype(spec["dtype"])
+        for factor in scales(spec["dtype"]):
+            scaled = [float(np.asarray(v * factor, dtype=numpy_dtype)) for v in flat]
+            entries.append(_with(plain, position, value=_reshaped(scaled, spec["value"])))
+        if len(flat) > 1:
+            entries.append(_with(plain, position, value=_reshaped(with_zeros(flat), spec["value"])))
+        if position != floating[0]:
+            integral = [int(v) for v in (2, 3, 0, -1, 1, -2, 4, 5, -3)][: len(flat)]
+            entries.append(_with(plain, position, dtype="int32", value=_reshaped(integral, spec["value"])))
+    return entries
+
+
+def _in_dtype(entry: dict, surveyed: Surveyed, dtype: str) -> dict:
+    """`entry` with every floating argument in `dtype`."""
+    inputs = [
+        {**spec, "dtype": dtype} if role in FLOATING or role == "h" else spec
+        for spec, role in zip(entry["inputs"], surveyed.signature, strict=True)
+    ]
+    return {**entry, "inputs": inputs}
 
 
 def _flat(value) -> list:
@@ -246,4 +304,9 @@ class SurveySpace:
         return entry_strategy(self.surveyed, self.name)
 
     def sweep(self) -> list[dict]:
+        return self._swept
+
+    @functools.cached_property
+    def _swept(self) -> list[dict]:
+        """Built once: a search, its shrinking and the shard planner each ask for it."""
         return sweep(self.surveyed, self.name)

@@ -1,0 +1,344 @@
+"""One entry per defect: the survey's kinds that share a mechanism, ranked.
+
+A kind is what a search tells apart (a status and its findings' signatures); many kinds are one
+defect met in several places: select_n out of range with one, two and three cases, a narrow index
+read wrongly through `x[i]` and `dynamic_slice`. Two kinds are one defect when their mechanism is the
+same (the class of their most severe finding, whether it is routing or a disagreement, the paths
+that part ignoring how fixed inputs were bound, the form of the wrong value, and the regime of the
+inputs that showed it) and they are the same function or share a primitive that is not plumbing.
+Defects rank by class (crashes, then wrong derivatives at finite inputs, eager/jit splits, NaN
+leaking into finite results, then the rest), then by how many functions show them.
+
+Everything here reads a survey report's kinds and their reproducer files, so a merged report is
+grouped as one survey's is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gradaudit.model import dtypes
+from gradaudit.model.findings import CLASSES, FindingClass
+
+PLUMBING = frozenset(
+    {
+        "pjit",
+        "jit",
+        "closed_call",
+        "custom_jvp_call",
+        "custom_vjp_call",
+        "custom_vjp_call_jaxpr",
+        "convert_element_type",
+        "broadcast_in_dim",
+        "reshape",
+        "squeeze",
+        "expand_dims",
+        "transpose",
+        "copy",
+        "copy_p",
+        "stop_gradient",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "neg",
+        "select_n",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "and",
+        "or",
+        "not",
+        "abs",
+        "sign",
+        "iota",
+        "concatenate",
+        "slice",
+        "reduce_sum",
+        "integer_pow",
+        "square",
+        "max",
+        "min",
+    }
+)
+"""Primitives nearly every function lowers to: sharing one of them says nothing of a shared defect."""
+
+SEVERITY: dict[str, str] = {
+    FindingClass.CRASHED.value: "crashes",
+    FindingClass.TIMED_OUT.value: "crashes",
+    FindingClass.RAISED.value: "crashes",
+    FindingClass.WRONG.value: "wrong derivatives at finite inputs",
+    FindingClass.EAGER_JIT.value: "eager and jit apart",
+    FindingClass.LEAK.value: "NaN leaking into finite results",
+}
+"""The headings defects rank under, by their class; every other class is `the rest`."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One kind of a defect: where it was met, its reproducer file and its most severe finding."""
+
+    function: str
+    file: str
+    status: str
+    finding_class: str
+    kind: str
+    paths: tuple[str, ...]
+    wrong: str
+    regime: str
+    primitives: frozenset[str]
+    size: int
+    """How many numbers its reproducer's inputs hold: the plainest variant has fewest."""
+
+    @property
+    def mechanism(self) -> tuple[str, str, tuple[str, ...], str, str]:
+        return self.finding_class, self.kind, self.paths, self.wrong, self.regime
+
+    def same_defect(self, other: Variant) -> bool:
+        """One function in one class and regime (its kinds are the findings the defect shows there, in
+        whichever combination); or the whole mechanism alike and a primitive that is not plumbing shared."""
+        if _base(self.function) == _base(other.function):
+            return (self.finding_class, self.regime) == (other.finding_class, other.regime)
+        return self.mechanism == other.mechanism and bool((self.primitives & other.primitives) - PLUMBING)
+
+
+@dataclass
+class Defect:
+    """Kinds that share a mechanism: the plainest first."""
+
+    variants: list[Variant] = field(default_factory=list)
+
+    @property
+    def plainest(self) -> Variant:
+        return min(self.variants, key=lambda v: (v.size, v.function, v.file))
+
+    @property
+    def functions(self) -> list[str]:
+        return sorted({v.function for v in self.variants})
+
+    @property
+    def severity(self) -> str:
+        return SEVERITY.get(self.plainest.finding_class, "the rest")
+
+    def sort_key(self) -> tuple:
+        first = self.plainest
+        rank = (
+            CLASSES.index(FindingClass(first.finding_class)) if first.finding_class in _CLASS_VALUES else len(CLASSES)
+        )
+        return rank, -len(self.functions), first.function, first.file
+
+    def to_dict(self, rank: int, scripts: dict[str, str]) -> dict:
+        first = self.plainest
+        return {
+            "rank": rank,
+            "severity": self.severity,
+            "class": first.finding_class,
+            "kind": first.kind,
+            "paths": list(first.paths),
+            "wrong": first.wrong,
+            "regime": first.regime,
+            "primitives": sorted(self.shared_primitives()),
+            "functions": self.functions,
+            "reproducer": first.file,
+            "script": scripts.get(first.file),
+            "variants": [{"function": v.function, "file": v.file} for v in self.variants],
+        }
+
+    def shared_primitives(self) -> frozenset[str]:
+        sets = [v.primitives - PLUMBING for v in self.variants]
+        return frozenset.intersection(*sets) if sets else frozenset()
+
+
+_CLASS_VALUES = {c.value for c in CLASSES}
+
+
+def parse_fingerprint(fingerprint: str) -> tuple[str, str, tuple[str, ...], str]:
+    """(class, kind, paths without their binding, form of the wrong value) of a finding's fingerprint."""
+    head, *rest = fingerprint.split("|")
+    finding_class, _, tail = head.partition(":")
+    if finding_class not in _CLASS_VALUES:
+        finding_class, tail = "", head
+    kind, _, paths_text = tail.partition(":")
+    # paths are `+`-joined, each perhaps with its binding's `:const`; a raised finding ends in `:ErrorType`
+    names = [name.split(":")[0] for name in paths_text.split("+")]
+    paths = tuple(sorted(set(names)))
+    wrong = rest[0] if rest and "/" not in rest[0] else ""
+    return finding_class, kind, paths, wrong
+
+
+def regime_of(entry: dict) -> str:
+    """The regime a reproducer's inputs are in, from their values alone: what makes them unusual."""
+    floats: list[tuple[float, str]] = []
+    integers: list[tuple[int, str]] = []
+    for spec in entry.get("inputs", []):
+        values = list(flat(spec.get("value", [])))
+        if spec["dtype"] in dtypes.FLOAT_DTYPES:
+            floats += [(float(v), spec["dtype"]) for v in values]
+        elif spec["dtype"] != "bool":
+            integers += [(int(v), spec["dtype"]) for v in values]
+    length = _leading(entry)
+    checks = (
+        ("a NaN input", any(math.isnan(v) for v, _ in floats)),
+        ("an infinite input", any(math.isinf(v) for v, _ in floats)),
+        ("an input near its dtype's largest", any(_near_largest(v, d) for v, d in floats)),
+        ("a subnormal input", any(_subnormal(v, d) for v, d in floats)),
+        ("an integer at its dtype's limit", any(v in dtypes.integer_range(d) and v != 0 for v, d in integers)),
+        ("an index out of range", length is not None and any(v >= length or v < -length for v, _ in integers)),
+        ("a large finite input (1e10 or more)", any(abs(v) >= 1e10 for v, _ in floats if math.isfinite(v))),
+        ("a tiny nonzero input (1e-10 or less)", any(0 < abs(v) <= 1e-10 for v, _ in floats)),
+        ("an exact zero", any(v == 0 for v, _ in floats)),
+        ("tied inputs", len({v for v, _ in floats}) < len(floats)),
+        ("a negative index", any(v < 0 for v, _ in integers)),
+        ("near an integer or half-integer", any(_near_half(v) for v, _ in floats)),
+    )
+    return next((name for name, holds in checks if holds), "ordinary inputs")
+
+
+def flat(value) -> Iterable:
+    """The numbers of a nested list, in order."""
+    if isinstance(value, list):
+        for item in value:
+            yield from flat(item)
+    elif value is not None:
+        yield value
+
+
+def _leading(entry: dict) -> int | None:
+    """The leading axis of the first floating input: what an index into it ranges over."""
+    for spec in entry.get("inputs", []):
+        if spec["dtype"] in dtypes.FLOAT_DTYPES:
+            shape = spec.get("shape") or np.shape(spec.get("value"))
+            return int(shape[0]) if len(shape) else None
+    return None
+
+
+def _near_largest(value: float, dtype: str) -> bool:
+    import ml_dtypes
+
+    return math.isfinite(value) and abs(value) >= float(ml_dtypes.finfo(dtypes.numpy_dtype(dtype)).max) / 4
+
+
+def _subnormal(value: float, dtype: str) -> bool:
+    import ml_dtypes
+
+    return 0 < abs(value) < float(ml_dtypes.finfo(dtypes.numpy_dtype(dtype)).tiny)
+
+
+def _near_half(value: float) -> bool:
+    """Within 2^-7 of an integer or half-integer of at most 16 (poles, branch points, zeros of sin)."""
+    return value != 0 and abs(value) <= 16 and abs(value * 2 - round(value * 2)) <= 2.0**-7 * max(1.0, abs(value))
+
+
+def primitives_of(file: str) -> frozenset[str]:
+    """Every primitive the reproducer's function lowers to at its inputs (nested programs too); empty
+    where it cannot be traced here."""
+    try:
+        return _primitives(file)
+    except Exception:  # noqa: BLE001 - a function that cannot be traced shares nothing; its kind stays its own
+        return frozenset()
+
+
+def _primitives(file: str) -> frozenset[str]:
+    import functools
+
+    import jax
+
+    from gradaudit.jaxenv import x64_for
+    from gradaudit.model.scenario import FunctionCall
+    from gradaudit.sources.scenario_files import load_text
+    from gradaudit.sources.user_modules import resolve
+
+    scenarios, errors = load_text(Path(file).read_text(encoding="utf-8"), file)
+    if errors or not scenarios or not isinstance(scenarios[0].target, FunctionCall):
+        return frozenset()
+    target = scenarios[0].target
+    function = functools.partial(resolve(target.fn, target.root), **dict(target.kwargs))
+    with x64_for(scenarios[0]):
+        jaxpr = jax.make_jaxpr(function)(*(spec.array() for spec in target.inputs))
+    found: set[str] = set()
+    _walk(jaxpr.jaxpr, found)
+    return frozenset(found)
+
+
+def _walk(jaxpr, found: set[str]) -> None:
+    for equation in jaxpr.eqns:
+        found.add(equation.primitive.name)
+        for value in equation.params.values():
+            for inner in value if isinstance(value, list | tuple) else (value,):
+                nested = getattr(inner, "jaxpr", inner)
+                if hasattr(nested, "eqns"):
+                    _walk(nested, found)
+
+
+def describe(file: str) -> dict:
+    """What groups a kind into a defect, read from its reproducer file: the regime of its inputs, how
+    many numbers they hold (the plainest variant holds fewest), and the primitives its function
+    lowers to there."""
+    import yaml
+
+    entry = (yaml.safe_load(Path(file).read_text(encoding="utf-8")) or {}).get("scenarios", [{}])[0]
+    size = sum(1 for spec in entry.get("inputs", []) for _ in flat(spec.get("value", [])))
+    return {"regime": regime_of(entry), "size": size, "primitives": sorted(primitives_of(file))}
+
+
+def variants(document: dict) -> list[Variant]:
+    """Every kind of a survey report, described: its mechanism, regime and primitives (as the report
+    holds them; from the reproducer file for a report written before it did)."""
+    found = []
+    for function in document["functions"]:
+        for kind in function["kinds"]:
+            top = kind["findings"][0]
+            finding_class, kind_name, paths, wrong = parse_fingerprint(top["fingerprint"])
+            info = kind if "regime" in kind else describe(kind["file"])
+            found.append(
+                Variant(
+                    function["name"],
+                    kind["file"],
+                    kind["status"],
+                    top.get("class", finding_class) or FindingClass.WRONG.value,
+                    kind_name,
+                    paths,
+                    wrong,
+                    info["regime"],
+                    frozenset(info["primitives"]),
+                    info["size"],
+                )
+            )
+    return found
+
+
+def group(found: Sequence[Variant]) -> list[Defect]:
+    """Variants that are one defect (`Variant.same_defect`, joined transitively), ranked."""
+    parent = list(range(len(found)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    by_class: dict[str, list[int]] = {}
+    for index, variant in enumerate(found):
+        by_class.setdefault(variant.finding_class, []).append(index)
+    for members in by_class.values():
+        for a, b in ((a, b) for n, a in enumerate(members) for b in members[n + 1 :]):
+            if found[a].same_defect(found[b]):
+                parent[root(a)] = root(b)
+    defects: dict[int, Defect] = {}
+    for index, variant in enumerate(found):
+        defects.setdefault(root(index), Defect()).variants.append(variant)
+    return sorted(defects.values(), key=Defect.sort_key)
+
+
+def _base(name: str) -> str:
+    """A function's name without the number a second entry of it gets (`lax.select_n.2`)."""
+    head, _, tail = name.rpartition(".")
+    return head if tail.isdigit() else name

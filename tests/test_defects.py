@@ -1,0 +1,111 @@
+"""A survey's kinds as defects: one entry per mechanism, ranked, each with its plainest reproducer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gradaudit.survey import defects
+from gradaudit.survey.defects import Variant, group, parse_fingerprint, regime_of
+from tests.helpers import run_cli
+
+
+def _variant(function, file, finding_class="wrong", paths=("jacrev",), wrong="nowhere", regime="an exact zero", **more):
+    fields = {"status": "mismatch", "kind": "routing", "primitives": frozenset(), "size": 3, **more}
+    return Variant(function, file, finding_class=finding_class, paths=paths, wrong=wrong, regime=regime, **fields)
+
+
+def test_a_fingerprint_gives_its_class_kind_paths_without_binding_and_form():
+    assert parse_fingerprint("wrong:routing:jacrev+jacrev:const+jit_jacrev|nowhere|1/1#03a21dd1") == (
+        "wrong",
+        "routing",
+        ("jacrev", "jit_jacrev"),
+        "nowhere",
+    )
+    assert parse_fingerprint("raised:raised:jacrev+jit_jacrev:IndexError") == (
+        "raised",
+        "raised",
+        ("jacrev", "jit_jacrev"),
+        "",
+    )
+
+
+def test_regimes_are_read_from_the_values():
+    def entry(*inputs):
+        return {"inputs": [{"dtype": d, "value": v} for d, v in inputs]}
+
+    assert regime_of(entry(("float32", [0.62, float("nan")]))) == "a NaN input"
+    assert regime_of(entry(("float32", [0.62, 0.25]), ("uint8", 255))) == "an integer at its dtype's limit"
+    assert regime_of(entry(("float32", [0.62, 0.25]), ("int32", 7))) == "an index out of range"
+    assert regime_of(entry(("float32", 1e19))) == "a large finite input (1e10 or more)"
+    assert regime_of(entry(("float32", [0.62, 0.0]))) == "an exact zero"
+    assert regime_of(entry(("float32", -2.5009765625))) == "near an integer or half-integer"
+    assert regime_of(entry(("float32", 0.62))) == "ordinary inputs"
+
+
+def test_kinds_of_one_mechanism_are_one_defect_and_defects_rank_by_class():
+    found = [
+        # one function met through its entries with one, two and three cases, in one class and regime
+        _variant("lax.select_n", "a.yaml", regime="an integer at its dtype's limit", size=2),
+        _variant("lax.select_n.2", "b.yaml", regime="an integer at its dtype's limit", paths=("jacfwd", "jacrev")),
+        # the same function in another regime is another defect
+        _variant("lax.select_n", "c.yaml", regime="an infinite input"),
+        # two functions alike in mechanism that share a primitive beyond plumbing: one defect
+        _variant("lax.dynamic_slice", "d.yaml", primitives=frozenset({"dynamic_slice", "add"})),
+        _variant("wrappers.getitem", "e.yaml", primitives=frozenset({"dynamic_slice", "lt"}), size=1),
+        # alike in mechanism, sharing plumbing only: apart
+        _variant("numpy.sin", "f.yaml", primitives=frozenset({"sin", "add"})),
+        _variant("numpy.cos", "g.yaml", primitives=frozenset({"cos", "add"})),
+        # a crash ranks first, IEEE arithmetic last
+        _variant("numpy.svd", "h.yaml", finding_class="timed-out", paths=("jacfwd",), wrong=""),
+        _variant("numpy.log2", "i.yaml", finding_class="non-finite", wrong="nan"),
+    ]
+    grouped = group(found)
+    files = [sorted(v.file for v in d.variants) for d in grouped]
+    assert files[0] == ["h.yaml"] and grouped[0].severity == "crashes"
+    assert ["a.yaml", "b.yaml"] in files and ["c.yaml"] in files and ["d.yaml", "e.yaml"] in files
+    assert ["f.yaml"] in files and ["g.yaml"] in files
+    assert files[-1] == ["i.yaml"] and grouped[-1].severity == "the rest"
+    merged = next(d for d in grouped if len(d.variants) == 2 and d.plainest.function == "wrappers.getitem")
+    assert merged.shared_primitives() == {"dynamic_slice"} and merged.plainest.file == "e.yaml"
+    assert len(grouped) == 7
+
+
+@pytest.mark.slow
+def test_a_survey_lists_its_defects_with_reproducers_and_scripts_that_print_their_numbers(tmp_path):
+    out, report, markdown = tmp_path / "found", tmp_path / "survey.json", tmp_path / "DEFECTS.md"
+    result = run_cli(
+        "survey",
+        "jax.lax.select_n",
+        "jax.lax.clamp",
+        "--budget",
+        "4",
+        "--out",
+        str(out),
+        "--json",
+        str(report),
+        "--defects",
+        str(markdown),
+    )
+    assert result.exit_code == 1, result.output
+    document = json.loads(report.read_text())
+    found = document["defects"]
+    kinds = sum(len(f["kinds"]) for f in document["functions"])
+    assert found and len(found) < kinds  # select_n's entries with one, two and three cases meet one defect
+    assert [d["rank"] for d in found] == list(range(1, len(found) + 1))
+    select_n = [d for d in found if {"lax.select_n", "lax.select_n.2", "lax.select_n.3"} <= set(d["functions"])]
+    assert select_n and select_n[0]["class"] == "wrong" and select_n[0]["regime"] == "an integer at its dtype's limit"
+    text = markdown.read_text()
+    assert "## Wrong derivatives at finite inputs" in text and "lax.select_n.3" in text
+    assert "defects, most severe first" in result.stdout
+    reproduced = run_cli("run", select_n[0]["reproducer"])
+    assert reproduced.exit_code == 1
+    scripts = [d["script"] for d in found if d["script"]]
+    assert scripts
+    for script in scripts:
+        printed = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
+        assert printed.returncode == 0 and any(ch.isdigit() for ch in printed.stdout), printed.stderr
+    assert defects.describe(select_n[0]["reproducer"])["regime"] == select_n[0]["regime"]
