@@ -83,40 +83,25 @@ _SCATTER = lax.ScatterDimensionNumbers(
 _GATHER = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
 
 
-def _scatter(op, x, i, y, mode):
-    indices = jnp.reshape(jnp.asarray(i), (-1, 1))
-    updates = jnp.resize(y, (indices.shape[0],))
-    return op(x, indices, updates, _SCATTER, mode=mode)
+def _scattering(op):
+    """`op` (a lax.scatter_*) of `y`'s leading elements at indices `i` of a vector, under its own name."""
+
+    def scattered(x, i, y, mode=None):
+        indices = jnp.reshape(jnp.asarray(i), (-1, 1))
+        updates = jnp.resize(y, (indices.shape[0],))
+        return op(x, indices, updates, _SCATTER, mode=mode)
+
+    scattered.__name__ = scattered.__qualname__ = op.__name__
+    scattered.__doc__ = f"`lax.{op.__name__}` of `y`'s leading elements at indices `i` of a vector."
+    return scattered
 
 
-def scatter(x, i, y, mode=None):
-    """`lax.scatter` of `y`'s leading elements at indices `i` of a vector."""
-    return _scatter(lax.scatter, x, i, y, mode)
-
-
-def scatter_add(x, i, y, mode=None):
-    """`lax.scatter_add`, as `x.at[i].add(y)` lowers."""
-    return _scatter(lax.scatter_add, x, i, y, mode)
-
-
-def scatter_sub(x, i, y, mode=None):
-    """`lax.scatter_sub`."""
-    return _scatter(lax.scatter_sub, x, i, y, mode)
-
-
-def scatter_mul(x, i, y, mode=None):
-    """`lax.scatter_mul`."""
-    return _scatter(lax.scatter_mul, x, i, y, mode)
-
-
-def scatter_min(x, i, y, mode=None):
-    """`lax.scatter_min`."""
-    return _scatter(lax.scatter_min, x, i, y, mode)
-
-
-def scatter_max(x, i, y, mode=None):
-    """`lax.scatter_max`."""
-    return _scatter(lax.scatter_max, x, i, y, mode)
+scatter = _scattering(lax.scatter)
+scatter_add = _scattering(lax.scatter_add)
+scatter_sub = _scattering(lax.scatter_sub)
+scatter_mul = _scattering(lax.scatter_mul)
+scatter_min = _scattering(lax.scatter_min)
+scatter_max = _scattering(lax.scatter_max)
 
 
 def gather(x, i, mode=None):
