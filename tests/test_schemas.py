@@ -12,7 +12,6 @@ import subprocess
 import sys
 from collections import Counter
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
