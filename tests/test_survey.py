@@ -82,6 +82,9 @@ def test_list_and_unknown_names():
     )
     unknown = run_cli("survey", "jax.numpy.tak")
     assert unknown.exit_code == 2 and "did you mean jax.numpy.take" in unknown.stderr
+    for option in ("--json", "--defects"):  # refused before any function is surveyed
+        nowhere = run_cli("survey", "jax.numpy.sin", option, "/nonexistent/folder/out")
+        assert nowhere.exit_code == 2 and option in nowhere.stderr and "does not exist" in nowhere.stderr
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from gradaudit.cli.flags import (
     paths_argument,
     profile_option,
 )
-from gradaudit.cli.session import Session, console, write_atomic
+from gradaudit.cli.session import Session, check_writable, console, write_atomic
 from gradaudit.collector import long_lived
 from gradaudit.model.options import RULES
 
@@ -453,6 +453,8 @@ def survey(
     if given.get("timeout") is None and "timeout" not in configured():
         options = dataclasses.replace(options, timeout=SURVEY_TIMEOUT)
     session = Session(output_setting("color", color), html_path=html_path)
+    check_writable("--json", json_path)
+    check_writable("--defects", defects_path)
     try:
         chosen = spaces(functions)
     except UnknownFunction as exc:
