@@ -511,8 +511,8 @@ def survey(
                     progress.update(task, description=f"surveying {name} ({number} of {len(chosen)}): {message}")
 
                 one = survey_one(space, budget, seed, auditor, out, how, options.limits, tell)
-                kinds = zip(one.outcome.found, one.files, strict=False)  # no files where the search had a problem
-                one.scripts = write_beside([(found.result, path) for found, path in kinds])
+                pairs = zip(one.outcome.found, one.files, strict=False)  # no files where the search had a problem
+                one.scripts = write_beside([(found.result, path) for found, path in pairs])
                 done.append(one)
         finally:
             auditor.close()
