@@ -89,6 +89,8 @@ def test_a_survey_lists_its_defects_with_reproducers_and_scripts_that_print_thei
         str(report),
         "--defects",
         str(markdown),
+        "--html",
+        str(tmp_path / "survey.html"),
     )
     assert result.exit_code == 1, result.output
     document = json.loads(report.read_text())
@@ -101,6 +103,8 @@ def test_a_survey_lists_its_defects_with_reproducers_and_scripts_that_print_thei
     text = markdown.read_text()
     assert "## Wrong derivatives at finite inputs" in text and "lax.select_n.3" in text
     assert "defects, most severe first" in result.stdout
+    page = (tmp_path / "survey.html").read_text()
+    assert "Defects, most severe first" in page and "lax.select_n.3" in page
     reproduced = run_cli("run", select_n[0]["reproducer"])
     assert reproduced.exit_code == 1
     scripts = [d["script"] for d in found if d["script"]]

@@ -426,8 +426,11 @@ def survey_html(document: Mapping, results: Mapping[str, ScenarioResult] | None 
         )
     columns = sorted(dtypes, key=_dtype_key)
     kinds_total = sum(len(row.kinds) for row in rows)
+    anchors = {kind.file: kind.anchor for row in rows for kind in row.kinds}
+    defects = [(defect, anchors.get(str(defect.get("reproducer")))) for defect in document.get("defects", [])]
     yield from _render(
         "survey.html",
+        defects=defects,
         title=f"gradaudit survey: {len(rows)} functions, {kinds_total} kinds",
         document=document,
         rows=rows,
