@@ -338,10 +338,12 @@ def test_a_survey_that_finds_kinds_links_them_from_its_matrix(tmp_path):
         str(tmp_path / "s.json"),
     )
     assert found.exit_code == 1, found.stdout + found.stderr
-    kinds = sum(len(f["kinds"]) for f in json.loads((tmp_path / "s.json").read_text())["functions"])
+    document = json.loads((tmp_path / "s.json").read_text())
+    kinds = sum(len(f["kinds"]) for f in document["functions"])
     page = Page((tmp_path / "s.html").read_text(encoding="utf-8"))
     links = [a["href"] for t, a in page.elements if t == "a" and a.get("href", "").startswith("#k")]
-    assert kinds and len(links) == kinds
+    # each kind from its matrix cell, and each defect from the defects table to its plainest kind
+    assert kinds and len(links) == kinds + len(document["defects"])
     assert len(page.with_class("article", "kind")) == kinds and page.svgs_of("heatmap")
 
 

@@ -264,9 +264,9 @@ def test_the_sweep_changes_one_edge_of_the_plainest_case_and_every_entry_loads()
     # a function without an index meets the floating edges and the regimes; sweeps load
     for name, ties in (("jax.numpy.max", 3), ("jax.numpy.sin", 0)):  # a scalar has no room for a tie
         one = spaces([name])[0]
-        assert len(one.sweep()) == len(edges.float_edges("float32")) + 1 + ties + len(
-            strategy.regimes(one.surveyed, name)
-        )
+        alternatives = sum(len(options) - 1 for options in one.surveyed.options.values())  # each swept once
+        regimes = len(strategy.regimes(one.surveyed, name))
+        assert len(one.sweep()) == alternatives + len(edges.float_edges("float32")) + 1 + ties + regimes
     for one in spaces():
         sweep = one.sweep()
         for entry in sweep[:: max(1, len(sweep) // 5)]:
