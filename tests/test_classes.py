@@ -206,6 +206,8 @@ def test_a_probe_settles_by_the_numbers_it_holds():
     # in float32): no step resolves a slope, so nothing can be said either way.
     aliased = probe([(-1) ** k * 0.7 / s for k, s in enumerate(steps)])
     assert outcome(aliased, 0.9, 0.7 / h) == UNRESOLVED
+    # ... but an AD path's NaN there stays a finding: nothing about the steps excuses it.
+    assert outcome(aliased, float("nan"), 0.7 / h) is None
     # Where the finest steps change the function in proportion to the step, they resolve a slope: wrong stays.
     assert outcome(probe([3.0] * 6), 0.9, 3.0) is None
 

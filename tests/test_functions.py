@@ -320,6 +320,16 @@ BAD_FUNCTIONS = {
         "4:13",
         "no input to differentiate",
     ),
+    "every-float-held": (
+        "fn: mylib.fns:doubled\n    inputs: [{dtype: float32, value: 1.0, held: true}]",
+        "4:13",
+        "no input to differentiate: give at least one input of a floating dtype not marked `held: true`",
+    ),
+    "held-integer": (
+        "fn: mylib.fns:doubled\n    inputs: [{dtype: float32, value: 1.0}, {dtype: int32, value: 1, held: true}]",
+        "4:75",
+        "held applies to floating inputs (int32 inputs are held anyway)",
+    ),
     "int-out-of-range": (
         "fn: mylib.fns:doubled\n    inputs: [{dtype: uint8, value: 256}, {dtype: float32, value: 1.0}]",
         "4:36",
@@ -571,3 +581,18 @@ def test_nan_against_a_number_at_non_finite_values_is_classed_non_finite_and_pas
     classes = {entry["name"]: {f["class"] for f in entry["findings"]} for entry in catalog.json()["results"]}
     # where's NaN gradients at finite numbers fail; the maximum of a vector holding NaN is NaN itself.
     assert "leak" in classes["where-log-at-zero"] and classes["max-with-nan"] == {"non-finite"}
+
+
+def test_a_held_floating_input_is_passed_but_never_differentiated(tmp_path):
+    """betainc has no gradient in its shape parameters: differentiated, every AD path raises; held, it audits."""
+    inputs = "[{dtype: float32, value: 1.5%s}, {dtype: float32, value: 2.5%s}, {dtype: float32, value: 0.3}]"
+    for name, held, status in (("held", ", held: true", 0), ("free", "", 1)):
+        write_yaml(
+            tmp_path,
+            f"{name}.yaml",
+            f"scenarios:\n  - name: {name}\n    fn: jax.scipy.special:betainc\n    inputs: {inputs % (held, held)}\n",
+        )
+        result = run_cli("run", str(tmp_path / f"{name}.yaml"), "--json", str(tmp_path / f"{name}.json"))
+        assert result.exit_code == status, result.output
+    free = json.loads((tmp_path / "free.json").read_text())["results"][0]
+    assert free["status"] == "error" and "not supported" in json.dumps(free["findings"])

@@ -412,7 +412,7 @@ def settle(
     moving = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s < h / 2 and math.isfinite(c)]
     widest = max((abs(c) * s for s, c in zip(probe.steps, probe.central, strict=True) if math.isfinite(c)), default=0.0)
     finest = moving[-3:]
-    if len(finest) == 3:
+    if len(finest) == 3 and math.isfinite(got):  # an AD path's NaN or inf at finite numbers is never excused here
         slopes = [c for _, c in finest]
         changes = [abs(c) * s for s, c in finest]
         if (

@@ -514,9 +514,10 @@ class _ScenarioFile:
         if any(spec is None for spec in specs):
             return ()
         if not any(spec.differentiable for spec in specs):
+            held = " not marked `held: true`" if any(spec.held for spec in specs) else ""
             raise self.check.fail(
                 node,
-                "no input to differentiate: give at least one input of a floating dtype "
+                f"no input to differentiate: give at least one input of a floating dtype{held} "
                 f"({_allowed(dtypes.FLOAT_DTYPES)})",
             )
         return tuple(specs)
