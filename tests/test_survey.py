@@ -293,6 +293,10 @@ def test_regimes_sweep_each_floating_argument_by_decades_near_integers_and_zeros
         assert {value for dtype, value in by_argument[k] if dtype == "float16"} == set(edges.decades("float16"))
     # an integer-valued later argument passed in an integer dtype; the first argument stays floating
     assert ("integer", 2) in by_argument[1] and not [v for t, v in by_argument[0] if t == "integer"]
+    # a held floating argument is swept too, and stays floating and held
+    betainc = spaces(["jax.scipy.special.betainc"])[0]
+    shapes = [e["inputs"][0] for e in strategy.regimes(betainc.surveyed, betainc.name)]
+    assert {"dtype": "float32", "value": 1e19, "held": True} in shapes and all(s.get("held") for s in shapes)
     # a matrix function meets its plain matrix scaled across the range and with zeros among nonzeros
     inv = spaces(["jax.numpy.linalg.inv"])[0]
     plain = strategy.build_entry(inv.surveyed, inv.name, strategy._Plain())["inputs"][0]["value"]

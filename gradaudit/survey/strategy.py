@@ -227,7 +227,8 @@ def regimes(surveyed: Surveyed, name: str) -> list[dict]:
     case scaled across the dtype's range, and for a later argument, integer values in an integer
     dtype. One entry, one value: a kind found needs no narrowing, and nothing else in it can hide it."""
     plain = build_entry(surveyed, name, _Plain())
-    floating = [k for k, role in enumerate(surveyed.signature) if role in FLOATING]
+    floating = [k for k, role in enumerate(surveyed.signature) if role in FLOATING or role == "h"]  # held ones too
+    differentiated = [k for k in floating if surveyed.signature[k] in FLOATING]
     entries: list[dict] = []
     for position in floating:
         spec = plain["inputs"][position]
@@ -249,7 +250,7 @@ def regimes(surveyed: Surveyed, name: str) -> list[dict]:
             entries.append(_with(plain, position, value=_reshaped(scaled, spec["value"])))
         if len(flat) > 1:
             entries.append(_with(plain, position, value=_reshaped(with_zeros(flat), spec["value"])))
-        if position != floating[0]:
+        if surveyed.signature[position] in FLOATING and position != differentiated[0]:  # another stays differentiated
             integral = [int(v) for v in (2, 3, 0, -1, 1, -2, 4, 5, -3)][: len(flat)]
             entries.append(_with(plain, position, dtype="int32", value=_reshaped(integral, spec["value"])))
     return entries
