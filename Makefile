@@ -53,11 +53,32 @@ order: $(STAMP)
 surface: $(STAMP)
 	$(BIN)/python -m gradaudit.survey.surface
 
-# JAX's differentiable surface surveyed unaided (docs/survey.md): the report and a reproducer file per kind in reports/survey/.
+# JAX's differentiable surface surveyed unaided (docs/survey.md): the report and a reproducer file per kind in
+# reports/survey/. Cold (a fresh compilation cache), one shard per core side by side (each with one worker: a draw
+# that crashes costs a worker, not the survey), merged into the report one process would write; the wall time
+# goes to reports/survey/TIME.md. SURVEY_SHARDS=... picks another split.
+SURVEY_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
+SURVEY_OPTIONS ?= --budget 30 --seed 0
 survey: $(STAMP)
-	rm -rf reports/survey/found
-	$(BIN)/gradaudit survey --budget 30 --seed 0 --out reports/survey/found --json reports/survey/survey.json \
-		--defects reports/survey/DEFECTS.md --exit-zero
+	rm -rf reports/survey/found reports/survey/shards .gradaudit/survey-cache
+	mkdir -p reports/survey/shards
+	started=$$(date +%s); pids=""; \
+	for k in $$(seq 1 $(SURVEY_SHARDS)); do \
+		$(BIN)/gradaudit survey $(SURVEY_OPTIONS) --shard $$k/$(SURVEY_SHARDS) --jobs 1 --exit-zero --color never \
+			--cache-dir .gradaudit/survey-cache --out reports/survey/found --json reports/survey/shards/$$k.json \
+			> reports/survey/shards/$$k.log 2>&1 & pids="$$pids $$!"; \
+	done; \
+	for pid in $$pids; do wait $$pid || { echo "a survey shard failed: see reports/survey/shards/*.log"; exit 2; }; done; \
+	$(BIN)/gradaudit merge reports/survey/shards/*.json -o reports/survey/survey.json \
+		--defects reports/survey/DEFECTS.md --exit-zero; \
+	finished=$$(date +%s); \
+	printf '%s\n' "# How long \`make survey\` took" "" \
+		"$$(( (finished - started) / 60 )) min $$(( (finished - started) % 60 )) s wall, cold (a fresh compilation cache)," \
+		"$(SURVEY_SHARDS) shards side by side on $$(nproc) cores ($$(uname -m), $$($(BIN)/python -c 'import platform, jax; \
+		print(f"Python {platform.python_version()}, JAX {jax.__version__}")')), finished $$(date -u +%Y-%m-%dT%H:%MZ)." \
+		> reports/survey/TIME.md
+	rm -rf reports/survey/shards/*.json .gradaudit/survey-cache
+	cat reports/survey/TIME.md
 
 # The supported JAX range, oldest and newest, each in its own virtual environment under .matrix/:
 # the tests, then the seed suite, whose findings must equal the committed report's (gradaudit diff

@@ -17,12 +17,10 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import os
-import queue
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from multiprocessing.connection import Connection, wait
@@ -49,7 +47,10 @@ Batch = tuple[tuple[int, Scenario], ...]
 """Scenarios, with their positions in the run, that one worker audits one after another."""
 
 Verdict = Callable[[Scenario, Options], ScenarioResult]
-"""One scenario judged in this process: `service.screen` or `service.audit_one`."""
+"""One scenario judged in this process: `service.audit_one`."""
+
+Verdicts = Callable[[Sequence[Scenario], Options], Iterable[ScenarioResult]]
+"""Scenarios judged in this process, in order: `service.screen_all`."""
 
 LITERAL, GROUP, BUNDLE, SCREEN = "literal", "group", "bundle", "screen"
 """The engines a batch can be for (SCREEN: `service.screen`'s quick verdict, for searches)."""
@@ -96,12 +97,19 @@ def _serve(connection: Connection) -> None:
     literal = LiteralEngine(options.timeout, devices, options.limits)
     group = GroupEngine(devices=devices, timeout=options.timeout, limits=options.limits)
     bundle = BundleEngine(devices=devices)
-    engines: dict[str, Engine] = {
-        LITERAL: literal,
-        GROUP: group,
-        BUNDLE: bundle,
-        SCREEN: ScreenEngine(literal, options.tolerance),
-    }
+    engines: dict[str, Engine] = {LITERAL: literal, GROUP: group, BUNDLE: bundle}
+    screener = ScreenEngine(literal, options.tolerance)  # judges as it screens: its verdicts are confirmed later
+
+    def judged(engine: str, scenarios: list[Scenario]) -> Iterator[tuple[int, ScenarioResult, bool]]:
+        """Each scenario's verdict as `engine` computes it, refereed where it is kept (False: a group
+        member the group engine may not report, left to another engine)."""
+        for done in engines[engine].run(scenarios):
+            verdicts = assess_all([(scenarios[p], paths) for p, paths in done], options.tolerance)
+            keeps = [engine == LITERAL or one_story(result, options.tolerance) for result in verdicts]
+            ruled = iter(refereed_all([r for r, kept in zip(verdicts, keeps, strict=True) if kept], options))
+            for (position, _), verdict, kept in zip(done, verdicts, keeps, strict=True):
+                yield position, next(ruled) if kept else verdict, kept
+
     events = JaxEvents()
     jax.block_until_ready(jax.numpy.zeros(()) + 1)  # the backend started: not a scenario's time
 
@@ -114,18 +122,16 @@ def _serve(connection: Connection) -> None:
             engine, batch = message
             scenarios = [scenario for _, scenario in batch]
             answered = set()
-            for done in engines[engine].run(scenarios):
-                judged = assess_all([(scenarios[p], paths) for p, paths in done], options.tolerance)
-                keeps = [engine in (LITERAL, SCREEN) or one_story(result, options.tolerance) for result in judged]
-                if engine != SCREEN:  # a screen's quick verdict is confirmed before anyone sees it
-                    ruled = iter(refereed_all([r for r, kept in zip(judged, keeps, strict=True) if kept], options))
-                    judged = [next(ruled) if kept else r for r, kept in zip(judged, keeps, strict=True)]
-                for (position, _), result, kept in zip(done, judged, keeps, strict=True):
-                    spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
-                    answered.add(position)
-                    connection.send(
-                        (batch[position][0], (lightened(result) if lighten else result) if kept else None, spent)
-                    )
+            verdicts = (
+                ((position, result, True) for position, result in screener.screen(scenarios))
+                if engine == SCREEN
+                else judged(engine, scenarios)
+            )
+            for position, result, kept in verdicts:
+                spent = {**events.take(), "judge": result.judge_seconds, "audit": result.seconds}
+                answered.add(position)
+                sent = (lightened(result) if lighten else result) if kept else None
+                connection.send((batch[position][0], sent, spent))
             fallen = bundle.fallen
             for position in sorted(set(range(len(batch))) - answered):
                 connection.send((batch[position][0], fallen.get(position) if engine == BUNDLE else None, events.take()))
@@ -240,10 +246,13 @@ class WorkersCannotStart(OptionError):
     can be audited with `--jobs` here (a run instead reports each scenario left as an error)."""
 
 
+START_ERROR = "WorkerStartError"
+
+
 def cannot_start(reason: str, times: int) -> Failure:
     return Failure(
         f"no worker process could start ({reason}, {times} times in a row); --jobs 0 audits without them",
-        "WorkerStartError",
+        START_ERROR,
     )
 
 
@@ -476,6 +485,7 @@ class IsolatedAuditor:
                 assert result is not None, (
                     "the literal and screen engines answer every scenario, and the worker keeps their results"
                 )
+                worker.batch = None  # idle again: a pool's `screen_all` may lend it to `run_in_workers`
                 return result
             result = message[1]
             worker.started = time.monotonic()
@@ -488,13 +498,14 @@ class IsolatedAuditor:
 
 class IsolatedPool:
     """`jobs` IsolatedAuditors side by side, for searches and surveys: `screen_all` screens many
-    scenarios at once, each in a worker of its own, results in order; `screen` and `audit` take one
-    (the first worker). With jobs 0, every scenario in this process, unisolated, as `run --jobs 0`,
-    under the options' rule until `close`, by `here`'s (screen, audit) pair (the service's own, handed
-    in so that isolation need not import the service that uses it)."""
+    scenarios at once, in batches of kin (one program for the members of a group) spread over the
+    workers, results in order; `screen` and `audit` take one (the first worker). With jobs 0, every
+    scenario in this process, unisolated, as `run --jobs 0`, under the options' rule until `close`,
+    by `here`'s (screen_all, audit) pair (the service's own, handed in so that isolation need not
+    import the service that uses it)."""
 
-    def __init__(self, options: Options, here: tuple[Verdict, Verdict], devices: tuple[str, ...] = ()):
-        self.options, self.here_screen, self.here_audit = options, *here
+    def __init__(self, options: Options, here: tuple[Verdicts, Verdict], devices: tuple[str, ...] = ()):
+        self.options, self.devices, (self.here_screen_all, self.here_audit) = options, devices, here
         self.auditors = [IsolatedAuditor(options, devices) for _ in range(options.jobs)]
         self.here = ExitStack()
         if not self.auditors:
@@ -504,7 +515,7 @@ class IsolatedPool:
 
     def screen(self, scenario: Scenario) -> ScenarioResult:
         if not self.auditors:
-            return self.here_screen(scenario, self.options)
+            return next(iter(self.here_screen_all([scenario], self.options)))
         return self.auditors[0].screen(scenario)
 
     def audit(self, scenario: Scenario) -> ScenarioResult:
@@ -513,24 +524,65 @@ class IsolatedPool:
         return self.auditors[0].audit(scenario)
 
     def screen_all(self, scenarios: Sequence[Scenario]) -> Iterator[ScenarioResult]:
-        if len(self.auditors) <= 1:
+        if not self.auditors:
+            yield from self.here_screen_all(scenarios, self.options)
+            return
+        if len(scenarios) <= 1:
             yield from map(self.screen, scenarios)
             return
-        free: queue.SimpleQueue[IsolatedAuditor] = queue.SimpleQueue()
+        from gradaudit.judging.assess import assess
+        from gradaudit.model.computed import failed
+
+        results: dict[int, ScenarioResult] = {}
+        cannot: list[Failure] = []
+
+        def failure(scenario: Scenario, why: Failure) -> ScenarioResult:
+            if why.error_type == START_ERROR:
+                cannot.append(why)
+            return assess(scenario, failed(why, 0.0), self.options.tolerance)
+
+        idle = [auditor.worker for auditor in self.auditors if auditor.worker is not None]
         for auditor in self.auditors:
-            free.put(auditor)
-
-        def one(scenario: Scenario) -> ScenarioResult:
-            auditor = free.get()  # threads only wait on their worker's pipe: the work is in the workers
-            try:
-                return auditor.screen(scenario)
-            finally:
-                free.put(auditor)
-
-        with ThreadPoolExecutor(len(self.auditors)) as pool:
-            yield from pool.map(one, scenarios)
+            auditor.worker = None  # lent to the run below, given back after
+        try:
+            run_in_workers(
+                _kin_batches(scenarios, len(self.auditors)),
+                len(self.auditors),
+                self.options,
+                self.devices,
+                results.__setitem__,
+                failure,
+                engine=SCREEN,
+                idle=idle,
+            )
+        finally:
+            for auditor in self.auditors:
+                auditor.worker = idle.pop() if idle else None
+            stop_workers(idle)
+        if cannot:
+            raise WorkersCannotStart(cannot[0].message)
+        yield from (results[position] for position in range(len(scenarios)))
 
     def close(self) -> None:
         for auditor in self.auditors:
             auditor.close()
         self.here.close()
+
+
+def _kin_batches(scenarios: Sequence[Scenario], jobs: int) -> list[Batch]:
+    """Screen batches for `jobs` workers: scenarios of one program together (the group engine
+    compiles it once for them), a family split only into as many parts as there are workers, so
+    that a survey's sweep of one function keeps every worker busy without compiling its programs
+    more than once a worker."""
+    from gradaudit.targets import group_key
+
+    families: dict[object, list[int]] = {}
+    for position, scenario in enumerate(scenarios):
+        key = group_key(scenario)
+        families.setdefault(("alone", position) if key is None else key, []).append(position)
+    size = max(1, -(-len(scenarios) // jobs))
+    return [
+        tuple((position, scenarios[position]) for position in members[start : start + size])
+        for members in families.values()
+        for start in range(0, len(members), size)
+    ]

@@ -15,12 +15,13 @@ from gradaudit.engines.group import GroupEngine
 from gradaudit.engines.literal import LiteralEngine
 from gradaudit.judging.assess import assess
 from gradaudit.model.computed import Computed
+from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 
 
 class ScreenEngine:
     """The group engine's jit paths, or the literal engine's every path where they do not apply or
-    the quick verdict holds a finding the gate lets pass by default."""
+    the quick verdict holds a finding the gate lets pass by default; each scenario judged."""
 
     name = "screen"
 
@@ -29,11 +30,34 @@ class ScreenEngine:
         self.quick = GroupEngine(devices=literal.devices, eager=False, timeout=literal.timeout, limits=literal.limits)
         """Under the literal engine's timeout and limits: a draw over them is left to it, which says so."""
 
-    def run(self, scenarios: Sequence[Scenario]) -> Iterator[list[tuple[int, Computed]]]:
-        for position, scenario in enumerate(scenarios):
-            computed = next((c for batch in self.quick.run([scenario]) for _, c in batch), None)
-            if computed is None or any(
-                not f.fails_by_default for f in assess(scenario, computed, self.tolerance).findings
-            ):
-                computed = next(c for batch in self.literal.run([scenario]) for _, c in batch)
-            yield [(position, computed)]
+    def screen(self, scenarios: Sequence[Scenario]) -> Iterator[tuple[int, ScenarioResult]]:
+        """Each scenario's verdict with its position, as soon as it is settled: SCREEN_BATCH at a
+        time, the quick ones of a group together (one program for the group, each member called on
+        its own inputs, so a member's verdict is what it would be alone), then those the group
+        engine left."""
+        for start in range(0, len(scenarios), SCREEN_BATCH):
+            chunk = scenarios[start : start + SCREEN_BATCH]
+            settled: set[int] = set()
+            for batch in self.quick.run(chunk):
+                for position, computed in batch:
+                    settled.add(position)
+                    yield start + position, self._judged(chunk[position], computed)
+            for position, scenario in enumerate(chunk):
+                if position not in settled:
+                    yield start + position, self._judged(scenario, None)
+
+    def _judged(self, scenario: Scenario, quick: Computed | None) -> ScenarioResult:
+        """The quick verdict, or the literal engine's where there is none or it holds a finding the
+        gate lets pass by default (which may hide an eager/jit split)."""
+        if quick is not None:
+            verdict = assess(scenario, quick, self.tolerance)
+            if all(f.fails_by_default for f in verdict.findings):
+                return verdict
+        computed = next(c for batch in self.literal.run([scenario]) for _, c in batch)
+        return assess(scenario, computed, self.tolerance)
+
+
+SCREEN_BATCH = 16
+"""Scenarios screened at a time: a group's program serves them all (and the next batch's, compiled
+once), and a batch's first verdict comes within a draw's timeout of its start, as a lone draw's
+would (a survey's sweep of a few hundred values of one function is a single group)."""

@@ -447,10 +447,17 @@ def scenario_strategy(space: Space):
     return function() if space.fn else select_n()
 
 
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+"""libyaml's emitter where PyYAML has it (the same text, a few times faster: a survey writes every
+draw of every function), the pure-Python one otherwise."""
+
+
 def scenario_text(entry: dict, header: str = "", modules: str | None = None) -> str:
     """An entry as a scenario file, flow style inside for readability; `modules` where user modules live."""
     document = {"modules": modules} if modules else {}
-    body = yaml.safe_dump({**document, "scenarios": [entry]}, sort_keys=False, default_flow_style=None, width=120)
+    body = yaml.dump(
+        {**document, "scenarios": [entry]}, Dumper=_DUMPER, sort_keys=False, default_flow_style=None, width=120
+    )
     return header + body
 
 
@@ -542,7 +549,7 @@ def search(
     process): `audit` checks those that need tracing, under its timeout (the literal engine with
     limits), and answers a draw over them with a LIMIT_EXCEEDED error, taken as an invalid draw.
     """
-    with _hypothesis_home(storage):
+    with _hypothesis_home(storage), _global_constants_only():
         return _search(space, budget, seed, audit, audit_all or _one_by_one(audit), database, on_progress, limits)
 
 
@@ -573,6 +580,35 @@ def _hypothesis_home(folder: Path | None) -> Iterator[None]:
         yield
     finally:
         configuration.set_hypothesis_home_dir(previous)
+
+
+@contextmanager
+def _global_constants_only() -> Iterator[None]:
+    """Hypothesis (6.131 on) draws now and then a constant found in the source of any "local" module
+    imported so far: this package itself when installed editable, a user's project. Which modules a
+    process happens to have imported (another function surveyed first, `--jobs 0` importing the
+    engines, a cache module) would then change the draws, and one seed would not give one survey;
+    for the search, hypothesis sees no local constants (its global ones stay). Its internals: where
+    they are not as expected, left alone."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        yield
+        return
+    original = getattr(providers, "_get_local_constants", None)
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    constants = getattr(providers, "Constants", None)
+    if original is None or constants is None or not isinstance(cache, dict):
+        yield
+        return
+    none = constants()
+    providers._get_local_constants = lambda: none
+    cache.clear()  # permitted constants per kind of choice, computed with the local ones
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.clear()
 
 
 def _search(space, budget, seed, audit, audit_all, database, on_progress, limits) -> SearchOutcome:

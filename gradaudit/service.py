@@ -425,22 +425,31 @@ def audit_one(scenario: Scenario, options: Options | None = None) -> ScenarioRes
 
 def isolated(options: Options):
     """Auditors in `options.jobs` worker processes (`.screen`, `.audit` one scenario, `.screen_all`
-    many side by side, `.close`), for searches and surveys: a draw that crashes the interpreter or
-    hangs is a result, not the end. With jobs 0, this process."""
+    many, in batches side by side, `.close`), for searches and surveys: a draw that crashes the
+    interpreter or hangs is a result, not the end. With jobs 0, this process."""
     from gradaudit.isolation import IsolatedPool
 
-    return IsolatedPool(options, here=(screen, audit_one))
+    return IsolatedPool(options, here=(screen_all, audit_one))
 
 
 def screen(scenario: Scenario, options: Options | None = None) -> ScenarioResult:
     """A quick verdict on one scenario (`screening.ScreenEngine`: jit paths where they settle it), findings
     included and not confirmed. For exploring many scenarios (`gradaudit search`), whose findings
     are confirmed with `audit_one` before anyone sees them. Runs under the current rule."""
+    return next(screen_all([scenario], options))
+
+
+def screen_all(scenarios: Sequence[Scenario], options: Options | None = None) -> Iterator[ScenarioResult]:
+    """`screen`'s verdict on each of `scenarios`, in order, those sharing a program screened together."""
     from gradaudit.engines.literal import LiteralEngine
-    from gradaudit.judging.assess import assess
     from gradaudit.screening import ScreenEngine
 
     options = options or Options()
-    for batch in ScreenEngine(LiteralEngine(options.timeout, limits=options.limits), options.tolerance).run([scenario]):
-        return assess(scenario, batch[0][1], options.tolerance)
-    raise AssertionError("unreachable: ScreenEngine.run yields every scenario it is given")
+    engine = ScreenEngine(LiteralEngine(options.timeout, limits=options.limits), options.tolerance)
+    verdicts: dict[int, ScenarioResult] = {}
+    wanted = 0
+    for position, result in engine.screen(scenarios):
+        verdicts[position] = result
+        while wanted in verdicts:
+            yield verdicts.pop(wanted)
+            wanted += 1

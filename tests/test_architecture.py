@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "survey": {"model", "sources", "jaxenv", "search", "merge"},
     "screening": {"model", "engines", "judging"},
     "refereeing": {"model", "engines", "judging"},
-    "isolation": {"model", "engines", "jaxenv", "judging", "screening", "refereeing"},
+    "isolation": {"model", "targets", "engines", "jaxenv", "judging", "screening", "refereeing"},
     "service": {
         "model",
         "collector",

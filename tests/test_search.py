@@ -390,3 +390,47 @@ def test_scenarios_that_abort_the_interpreter_or_hang_are_kinds_of_their_own_and
     path = next(p for p in (tmp_path / "found").glob("*.yaml") if _scenario(p)["inputs"][1]["value"] == 3)
     again = run_cli("run", str(path), "--json", "-", "--jobs", "1")  # in a worker: it aborts the interpreter
     assert again.json()["results"][0]["status"] == "error" and "crashed: SIGABRT" in again.stdout
+
+
+def test_draws_do_not_depend_on_which_local_modules_were_imported(tmp_path, monkeypatch):
+    # Hypothesis mixes in constants from the source of "local" modules imported so far: a user's
+    # project, or this package installed editable. A search must draw the same scenarios whatever
+    # the process happened to import before it (another function surveyed first, --jobs 0).
+    from gradaudit.model.findings import CONSISTENT
+    from gradaudit.model.results import ScenarioResult
+    from gradaudit.search import read_space, search
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "plain.py").write_text("def f(x):\n    return x\n")
+    (tmp_path / "unusual_constants.py").write_text(
+        "".join(f"C{k} = {value!r}\n" for k, value in enumerate((1.2345678, -0.87654321, 0.31415926, 1.6180339)))
+    )
+    write_yaml(
+        tmp_path,
+        "space.yaml",
+        """
+        search:
+          name: plain-space
+          fn: plain:f
+          inputs:
+            - {dtype: float64, value: {min: -2.0, max: 2.0}, shape: [[3]]}
+        """,
+    )
+    space = read_space(tmp_path / "space.yaml")
+
+    def drawn() -> list[list[float]]:
+        seen: list[list[float]] = []
+
+        def audit(scenario) -> ScenarioResult:
+            seen.append(scenario.target.inputs[0].array().tolist())
+            return ScenarioResult(scenario, (), (), CONSISTENT, {}, (), None, 0.0)
+
+        search(space, 40, 5, audit, None)
+        return seen
+
+    before = drawn()
+    __import__("unusual_constants")
+    after = drawn()
+    assert len(before) >= 40 and after == before
+    assert not {1.2345678, -0.87654321} & {value for values in after for value in values}

@@ -360,3 +360,31 @@ def test_workers_started_ahead_see_the_folders_loading_added(tmp_path):
     result = run_cli("run", str(tmp_path / "a"), str(tmp_path / "b"), "--jobs", "1", "--no-cache", "--json", "-")
     assert result.exit_code == 0, result.stderr
     assert {r["name"]: r["status"] for r in result.json()["results"]} == {"uses-b": "consistent", "in-b": "consistent"}
+
+
+def test_a_search_screens_many_scenarios_in_the_worker_that_screened_one(tmp_path, monkeypatch):
+    # A search screens a draw at a time while shrinking and its sweep all at once: the worker that
+    # screened one serves the batches next, started once, and every verdict is its scenario's.
+    from gradaudit.model.options import Options
+    from gradaudit.search import load_text
+    from gradaudit.service import isolated
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "whose.py").write_text(WHOSE)
+    rows = "".join(
+        f"  - {{name: s{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: {i}.5}}]}}\n" for i in range(40)
+    )
+    scenarios, errors = load_text("scenarios:\n" + rows, "s.yaml")
+    assert not errors
+    pool = isolated(Options(jobs=1, timeout=30.0))
+    try:
+        assert pool.screen(scenarios[0]).status == "consistent"
+        screened = list(pool.screen_all(scenarios))
+        assert pool.screen(scenarios[1]).status == "consistent"
+    finally:
+        pool.close()
+    assert [r.scenario.name for r in screened] == [s.name for s in scenarios]
+    assert all(r.status == "consistent" and not r.notes for r in screened), [r.notes for r in screened if r.notes]
+    assert [float(r.inputs[0]) for r in screened] == [i + 0.5 for i in range(40)]
+    assert len(set((tmp_path / "pids").read_text().split())) == 1

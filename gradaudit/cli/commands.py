@@ -192,11 +192,17 @@ def _read_reports(action):
 @click.option(
     "-o", "--output", required=True, metavar="FILE", help="Where to write the merged report ('-' for stdout)."
 )
+@click.option(
+    "--defects",
+    "defects_path",
+    metavar="PATH",
+    help="Surveys: write the merged survey's defects, ranked, as Markdown to PATH (as `survey --defects`).",
+)
 @color_option
 @exit_zero_option
 @debug_option
 @guarded
-def merge(reports, output, color, exit_zero) -> int:
+def merge(reports, output, defects_path, color, exit_zero) -> int:
     """Merge JSON reports (shards of one run, or of one survey) into one, whose counts equal a single full run's.
 
     Exit 0 when every merged scenario passed, 1 when any failed, 2 for unusable reports.
@@ -207,15 +213,22 @@ def merge(reports, output, color, exit_zero) -> int:
     from gradaudit.survey.explore import is_survey, merge_surveys
 
     session = Session(output_setting("color", color), json_path=output, json_option="-o")
+    check_writable("--defects", defects_path)
     if _read_reports(lambda: is_survey(reports[0])):
         survey = _read_reports(lambda: merge_surveys(list(reports)))
         write_atomic(output, json.dumps(survey, indent=2) + "\n")
+        if defects_path:
+            from gradaudit.render.defects_markdown import defects_markdown
+
+            write_atomic(defects_path, defects_markdown(survey, Path(defects_path).parent))
         kinds = sum(len(f["kinds"]) for f in survey["functions"])
         session.err.print(
             f"merged {len(reports)} survey reports: {len(survey['functions'])} function entries, {kinds} kinds",
             highlight=False,
         )
         return exit_code(kinds == 0, output_setting("exit_zero", exit_zero))
+    if defects_path:
+        raise InputProblem("--defects is for survey reports; these are run reports")
     merged = _read_reports(lambda: merge_reports(list(reports)))
     write_atomic(output, dump(merged))
     session.err.print(counts_line(merged["summary"], prefix=f"merged {len(reports)} reports: "), highlight=False)
