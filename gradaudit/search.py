@@ -19,6 +19,7 @@ and the minimal scenario of each is written out as an ordinary scenario file.
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import math
 import os
@@ -549,7 +550,7 @@ def search(
     process): `audit` checks those that need tracing, under its timeout (the literal engine with
     limits), and answers a draw over them with a LIMIT_EXCEEDED error, taken as an invalid draw.
     """
-    with _hypothesis_home(storage), _global_constants_only():
+    with _hypothesis_home(storage), _fresh_hypothesis():
         return _search(space, budget, seed, audit, audit_all or _one_by_one(audit), database, on_progress, limits)
 
 
@@ -583,18 +584,43 @@ def _hypothesis_home(folder: Path | None) -> Iterator[None]:
 
 
 @contextmanager
-def _global_constants_only() -> Iterator[None]:
-    """Hypothesis (6.131 on) draws now and then a constant found in the source of any "local" module
-    imported so far: this package itself when installed editable, a user's project. Which modules a
-    process happens to have imported (another function surveyed first, `--jobs 0` importing the
-    engines, a cache module) would then change the draws, and one seed would not give one survey;
-    for the search, hypothesis sees no local constants (its global ones stay). Its internals: where
-    they are not as expected, left alone."""
+def _fresh_hypothesis() -> Iterator[None]:
+    """Hypothesis as a fresh process has it, so that one seed gives one search whatever the process
+    did before (another function surveyed first, `--jobs 0` importing the engines). Two things of
+    its internals carry over otherwise: strategies it caches between tests keep state that changes
+    later draws (the same search twice in one process drew differently from its seventh draw on),
+    and from 6.131 on it draws now and then a constant found in the source of any "local" module
+    imported so far (this package installed editable, a user's project). For the search, its
+    strategy cache starts empty and it sees no local constants (its global ones stay). Where its
+    internals are not as expected, they are left alone. And its weakly held caches empty when the
+    garbage collector runs, which depends on everything the process allocated before (importing a
+    module of three functions changed a search's draws): the collector runs before the search and
+    not during it (cyclic garbage waits until the search ends)."""
     try:
         from hypothesis.internal.conjecture import providers
+        from hypothesis.strategies._internal import utils
     except ImportError:
         yield
         return
+    clear_strategies = getattr(utils, "clear_strategy_cache", lambda: None)
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        with _without_local_constants(providers):
+            clear_strategies()
+            try:
+                yield
+            finally:
+                clear_strategies()
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@contextmanager
+def _without_local_constants(providers) -> Iterator[None]:
+    """Hypothesis's local constants (see `_fresh_hypothesis`) kept out while this lasts."""
     original = getattr(providers, "_get_local_constants", None)
     cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
     constants = getattr(providers, "Constants", None)

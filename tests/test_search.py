@@ -392,45 +392,37 @@ def test_scenarios_that_abort_the_interpreter_or_hang_are_kinds_of_their_own_and
     assert again.json()["results"][0]["status"] == "error" and "crashed: SIGABRT" in again.stdout
 
 
-def test_draws_do_not_depend_on_which_local_modules_were_imported(tmp_path, monkeypatch):
-    # Hypothesis mixes in constants from the source of "local" modules imported so far: a user's
-    # project, or this package installed editable. A search must draw the same scenarios whatever
-    # the process happened to import before it (another function surveyed first, --jobs 0).
+def test_draws_do_not_depend_on_what_the_process_did_before(tmp_path, monkeypatch):
+    # Hypothesis mixes in constants from the source of "local" modules imported so far (a user's
+    # project, this package installed editable), keeps state in the strategies it caches between
+    # tests, and holds caches weakly (emptied whenever the garbage collector runs): a search must
+    # draw the same scenarios whatever the process did before it (another function surveyed first,
+    # --jobs 0 importing the engines).
     from gradaudit.model.findings import CONSISTENT
     from gradaudit.model.results import ScenarioResult
-    from gradaudit.search import read_space, search
+    from gradaudit.search import search
+    from gradaudit.survey.explore import spaces
 
-    monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "plain.py").write_text("def f(x):\n    return x\n")
     (tmp_path / "unusual_constants.py").write_text(
         "".join(f"C{k} = {value!r}\n" for k, value in enumerate((1.2345678, -0.87654321, 0.31415926, 1.6180339)))
     )
-    write_yaml(
-        tmp_path,
-        "space.yaml",
-        """
-        search:
-          name: plain-space
-          fn: plain:f
-          inputs:
-            - {dtype: float64, value: {min: -2.0, max: 2.0}, shape: [[3]]}
-        """,
-    )
-    space = read_space(tmp_path / "space.yaml")
+    space = spaces(["jax.lax.integer_pow"])[0]
 
-    def drawn() -> list[list[float]]:
-        seen: list[list[float]] = []
+    def drawn() -> list[str]:
+        seen: list[str] = []
 
         def audit(scenario) -> ScenarioResult:
-            seen.append(scenario.target.inputs[0].array().tolist())
+            seen.append(repr([spec.array().tolist() for spec in scenario.target.inputs]) + repr(scenario.target.kwargs))
             return ScenarioResult(scenario, (), (), CONSISTENT, {}, (), None, 0.0)
 
-        search(space, 40, 5, audit, None)
+        search(space, 30, 0, audit, None)
         return seen
 
     before = drawn()
+    assert drawn() == before  # the same search again in this process
     __import__("unusual_constants")
+    garbage = [[k] for k in range(5000)]  # allocations move the collector's schedule
     after = drawn()
-    assert len(before) >= 40 and after == before
-    assert not {1.2345678, -0.87654321} & {value for values in after for value in values}
+    assert len(before) > 300 and after == before and garbage
+    assert not any("1.2345678" in draw for draw in after)
