@@ -81,6 +81,14 @@ SEVERITY: dict[str, str] = {
 }
 """The headings defects rank under, by their class; every other class is `the rest`."""
 
+NON_FINITE_REGIMES = ("a NaN input", "an infinite input")
+WRONG_AT_NON_FINITE = "wrong derivatives at a NaN or infinite input"
+"""A `wrong` defect whose plainest reproducer holds NaN or inf: ranked after the NaN leaks, as the
+issue's order puts wrong derivatives at finite inputs first."""
+
+HEADINGS = (*dict.fromkeys(SEVERITY.values()), WRONG_AT_NON_FINITE, "the rest")
+"""The headings in rank order."""
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -126,14 +134,17 @@ class Defect:
 
     @property
     def severity(self) -> str:
-        return SEVERITY.get(self.plainest.finding_class, "the rest")
+        first = self.plainest
+        if first.finding_class == FindingClass.WRONG.value and first.regime in NON_FINITE_REGIMES:
+            return WRONG_AT_NON_FINITE
+        return SEVERITY.get(first.finding_class, "the rest")
 
     def sort_key(self) -> tuple:
         first = self.plainest
         rank = (
             CLASSES.index(FindingClass(first.finding_class)) if first.finding_class in _CLASS_VALUES else len(CLASSES)
         )
-        return rank, -len(self.functions), first.function, first.file
+        return HEADINGS.index(self.severity), rank, -len(self.functions), first.function, first.file
 
     def to_dict(self, rank: int, scripts: dict[str, str]) -> dict:
         first = self.plainest
