@@ -160,7 +160,7 @@ class Auditor:
         return result
 
     def check_grads(
-        self, f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, eps=None, atol=None, rtol=None
+        self, f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, atol=None, rtol=None, eps=None
     ) -> None:
         """`jax.test_util.check_grads`, as a drop-in (see `gradaudit.check_grads`)."""
         modes = tuple(modes) if not isinstance(modes, str) else (modes,)
@@ -315,9 +315,8 @@ def _spec(array: np.ndarray, name: str, held: bool = False) -> InputSpec:
 def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tuple[FunctionCall, Directions | None]:
     """The function call to audit: the leaves themselves, or (over `directional_above` Jacobian
     entries) the function along directions."""
-    import jax
-
     from gradaudit.numerics import directions
+    from gradaudit.service import output_shape
     from gradaudit.targets.function import flat_output
 
     arrays, names, treedef = _leaves(fn, args)
@@ -326,11 +325,9 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
     floating = [a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays]
     points = [a for a, f in zip(arrays, floating, strict=True) if f]
     flat = flat_output(on_leaves)
-    try:
-        out = jax.eval_shape(flat, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays])
-        n_out, out_dtype = int(np.prod(out.shape, dtype=np.int64)), np.dtype(out.dtype)
-    except Exception:  # noqa: BLE001 - a function that cannot be traced: every path reports why, as small as it can be
-        n_out, out_dtype = 1, np.dtype("float32")
+    out = output_shape(flat, arrays, options.timeout)
+    # a function that cannot be traced (in time): every path reports why, as small as it can be
+    n_out, out_dtype = (1, np.dtype("float32")) if out is None else (int(np.prod(out.shape, dtype=int)), out.dtype)
     entries = n_out * sum(int(a.size) for a in points)
     if entries <= options.directional_above:
         specs = tuple(_spec(a, n) for a, n in zip(arrays, names, strict=True))
@@ -437,9 +434,10 @@ def assert_consistent(fn: Callable, *args, **options) -> Audit:
 
 
 def check_grads(
-    f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, eps=None, atol=None, rtol=None
+    f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, atol=None, rtol=None, eps=None
 ) -> None:
-    """A drop-in for `jax.test_util.check_grads(f, args, order, modes, eps, atol, rtol)`.
+    """A drop-in for `jax.test_util.check_grads(f, args, order, modes, atol, rtol, eps)`, its
+    parameters in its order (a call written for JAX, positionally, means the same here).
 
     Like it, finite differences check each mode up to `order` (1 or 2 here); unlike it, every entry
     is compared, not one random direction, and forward is compared with reverse and eager with jit,
@@ -451,11 +449,11 @@ def check_grads(
         args: its arguments, a tuple or list.
         order: 1, or 2 for the Hessian paths too.
         modes: "fwd", "rev" or both: paths that need a mode not named are not run.
-        eps: the finite-difference step (relative to max(1, |x|)); None: the dtype's default.
         atol, rtol: tolerances against finite differences; None: the dtype's defaults.
+        eps: the finite-difference step (relative to max(1, |x|)); None: the dtype's default.
 
     Raises:
         GradientInconsistency: the paths disagree (an AssertionError, as check_grads raises).
         ValueError: an order other than 1 or 2, or modes other than fwd and rev.
     """
-    Auditor().check_grads(f, args, order, modes, eps, atol, rtol)
+    Auditor().check_grads(f, args, order, modes, atol, rtol, eps)

@@ -423,6 +423,20 @@ def audit_one(scenario: Scenario, options: Options | None = None) -> ScenarioRes
     return refereed(assess(scenario, compute(scenario, options.timeout), options.tolerance), options)
 
 
+def output_shape(function: Callable, arrays: Sequence, timeout: float | None):
+    """`function`'s output (shape and dtype) at arrays like `arrays`, traced, not run, under the
+    timeout (tracing runs the user's Python, which may hang); None where it cannot be traced in time."""
+    import jax
+
+    from gradaudit.engines.literal import ScenarioTimeout, time_limit
+
+    try:
+        with time_limit(timeout):
+            return jax.eval_shape(function, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays])
+    except (Exception, ScenarioTimeout):  # noqa: BLE001 - the paths will say why, each under the timeout
+        return None
+
+
 def isolated(options: Options):
     """Auditors in `options.jobs` worker processes (`.screen`, `.audit` one scenario, `.screen_all`
     many, in batches side by side, `.close`), for searches and surveys: a draw that crashes the

@@ -212,6 +212,32 @@ def test_modes_leave_out_the_paths_of_the_other_mode():
     gradaudit.check_grads(layer, (PARAMS, X), 1, modes=["rev"])
 
 
+def test_check_grads_takes_jax_check_grads_arguments_in_their_order():
+    # A call written for jax.test_util.check_grads, positionally: (f, args, order, modes, atol, rtol, eps).
+    import inspect
+
+    from jax.test_util import check_grads as jax_check_grads
+
+    assert list(inspect.signature(gradaudit.check_grads).parameters) == list(
+        inspect.signature(jax_check_grads).parameters
+    )
+
+    @jax.custom_jvp
+    def scaled(x):
+        return jnp.sin(x)
+
+    @scaled.defjvp
+    def _(primals, tangents):  # a derivative wrong by 0.5%
+        (x,), (t,) = primals, tangents
+        return jnp.sin(x), 1.005 * jnp.cos(x) * t
+
+    args = (jnp.array([0.3, 0.7]),)
+    # atol and rtol 0.2%, eps 1e-2: taken as eps, atol and rtol (1%), the 0.5% would pass
+    with pytest.raises(GradientInconsistency):
+        gradaudit.check_grads(scaled, args, 1, ["fwd"], 2e-3, 2e-3, 1e-2)
+    gradaudit.check_grads(jnp.sin, args, 1, ["fwd"], 2e-3, 2e-3, 1e-2)
+
+
 def test_bad_keywords_and_arguments_say_what_is_allowed():
     with pytest.raises(OptionError, match="did you mean 'rtol'"):
         gradaudit.audit(layer, PARAMS, X, rtl=1e-3)
@@ -342,3 +368,41 @@ def test_a_nan_born_inside_a_discarded_branch_is_a_leak_and_a_custom_rules_nan_i
     assert any("`sqrt` inside the function" in f.reason for f in leaking.findings)
     wrong = gradaudit.audit(lambda mu: jax.scipy.stats.poisson.logpmf(0, mu), jnp.float32(0.0))
     assert {f.finding_class.value for f in wrong.findings} == {"wrong"}
+
+
+def test_a_wrong_custom_vjp_rule_is_diagnosed_when_only_reverse_mode_is_asked_for():
+    @jax.custom_vjp
+    def cube(x):
+        return x**3
+
+    def forward(x):
+        return x**3, x
+
+    def backward(x, g):  # 2 x^2 where the derivative is 3 x^2
+        return (2 * x**2 * g,)
+
+    cube.defvjp(forward, backward)
+    x = jnp.array([0.5, 2.0])
+    for modes in (("fwd", "rev"), ("rev",)):
+        result = gradaudit.audit(cube, x, modes=modes)
+        assert result.status == "mismatch" and result.diagnosis is not None, modes
+        assert result.diagnosis.id == "GA007", modes
+    with pytest.raises(GradientInconsistency, match="GA007"):
+        gradaudit.check_grads(cube, (x,), 1, modes=["rev"])
+
+
+def test_the_timeout_holds_from_the_first_call_of_the_function():
+    # Learning the output's size traces the function, which runs its Python: a function that hangs
+    # there is stopped by the timeout too, not only once the paths are computed.
+    import time
+
+    finished = []
+
+    def hangs(x):
+        time.sleep(20)
+        finished.append(True)
+        return x * 2.0
+
+    result = gradaudit.audit(hangs, jnp.array([1.0, 2.0]), timeout=1)
+    assert result.status == "error" and "timed out after 1 s" in str(result.findings[0].message)
+    assert finished == []

@@ -197,6 +197,11 @@ def _not_applicable(fragment: str) -> Callable[[Evidence], bool]:
     return lambda evidence: any(fragment in n.message for n in evidence.notes)
 
 
+def _no_forward_paths(evidence: Evidence) -> bool:
+    """Forward mode was not asked for (modes=["rev"]): nothing tells whether it would apply."""
+    return not any(base_name(path) in FORWARD_PATHS for path in evidence.paths)
+
+
 CATALOG: tuple[Diagnosis, ...] = (
     Diagnosis(
         id="GA001",
@@ -293,8 +298,8 @@ CATALOG: tuple[Diagnosis, ...] = (
         id="GA007",
         title="a custom_vjp backward rule disagrees with the function it differentiates",
         evidence=(
-            "forward mode does not apply (custom_vjp) and reverse paths disagree with finite differences; the function "
-            "calls a custom_vjp of the user's own code"
+            "forward mode does not apply (custom_vjp) or was not asked for, and reverse paths disagree with finite "
+            "differences; the function calls a custom_vjp of the user's own code"
         ),
         explanation=(
             "The function is a jax.custom_vjp (forward mode does not apply), and its reverse-mode derivative "
@@ -308,7 +313,7 @@ CATALOG: tuple[Diagnosis, ...] = (
         ),
         references=("https://docs.jax.dev/en/latest/notebooks/Custom_derivative_rules_for_Python_code.html",),
         matches=lambda evidence: (
-            _not_applicable("custom_vjp")(evidence)
+            (_not_applicable("custom_vjp")(evidence) or _no_forward_paths(evidence))
             and _reverse_disagrees_with_finite_differences(evidence)
             and evidence.binds("custom_vjp_call:user", "custom_vjp_call_jaxpr:user")
         ),
