@@ -12,6 +12,7 @@ command line does. Nothing heavy (no JAX) is imported until a scenario or the fi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,8 @@ class ScenarioFailed(Exception):
 
 def _options(config: pytest.Config):
     """The run's Options: `[tool.gradaudit]` (tolerances, limits, rule, cache), then the plugin's flags;
-    audited in this process, as pytest runs tests."""
+    audited in this process, as pytest runs tests. JAX's compilation cache only where `cache` is
+    configured: turning it on points the whole session's JAX at it, the user's own programs too."""
     from gradaudit.model.options import check, resolve
     from gradaudit.sources.config import load_config
 
@@ -87,7 +89,10 @@ def _options(config: pytest.Config):
             "baseline": config.getoption("gradaudit_baseline"),
             "jobs": 0,
         }
-        setattr(config, key, resolve(settings, check({k: v for k, v in given.items() if v is not None}, "keyword")))
+        options = resolve(settings, check({k: v for k, v in given.items() if v is not None}, "keyword"))
+        if "cache" not in settings:  # a test session's JAX is the user's: no compilation cache unless asked
+            options = replace(options, cache=None)
+        setattr(config, key, options)
     return getattr(config, key)
 
 

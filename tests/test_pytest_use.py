@@ -110,10 +110,19 @@ def test_the_fixture_and_scenario_files_read_tool_gradaudit_and_only_named_folde
         def test_the_limits_come_from_the_configuration(gradaudit):
             with pytest.raises(InputRejected, match=r"an input of 5 elements exceeds the limit of 4 \\(limits.elements\\)"):
                 gradaudit.audit(jnp.sin, jnp.arange(5.0))
+
+
+        def test_the_session_jax_gets_no_compilation_cache_it_did_not_ask_for(gradaudit):
+            import jax
+
+            before = jax.config.jax_compilation_cache_dir
+            gradaudit.audit(jnp.sin, jnp.arange(3.0))
+            assert jax.config.jax_compilation_cache_dir == before
         """,
     )
     run = _pytest(tmp_path, "-rA")
-    assert re.search(r"^1 failed, 2 passed", run.stdout, re.MULTILINE), run.stdout[-3000:]
+    assert re.search(r"^1 failed, 3 passed", run.stdout, re.MULTILINE), run.stdout[-3000:]
+    assert not (tmp_path / ".gradaudit" / "cache").exists()
     assert "audits/select.yaml:2:5: past-the-end: mismatch" in run.stdout
     assert "settings.yaml" not in run.stdout
     fixed = _pytest(tmp_path, "audits", "--gradaudit-rule", "fixed")
