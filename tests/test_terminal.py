@@ -31,9 +31,9 @@ def _result(name, selector, cases, shape, per_path) -> ScenarioResult:
     return ScenarioResult(scenario, names, (), verdict.status, paths, verdict.findings, verdict.provenance, 0.0)
 
 
-def _render(report: AuditReport, verbose=False) -> str:
+def _render(report: AuditReport, verbose=False, width=200) -> str:
     buffer = io.StringIO()
-    print_report(Console(file=buffer, width=200, no_color=True), report, verbose)
+    print_report(Console(file=buffer, width=width, no_color=True), report, verbose)
     return buffer.getvalue()
 
 
@@ -74,6 +74,17 @@ def test_table_shows_gradient_tuples_routes_and_verdicts():
     verbose = _render(report, verbose=True)
     fine_row = next(line for line in verbose.splitlines() if line.startswith("│ fine"))
     assert "bool [T F]" in fine_row and "[0 1]" in fine_row and "consistent" in fine_row
+
+    # An 80-column terminal: a row per scenario, whole words, the blamed paths named; the finding lines follow.
+    narrow = _render(report, width=80)
+    table = narrow.split("\n\n")[0].splitlines()
+    assert all(len(line) <= 80 for line in table)
+    assert "scenario" in table[1] and "verdict" in table[1] and "paths in the wrong" in table[1]
+    lost_row = next(line for line in table if line.startswith("│ lost"))
+    assert "mismatch" in lost_row and "jacrev, jit(jacrev)" in lost_row and "jacfwd" not in lost_row
+    raised_row = next(line for line in table if line.startswith("│ raised"))
+    assert "error" in raised_row and "jacrev, jit(jacrev)" in raised_row
+    assert "suite.yaml:4:5: lost: [wrong] value from case 1 · jacrev and jit(jacrev) send it nowhere" in narrow
 
 
 def test_input_errors_are_listed_with_locations_and_counted():

@@ -226,6 +226,40 @@ def _table(
     return table
 
 
+NARROW = 120
+"""Below this many columns a table of a column per path folds its cells a few characters wide (at 80,
+'scenario' reads 'sce/nar/io'): the terminal shows `compact_table` instead."""
+
+
+def compact_table(results: Sequence[ScenarioResult]) -> Table:
+    """A row per scenario for a narrow terminal: what it is, its verdict, the AD paths on the wrong
+    side of its findings (`_blamed`; the finding lines below give the numbers) and its diagnosis."""
+    table = Table(header_style="bold")
+    table.add_column("scenario", overflow="fold", ratio=2)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("paths in the wrong", overflow="fold", ratio=3)
+    diagnosed = any(r.diagnosis for r in results)
+    if diagnosed:
+        table.add_column("diagnosis", no_wrap=True)
+    for result in results:
+        target = result.scenario.target
+        what = (
+            target.label
+            if target.kind == "function"
+            else f"select_n: selector {_selector_cell(result)}, {target.cases} cases of {_shape_cell(target.shape)}"
+        )
+        blamed = dict.fromkeys(
+            PATH_LABELS[base_name(p)] for p in result.paths if base_name(p) in AD_PATHS and _blamed(result, p)
+        )
+        table.add_row(
+            Text(result.scenario.name).append(f"\n{what}", style="dim"),
+            Text(result.status, style=STATUS_STYLES[result.status]),
+            Text(", ".join(blamed) or "—", style="red" if blamed else "dim"),
+            *([Text(result.diagnosis.id if result.diagnosis else "", style="bold yellow")] if diagnosed else []),
+        )
+    return table
+
+
 def select_n_table(results: Sequence[ScenarioResult]) -> Table:
     return _table(results, SELECT_N_COLUMNS, _scenario_cells, _shown_paths(results), _path_cell)
 
@@ -370,9 +404,12 @@ def print_report(
         rows = shown[:ROWS] if grouped else shown
         select_n = [r for r in rows if r.scenario.target.kind == "select_n"]
         functions = [r for r in rows if r.scenario.target.kind == "function"]
-        for table in ([select_n_table(select_n)] if select_n else []) + (
-            [function_table(functions)] if functions else []
-        ):
+        tables = (
+            [compact_table(rows)]
+            if console.width < NARROW
+            else ([select_n_table(select_n)] if select_n else []) + ([function_table(functions)] if functions else [])
+        )
+        for table in tables:
             console.print(table)
         if grouped:
             console.print(
