@@ -139,6 +139,8 @@ def test_junit_has_a_testcase_per_scenario_and_failures_with_findings(tmp_path):
     assert (suite.get("tests"), suite.get("failures")) == ("5", "4")
     failure = cases[0].find("failure")
     assert "value from case 1 · jacrev and jit(jacrev) send it nowhere" in failure.text
+    # The message leads with numbers, as the terminal does: the largest disagreement, not the routing line.
+    assert re.search(r"jacrev and jit\(jacrev\) disagree .*\(difference 1, relative 1", failure.get("message"))
     assert cases[0].get("file") == REPRESENTATIVE and cases[0].get("line") == "12"
     assert cases[4].find("failure") is None
     compared = run_cli("compare", REPRESENTATIVE, "--rules", "legacy", "fixed", "--junit", "-")
@@ -153,8 +155,10 @@ def test_github_annotations_point_at_the_scenario(tmp_path, monkeypatch):
     result = CliRunnerGithub.invoke(["run", "scenarios/select_n/representative.yaml", "--rule", "legacy"])
     lines = [line for line in result.splitlines() if line.startswith("::")]
     assert lines[0].startswith(
-        "::error file=scenarios/select_n/representative.yaml,line=12,col=5,title=gradaudit wrong%3A int32-above-two-cases::[wrong] value from case 1 · jacrev and jit(jacrev) send it nowhere [GA002"
+        "::error file=scenarios/select_n/representative.yaml,line=12,col=5,title=gradaudit wrong%3A int32-above-two-cases::[wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd)"
     )
+    assert "(difference 1, relative 1" in lines[0] and "[GA002" in lines[0]
+    assert any("[wrong] value from case 1 · jacrev and jit(jacrev) send it nowhere" in line for line in lines)
     assert any(
         line.startswith("::error file=scenarios/select_n/representative.yaml,line=31,") and "IndexError" in line
         for line in lines

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gradaudit.model.errors import InputError
-from gradaudit.model.findings import CONSISTENT, INTERRUPTED, STATUSES, Finding, Note, Provenance
+from gradaudit.model.findings import CONSISTENT, DISAGREEMENT, INTERRUPTED, STATUSES, Finding, Note, Provenance
 from gradaudit.model.paths import PathResult
 from gradaudit.model.scenario import Scenario
 
@@ -70,9 +70,10 @@ class ScenarioResult:
 
     @property
     def ranked_findings(self) -> tuple[Finding, ...]:
-        """Findings most severe class first (in the judge's order within a class): what every
-        output leads with."""
-        return tuple(sorted(self.findings, key=lambda f: f.rank))
+        """Findings most severe class first; within a class the disagreements first, largest (in
+        multiples of its tolerance) first, then the judge's order: what every output leads with, so
+        that the terminal, JUnit, SARIF and HTML all lead with numbers."""
+        return tuple(sorted(self.findings, key=lambda f: (f.rank, f.kind != DISAGREEMENT, -f.magnitude)))
 
 
 def lightened(result: ScenarioResult) -> ScenarioResult:

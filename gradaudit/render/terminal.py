@@ -317,11 +317,8 @@ def _headline_findings(result: ScenarioResult, verbose: bool) -> tuple[Sequence[
     largest disagreement first (each side's value and where), then routing and exceptions."""
     if verbose:
         return result.findings, 0
-    disagreements = [f for f in result.findings if f.kind == DISAGREEMENT]
-    # The most severe class first, then the largest disagreement of that class.
-    largest = (
-        [min(disagreements, key=lambda f: (CLASSES.index(f.finding_class), -f.magnitude))] if disagreements else []
-    )
+    # The largest disagreement of the most severe class (`ranked_findings`: every output leads with it).
+    largest = [f for f in result.ranked_findings if f.kind == DISAGREEMENT][:1]
     headline = largest + [f for f in result.findings if f.kind in (ROUTING, RAISED)]
     return headline, len(result.findings) - len(headline)
 
