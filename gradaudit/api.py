@@ -256,18 +256,23 @@ def _parameter_names(fn: Callable, count: int) -> list[str]:
     return names[:count]
 
 
-def _leaves(fn: Callable, args: tuple) -> tuple[list[np.ndarray], list[str], object]:
+def _leaves(fn: Callable, args: tuple) -> tuple[list[np.ndarray], list[str], object, tuple[tuple[int, str], ...]]:
     """The arguments' leaves as JAX would see them (`jnp.asarray`: Python floats are float32 unless
-    x64 is on), their pytree-path names, and the tree to rebuild them."""
+    x64 is on), their pytree-path names, the tree to rebuild them, and the typed PRNG keys among
+    them (position, implementation): a key is held fixed as its key data, and made a key again
+    for the call, as `jax.random.key(0)` or a `flax.nnx.Rngs` stream passes it."""
     import jax
     import jax.numpy as jnp
 
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(args)
     parameters = _parameter_names(fn, len(args))
-    arrays, names = [], []
+    arrays, names, keys = [], [], []
     allowed = (*dtypes.FLOAT_DTYPES, *dtypes.SELECTOR_DTYPES)
-    for path, leaf in with_paths:
+    for position, (path, leaf) in enumerate(with_paths):
         name = parameters[path[0].idx] + jax.tree_util.keystr(tuple(path[1:]))
+        if jax.dtypes.issubdtype(getattr(leaf, "dtype", None), jax.dtypes.prng_key):
+            keys.append((position, str(jax.random.key_impl(leaf))))
+            leaf = jax.random.key_data(leaf)
         try:
             array = np.asarray(jnp.asarray(leaf))
         except TypeError as exc:
@@ -288,20 +293,24 @@ def _leaves(fn: Callable, args: tuple) -> tuple[list[np.ndarray], list[str], obj
         names.append(name)
     if not any(a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays):
         raise InputRejected(f"nothing to differentiate: no argument of {_display_name(fn)} has a floating leaf")
-    return arrays, names, treedef
+    return arrays, names, treedef, tuple(keys)
 
 
 @functools.lru_cache(maxsize=256)
-def _on_leaves(fn: Callable, treedef) -> Callable:
-    """`fn` called on the leaves of its arguments (made once per function and tree, so JAX's caches
-    of traced programs serve every audit of it)."""
+def _on_leaves(fn: Callable, treedef, keys: tuple[tuple[int, str], ...] = ()) -> Callable:
+    """`fn` called on the leaves of its arguments, the key data at `keys` made typed keys again
+    (made once per function and tree, so JAX's caches of traced programs serve every audit of it)."""
     import jax
 
     def on_leaves(*leaves):
+        if keys:
+            leaves = list(leaves)
+            for position, impl in keys:
+                leaves[position] = jax.random.wrap_key_data(leaves[position], impl=impl)
         return fn(*jax.tree_util.tree_unflatten(treedef, leaves))
 
     # read by render/repro.py: fn(*leaves) is the call itself
-    on_leaves.leaves_are_arguments = treedef.num_nodes == treedef.num_leaves + 1  # type: ignore[attr-defined]
+    on_leaves.leaves_are_arguments = not keys and treedef.num_nodes == treedef.num_leaves + 1  # type: ignore[attr-defined]
     on_leaves.__qualname__ = getattr(fn, "__qualname__", "fn")
     # a function takes any __module__ at run time, None included; typeshed says str
     on_leaves.__module__ = getattr(fn, "__module__", None)  # type: ignore[assignment]
@@ -319,8 +328,8 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
     from gradaudit.service import output_shape
     from gradaudit.targets.function import flat_output
 
-    arrays, names, treedef = _leaves(fn, args)
-    on_leaves = _on_leaves(fn, treedef)
+    arrays, names, treedef, keys = _leaves(fn, args)
+    on_leaves = _on_leaves(fn, treedef, keys)
     display, bind = _display_name(fn), keywords.get("bind", "both")
     floating = [a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays]
     points = [a for a, f in zip(arrays, floating, strict=True) if f]

@@ -406,3 +406,31 @@ def test_the_timeout_holds_from_the_first_call_of_the_function():
     result = gradaudit.audit(hangs, jnp.array([1.0, 2.0]), timeout=1)
     assert result.status == "error" and "timed out after 1 s" in str(result.findings[0].message)
     assert finished == []
+
+
+def test_a_typed_prng_key_is_held_fixed_as_a_legacy_key_is():
+    def noisy(x, key):
+        return x * jax.random.normal(key, x.shape) + jnp.sin(x)
+
+    x = jnp.array([0.3, -1.2, 2.0])
+    typed = gradaudit.audit(noisy, x, jax.random.key(0))
+    legacy = gradaudit.audit(noisy, x, jax.random.PRNGKey(0))
+    assert typed.status == legacy.status == "consistent"
+    assert typed.result.arg_names == ("x",)
+    expected = jax.random.normal(jax.random.key(0), (3,)) + jnp.cos(x)
+    assert np.allclose(np.diag(typed.result.paths["jacrev"].ok_arrays[0]), expected, rtol=1e-5)
+
+
+def test_a_wrong_derivative_through_a_typed_key_is_still_found():
+    @jax.custom_jvp
+    def scaled(x, key):
+        return x * jax.random.uniform(key, x.shape, minval=1.0, maxval=2.0)
+
+    @scaled.defjvp
+    def _(primals, tangents):
+        x, key = primals
+        factor = jax.random.uniform(key, x.shape, minval=1.0, maxval=2.0)
+        return x * factor, 2.0 * factor * tangents[0]  # twice the derivative
+
+    result = gradaudit.audit(scaled, jnp.array([0.5, 1.5]), jax.random.key(3))
+    assert result.status == "mismatch"
