@@ -34,7 +34,7 @@ from gradaudit.model.results import AuditReport, ScenarioResult
 from gradaudit.model.scenario import BINDS, MODES, ORDERS, FunctionCall, InputSpec, Scenario
 from gradaudit.numerics.directions import Directions
 
-SCENARIO_KEYWORDS = ("name", "order", "bind", "eps", "seed", "probes", "modes")
+SCENARIO_KEYWORDS = ("name", "order", "bind", "eps", "seed", "probes", "modes", "argnums")
 """What one audit asks, as a scenario file says it; every other keyword is an option (`KEYS`)."""
 API_DEFAULTS = {"jobs": 0, "cache": None}
 """The Python API audits in the calling process and writes no compilation cache unless asked."""
@@ -213,6 +213,18 @@ def _scenario_keywords(keywords: Mapping) -> dict:
     modes = tuple(given.get("modes", MODES))
     if not modes or set(modes) - set(MODES):
         raise OptionError(f"'modes' must be some of {', '.join(MODES)}, got {list(modes)!r}")
+    argnums = given.get("argnums")
+    if argnums is not None:
+        argnums = (argnums,) if isinstance(argnums, int) and not isinstance(argnums, bool) else argnums
+        if (
+            isinstance(argnums, str)
+            or not isinstance(argnums, Iterable)
+            or not all(isinstance(a, int) and not isinstance(a, bool) for a in argnums)
+        ):
+            raise OptionError(
+                f"'argnums' must be an integer or a tuple of integers, as jax.grad takes, got {argnums!r}"
+            )
+        given["argnums"] = tuple(argnums)
     probes = given.get("probes", ())
     if isinstance(probes, str) or not all(isinstance(p, str) for p in probes):
         raise OptionError(f"'probes' must be a list of elements such as \"params['w'][2, 0]\", got {probes!r}")
@@ -256,17 +268,31 @@ def _parameter_names(fn: Callable, count: int) -> list[str]:
     return names[:count]
 
 
-def _leaves(fn: Callable, args: tuple) -> tuple[list[np.ndarray], list[str], object, tuple[tuple[int, str], ...]]:
+def _argnums(argnums: tuple[int, ...] | None, count: int) -> frozenset[int]:
+    """The positional arguments to differentiate (jax.grad's `argnums`, negative counting from the
+    end); None: every one."""
+    if argnums is None:
+        return frozenset(range(count))
+    for index in argnums:
+        if not -count <= index < count:
+            raise OptionError(f"'argnums' {index} is out of range for {count} argument{'s' * (count != 1)}")
+    return frozenset(index % count for index in argnums)
+
+
+def _leaves(
+    fn: Callable, args: tuple
+) -> tuple[list[np.ndarray], list[str], object, tuple[tuple[int, str], ...], list[int]]:
     """The arguments' leaves as JAX would see them (`jnp.asarray`: Python floats are float32 unless
     x64 is on), their pytree-path names, the tree to rebuild them, and the typed PRNG keys among
     them (position, implementation): a key is held fixed as its key data, and made a key again
-    for the call, as `jax.random.key(0)` or a `flax.nnx.Rngs` stream passes it."""
+    for the call, as `jax.random.key(0)` or a `flax.nnx.Rngs` stream passes it; and which
+    positional argument each leaf belongs to."""
     import jax
     import jax.numpy as jnp
 
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(args)
     parameters = _parameter_names(fn, len(args))
-    arrays, names, keys = [], [], []
+    arrays, names, keys, arguments = [], [], [], []
     allowed = (*dtypes.FLOAT_DTYPES, *dtypes.SELECTOR_DTYPES)
     for position, (path, leaf) in enumerate(with_paths):
         name = parameters[path[0].idx] + jax.tree_util.keystr(tuple(path[1:]))
@@ -291,9 +317,10 @@ def _leaves(fn: Callable, args: tuple) -> tuple[list[np.ndarray], list[str], obj
             )
         arrays.append(array)
         names.append(name)
+        arguments.append(path[0].idx)
     if not any(a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays):
         raise InputRejected(f"nothing to differentiate: no argument of {_display_name(fn)} has a floating leaf")
-    return arrays, names, treedef, tuple(keys)
+    return arrays, names, treedef, tuple(keys), arguments
 
 
 @functools.lru_cache(maxsize=256)
@@ -328,10 +355,20 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
     from gradaudit.service import output_shape
     from gradaudit.targets.function import flat_output
 
-    arrays, names, treedef, keys = _leaves(fn, args)
+    arrays, names, treedef, keys, arguments = _leaves(fn, args)
     on_leaves = _on_leaves(fn, treedef, keys)
     display, bind = _display_name(fn), keywords.get("bind", "both")
-    floating = [a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays]
+    chosen_arguments = _argnums(keywords.get("argnums"), len(args))
+    # floating leaves of the arguments `argnums` names are differentiated; the other floating ones held
+    held = [
+        a.dtype.name in dtypes.FLOAT_DTYPES and i not in chosen_arguments
+        for a, i in zip(arrays, arguments, strict=True)
+    ]
+    floating = [a.dtype.name in dtypes.FLOAT_DTYPES and not h for a, h in zip(arrays, held, strict=True)]
+    if not any(floating):
+        raise InputRejected(
+            f"nothing to differentiate: the arguments argnums={keywords.get('argnums')} names have no floating leaf"
+        )
     points = [a for a, f in zip(arrays, floating, strict=True) if f]
     flat = flat_output(on_leaves)
     out = output_shape(flat, arrays, options.timeout)
@@ -339,7 +376,7 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
     n_out, out_dtype = (1, np.dtype("float32")) if out is None else (int(np.prod(out.shape, dtype=int)), out.dtype)
     entries = n_out * sum(int(a.size) for a in points)
     if entries <= options.directional_above:
-        specs = tuple(_spec(a, n) for a, n in zip(arrays, names, strict=True))
+        specs = tuple(_spec(a, n, held=h) for a, n, h in zip(arrays, names, held, strict=True))
         described = ", ".join(f"{s.name}: {s.describe()}" for s in specs)
         return FunctionCall(
             fn=display, root="", inputs=specs, bind=bind, function=on_leaves, description=described
@@ -367,7 +404,7 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
             for s, n in zip(directions.stacked(chosen), point_names, strict=True)
         ),
         _spec(chosen.cotangents, "cotangents", held=True),
-        *(_spec(a, n) for a, n, f in zip(arrays, names, floating, strict=True) if not f),
+        *(_spec(a, n, held=h) for a, n, f, h in zip(arrays, names, floating, held, strict=True) if not f),
     )
     described = ", ".join(f"{n}: {_spec(a, n).describe()}" for a, n in zip(arrays, names, strict=True))
     described += f" along {len(chosen.names)} directions"

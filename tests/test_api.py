@@ -434,3 +434,28 @@ def test_a_wrong_derivative_through_a_typed_key_is_still_found():
 
     result = gradaudit.audit(scaled, jnp.array([0.5, 1.5]), jax.random.key(3))
     assert result.status == "mismatch"
+
+
+def test_argnums_differentiates_only_the_arguments_it_names_and_holds_the_rest():
+    def loss(params, x, y):
+        return jnp.mean((x @ params["w"] + params["b"] - y) ** 2)
+
+    params = {"w": jnp.array([0.5, -1.0]), "b": jnp.array([0.1])}
+    x, y = jnp.array([[1.0, 2.0], [0.3, -0.4]]), jnp.array([0.2, 0.7])
+    every = gradaudit.audit(loss, params, x, y)
+    only = gradaudit.audit(loss, params, x, y, argnums=0)
+    assert every.result.arg_names == ("params['b']", "params['w']", "x", "y")
+    assert only.result.arg_names == ("params['b']", "params['w']"), only.result.arg_names
+    assert only.status == "consistent", [f.message for f in only.findings]
+    gradient = jax.grad(loss)(params, x, y)
+    jacobians = only.result.paths["jacrev"].ok_arrays
+    assert np.allclose(jacobians[0].reshape(-1), gradient["b"]) and np.allclose(
+        jacobians[1].reshape(-1), gradient["w"].reshape(-1)
+    )
+    assert gradaudit.audit(loss, params, x, y, argnums=(-2,)).result.arg_names == ("x",)
+    with pytest.raises(OptionError, match="'argnums' 3 is out of range for 3 arguments"):
+        gradaudit.audit(loss, params, x, y, argnums=3)
+    with pytest.raises(OptionError, match="'argnums' must be an integer or a tuple of integers"):
+        gradaudit.audit(loss, params, x, y, argnums="params")
+    with pytest.raises(InputRejected, match=r"argnums=\(1,\) names have no floating leaf"):
+        gradaudit.audit(lambda a, i: a * i, jnp.ones(2), jnp.int32(2), argnums=1)
