@@ -13,7 +13,8 @@ from gradaudit.model.findings import DISAGREEMENT, Finding
 from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV
 from tests.helpers import run_cli, write_yaml
 
-SURVEY = Path(__file__).resolve().parent.parent / "reports" / "survey" / "found"
+SURVEY = Path(__file__).resolve().parent / "data" / "survey"
+"""Reproducer files an earlier survey wrote, kept here: a new survey renumbers its own."""
 
 FUNCTIONS = '''
 import jax

@@ -14,7 +14,8 @@ import gradaudit
 from gradaudit.model.paths import label
 from tests.helpers import ROOT, run_cli
 
-FOUND = ROOT / "reports" / "survey" / "found"
+FOUND = ROOT / "tests" / "data" / "survey"
+"""Reproducer files an earlier survey wrote, kept here: a new survey renumbers its own."""
 FILES = [
     FOUND / "lax.select_n-1.yaml",  # reverse mode drops an out-of-range selector's case, both bindings
     FOUND / "wrappers.getitem-1.yaml",  # uint8 255 read one way eagerly, another under jit with constants

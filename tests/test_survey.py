@@ -160,8 +160,19 @@ def test_the_same_seed_gives_the_same_files_and_two_shards_merged_equal_one_surv
     assert _files(tmp_path / "shards") == whole
     parts = [json.loads((tmp_path / f"s{k}.json").read_text())["functions"] for k in (1, 2)]
     assert all(parts) and len(parts[0]) + len(parts[1]) == len(names)
-    merged = run_cli("merge", str(tmp_path / "s1.json"), str(tmp_path / "s2.json"), "-o", str(tmp_path / "merged.json"))
+    merged = run_cli(
+        "merge",
+        str(tmp_path / "s1.json"),
+        str(tmp_path / "s2.json"),
+        "-o",
+        str(tmp_path / "merged.json"),
+        "--defects",
+        str(tmp_path / "DEFECTS.md"),
+    )
     assert merged.exit_code == 1 and "merged 2 survey reports: 4 function entries" in merged.stderr
+    defects = json.loads((tmp_path / "merged.json").read_text())["defects"]
+    markdown = (tmp_path / "DEFECTS.md").read_text()
+    assert markdown.startswith("# Defects found by `gradaudit survey`") and f"{len(defects)} defects" in markdown
     assert _without_files(json.loads((tmp_path / "merged.json").read_text())) == _without_files(
         json.loads((tmp_path / "whole.json").read_text())
     )

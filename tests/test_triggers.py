@@ -96,7 +96,7 @@ def test_the_survey_kinds_keep_diagnoses_whose_mechanism_they_meet_and_lose_the_
 
     from tests.helpers import ROOT, run_cli
 
-    found = ROOT / "reports" / "survey" / "found"
+    found = ROOT / "tests" / "data" / "survey"  # files an earlier survey wrote
     names = [
         "scipy.special.spence-1",
         "scipy.special.spence-2",
