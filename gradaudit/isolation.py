@@ -272,7 +272,8 @@ def run_in_workers(
     """Audit `batches` on `engine` in `jobs` worker processes; `notify(index, result)` hears of each
     result (a group member the group engine may not report is not notified: another engine's), and
     `left(index, why)` of each scenario of a bundle that failed as a whole, and of each member of
-    a group or bundle whose worker crashed or timed out (each then audited alone, on the literal engine).
+    a group or bundle whose worker crashed or timed out (each then audited alone, on the literal engine;
+    so is each unfinished scenario of a screen batch, whose scenarios are computed together, not in order).
 
     A batch whose worker dies or times out sends its unfinished scenarios back to the queue, one
     literal batch each, except the scenario it was on (for a group, its first unfinished one): retried
@@ -316,7 +317,7 @@ def run_in_workers(
             queue.insert(0, (worker.engine, tuple((index, scenarios[index]) for index in unfinished)))
             return
         for position, index in enumerate(unfinished):
-            if worker.engine in (GROUP, BUNDLE):  # computed together: none is to blame, each goes on alone
+            if worker.engine in (GROUP, BUNDLE, SCREEN):  # computed together: none is to blame, each goes on alone
                 if left is not None:
                     left(index, f"its {worker.engine}'s worker {reason}")
                 queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
