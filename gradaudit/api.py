@@ -305,6 +305,10 @@ def _leaves(
             hint = (
                 " (register its class as a pytree: jax.tree_util.register_dataclass)"
                 if hasattr(leaf, "__dataclass_fields__")
+                else " (a model's non-array leaves, such as an activation, are held fixed by closing over them: "
+                "`params, static = equinox.partition(model, equinox.is_array)`, then audit "
+                "`lambda params, *rest: loss(equinox.combine(params, static), *rest)` at `params`)"
+                if callable(leaf)
                 else ""
             )
             raise InputRejected(

@@ -459,3 +459,11 @@ def test_argnums_differentiates_only_the_arguments_it_names_and_holds_the_rest()
         gradaudit.audit(loss, params, x, y, argnums="params")
     with pytest.raises(InputRejected, match=r"argnums=\(1,\) names have no floating leaf"):
         gradaudit.audit(lambda a, i: a * i, jnp.ones(2), jnp.int32(2), argnums=1)
+
+
+def test_a_function_valued_leaf_is_refused_with_the_way_to_hold_it_fixed():
+    model = {"w": jnp.array([0.5, -1.0]), "activation": jnp.tanh}
+    with pytest.raises(
+        InputRejected, match=r"argument model\['activation'\] .*equinox.partition\(model, equinox.is_array\)"
+    ):
+        gradaudit.audit(lambda model: model["activation"](model["w"]), model)
