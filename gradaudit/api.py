@@ -341,7 +341,8 @@ def _on_leaves(fn: Callable, treedef, keys: tuple[tuple[int, str], ...] = ()) ->
         return fn(*jax.tree_util.tree_unflatten(treedef, leaves))
 
     # read by render/repro.py: fn(*leaves) is the call itself
-    on_leaves.leaves_are_arguments = not keys and treedef.num_nodes == treedef.num_leaves + 1  # type: ignore[attr-defined]
+    plain = not keys and treedef.num_nodes == treedef.num_leaves + 1
+    on_leaves.leaves_are_arguments = plain  # type: ignore[attr-defined]
     on_leaves.__qualname__ = getattr(fn, "__qualname__", "fn")
     # a function takes any __module__ at run time, None included; typeshed says str
     on_leaves.__module__ = getattr(fn, "__module__", None)  # type: ignore[assignment]
