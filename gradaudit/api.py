@@ -14,7 +14,6 @@ written unless `cache` names one.
 from __future__ import annotations
 
 import difflib
-import functools
 import inspect
 import os
 import sys
@@ -25,6 +24,7 @@ from types import FrameType
 
 import numpy as np
 
+from gradaudit.function_caches import held, per_function
 from gradaudit.model import dtypes
 from gradaudit.model.errors import Location
 from gradaudit.model.findings import Finding, Note
@@ -327,7 +327,7 @@ def _leaves(
     return arrays, names, treedef, tuple(keys), arguments
 
 
-@functools.lru_cache(maxsize=256)
+@per_function(maxsize=256)
 def _on_leaves(fn: Callable, treedef, keys: tuple[tuple[int, str], ...] = ()) -> Callable:
     """`fn` called on the leaves of its arguments, the key data at `keys` made typed keys again
     (made once per function and tree, so JAX's caches of traced programs serve every audit of it)."""
@@ -417,6 +417,13 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
 
 
 def _audit(fn: Callable, args: tuple, options: Options, keywords: dict) -> Audit:
+    """One audit, every cache of what it makes from `fn` emptied when it returns (`function_caches`):
+    a loss closing over a dataset is freed with the user's last reference to it."""
+    with held():
+        return _audit_held(fn, args, options, keywords)
+
+
+def _audit_held(fn: Callable, args: tuple, options: Options, keywords: dict) -> Audit:
     from gradaudit import service
 
     if not callable(fn):

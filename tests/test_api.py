@@ -467,3 +467,23 @@ def test_a_function_valued_leaf_is_refused_with_the_way_to_hold_it_fixed():
         InputRejected, match=r"argument model\['activation'\] .*equinox.partition\(model, equinox.is_array\)"
     ):
         gradaudit.audit(lambda model: model["activation"](model["w"]), model)
+
+
+def test_an_audited_function_and_what_it_closes_over_are_freed_once_the_audit_returns():
+    import gc
+    import weakref
+
+    freed = []
+    for scale in (1.0, 2.0, 3.0):
+        weights = jnp.full((512, 512), scale)  # a megabyte the loss closes over
+
+        def loss(x, w=weights):
+            return jnp.sum(jnp.tanh(x) * w[0, :3])
+
+        assert gradaudit.audit(loss, jnp.array([0.1, 0.2, 0.3]), order=2).passed
+        gradaudit.check_grads(loss, (jnp.array([0.1, 0.2, 0.3]),), 1, modes=["rev"])
+        freed.append((weakref.ref(loss), weakref.ref(weights)))
+        del loss, weights
+    gc.collect()
+    alive = [i for i, (fn, array) in enumerate(freed) if fn() is not None or array() is not None]
+    assert alive == []

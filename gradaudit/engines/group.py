@@ -28,9 +28,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gradaudit import function_caches
 from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, assembled
 from gradaudit.engines.literal import ScenarioTimeout, steps, time_limit
 from gradaudit.engines.probe import prober
+from gradaudit.function_caches import per_function
 from gradaudit.jaxenv import as_jax_arrays, device_name, tracing_context, unfiltered_tracebacks, x64_for
 from gradaudit.limits import check_limits
 from gradaudit.model.computed import Computed
@@ -78,7 +80,7 @@ def _answers(compute: dict[str, Callable], inputs: Sequence, failures: dict[str,
     return answers
 
 
-@functools.lru_cache(maxsize=256)
+@per_function(maxsize=256)
 def _batched(fn: Callable, n: int) -> dict[str, Callable]:
     """A group's computations, vmapped over its scenarios (made once per function)."""
     return {name: jax.vmap(function) for name, function in computations(fn, n).items()}
@@ -87,7 +89,7 @@ def _batched(fn: Callable, n: int) -> dict[str, Callable]:
 POINTS = "points"
 
 
-@functools.lru_cache(maxsize=256)
+@per_function(maxsize=256)
 def _program(fn: Callable, n: int, signature: tuple, context: tuple) -> tuple[Callable, dict[str, BaseException]]:
     """One scenario's jit paths and finite-difference points as one program, compiled once per
     function and shapes so that every member of a group calls it on its own inputs: jax.jit of the
@@ -288,8 +290,7 @@ def release_programs() -> None:
     ops' included; JAX's persistent cache on disk stays): a run of many groups then needs memory
     for a few groups' programs, not all of them. Only an engine that has run RELEASE_EVERY groups
     does it, so a small audit never touches the caches of the process it runs in."""
-    for cache in (_program, _batched):
-        cache.cache_clear()
+    function_caches.clear()
     jax.clear_caches()
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from gradaudit.engines.base import run_path
 from gradaudit.engines.probe import prober
+from gradaudit.function_caches import per_function
 from gradaudit.jaxenv import as_jax_arrays, device_name, unfiltered_tracebacks, x64_for
 from gradaudit.limits import LIMIT_EXCEEDED, check_limits
 from gradaudit.model import dtypes
@@ -68,7 +69,7 @@ SECOND_ORDER: dict[str, Transform] = {
 }
 
 
-@functools.lru_cache(maxsize=1024)
+@per_function(maxsize=1024)
 def transformed(fn: Callable, transform: str, argnums: tuple[int, ...]) -> Callable:
     """`fn` under the path `transform` (FIRST_ORDER or SECOND_ORDER), made once per function: a user
     calling jit(jacrev(f)) at many points reuses one compiled program, and so does the audit."""

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gradaudit.function_caches import per_function
 from gradaudit.model.scenario import Scenario
 from gradaudit.sources.user_modules import resolve
 from gradaudit.targets.base import Target
@@ -23,7 +24,7 @@ class NoFloatingOutput(TypeError):
     """The user's function returned nothing that can be differentiated."""
 
 
-@functools.lru_cache(maxsize=1024)
+@per_function(maxsize=1024)
 def flat_output(fn: Callable[..., object]) -> Callable[..., object]:
     """`fn` with a pytree output turned into one vector of its floating leaves (an array stays as it is)."""
 
@@ -49,7 +50,7 @@ def flat_output(fn: Callable[..., object]) -> Callable[..., object]:
     return flat
 
 
-@functools.lru_cache(maxsize=1024)
+@per_function(maxsize=1024)
 def with_kwargs(fn: Callable, kwargs: tuple[tuple[str, object], ...]) -> Callable:
     """`fn` with its static keyword arguments bound (itself when there are none), made once per both."""
     return functools.partial(fn, **dict(kwargs)) if kwargs else fn
@@ -72,7 +73,7 @@ def _interleave(pattern: tuple[str, ...], differentiated: tuple, passed: tuple, 
 # caches of traced and compiled programs (jit's, and the engines' transforms) then serve them all.
 
 
-@functools.lru_cache(maxsize=1024)
+@per_function(maxsize=1024)
 def _traced(fn: Callable, pattern: tuple[str, ...]) -> Callable:
     n = pattern.count(DIFFERENTIATED)
 
@@ -82,7 +83,7 @@ def _traced(fn: Callable, pattern: tuple[str, ...]) -> Callable:
     return traced
 
 
-@functools.lru_cache(maxsize=1024)
+@per_function(maxsize=1024)
 def _captured(
     fn: Callable, pattern: tuple[str, ...], values: tuple[tuple[bytes, str, tuple[int, ...]], ...], x64: bool
 ) -> Callable:
