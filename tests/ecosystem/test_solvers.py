@@ -1,0 +1,47 @@
+"""diffrax, lineax and optimistix: derivatives through solvers, by their adjoints and implicit rules."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import pytest
+
+import gradaudit
+from gradaudit.model.findings import CONSISTENT
+from tests.ecosystem.conftest import library
+
+
+@pytest.mark.slow
+def test_an_ode_solution_passes_against_its_initial_condition_and_rate():
+    diffrax = library("diffrax")
+
+    def final_state(y0, rate):
+        term = diffrax.ODETerm(lambda t, y, args: -args * y)
+        solution = diffrax.diffeqsolve(
+            term, diffrax.Tsit5(), t0=0.0, t1=1.0, dt0=0.1, y0=y0, args=rate, saveat=diffrax.SaveAt(t1=True)
+        )
+        return solution.ys[-1]
+
+    result = gradaudit.audit(final_state, jnp.array([1.0, 2.0]), jnp.array(0.7), modes=["rev"])
+    assert result.status == CONSISTENT, str(result)
+
+
+def test_a_linear_solve_passes_against_its_matrix_and_right_hand_side():
+    lineax = library("lineax")
+
+    def solved(matrix, b):
+        return lineax.linear_solve(lineax.MatrixLinearOperator(matrix), b).value
+
+    matrix = jnp.array([[3.0, 1.0, 0.0], [1.0, 4.0, 1.0], [0.0, 1.0, 5.0]])
+    result = gradaudit.audit(solved, matrix, jnp.array([1.0, -2.0, 0.5]))
+    assert result.status == CONSISTENT, str(result)
+
+
+def test_a_root_found_by_newton_passes_through_its_implicit_derivative():
+    optimistix = library("optimistix")
+
+    def root(a):
+        solver = optimistix.Newton(rtol=1e-6, atol=1e-6)
+        return optimistix.root_find(lambda y, a: y**3 + a * y - 2.0, solver, jnp.array(1.0), args=a).value
+
+    result = gradaudit.audit(root, jnp.array(1.5))
+    assert result.status == CONSISTENT, str(result)
