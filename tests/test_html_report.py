@@ -378,3 +378,33 @@ def test_a_function_with_a_300_by_300_jacobian_audits_into_a_downsampled_page(tm
     heatmaps = page.svgs_of("heatmap", scenario="wide")
     assert heatmaps and all(s["attrs"]["data-entries"] == "300x300" and "downsampled" in s["text"] for s in heatmaps)
     assert all(len(s["rects"]) <= MAX_SIDE * MAX_SIDE + 2 for s in heatmaps)
+
+
+def test_pictures_draw_the_judges_comparison_at_a_kink_and_with_the_runs_tolerance():
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    import gradaudit
+
+    @jax.custom_jvp
+    def sine(x):
+        return jnp.sin(x)
+
+    sine.defjvp(lambda p, t: (sine(p[0]), t[0] * jnp.cos(p[0]) * 1.02))  # 2% off: within the run's rtol of 5%
+
+    def three(x, y):
+        # element 0 at a tie (a kink: finite differences say 1/2 and 1/2, AD 0 and 1); element 1 a
+        # selector past the last case (before #40814 jacrev sends its derivative nowhere); element 2
+        # a rule 2% off, which the run's tolerance allows
+        return jnp.stack([jnp.where(x > y, x, y), lax.select_n(jnp.int32(2), x, y), sine(x)])
+
+    result = gradaudit.audit(three, jnp.float32(1.0), jnp.float32(1.0), rule="legacy", rtol=0.05, name="three")
+    assert result.status == "mismatch", str(result)
+    page = Page("".join(report_html(result.report)))
+    # only jacrev is drawn as differing from finite differences, and only its element 1 is outlined
+    drawn = {s["attrs"]["data-path"] for s in page.svgs_of("diffmap", scenario="three")}
+    assert drawn == {"jacrev jit_jacrev"}, drawn
+    (routed,) = page.svgs_of("routing", scenario="three")
+    outlined = [r for r in routed["rects"] if "wrong" in r.get("class", "").split()]
+    assert len(outlined) == 1, outlined

@@ -118,6 +118,8 @@ def _result(
         method=computed.engine,
         judge_seconds=judged,
         unchecked=verdict.unchecked,
+        compared=verdict.compared,
+        misrouted=verdict.misrouted,
     )
 
 

@@ -43,7 +43,7 @@ from gradaudit.judging.classes import (
     settle,
 )
 from gradaudit.judging.fd_trust import ESTIMATES, Masks, Trust, absorbed_by_rounding, read_estimates
-from gradaudit.judging.provenance import provenances, routing_findings
+from gradaudit.judging.provenance import misrouted, provenances, routing_findings
 from gradaudit.judging.refine import Refined, refined
 from gradaudit.judging.scale import below_resolution, beyond_scale
 from gradaudit.judging.tolerances import Tolerances
@@ -65,6 +65,7 @@ from gradaudit.model.findings import (
     MISMATCH,
     RAISED,
     VALUE_RAISED,
+    Compared,
     Finding,
     FindingClass,
     Note,
@@ -1204,6 +1205,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         findings += values.findings(output_shape, ("",), 0)
     disagreeing: dict[str, dict[int, FindingClass]] = {}
     unchecked = (0, 0)
+    families: list[Compared] = []
     for family, references in _references(case):
         ad_names, _ = family.bound(bindings)
         names = block_names(arg_names, family.order)
@@ -1257,6 +1259,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 known_bad = functools.partial(_refined_bad, refinement, compared.bad, tolerances, results)
                 notes.append(_refinement_note(refinement, output_shape, names))
             skip = trusted.skipped
+            families.append(Compared(family.order, reference, tolerances.fd_rtol, tolerances.fd_atol, skip))
             if family.order == 1 and refinement is None:
                 unchecked = compared.unchecked
             elif family.order == 1:
@@ -1310,6 +1313,8 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                     elements = comparison.disagreeing_elements(output_shape, family.order)
                     for path in comparison.side:
                         disagreeing[path.name] = elements
+        elif ad_paths:
+            families.append(Compared(family.order, None, tolerances.ad_rtol, tolerances.ad_atol))
         for comparison in comparisons:
             findings += comparison.findings(output_shape, names, family.order)
             notes += comparison.settled_notes(output_shape, names, family.order)
@@ -1326,6 +1331,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             )
         )
     routing = routing_findings(prov, arg_names, disagreeing) if prov is not None else []
+    misrouted_elements = misrouted(prov, disagreeing) if prov is not None else {}
     findings = raising + routing + findings
     if any(f.kind == RAISED for f in findings):
         status = ERROR
@@ -1333,4 +1339,12 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         status = MISMATCH
     else:
         status = CONSISTENT
-    return Verdict(status=status, findings=tuple(findings), provenance=prov, notes=tuple(notes), unchecked=unchecked)
+    return Verdict(
+        status=status,
+        findings=tuple(findings),
+        provenance=prov,
+        notes=tuple(notes),
+        unchecked=unchecked,
+        compared=tuple(families),
+        misrouted=misrouted_elements,
+    )

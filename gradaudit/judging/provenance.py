@@ -79,6 +79,33 @@ def provenances(cases: Sequence[Case]) -> list[Provenance | None]:
     ]
 
 
+def misrouted(prov: Provenance, disagreeing: dict[str, dict[int, FindingClass]]) -> dict[str, tuple[int, ...]]:
+    """Per AD path, the output elements `routing_findings` names for it."""
+    return {path: tuple(elements) for paths, (_, elements) in _misrouted(prov, disagreeing).items() for path in paths}
+
+
+def _misrouted(
+    prov: Provenance, disagreeing: dict[str, dict[int, FindingClass]]
+) -> dict[tuple[str, ...], tuple[tuple, dict[int, FindingClass]]]:
+    """Per group of paths that route alike: their routes, and the elements they send elsewhere than
+    the value came from where their numbers also disagree, each with the worst class found there."""
+    found = {}
+    for routes, paths in grouped_by_said(prov.routes.items()).items():
+        elements: dict[int, FindingClass] = {}
+        for p in paths:
+            for out, cls in disagreeing.get(p, {}).items():
+                if out not in elements or CLASSES.index(cls) < CLASSES.index(elements[out]):
+                    elements[out] = cls
+        wrong = {
+            j: elements[j]
+            for j, (want, got) in enumerate(zip(prov.value_from, routes, strict=True))
+            if want != got and j in elements
+        }
+        if wrong:
+            found[tuple(paths)] = (routes, wrong)
+    return found
+
+
 def routing_findings(
     prov: Provenance, arg_names: tuple[str, ...], disagreeing: dict[str, dict[int, FindingClass]]
 ) -> list[Finding]:
@@ -86,19 +113,8 @@ def routing_findings(
     also disagree (in a class the gate fails by default); classed as the worst of those entries."""
     findings = []
     total = len(prov.value_from)
-    for routes, paths in grouped_by_said(prov.routes.items()).items():
-        elements: dict[int, FindingClass] = {}
-        for p in paths:
-            for out, found in disagreeing.get(p, {}).items():
-                if out not in elements or CLASSES.index(found) < CLASSES.index(elements[out]):
-                    elements[out] = found
-        wrong = [
-            j
-            for j, (want, got) in enumerate(zip(prov.value_from, routes, strict=True))
-            if want != got and j in elements
-        ]
-        if not wrong:
-            continue
+    for paths, (routes, elements) in _misrouted(prov, disagreeing).items():
+        wrong = list(elements)
         j = wrong[0]
         supplied = (
             f"value from {argument_names(prov.value_from[j], arg_names)}"

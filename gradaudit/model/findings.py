@@ -7,6 +7,8 @@ from enum import StrEnum
 
 import numpy as np
 
+from gradaudit.model.paths import PathResult
+
 VALUE_RAISED = "evaluating the function raised"
 """How the finding begins when the plain value raised: nothing else could be checked."""
 
@@ -251,6 +253,23 @@ class Provenance:
         return entries
 
 
+@dataclass(frozen=True, eq=False)
+class Compared:
+    """What the judge compared one family's AD paths with, for the outputs that draw it (the HTML
+    pictures), so that they show the judge's comparison and not one of their own."""
+
+    order: int
+    """1: the Jacobians, 2: the Hessians."""
+    reference: PathResult | None
+    """The reference the judge trusted (finite differences, refined by probes where it refined them);
+    None: no reference ran, and AD paths were compared with each other."""
+    rtol: float
+    atol: float
+    """The tolerance of the comparison with the reference (or between AD paths), the run's options in it."""
+    excluded: tuple[np.ndarray, ...] = ()
+    """Per block, a boolean mask of entries not compared with the reference (a kink, no finite estimate)."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     status: str
@@ -260,3 +279,7 @@ class Verdict:
     unchecked: tuple[int, int] = (0, 0)
     """(entries finite differences could not check: kinks, no estimate, a step lost in rounding;
     first-order entries in all): a consistent verdict with every entry unchecked says so."""
+    compared: tuple[Compared, ...] = ()
+    """Each family's comparison (`Compared`)."""
+    misrouted: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Per AD path, the output elements whose derivative a routing finding says it sends elsewhere."""

@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gradaudit.model.errors import InputError
-from gradaudit.model.findings import CONSISTENT, DISAGREEMENT, INTERRUPTED, STATUSES, Finding, Note, Provenance
+from gradaudit.model.findings import (
+    CONSISTENT,
+    DISAGREEMENT,
+    INTERRUPTED,
+    STATUSES,
+    Compared,
+    Finding,
+    Note,
+    Provenance,
+)
 from gradaudit.model.paths import PathResult
 from gradaudit.model.scenario import Scenario
 
@@ -63,6 +72,10 @@ class ScenarioResult:
     judge_seconds: float = 0.0
     unchecked: tuple[int, int] = (0, 0)
     """(first-order entries finite differences could not check, of how many): see `Verdict.unchecked`."""
+    compared: tuple[Compared, ...] = ()
+    """What the judge compared each family with (`Verdict.compared`); empty for a result read back from a report."""
+    misrouted: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Per AD path, the output elements its routing finding names (`Verdict.misrouted`)."""
 
     @property
     def passed(self) -> bool:
@@ -82,7 +95,9 @@ def lightened(result: ScenarioResult) -> ScenarioResult:
     if result.status != CONSISTENT:
         return result
     paths = {name: path.lightened() for name, path in result.paths.items()}
-    return result if all(paths[name] is path for name, path in result.paths.items()) else replace(result, paths=paths)
+    if all(paths[name] is path for name, path in result.paths.items()) and not result.compared:
+        return result
+    return replace(result, paths=paths, compared=())
 
 
 @dataclass(frozen=True, eq=False)

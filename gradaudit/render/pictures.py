@@ -230,9 +230,15 @@ def _layout(result: ScenarioResult, order: int) -> _Layout | None:
 
 def _matrix(path: PathResult, layout: _Layout) -> np.ndarray | None:
     """The path's blocks as one float64 matrix laid out as `layout` says; None when they do not fit it."""
+    return _laid_out(path.ok_arrays, layout)  # family_pictures passes only ok paths
+
+
+def _laid_out(arrays: Sequence, layout: _Layout) -> np.ndarray | None:
+    """Blocks (a path's, or the judge's masks) as one float64 matrix laid out as `layout` says; None
+    when they do not fit it."""
     rows, cols = layout.shape
     try:
-        blocks = [np.asarray(a, dtype=np.float64) for a in path.ok_arrays]  # family_pictures passes only ok paths
+        blocks = [np.asarray(a, dtype=np.float64) for a in arrays]
         if layout.order == 1:
             parts = [b.reshape(rows, size) for b, (_, size) in zip(blocks, layout.col_groups, strict=True)]
             return np.hstack(parts) if parts else np.zeros((rows, 0))
@@ -340,6 +346,7 @@ def _heatmap(
     scale: float | None = None,
     reference: str | None = None,
     describe=None,
+    excluded: np.ndarray | None = None,
 ) -> Heatmap:
     rows, cols = shown.shape
     pooled, chosen, window = _pool(shown, key)
@@ -347,6 +354,9 @@ def _heatmap(
         everywhere = shown[np.isfinite(shown)]
         scale = float(np.max(np.abs(everywhere))) if everywhere.size else 0.0
     classes = _classes(pooled, scale)
+    if excluded is not None:
+        left_out = excluded.reshape(-1)[chosen]
+        classes[left_out & (classes == "z")] = "skip"
     titled = window is None and pooled.size <= TITLED
     titles = None
     if titled:
@@ -492,32 +502,66 @@ def family_pictures(result: ScenarioResult, family: PathFamily) -> FamilyPicture
             heatmap.captions.append(
                 "rows: (output element, first input's element); columns: the second input's elements"
             )
-    reference = next((n for n in refs if n in matrices), None)
-    tolerances = tolerances_for(result.scenario)
-    rtol, atol = (
-        (tolerances.fd_rtol, tolerances.fd_atol) if reference is not None else (tolerances.ad_rtol, tolerances.ad_atol)
-    )
-    reference = reference or next(iter(matrices))
-    ref_matrix = matrices[reference]
+    reference, ref_matrix, rtol, atol, excluded, refined = _judged_reference(result, family, refs, matrices, layout)
     differences, agreeing = [], []
     for members, matrix in groups:
         if reference in members:
             continue
         shown, badness = _difference(matrix, ref_matrix, rtol, atol)
-        title = f"{' = '.join(label(n) for n in members)} − {label(reference)}"
+        if excluded is not None:
+            shown, badness = np.where(excluded, 0.0, shown), np.where(excluded, 0.0, badness)
+        title = f"{' = '.join(label(n) for n in members)} − {label(reference)}{' (refined)' if refined else ''}"
         if not (badness > 1.0).any():
             agreeing.append(" = ".join(label(n) for n in members))
             continue
 
         def describe(r: int, c: int, matrix=matrix, shown=shown) -> str:
-            return f"{_format(float(matrix[r, c]))} vs {_format(float(ref_matrix[r, c]))}" + (
-                "" if shown[r, c] != 0 else " (within tolerance)"
-            )
+            said = f"{_format(float(matrix[r, c]))} vs {_format(float(ref_matrix[r, c]))}"
+            if excluded is not None and excluded[r, c]:
+                return said + " (not compared: finite differences cannot judge this entry)"
+            return said + ("" if shown[r, c] != 0 else " (within tolerance)")
 
-        diff = _heatmap("difference", tuple(members), title, shown, badness, layout, None, reference, describe)
+        diff = _heatmap(
+            "difference", tuple(members), title, shown, badness, layout, None, reference, describe, excluded
+        )
         diff.captions.insert(1, f"white: within tolerance (|Δ| ≤ {atol:.2g} + {rtol:.2g}·|{label(reference)}|)")
+        if excluded is not None and excluded.any():
+            diff.captions.insert(
+                2, f"grey: {int(excluded.sum())} entries the judge did not compare (a kink, no finite estimate)"
+            )
         differences.append(diff)
     return FamilyPictures(family.order, heading, heatmaps, differences, agreeing, failed)
+
+
+def _judged_reference(
+    result: ScenarioResult, family: PathFamily, refs: list[str], matrices: dict[str, np.ndarray], layout: _Layout
+) -> tuple[str, np.ndarray, float, float, np.ndarray | None, bool]:
+    """What the difference maps compare with, as the judge compared (`ScenarioResult.compared`): the
+    reference's name and matrix, the tolerance, the entries left out (None: none recorded) and
+    whether the reference was refined (its numbers are not the path's own). A result read back
+    from a report has no record: its scenario's tolerance and its first reference, every entry."""
+    judged = next((c for c in result.compared if c.order == family.order), None)
+    if judged is not None and judged.reference is not None:
+        name = primary_name(judged.reference.name)
+        name = next((n for n in refs if primary_name(n) == name), judged.reference.name)
+        own = matrices.get(name)
+        matrix = _matrix(judged.reference, layout)
+        if matrix is not None:
+            refined = own is None or not np.array_equal(own, matrix, equal_nan=True)
+            excluded = _laid_out(judged.excluded, layout) if judged.excluded else None
+            return name, matrix, judged.rtol, judged.atol, None if excluded is None else excluded > 0, refined
+    reference = next((n for n in refs if n in matrices), None)
+    if judged is not None:
+        rtol, atol = judged.rtol, judged.atol
+    else:
+        tolerances = tolerances_for(result.scenario)
+        rtol, atol = (
+            (tolerances.fd_rtol, tolerances.fd_atol)
+            if reference is not None
+            else (tolerances.ad_rtol, tolerances.ad_atol)
+        )
+    reference = reference or next(iter(matrices))
+    return reference, matrices[reference], rtol, atol, None, False
 
 
 def scenario_pictures(result: ScenarioResult) -> list[FamilyPictures]:
@@ -580,9 +624,18 @@ def routing(result: ScenarioResult) -> Routing | None:
     shape = tuple(prov.output_shape)
     size = len(prov.value_from)
     rows, cols = _grid(shape)
+    judged = bool(result.compared)  # a result read back from a report has no record of the judge's
+
+    def blamed(paths: Sequence[str], element: int, routes: tuple) -> bool:
+        """Whether the judge's routing finding names this element for these paths (without its
+        record: whether they route it elsewhere than the value came from)."""
+        if routes[element] == prov.value_from[element]:
+            return False
+        return not judged or any(element in result.misrouted.get(path, ()) for path in paths)
+
     wrong = np.zeros(rows * cols, dtype=float)
-    for element, sources in enumerate(prov.value_from):
-        if any(routes[element] != sources for routes in prov.routes.values()):
+    for element in range(size):
+        if any(blamed((path,), element, routes) for path, routes in prov.routes.items()):
             wrong[element] = 1.0
     position = np.arange(rows * cols).reshape(rows, cols)
     present = (position < size).astype(float)
@@ -606,7 +659,7 @@ def routing(result: ScenarioResult) -> Routing | None:
             if element >= size:
                 continue
             cls, text = _source_cell(routes[element])
-            is_wrong = number > 0 and routes[element] != prov.value_from[element]
+            is_wrong = number > 0 and blamed(members, element, routes)
             title = ""
             if titled:
                 said = ", ".join(names[i] for i in routes[element]) or "nowhere"
@@ -626,6 +679,7 @@ def routing(result: ScenarioResult) -> Routing | None:
     captions = [
         f"output shape ({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''}): {size} "
         f"element{'s' if size != 1 else ''}; outlined: routed elsewhere than the value came from"
+        + (" where the path's derivative is also wrong (the routing finding's elements)" if judged else "")
     ]
     if window is not None:
         captions.append(
