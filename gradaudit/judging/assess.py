@@ -118,7 +118,10 @@ def _result(
         method=computed.engine,
         judge_seconds=judged,
         unchecked=verdict.unchecked,
-        compared=verdict.compared,
+        compared=tuple(
+            replace(c, reference=replace(c.reference, estimates=None)) if c.reference is not None else c
+            for c in verdict.compared
+        ),
         misrouted=verdict.misrouted,
     )
 
