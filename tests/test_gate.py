@@ -360,3 +360,26 @@ def test_a_report_written_before_classes_is_still_a_baseline_and_diffs_clean(tmp
     (tmp_path / "older.json").write_text(json.dumps(document))
     refused = run_cli("run", REPRESENTATIVE, "--baseline", str(tmp_path / "older.json"), "-q")
     assert refused.exit_code == 2 and "another form" in refused.stderr
+
+
+def test_every_output_leads_with_the_terminals_finding(tmp_path):
+    """JUnit, SARIF, the HTML summary and the terminal all lead with one finding: the largest
+    disagreement of the most severe class, with its numbers (not the routing line)."""
+    junit, sarif, html = tmp_path / "junit.xml", tmp_path / "out.sarif", tmp_path / "out.html"
+    result = run_cli(
+        "run", REPRESENTATIVE, "--rule", "legacy", "--junit", str(junit), "--sarif", str(sarif), "--html", str(html)
+    )
+    assert result.exit_code == 1
+    lead = re.compile(r"jacrev and jit\(jacrev\) disagree .*\(difference 1, relative 1")
+    first_failure = ET.parse(junit).getroot().find("testsuite").findall("testcase")[0].find("failure")
+    assert lead.search(first_failure.get("message"))
+    sarif_results = [r for r in json.loads(sarif.read_text())["runs"][0]["results"]]
+    first = next(r for r in sarif_results if r["message"]["text"].startswith("int32-above-two-cases:"))
+    assert lead.search(first["message"]["text"]) and "send it nowhere" not in first["message"]["text"]
+    summary_row = next(
+        line for line in html.read_text().splitlines() if "<tr data-filter" in line and "int32-above-two-cases" in line
+    )
+    # the summary's cell is the same text, cut at 160 characters
+    headline = re.search(r"<td>(\[wrong\][^<]*?)…?</td></tr>", summary_row)
+    assert headline and first["message"]["text"].split(": ", 1)[1].startswith(headline.group(1)), summary_row
+    assert lead.search(result.stdout.replace("\n", " "))
