@@ -279,20 +279,62 @@ def _argnums(argnums: tuple[int, ...] | None, count: int) -> frozenset[int]:
     return frozenset(index % count for index in argnums)
 
 
-def _leaves(
-    fn: Callable, args: tuple
-) -> tuple[list[np.ndarray], list[str], object, tuple[tuple[int, str], ...], list[int]]:
-    """The arguments' leaves as JAX would see them (`jnp.asarray`: Python floats are float32 unless
-    x64 is on), their pytree-path names, the tree to rebuild them, and the typed PRNG keys among
-    them (position, implementation): a key is held fixed as its key data, and made a key again
-    for the call, as `jax.random.key(0)` or a `flax.nnx.Rngs` stream passes it; and which
-    positional argument each leaf belongs to."""
+@dataclass(frozen=True)
+class _Leaves:
+    """The arguments' leaves as an audit takes them (`_leaves`)."""
+
+    arrays: list[np.ndarray]
+    """The array leaves as JAX would see them (`jnp.asarray`: Python floats are float32 unless x64 is on)."""
+    names: list[str]
+    """Each array leaf's pytree-path name."""
+    treedef: object
+    keys: tuple[tuple[int, str], ...]
+    """Typed PRNG keys among the leaves (position among all leaves, implementation): held fixed as
+    their key data, made keys again for the call, as `jax.random.key(0)` or a `flax.nnx.Rngs` stream passes them."""
+    statics: tuple[tuple[int, str, object], ...]
+    """Leaves that are not arrays (position among all leaves, name, the leaf): an equinox Module's
+    activation, a string option; held fixed, passed to the function as they are."""
+    arguments: list[int]
+    """Which positional argument each array leaf belongs to."""
+
+    def held_note(self) -> str | None:
+        if not self.statics:
+            return None
+        named = ", ".join(f"{name} ({_kind_of(value)})" for _, name, value in self.statics)
+        return f"held fixed, not arrays: {named}"
+
+
+def _holds_arrays(leaf: object) -> bool:
+    """Whether a leaf is a dataclass with an array among its fields."""
+    fields = getattr(leaf, "__dataclass_fields__", None)
+    return bool(fields) and any(hasattr(getattr(leaf, f, None), "__array__") for f in fields)  # type: ignore[union-attr]
+
+
+def _kind_of(value: object) -> str:
+    return getattr(value, "__name__", None) or type(value).__name__
+
+
+class _Same:
+    """A non-array leaf as part of a cache key: the same object, whatever its `__eq__` (many are unhashable)."""
+
+    def __init__(self, value: object):
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
+
+
+def _leaves(fn: Callable, args: tuple) -> _Leaves:
+    """The arguments' leaves (`_Leaves`): arrays to differentiate or hold, keys, and leaves that are not arrays."""
     import jax
     import jax.numpy as jnp
 
     with_paths, treedef = jax.tree_util.tree_flatten_with_path(args)
     parameters = _parameter_names(fn, len(args))
-    arrays, names, keys, arguments = [], [], [], []
+    arrays, names, keys, statics, arguments = [], [], [], [], []
     allowed = (*dtypes.FLOAT_DTYPES, *dtypes.SELECTOR_DTYPES)
     for position, (path, leaf) in enumerate(with_paths):
         name = parameters[path[0].idx] + jax.tree_util.keystr(tuple(path[1:]))
@@ -302,18 +344,13 @@ def _leaves(
         try:
             array = np.asarray(jnp.asarray(leaf))
         except TypeError as exc:
-            hint = (
-                " (register its class as a pytree: jax.tree_util.register_dataclass)"
-                if hasattr(leaf, "__dataclass_fields__")
-                else " (a model's non-array leaves, such as an activation, are held fixed by closing over them: "
-                "`params, static = equinox.partition(model, equinox.is_array)`, then audit "
-                "`lambda params, *rest: loss(equinox.combine(params, static), *rest)` at `params`)"
-                if callable(leaf)
-                else ""
-            )
-            raise InputRejected(
-                f"argument {name} is not an array or a pytree of arrays ({type(leaf).__name__}){hint}: {exc}"
-            ) from None
+            if _holds_arrays(leaf):  # its arrays are meant to be differentiated: holding them would hide them
+                raise InputRejected(
+                    f"argument {name} is a dataclass holding arrays but not a pytree ({type(leaf).__name__}): "
+                    f"register its class as one (jax.tree_util.register_dataclass) to differentiate them ({exc})"
+                ) from None
+            statics.append((position, name, leaf))
+            continue
         if array.dtype.name not in allowed:
             raise InputRejected(
                 f"argument {name} has dtype {array.dtype.name}: gradaudit differentiates floating inputs "
@@ -324,24 +361,29 @@ def _leaves(
         arguments.append(path[0].idx)
     if not any(a.dtype.name in dtypes.FLOAT_DTYPES for a in arrays):
         raise InputRejected(f"nothing to differentiate: no argument of {_display_name(fn)} has a floating leaf")
-    return arrays, names, treedef, tuple(keys), arguments
+    return _Leaves(arrays, names, treedef, tuple(keys), tuple(statics), arguments)
 
 
 @per_function(maxsize=256)
-def _on_leaves(fn: Callable, treedef, keys: tuple[tuple[int, str], ...] = ()) -> Callable:
-    """`fn` called on the leaves of its arguments, the key data at `keys` made typed keys again
-    (made once per function and tree, so JAX's caches of traced programs serve every audit of it)."""
+def _on_leaves(
+    fn: Callable, treedef, keys: tuple[tuple[int, str], ...] = (), statics: tuple[tuple[int, _Same], ...] = ()
+) -> Callable:
+    """`fn` called on the array leaves of its arguments, the leaves that are not arrays put back
+    where they were and the key data at `keys` made typed keys again (made once per function, tree
+    and held leaves, so JAX's caches of traced programs serve every audit of it)."""
     import jax
 
     def on_leaves(*leaves):
-        if keys:
+        if keys or statics:
             leaves = list(leaves)
+            for position, same in statics:  # ascending: each goes in before the later ones count it
+                leaves.insert(position, same.value)
             for position, impl in keys:
                 leaves[position] = jax.random.wrap_key_data(leaves[position], impl=impl)
         return fn(*jax.tree_util.tree_unflatten(treedef, leaves))
 
     # read by render/repro.py: fn(*leaves) is the call itself
-    plain = not keys and treedef.num_nodes == treedef.num_leaves + 1
+    plain = not keys and not statics and treedef.num_nodes == treedef.num_leaves + 1
     on_leaves.leaves_are_arguments = plain  # type: ignore[attr-defined]
     on_leaves.__qualname__ = getattr(fn, "__qualname__", "fn")
     # a function takes any __module__ at run time, None included; typeshed says str
@@ -353,15 +395,20 @@ def _spec(array: np.ndarray, name: str, held: bool = False) -> InputSpec:
     return InputSpec(dtype=array.dtype.name, value=array, shape=array.shape, name=name, held=held)
 
 
-def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tuple[FunctionCall, Directions | None]:
+def _target(
+    fn: Callable, args: tuple, options: Options, keywords: dict
+) -> tuple[FunctionCall, Directions | None, list[Note]]:
     """The function call to audit: the leaves themselves, or (over `directional_above` Jacobian
-    entries) the function along directions."""
+    entries) the function along directions; and notes on how the arguments were taken."""
     from gradaudit.numerics import directions
     from gradaudit.service import output_shape
     from gradaudit.targets.function import flat_output
 
-    arrays, names, treedef, keys, arguments = _leaves(fn, args)
-    on_leaves = _on_leaves(fn, treedef, keys)
+    leaves = _leaves(fn, args)
+    arrays, names, arguments = leaves.arrays, leaves.names, leaves.arguments
+    held_note = leaves.held_note()
+    notes = [Note(held_note)] if held_note else []
+    on_leaves = _on_leaves(fn, leaves.treedef, leaves.keys, tuple((i, _Same(v)) for i, _, v in leaves.statics))
     display, bind = _display_name(fn), keywords.get("bind", "both")
     chosen_arguments = _argnums(keywords.get("argnums"), len(args))
     # floating leaves of the arguments `argnums` names are differentiated; the other floating ones held
@@ -383,9 +430,8 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
     if entries <= options.directional_above:
         specs = tuple(_spec(a, n, held=h) for a, n, h in zip(arrays, names, held, strict=True))
         described = ", ".join(f"{s.name}: {s.describe()}" for s in specs)
-        return FunctionCall(
-            fn=display, root="", inputs=specs, bind=bind, function=on_leaves, description=described
-        ), None
+        call = FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=on_leaves, description=described)
+        return call, None, notes
     point_names = [n for n, f in zip(names, floating, strict=True) if f]
     try:
         chosen = directions.choose(
@@ -413,7 +459,8 @@ def _target(fn: Callable, args: tuple, options: Options, keywords: dict) -> tupl
     )
     described = ", ".join(f"{n}: {_spec(a, n).describe()}" for a, n in zip(arrays, names, strict=True))
     described += f" along {len(chosen.names)} directions"
-    return FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=along, description=described), chosen
+    call = FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=along, description=described)
+    return call, chosen, [*notes, Note(chosen.describe())]
 
 
 def _audit(fn: Callable, args: tuple, options: Options, keywords: dict) -> Audit:
@@ -428,7 +475,7 @@ def _audit_held(fn: Callable, args: tuple, options: Options, keywords: dict) -> 
 
     if not callable(fn):
         raise TypeError(f"gradaudit.audit needs a function to audit, got {type(fn).__name__}")
-    target, chosen = _target(fn, args, options, keywords)
+    target, chosen, notes = _target(fn, args, options, keywords)
     eps = keywords.get("eps")
     scenario = Scenario(
         name=keywords.get("name") or getattr(fn, "__name__", None) or type(fn).__name__,
@@ -444,8 +491,8 @@ def _audit_held(fn: Callable, args: tuple, options: Options, keywords: dict) -> 
     if report.errors:
         raise InputRejected("; ".join(error.message for error in report.errors))
     (result,) = report.results
-    if chosen is not None:
-        result = replace(result, notes=(*result.notes, Note(chosen.describe())))
+    if notes:
+        result = replace(result, notes=(*result.notes, *notes))
         report = replace(report, results=(result,))
     return Audit(result=result, report=report, directions=chosen)
 

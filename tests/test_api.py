@@ -461,12 +461,19 @@ def test_argnums_differentiates_only_the_arguments_it_names_and_holds_the_rest()
         gradaudit.audit(lambda a, i: a * i, jnp.ones(2), jnp.int32(2), argnums=1)
 
 
-def test_a_function_valued_leaf_is_refused_with_the_way_to_hold_it_fixed():
-    model = {"w": jnp.array([0.5, -1.0]), "activation": jnp.tanh}
-    with pytest.raises(
-        InputRejected, match=r"argument model\['activation'\] .*equinox.partition\(model, equinox.is_array\)"
-    ):
-        gradaudit.audit(lambda model: model["activation"](model["w"]), model)
+def test_leaves_that_are_not_arrays_are_held_fixed_and_named():
+    model = {"w": jnp.array([0.5, -1.0]), "activation": jnp.tanh, "mode": "train"}
+
+    def forward(model):
+        assert model["mode"] == "train", "the held leaf reaches the function as it was"
+        return model["activation"](model["w"])
+
+    result = gradaudit.audit(forward, model)
+    assert result.passed, str(result)
+    assert "held fixed, not arrays: model['activation'] (tanh), model['mode'] (str)" in [
+        n.message for n in result.notes
+    ]
+    np.testing.assert_allclose(result.paths["jacrev"].arrays[0], np.diag(1 - np.tanh([0.5, -1.0]) ** 2), rtol=1e-6)
 
 
 def test_an_audited_function_and_what_it_closes_over_are_freed_once_the_audit_returns():

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import gradaudit
-from gradaudit.api import InputRejected
 from gradaudit.model.findings import CONSISTENT, MISMATCH
 from tests.ecosystem.conftest import library
 
@@ -27,14 +26,16 @@ def _loss_of(static, x, y):
     return loss
 
 
-def test_an_mlp_loss_passes_and_a_whole_module_is_refused_with_the_way_to_split_it():
+def test_an_mlp_loss_passes_split_with_partition_or_passed_whole():
     model = eqx.nn.MLP(3, 2, width_size=8, depth=2, key=jax.random.key(0))
     x, y = jax.random.normal(jax.random.key(1), (5, 3)), jax.random.normal(jax.random.key(2), (5, 2))
     params, static = _split(model)
-    result = gradaudit.audit(_loss_of(static, x, y), params)
-    assert result.status == CONSISTENT, str(result)
-    with pytest.raises(InputRejected, match=r"equinox.partition"):
-        gradaudit.audit(lambda m: jnp.mean((jax.vmap(m)(x) - y) ** 2), model)
+    split = gradaudit.audit(_loss_of(static, x, y), params)
+    assert split.status == CONSISTENT, str(split)
+    whole = gradaudit.audit(lambda m: jnp.mean((jax.vmap(m)(x) - y) ** 2), model)
+    assert whole.status == CONSISTENT, str(whole)
+    assert any(n.message.startswith("held fixed, not arrays: m.activation") for n in whole.notes), whole.notes
+    np.testing.assert_allclose(whole.paths["jacrev"].arrays[0], split.paths["jacrev"].arrays[0], rtol=1e-6)
 
 
 class _Scaled(eqx.Module):
