@@ -494,3 +494,25 @@ def test_an_audited_function_and_what_it_closes_over_are_freed_once_the_audit_re
     gc.collect()
     alive = [i for i, (fn, array) in enumerate(freed) if fn() is not None or array() is not None]
     assert alive == []
+
+
+def test_an_audit_leaves_jaxs_configuration_and_environment_as_it_found_them():
+    import os
+
+    watched = (
+        "jax_enable_x64",
+        "jax_compilation_cache_dir",
+        "jax_persistent_cache_min_compile_time_secs",
+        "jax_persistent_cache_min_entry_size_bytes",
+        "jax_platforms",
+        "jax_default_device",
+        "jax_traceback_filtering",
+        "jax_numpy_rank_promotion",
+    )
+    before = {name: getattr(jax.config, name) for name in watched}
+    environment = dict(os.environ)
+    wide = np.array([0.3, -1.2], dtype=np.float64)  # a 64-bit input turns x64 on for its audit only
+    assert gradaudit.audit(lambda x: jnp.sum(jnp.sin(x)), wide).passed
+    gradaudit.check_grads(lambda x: jnp.cos(x), (jnp.array([0.5, 1.5]),), 2)
+    assert {name: getattr(jax.config, name) for name in watched} == before
+    assert dict(os.environ) == environment
