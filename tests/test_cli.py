@@ -274,3 +274,11 @@ def test_the_report_takes_the_rows_rendered_for_the_partial_file_as_they_are(tmp
     fresh = "".join(JsonFormat("findings").render(report))
     assert "".join(JsonFormat("findings", rendered).render(report)) == fresh
     assert all(row["outcome"]["passed"] in (True, False) for row in json.loads(fresh)["results"])
+
+
+def test_a_python_file_given_to_run_is_refused_saying_what_to_do_instead(tmp_path):
+    script = tmp_path / "losses.py"
+    script.write_text("import jax.numpy as jnp\n\ndef loss(x):\n    return jnp.sum(x**2)\n")
+    result = run_cli("run", str(script))
+    assert result.exit_code == 2
+    assert "a Python file, not a scenario file" in result.stderr and "fn: losses:loss" in result.stderr

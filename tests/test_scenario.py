@@ -58,7 +58,13 @@ def test_folders_are_searched_recursively_and_sorted(tmp_path):
 BASE = "  - name: s\n    selector: {dtype: int32, value: 0}\n    cases: 2\n    shape: []\n    dtype: float32\n"
 
 BAD_INPUTS = {
-    "yaml-syntax": ("scenarios:\n  - name: [unclosed\n", "3:1", "YAML syntax error"),
+    # PyYAML notices both a line late: the error points where the bracket opened, where the colon is missing
+    "yaml-syntax": ("scenarios:\n  - name: [unclosed\n", "2:11", "YAML syntax error"),
+    "yaml-missing-colon": (
+        "scenarios:\n  - name: a\n    fn foo\n    inputs: [1]\n",
+        "3:5",
+        "could not find expected ':'",
+    ),
     "unknown-key": (
         "scenarios:\n" + BASE + "    selctor: 1\n",
         "7:5",

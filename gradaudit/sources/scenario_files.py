@@ -78,6 +78,8 @@ TOLERANCE_KEYS = ("rtol", "atol")
 INPUT_KEYS = ("dtype", "value", "shape", "fill", "seed", "held")
 EXPECT_KEYS = ("status", "exception")
 YAML_SUFFIXES = (".yaml", ".yml")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
+"""Files a newcomer may hand `run` that are not scenario files: refused saying what to do instead."""
 MAX_DEPTH = 32
 """Deepest nesting of a value list."""
 MAX_LEAVES = 1_000_000
@@ -670,6 +672,15 @@ def collect_files(paths: Iterable[str]) -> tuple[list[tuple[Path, str]], list[In
                 if file.resolve() not in seen:
                     seen.add(file.resolve())
                     files.setdefault(file, _suite(file, path))
+        elif path.is_file() and path.suffix in PYTHON_SUFFIXES:
+            errors.append(
+                InputError(
+                    Location(raw, 1, 1),
+                    f"a Python file, not a scenario file: gradaudit run reads YAML ({', '.join(YAML_SUFFIXES)}); "
+                    f"name a function of it in a scenario (`fn: {path.stem}:loss`, docs/scenario-files.md) or "
+                    "audit it from Python (`gradaudit.audit(loss, x)`)",
+                )
+            )
         elif path.is_file():
             if path.resolve() not in seen:
                 seen.add(path.resolve())

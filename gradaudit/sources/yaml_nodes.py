@@ -88,8 +88,15 @@ def parse_text(text: str, display: str) -> tuple[yaml.Node | None, list[InputErr
         documents = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display, 1, 1)
         problem = exc.problem or exc.context or "invalid YAML"
+        began = exc.context_mark
+        if began is not None and exc.problem_mark is not None and began.line < exc.problem_mark.line:
+            # PyYAML notices an unclosed bracket or a key without its colon on a later line: point
+            # at where the construct began, which is where the mistake is
+            noticed = exc.problem_mark
+            problem = f"{exc.context}, {problem} (noticed at line {noticed.line + 1}, column {noticed.column + 1})"
+            mark = began
+        where = Location(display, mark.line + 1, mark.column + 1) if mark else Location(display, 1, 1)
         if mark is not None and _char_at(text, mark.line, mark.column) == "\t":
             problem += " (a tab: YAML indents with spaces only)"
         raise InvalidInput(InputError(where, f"YAML syntax error: {problem}")) from None
