@@ -250,11 +250,11 @@ CATALOG: tuple[Diagnosis, ...] = (
     ),
     Diagnosis(
         id="GA010",
-        title="reverse mode drops the derivative of an element read at an index out of range",
+        title="reverse mode drops the derivative of an element read at an index the read clamps or wraps",
         evidence=(
             "a value comes from an input, forward paths route its derivative there, reverse paths send it nowhere; "
             "evaluated at the scenario's inputs, the function reads with gather or dynamic_slice at an index outside "
-            "the array"
+            "the array, or in an integer dtype too narrow for it"
         ),
         explanation=(
             "The function reads with gather (x[i], jnp.take, .at[].get) or dynamic_slice at an index outside the "
