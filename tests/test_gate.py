@@ -44,6 +44,11 @@ def test_a_run_with_its_own_report_as_baseline_passes_and_a_new_finding_fails(tm
     again = run_cli("run", str(tmp_path / "suite"), "--rule", "legacy", "--baseline", str(baseline))
     assert again.exit_code == 0, again.stdout
     assert "0 new, 3 known, 0 resolved" in again.stdout
+    # known findings are a line each, not their findings and diagnosis in full (-v shows them)
+    assert "old-finding: passes: known findings (baseline): 3 findings (-v shows them)" in again.stdout
+    assert "send it nowhere" not in again.stdout and "GA002" not in again.stdout.split("└")[-1]
+    verbose = run_cli("run", str(tmp_path / "suite"), "--rule", "legacy", "--baseline", str(baseline), "-v")
+    assert "send it nowhere" in verbose.stdout and "\nGA002 " in verbose.stdout
     write_yaml(tmp_path, "suite/b.yaml", scenario("new-finding", -1))
     worse = run_cli(
         "run",
@@ -291,7 +296,11 @@ def test_the_ci_page_workflow_is_valid_and_its_commands_parse():
     assert any("--shard ${{ matrix.shard }}/4" in c and "--baseline" in c and "--junit" in c for c in commands)
     assert any(c.startswith("gradaudit merge") for c in commands)
     assert any("junit" in step.get("uses", "") and "xml" in step["with"]["report_paths"] for step in gate["steps"])
-    assert all(any(step.get("run") == "python -m pip install ." for step in job["steps"]) for job in (audit, gate))
+    # gradaudit is not on the package index: both jobs install it from its git repository
+    assert workflow["env"]["GRADAUDIT"].startswith("gradaudit @ git+https://")
+    assert all(
+        any(step.get("run") == 'python -m pip install "$GRADAUDIT"' for step in job["steps"]) for job in (audit, gate)
+    )
 
     def parse(args: list[str]) -> None:
         """Parse a command line as gradaudit would, without running it: a usage error raises."""

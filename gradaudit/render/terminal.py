@@ -423,7 +423,8 @@ def print_report(
             failing = [r for r in shown if not r.passed]
             for result in failing:
                 _print_findings(console, result, verbose)
-            passing = [r for r in shown if r.passed and r.findings]
+            accepted = [r for r in shown if r.passed and r.findings and not verbose and _all_known(r)]
+            passing = [r for r in shown if r.passed and r.findings and r not in accepted]
             if passing:
                 if failing:
                     console.print()
@@ -433,12 +434,22 @@ def print_report(
                 )
                 for result in passing:
                     _print_findings(console, result, verbose)
+            if accepted and (failing or passing):
+                console.print()
+            for result in accepted:  # known already: a line each, their findings with -v
+                assert result.outcome is not None, "a result with known findings was gated"
+                count = f"{len(result.findings)} finding{'s' * (len(result.findings) != 1)}"
+                console.print(
+                    _finding_line(result, f"passes: {result.outcome.reason}: {count} (-v shows them)", "dim"),
+                    highlight=False,
+                    soft_wrap=True,
+                )
             for result in (r for r in shown if r.passed and not r.findings and _unchecked(r)):
                 _print_findings(console, result, verbose)
         console.print()
         seen: dict[str, list[str]] = {}
         for result in shown:
-            if result.diagnosis is not None:
+            if result.diagnosis is not None and (verbose or grouped or not _all_known(result)):
                 seen.setdefault(result.diagnosis.id, []).append(result.scenario.name)
         for diagnosis_id, names in seen.items():
             print_diagnosis(console, BY_ID[diagnosis_id], _some(names) if grouped else names)
@@ -478,6 +489,12 @@ def _print_findings(console: Console, result: ScenarioResult, verbose: bool) -> 
     if verbose:
         for note in result.notes:
             console.print(_finding_line(result, "note: " + note.message, "dim"), highlight=False, soft_wrap=True)
+
+
+def _all_known(result: ScenarioResult) -> bool:
+    """Whether a scenario passes because a baseline or an expectation knows every finding it has."""
+    known = set(result.outcome.known) if result.passed and result.outcome is not None else set()
+    return bool(result.findings) and all(f.fingerprint in known for f in result.findings)
 
 
 def _unchecked(result: ScenarioResult) -> bool:
