@@ -150,10 +150,18 @@ class Auditor:
 
     def audit(self, fn: Callable, *args, **keywords) -> Audit:
         """Audit `fn` at `args` (see `gradaudit.audit`)."""
-        return _audit(fn, args, self._options(keywords), _scenario_keywords(keywords))
+        # gradaudit's refusals (bad options or arguments) are raised as from the user's call: a new
+        # exception whose traceback starts here, in a frame pytest hides, so a failing test shows the
+        # user's line and the message, not gradaudit's insides
+        __tracebackhide__ = True
+        try:
+            return _audit(fn, args, self._options(keywords), _scenario_keywords(keywords))
+        except (InputRejected, OptionError) as exc:
+            raise type(exc)(*exc.args) from None
 
     def assert_consistent(self, fn: Callable, *args, **keywords) -> Audit:
         """Audit `fn` at `args`; raise GradientInconsistency unless it passes (see `gradaudit.assert_consistent`)."""
+        __tracebackhide__ = True
         result = self.audit(fn, *args, **keywords)
         if not result.passed:
             raise GradientInconsistency(result)
@@ -163,6 +171,7 @@ class Auditor:
         self, f: Callable, args: Sequence, order: int, modes: Iterable[str] = MODES, atol=None, rtol=None, eps=None
     ) -> None:
         """`jax.test_util.check_grads`, as a drop-in (see `gradaudit.check_grads`)."""
+        __tracebackhide__ = True
         modes = tuple(modes) if not isinstance(modes, str) else (modes,)
         if not modes or set(modes) - set(MODES):
             raise ValueError(f"modes must be some of {', '.join(MODES)}, got {list(modes)!r}")
@@ -519,6 +528,7 @@ def audit(fn: Callable, *args, **options) -> Audit:
         OptionError: an unknown keyword or a value it does not take.
         InputRejected: arguments it cannot audit (a dtype, nothing floating, a size over a limit).
     """
+    __tracebackhide__ = True
     return Auditor().audit(fn, *args, **options)
 
 
@@ -535,6 +545,7 @@ def assert_consistent(fn: Callable, *args, **options) -> Audit:
         GradientInconsistency: an AssertionError whose message is the findings, the provenance of
             each output element and the diagnosis, as the command line prints them.
     """
+    __tracebackhide__ = True
     return Auditor().assert_consistent(fn, *args, **options)
 
 
@@ -561,4 +572,5 @@ def check_grads(
         GradientInconsistency: the paths disagree (an AssertionError, as check_grads raises).
         ValueError: an order other than 1 or 2, or modes other than fwd and rev.
     """
+    __tracebackhide__ = True
     Auditor().check_grads(f, args, order, modes, atol, rtol, eps)

@@ -127,3 +127,29 @@ def test_the_fixture_and_scenario_files_read_tool_gradaudit_and_only_named_folde
     assert "settings.yaml" not in run.stdout
     fixed = _pytest(tmp_path, "audits", "--gradaudit-rule", "fixed")
     assert re.search(r"^1 passed", fixed.stdout, re.MULTILINE), fixed.stdout[-3000:]
+
+
+def test_a_failing_test_shows_the_users_line_and_the_finding_not_gradaudits_frames(tmp_path):
+    (tmp_path / "test_user.py").write_text(
+        "import jax, jax.numpy as jnp, gradaudit\n"
+        "\n"
+        "@jax.custom_jvp\n"
+        "def wrong(x):\n"
+        "    return jnp.sin(x)\n"
+        "\n"
+        "wrong.defjvp(lambda p, t: (jnp.sin(p[0]), t[0] * 2.0 * jnp.cos(p[0])))\n"
+        "\n"
+        "def test_rule():\n"
+        "    gradaudit.assert_consistent(wrong, jnp.array([0.3, 0.7]))\n"
+        "\n"
+        "def test_drop_in():\n"
+        "    gradaudit.check_grads(wrong, (jnp.array([0.3, 0.7]),), 1)\n"
+        "\n"
+        "def test_bad_argument():\n"
+        "    gradaudit.audit(wrong, jnp.array([1, 2]))\n"
+    )
+    run = _pytest(tmp_path, "test_user.py")
+    assert "3 failed" in run.stdout, run.stdout[-3000:]
+    assert "gradaudit/api.py" not in run.stdout and "gradaudit/service.py" not in run.stdout, run.stdout
+    assert run.stdout.count("test_user.py:10: ") + run.stdout.count("test_user.py:13: ") == 2, run.stdout
+    assert "InputRejected: nothing to differentiate" in run.stdout and "test_user.py:16: InputRejected" in run.stdout
