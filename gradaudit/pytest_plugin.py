@@ -96,11 +96,20 @@ def _options(config: pytest.Config):
     return getattr(config, key)
 
 
+def _shown(path: Path, invoked_in: Path) -> str:
+    """A scenario file as failures name it: relative to where pytest was started, as `gradaudit run`
+    names the files it is given (absolute where the file lies elsewhere)."""
+    try:
+        return str(path.relative_to(invoked_in))
+    except ValueError:
+        return str(path)
+
+
 class ScenarioFile(pytest.File):
     def collect(self):
         from gradaudit.sources.scenario_files import load_paths
 
-        loaded = load_paths([str(self.path)])
+        loaded = load_paths([_shown(self.path, Path(self.config.invocation_params.dir))])
         if loaded.errors:
             raise ScenarioInputError("\n".join(str(error) for error in loaded.errors))
         for scenario in loaded.scenarios:
