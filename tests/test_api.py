@@ -516,3 +516,21 @@ def test_an_audit_leaves_jaxs_configuration_and_environment_as_it_found_them():
     gradaudit.check_grads(lambda x: jnp.cos(x), (jnp.array([0.5, 1.5]),), 2)
     assert {name: getattr(jax.config, name) for name in watched} == before
     assert dict(os.environ) == environment
+
+
+def test_a_timeout_says_which_path_it_stopped_and_the_users_line_running_then():
+    import time
+
+    @jax.custom_vjp
+    def slow_backward(x):
+        return jnp.sin(x)
+
+    def backward(residual, g):
+        time.sleep(30)  # the line the timeout names
+        return (g * jnp.cos(residual),)
+
+    slow_backward.defvjp(lambda x: (jnp.sin(x), x), backward)
+    result = gradaudit.audit(slow_backward, jnp.array([0.5, 1.0]), timeout=2, modes=["rev"])
+    (finding,) = result.findings
+    assert result.status == "error" and finding.message.startswith("timed out after 2 s computing jacrev (at ")
+    assert "test_api.py:" in finding.message and "in backward)" in finding.message

@@ -55,6 +55,9 @@ def run_path(
         computed = compute()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - an exception (sys.exit too) is a result here, not a failure
         return failed_path(name, exc, device)
+    except BaseException as stopped:  # a timeout or an interrupt: it says which path it stopped
+        stopped.path = getattr(stopped, "path", name)  # type: ignore[attr-defined]
+        raise
     if isinstance(computed, dict):
         return PathResult(name=name, arrays=computed["extrapolated"], estimates=computed, device=device)
     return PathResult(name=name, arrays=computed, device=device)

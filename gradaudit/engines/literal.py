@@ -42,7 +42,9 @@ from gradaudit.model.paths import (
     MODES_NEEDED,
     NOT_APPLICABLE,
     VALUE,
+    PathError,
     PathResult,
+    label,
     path_name,
 )
 from gradaudit.model.scenario import Scenario
@@ -235,8 +237,8 @@ def compute(
                 return failed(Failure(problems[0].message, LIMIT_EXCEEDED), time.perf_counter() - start)
             targets = build_targets(scenario)
             results = run_paths(targets, scenario.eps, scenario.order, devices, scenario.modes)
-    except ScenarioTimeout:
-        return failed(Failure(f"timed out after {timeout:g} s", "TimeoutError"), time.perf_counter() - start)
+    except ScenarioTimeout as stopped:
+        return failed(timed_out(stopped, timeout), time.perf_counter() - start)
     target = targets[0]
     return Computed(
         paths=results,
@@ -248,6 +250,15 @@ def compute(
         triggers=functools.partial(triggered, target),
         probe=prober(target, scenario),
     )
+
+
+def timed_out(stopped: ScenarioTimeout, timeout: float | None) -> Failure:
+    """The timeout as a failure that says where it struck: the path being computed (or the tracing
+    before any path) and the user's line running then."""
+    path = getattr(stopped, "path", None)
+    during = f" computing {label(path)}" if path else " tracing the function (before any path)"
+    where = PathError.from_exception(stopped).user_where
+    return Failure(f"timed out after {timeout:g} s{during}" + (f" (at {where})" if where else ""), "TimeoutError")
 
 
 class LiteralEngine:
