@@ -164,9 +164,8 @@ def test_a_group_that_hangs_is_a_timeout_of_each_scenario_it_held_and_the_run_en
     assert time.perf_counter() - start < 90
     assert result.exit_code == 1, result.stderr
     results = result.json()["results"]
-    assert [(r["status"], [f["message"] for f in r["findings"]]) for r in results] == [
-        ("error", [f"timed out after {timeout} s"])
-    ] * 4
+    assert len(results) == 4 and all(r["status"] == "error" and len(r["findings"]) == 1 for r in results)
+    assert all(r["findings"][0]["message"].startswith(f"timed out after {timeout} s") for r in results)
 
 
 TWO_CASES = "defaults: {dtype: float32, cases: 2, shape: []}\nscenarios:\n"

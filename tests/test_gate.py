@@ -259,7 +259,10 @@ def test_quiet_exit_zero_colour_and_timeout(tmp_path):
     )
     timed = run_cli("run", str(path), "--timeout", "0.5", "--json", "-")
     entry = timed.json()["results"][0]
-    assert entry["status"] == "error" and entry["findings"][0]["message"] == "timed out after 0.5 s"
+    # it says where: before any path, tracing (the limits check traces the function), in the user's line
+    message = entry["findings"][0]["message"]
+    assert entry["status"] == "error" and message.startswith("timed out after 0.5 s tracing the function, before any")
+    assert message.endswith("slow.py:4 in slow)")
     assert entry["findings"][0]["class"] == "timed-out"
 
 

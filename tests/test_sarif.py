@@ -112,3 +112,34 @@ def test_a_run_refused_for_bad_input_shows_each_input_error_at_its_place(tmp_pat
         and "int33" in result["message"]["text"]
         and (region["startLine"], region["startColumn"]) == (3, 23)
     )
+
+
+def test_a_finding_in_the_users_own_function_points_at_its_definition_with_the_scenario_related(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "rules.py").write_text(
+        "import jax\nimport jax.numpy as jnp\n\n\n@jax.custom_jvp\ndef doubled(x):\n    return jnp.sin(x)\n\n\n"
+        "doubled.defjvp(lambda p, t: (jnp.sin(p[0]), 2.0 * t[0] * jnp.cos(p[0])))\n"
+    )
+    (tmp_path / "suite" / "audit.yaml").write_text(
+        "scenarios:\n"
+        "  - {name: rule, fn: 'rules:doubled', inputs: [{dtype: float32, value: [0.3, 0.9]}]}\n"
+        "  - {name: library, fn: 'jax.numpy:sin', inputs: [{dtype: float32, value: [0.3]}]}\n"
+    )
+    out = tmp_path / "out.sarif"
+    ran = run_cli("run", "suite", "--sarif", str(out), "--format", "github")
+    assert ran.exit_code == 1
+    results = _results(json.loads(out.read_text()))
+    assert results and all(r["properties"]["scenario"] == "rule" for r in results)
+    for result in results:
+        (place,) = result["locations"]
+        assert place["physicalLocation"]["artifactLocation"]["uri"] == "suite/rules.py"
+        assert place["physicalLocation"]["region"] == {"startLine": 6, "startColumn": 1}  # `def doubled`
+        (related,) = result["relatedLocations"]
+        assert related["physicalLocation"]["artifactLocation"]["uri"] == "suite/audit.yaml"
+        assert related["physicalLocation"]["region"]["startLine"] == 2
+    annotations = [line for line in ran.stdout.splitlines() if line.startswith("::error")]
+    assert annotations and all(
+        line.startswith("::error file=suite/rules.py,line=6,col=1,") and "(scenario suite/audit.yaml:2)" in line
+        for line in annotations
+    ), annotations

@@ -66,7 +66,7 @@ def test_crashing_and_hanging_scenarios_are_errors_and_the_others_finish(tmp_pat
     assert by_name["aborts"]["findings"][0]["message"] == "crashed: SIGABRT (also when retried in a fresh worker)"
     assert by_name["aborts"]["findings"][0]["class"] == "crashed"
     assert by_name["hangs"]["status"] == "error"
-    assert by_name["hangs"]["findings"][0]["message"] == "timed out after 4 s"
+    assert by_name["hangs"]["findings"][0]["message"].startswith("timed out after 4 s")
     assert by_name["hangs"]["findings"][0]["class"] == "timed-out"
     assert by_name["fine"]["status"] == "consistent"
     # JAX 0.10.2's reverse mode loses this derivative and has been seen to abort the interpreter:

@@ -256,7 +256,7 @@ def timed_out(stopped: ScenarioTimeout, timeout: float | None) -> Failure:
     """The timeout as a failure that says where it struck: the path being computed (or the tracing
     before any path) and the user's line running then."""
     path = getattr(stopped, "path", None)
-    during = f" computing {label(path)}" if path else " tracing the function (before any path)"
+    during = f" computing {label(path)}" if path else " tracing the function, before any path"
     where = PathError.from_exception(stopped).user_where
     return Failure(f"timed out after {timeout:g} s{during}" + (f" (at {where})" if where else ""), "TimeoutError")
 

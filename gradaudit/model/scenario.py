@@ -183,6 +183,9 @@ class FunctionCall:
     """The callable itself (the Python API); None: import `fn` from `root`. `fn` then only names it."""
     description: str | None = field(default=None, compare=False)
     """How tables show the inputs (the Python API names them by pytree path); None: each input's `describe`."""
+    defined_at: Location | None = field(default=None, compare=False)
+    """Where `fn` is defined when its module lies beside the scenario file (the user's own code): SARIF
+    and annotations point there, with the scenario as the related place."""
 
     kind: ClassVar[Literal["function"]] = "function"
 

@@ -30,7 +30,10 @@ def _relative(path: str) -> str:
 def annotation_lines(report: AuditReport, title_suffix: str = "") -> list[str]:
     lines = []
     for result in report.results:
-        source = result.scenario.source
+        scenario = result.scenario.source
+        # a function of the user's own: the annotation goes on its definition, naming the scenario
+        source = getattr(result.scenario.target, "defined_at", None) or scenario
+        at_scenario = "" if source is scenario else f" (scenario {_relative(scenario.file)}:{scenario.line})"
         failing = set(result.outcome.new) if result.outcome is not None else set()
         for finding in result.ranked_findings:
             level = (
@@ -41,6 +44,7 @@ def annotation_lines(report: AuditReport, title_suffix: str = "") -> list[str]:
             message = finding.labelled
             if result.diagnosis is not None:
                 message += f" [{result.diagnosis.id}: {result.diagnosis.title}]"
+            message += at_scenario
             properties = ",".join(
                 f"{key}={_escape_property(value)}"
                 for key, value in (

@@ -101,6 +101,18 @@ def _location(file: str, line: int, col: int) -> list[dict]:
     ]
 
 
+def _places(result: ScenarioResult) -> dict[str, list[dict]]:
+    """Where a finding points: the user's function where the scenario names one of their own (the
+    scenario then a related location), else the scenario."""
+    source = result.scenario.source
+    defined = getattr(result.scenario.target, "defined_at", None)
+    if defined is None:
+        return {"locations": _location(source.file, source.line, source.col)}
+    scenario = _location(source.file, source.line, source.col)[0]
+    scenario.update(id=1, message={"text": f"the scenario {result.scenario.name}"})
+    return {"locations": _location(defined.file, defined.line, defined.col), "relatedLocations": [scenario]}
+
+
 def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dict[str, dict]]:
     results: list[dict] = []
     rules: dict[str, dict] = {}
@@ -118,7 +130,6 @@ def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dic
         if result.passed and not (result.outcome and result.outcome.reported):
             continue
         known = set(result.outcome.known) if result.outcome else set()
-        source = result.scenario.source
         for finding in result.ranked_findings:
             if finding.fingerprint in known:
                 continue
@@ -134,7 +145,7 @@ def _results(report: AuditReport, rule_label: str = "") -> tuple[list[dict], dic
                         "text": f"{result.scenario.name}{rule_label}: {finding.labelled}"
                         + (f" Why: {finding.reason}" if finding.reason else "")
                     },
-                    "locations": _location(source.file, source.line, source.col),
+                    **_places(result),
                     "partialFingerprints": {
                         "gradauditFinding/v1": f"{result.scenario.name}{rule_label}|{finding.fingerprint}"
                     },

@@ -42,7 +42,7 @@ from gradaudit.sources.sweep import (
     combinations,
     skipped_summary,
 )
-from gradaudit.sources.user_modules import FunctionImportError, resolve_checked
+from gradaudit.sources.user_modules import FunctionImportError, definition, resolve_checked
 from gradaudit.sources.yaml_nodes import (
     kind_name,
     mapping_items,
@@ -419,12 +419,14 @@ class _ScenarioFile:
                 output=get("output", lambda n: check.choice(n, "output", OUTPUTS)) or "identity",
             )
         else:
+            fn = get("fn", self.function)
             target = FunctionCall(
-                fn=get("fn", self.function),
+                fn=fn,
                 root=str(self.modules),
                 inputs=get("inputs", lambda n: self.inputs(n, 0 if seed is None else seed)),
                 bind=get("bind", lambda n: check.choice(n, "bind", BINDS)) or "both",
                 kwargs=get("kwargs", self.kwargs) or (),
+                defined_at=definition(fn, str(self.modules)) if fn else None,
             )
         if len(check.errors) > errors_before:
             return None

@@ -6,13 +6,16 @@ another folder is loaded again from this one under a private name instead of bei
 
 from __future__ import annotations
 
+import ast
 import difflib
+import functools
 import importlib
 import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from gradaudit.model.errors import Location
 from gradaudit.sources import module_state
 
 
@@ -29,6 +32,39 @@ def resolve_checked(spec: str, root: str, user_code: bool) -> None:
             "false): function scenarios are refused, select_n scenarios still run"
         )
     resolve(spec, root)
+
+
+@functools.lru_cache(maxsize=256)
+def definition(spec: str, root: str) -> Location | None:
+    """Where `module:function` is defined, read from its file beside `root` without importing it (the
+    `def`, `class` or assignment of its first name at the module's top level); None for a module
+    that is not there (an installed library's) or a name not defined at the top level."""
+    module_name, _, name = spec.partition(":")
+    file = _module_file(module_name, Path(root)) if module_name and name else None
+    if file is None:
+        return None
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    first = name.split(".")[0]
+    for node in tree.body:
+        named = (
+            [node.name]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            else [t.id for t in getattr(node, "targets", [getattr(node, "target", None)]) if isinstance(t, ast.Name)]
+        )
+        if first in named:
+            return Location(_shown(file), node.lineno, node.col_offset + 1)
+    return None
+
+
+def _shown(file: Path) -> str:
+    """A file as reports name it: relative to the working folder where it lies inside it."""
+    try:
+        return str(file.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(file)
 
 
 def _module_file(module_name: str, root: Path) -> Path | None:
