@@ -122,10 +122,13 @@ def outcome(result: ScenarioResult, baseline: Baseline | None, fail_on: Iterable
         before = baseline.findings.get(result.scenario.name, frozenset())
         new = tuple(f for f in failed if baseline.key(f) not in before)
         known = tuple(f for f in failed if baseline.key(f) in before)
+        # a scenario the baseline never ran (an API audit, named after its function) says so
+        name = result.scenario.name
+        unknown = "" if name in baseline.findings else f" (the baseline has no '{name}')"
         if new:
             return Outcome(
                 passed=False,
-                reason=f"{len(new)} new finding{'s' if len(new) > 1 else ''}",
+                reason=f"{len(new)} new finding{'s' if len(new) > 1 else ''}{unknown}",
                 new=new,
                 known=known,
                 reported=reported,
