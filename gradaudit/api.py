@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from gradaudit.numerics.directions import Directions
 
 SCENARIO_KEYWORDS = ("name", "order", "bind", "eps", "seed", "probes", "modes", "argnums")
 """What one audit asks, as a scenario file says it; every other keyword is an option (`KEYS`)."""
-API_DEFAULTS = {"jobs": 0, "cache": None}
+API_DEFAULTS: dict[str, Any] = {"jobs": 0, "cache": None}
 """The Python API audits in the calling process and writes no compilation cache unless asked."""
 
 
@@ -382,13 +383,12 @@ def _on_leaves(
     and held leaves, so JAX's caches of traced programs serve every audit of it)."""
     import jax
 
-    def on_leaves(*leaves):
-        if keys or statics:
-            leaves = list(leaves)
-            for position, same in statics:  # ascending: each goes in before the later ones count it
-                leaves.insert(position, same.value)
-            for position, impl in keys:
-                leaves[position] = jax.random.wrap_key_data(leaves[position], impl=impl)
+    def on_leaves(*arrays):
+        leaves = list(arrays)
+        for position, same in statics:  # ascending: each goes in before the later ones count it
+            leaves.insert(position, same.value)
+        for position, impl in keys:
+            leaves[position] = jax.random.wrap_key_data(leaves[position], impl=impl)
         return fn(*jax.tree_util.tree_unflatten(treedef, leaves))
 
     # read by render/repro.py: fn(*leaves) is the call itself

@@ -115,10 +115,10 @@ class ScenarioFile(pytest.File):
         for scenario in loaded.scenarios:
             yield ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
 
-    def repr_failure(self, excinfo):
+    def repr_failure(self, excinfo, style=None):
         if excinfo.errisinstance(ScenarioInputError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo)
+        return super().repr_failure(excinfo)  # a collector's takes no style
 
 
 class ScenarioItem(pytest.Item):
@@ -141,10 +141,10 @@ class ScenarioItem(pytest.Item):
             assert result.outcome is not None, "audit gates every result (apply_gate)"
             pytest.xfail(result.outcome.reason)
 
-    def repr_failure(self, excinfo):
+    def repr_failure(self, excinfo, style=None):
         if excinfo.errisinstance((ScenarioFailed, ScenarioInputError)):
             return str(excinfo.value)
-        return super().repr_failure(excinfo)
+        return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
         return self.path, self.scenario.source.line - 1, f"scenario {self.name}"
