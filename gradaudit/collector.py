@@ -2,8 +2,8 @@
 
 Loading a large scenario file and gathering its results make millions of objects that live until
 the run ends. Python's collector counts them as they are made and now and then traverses every
-one of them looking for cycles: on the 10,000-scenario grid 13 full collections took 1.8 s of the
-run's main process (14 s in all). Within `long_lived()` no full collection runs; the young
+one of them looking for cycles, a noticeable share of a large run's main process (docs/performance.md,
+"Measurements behind the settings"). Within `long_lived()` no full collection runs; the young
 generations still do, so a short-lived cycle is still freed, and the first full collection after
 it (the thresholds put back) frees whatever cycles the run left behind. Where this process
 computes paths itself, `collecting()` lets full collections run again (`service.audit` with no

@@ -399,9 +399,8 @@ def _stretch(worker: int, workers: int, queued: int) -> int:
     the front (where batches put back go), the last at the back, the others evenly between, so that
     each works through a stretch of its own. Batches of kin, queued next to each other (the
     service orders groups by `targets.kinship`), then mostly go to one worker, which reuses the
-    eager programs they share instead of lowering them again (the 10,000-scenario grid: 555
-    programs, 97 read from the cache, 648 MB in the largest worker, against 722, 231 and 736 MB
-    taking from the front alone)."""
+    eager programs they share instead of lowering them again (docs/performance.md, "Measurements
+    behind the settings")."""
     return round(worker * (queued - 1) / (workers - 1)) if workers > 1 else 0
 
 

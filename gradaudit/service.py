@@ -109,7 +109,8 @@ def prepare(options: Options) -> tuple[list, list[str]]:
 
 
 START_AHEAD_BYTES = 256 * 1024
-"""Scenario files this large take long enough to load (about 0.2 s per 100 KB) to hide a worker's start-up."""
+"""Scenario files this large take long enough to load to hide a worker's start-up (docs/performance.md,
+"Measurements behind the settings")."""
 
 
 def start_workers(options: Options, paths: Sequence[str]) -> None:

@@ -3,9 +3,10 @@
 An engine takes scenarios and yields, per scenario it could take, a `Computed`: the PathResult of
 every path (each saying which engine computed it and how the discrete inputs were bound), or the
 failure that stopped the scenario. It neither judges nor decides what to report: the service
-(`audit.py`) judges every Computed the same way, whichever engine made it. Engines differ only in
-how they batch: one scenario at a time (literal), many scenarios' functions in one program
-(bundle), or one function vmapped over many scenarios' inputs (group).
+(`service.py`, through `judging.assess`) judges every Computed the same way, whichever engine
+made it. Engines differ only in how they batch: one scenario at a time (literal), many
+scenarios' functions in one program (bundle), or one function vmapped over many scenarios'
+inputs (group).
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ from gradaudit.targets.triggers import triggered
 VALUE, POINTS = VALUE_, "points"
 
 BUNDLE_SCENARIOS = 64
-"""Scenarios traced into one program: on the 1,000-scenario grid, bundles of 256 and of 64 took the
-same time (65.7 and 64.3 s) and peaked at 1.54 and 1.06 GB: XLA's memory grows with the program."""
+"""Scenarios traced into one program: larger bundles took no less time and XLA's memory grows with
+the program (docs/performance.md, "Measurements behind the settings")."""
 
 
 def _compute(target: Target, inputs: Sequence, failures: dict[str, BaseException]) -> dict:

@@ -254,11 +254,10 @@ def _padded(batch: Sequence[np.ndarray], rows: int) -> list[np.ndarray]:
     """A batch's arrays with its first member repeated up to `rows` members (`_group` asks for its
     largest part, rounded up to a power of two); the copies' answers are not read. Eager
     operations compile per shape, so every batch size compiled every eager operation again: a
-    binding with captured values splits a group into parts of many sizes (the function bench
-    grid's `take`, `window` and `select_scaled` compiled about 150 programs more), and groups of a
-    grid differ in size by a member or two (the 2,000-scenario select_n grid's groups of 22 and 23
-    compiled 504 programs, padded to one size 452). A power of two also lets a rerun whose groups
-    grew by a scenario find its eager programs in the compilation cache."""
+    binding with captured values splits a group into parts of many sizes, and groups of a grid
+    differ in size by a member or two (docs/performance.md, "Measurements behind the settings").
+    A power of two also lets a rerun whose groups grew by a scenario find its eager programs in
+    the compilation cache."""
     return [a if len(a) >= rows else np.concatenate([a, np.repeat(a[:1], rows - len(a), axis=0)]) for a in batch]
 
 
@@ -269,20 +268,16 @@ def _taking(where: Points, members: Sequence[int]) -> Points:
 
 SPLIT_VALUES = 64
 """Captured values each worker takes of one batch before it is split between workers: a program
-each (about 0.1 s here) on one side; on the other, each worker compiles the group's eager programs
-again (about 30 of 25 ms for a function of a few operations). On the function bench grid, whose
-`take` captures 60 index pairs (8 s of one worker), splitting it in two took 14.3 s where putting
-it first took 12.6-13.2 s; a grid of hundreds of values on one function is split."""
+each on one side; on the other, each worker compiles the group's eager programs again. A batch of
+tens of values is cheaper whole, one of hundreds split (docs/performance.md, "Measurements behind
+the settings")."""
 
 
 RELEASE_EVERY = 200
 """Groups after which an engine lets go of compiled programs (`release_programs`): a process keeps
 its groups' programs, which no later group of other shapes uses, and letting go costs lowering
-again every eager program that later groups share. On the 10,000-scenario installed grid (90
-groups, two workers of 45 each) the largest worker peaked at 735 MB never releasing and 685 MB
-releasing at its 40th group (about 1.1 MB a group), and that one release cost 3.3 s of the
-workers' CPU (54.2 s against 50.9 s). Every 200 groups bounds what a worker's programs hold to
-about 220 MB whatever the run's length."""
+again every eager program that later groups share; every 200 groups bounds what a worker's
+programs hold whatever the run's length (docs/performance.md, "Measurements behind the settings")."""
 
 
 def release_programs() -> None:
