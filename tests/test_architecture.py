@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -171,3 +172,16 @@ def test_the_public_names_are_documented_and_typed():
             )
     assert (importlib.resources.files("gradaudit") / "py.typed").is_file()
     assert '"py.typed"' in (ROOT / "pyproject.toml").read_text().partition("[tool.setuptools.package-data]")[2]
+
+
+def test_the_architecture_docs_import_table_is_the_one_this_test_enforces():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    table = text.split("| part | may import |\n| --- | --- |\n", 1)[1].split("\n\n", 1)[0]
+    documented: dict[str, set[str]] = {}
+    for row in table.splitlines():
+        parts, allowed = (cell.strip() for cell in row.strip("|").split("|"))
+        names = {re.sub(r"\s*\(.*?\)", "", name).strip() for name in allowed.split(",")}
+        for part in (p.strip() for p in parts.split(",")):
+            documented[part] = set() if allowed == "nothing of gradaudit" else names
+    everything_below = documented.pop("cli") == {"all of the above"}
+    assert everything_below and documented == {part: set(allowed) for part, allowed in ALLOWED.items() if part != "cli"}
