@@ -13,7 +13,6 @@ written unless `cache` names one.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import os
 import sys
@@ -27,7 +26,7 @@ import numpy as np
 
 from gradaudit.function_caches import held, per_function
 from gradaudit.model import dtypes
-from gradaudit.model.errors import Location
+from gradaudit.model.errors import Location, did_you_mean
 from gradaudit.model.findings import Finding, Note
 from gradaudit.model.options import KEYS, OptionError, Options, check
 from gradaudit.model.paths import PathResult
@@ -198,9 +197,7 @@ def _checked_options(options: Mapping) -> dict:
     allowed = (*SCENARIO_KEYWORDS, *KEYS)
     for name in options:
         if name not in allowed:
-            close = difflib.get_close_matches(name, allowed, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise OptionError(f"unknown keyword '{name}'{hint} (allowed: {', '.join(allowed)})")
+            raise OptionError(f"unknown keyword '{name}'{did_you_mean(name, allowed)} (allowed: {', '.join(allowed)})")
     taken = check({k: v for k, v in options.items() if k not in SCENARIO_KEYWORDS}, "keyword")
     if taken.get("jobs"):
         raise OptionError("the Python API audits in the calling process: 'jobs' must be 0")

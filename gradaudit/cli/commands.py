@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 import sys
@@ -28,6 +27,7 @@ from gradaudit.cli.flags import (
 )
 from gradaudit.cli.session import Session, check_writable, console, write_atomic
 from gradaudit.collector import long_lived
+from gradaudit.model.errors import did_you_mean
 from gradaudit.model.options import RULES
 
 SURVEY_TIMEOUT = 15.0
@@ -570,8 +570,7 @@ def split_rules(args: Sequence[str]) -> tuple[list[str], list[str]]:
             paths.append(arg)
     unknown = [r for r in rules if r not in RULES]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], RULES, n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
+        hint = did_you_mean(unknown[0], RULES)
         raise click.BadParameter(
             f"unknown rule '{unknown[0]}'{hint} (allowed: {', '.join(RULES)})", param_hint="--rules"
         )
@@ -646,7 +645,6 @@ def explain(diagnosis_id: str | None, markdown: bool, color: str) -> None:
         return
     key = diagnosis_id.upper()
     if key not in BY_ID:
-        close = difflib.get_close_matches(key, list(BY_ID), n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
+        hint = did_you_mean(key, BY_ID, quoted=False)
         raise click.BadParameter(f"no diagnosis '{diagnosis_id}'{hint} (known: {', '.join(BY_ID)})", param_hint="ID")
     print_diagnosis(out, BY_ID[key], evidence=True)

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+
+def did_you_mean(word: str, allowed: Iterable[str], many: int = 1, quoted: bool = True) -> str:
+    """'; did you mean 'x'?' naming up to `many` of `allowed` close to `word`, or '' when none is:
+    every message that refuses a name suggests the same way."""
+    close = difflib.get_close_matches(word, list(allowed), n=many)
+    shown = [f"'{c}'" if quoted else c for c in close]
+    return f"; did you mean {', '.join(shown)}?" if close else ""
 
 
 @dataclass(frozen=True, order=True)

@@ -8,12 +8,12 @@ default (`resolve`). No JAX here.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from gradaudit.model.errors import did_you_mean
 from gradaudit.model.findings import CLASSES, FAIL_ON_DEFAULT
 
 INSTALLED = "installed"
@@ -306,11 +306,6 @@ class Options:
         return replace(self, **check(values, "keyword"))
 
 
-def _did_you_mean(word: str, allowed) -> str:
-    close = difflib.get_close_matches(word, list(allowed), n=1)
-    return f"; did you mean '{close[0]}'?" if close else ""
-
-
 def check_value(key: Key, value: Any) -> Any:
     """`value` as `key` takes it, or OptionError saying what is allowed."""
     kinds: tuple[Any, ...] = (
@@ -329,7 +324,7 @@ def check_value(key: Key, value: Any) -> Any:
     if bad:
         raise OptionError(
             f"'{key.name}' must be one of {', '.join(key.choices)}, got "
-            f"{bad[0]!r}{_did_you_mean(str(bad[0]), key.choices)}"
+            f"{bad[0]!r}{did_you_mean(str(bad[0]), key.choices)}"
         )
     if key.name == "fail_on" and not value:
         raise OptionError(f"'fail_on' must name at least one class ({', '.join(CLASSES)}) or 'all'")
@@ -352,7 +347,7 @@ def check_value(key: Key, value: Any) -> Any:
         for name, limit in value.items():
             if name not in LIMIT_NAMES:
                 raise OptionError(
-                    f"unknown limit '{name}'{_did_you_mean(name, LIMIT_NAMES)} (allowed: {', '.join(LIMIT_NAMES)})"
+                    f"unknown limit '{name}'{did_you_mean(name, LIMIT_NAMES)} (allowed: {', '.join(LIMIT_NAMES)})"
                 )
             if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
                 raise OptionError(f"limit '{name}' must be a positive integer, got {limit!r}")
@@ -369,7 +364,7 @@ def check(values: Mapping[str, Any], source: str) -> dict:
         key = allowed.get(name)
         if key is None or (source == "configuration" and not key.configurable):
             noun = "key" if source == "configuration" else "keyword"
-            raise OptionError(f"unknown {noun} '{name}'{_did_you_mean(name, allowed)} (allowed: {', '.join(allowed)})")
+            raise OptionError(f"unknown {noun} '{name}'{did_you_mean(name, allowed)} (allowed: {', '.join(allowed)})")
         if value is None and source == "keyword":
             taken[name] = None
             continue

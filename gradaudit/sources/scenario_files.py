@@ -6,7 +6,6 @@ InputError with what is allowed, so a user fixes them all in one round.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -18,7 +17,7 @@ import numpy as np
 import yaml
 
 from gradaudit.model import dtypes
-from gradaudit.model.errors import InputError, InvalidInput, Location
+from gradaudit.model.errors import InputError, InvalidInput, Location, did_you_mean
 from gradaudit.model.scenario import (
     BINDS,
     EXPECTED_STATUSES,
@@ -86,11 +85,6 @@ MAX_LEAVES = 1_000_000
 """Most elements one value may have once YAML aliases are expanded."""
 
 
-def _did_you_mean(word: str, allowed: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, allowed, n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
-
-
 def _allowed(allowed: Sequence[str]) -> str:
     return ", ".join(allowed)
 
@@ -116,7 +110,7 @@ class _FileChecker:
                 key_node = items.pop(key)[0]
                 self.error(
                     key_node,
-                    f"unknown key '{key}' in {what}{_did_you_mean(key, allowed)} (allowed: {_allowed(allowed)})",
+                    f"unknown key '{key}' in {what}{did_you_mean(key, allowed)} (allowed: {_allowed(allowed)})",
                 )
         return items
 
@@ -157,7 +151,7 @@ class _FileChecker:
         value = scalar_value(self.file, node)
         if not isinstance(value, str) or value not in allowed:
             shown = value if isinstance(value, str) else kind_name(node)
-            hint = _did_you_mean(value, allowed) if isinstance(value, str) else ""
+            hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
             raise self.fail(node, f"{what} must be one of {_allowed(allowed)}, got '{shown}'{hint}")
         return value
 
@@ -383,7 +377,7 @@ class _ScenarioFile:
                 del own[key]
                 check.error(
                     key_node,
-                    f"unknown key '{key}' in a scenario{_did_you_mean(key, allowed)} (allowed in {described}: "
+                    f"unknown key '{key}' in a scenario{did_you_mean(key, allowed)} (allowed in {described}: "
                     f"{_allowed(allowed)})",
                 )
             elif key not in allowed:

@@ -7,7 +7,6 @@ another folder is loaded again from this one under a private name instead of bei
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import importlib
 import importlib.util
@@ -15,7 +14,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gradaudit.model.errors import Location
+from gradaudit.model.errors import Location, did_you_mean
 from gradaudit.sources import module_state
 
 
@@ -132,12 +131,8 @@ def resolve(spec: str, root: str) -> Callable:
     try:
         module = _imported(module_name, Path(root).resolve())
     except ModuleNotFoundError as exc:
-        close = (
-            difflib.get_close_matches(exc.name or module_name, _modules_in(Path(root)), n=3)
-            if exc.name in (None, module_name.split(".")[0])
-            else []
-        )
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        near = exc.name in (None, module_name.split(".")[0])
+        hint = did_you_mean(exc.name or module_name, _modules_in(Path(root)), 3) if near else ""
         raise FunctionImportError(f"cannot import module '{module_name}': {exc}{hint}") from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed (or exited) while importing
         raise FunctionImportError(f"importing '{module_name}' raised {type(exc).__name__}: {exc}") from None
@@ -145,8 +140,7 @@ def resolve(spec: str, root: str) -> Callable:
     for part in attribute.split("."):
         if not hasattr(value, part):
             public = sorted(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n)))
-            close = difflib.get_close_matches(part, public, n=3)
-            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            hint = did_you_mean(part, public, 3)
             raise FunctionImportError(f"module '{module_name}' has no function '{attribute}'{hint}")
         value = getattr(value, part)
     if not callable(value):

@@ -9,7 +9,6 @@ function is smooth (the judge's kink-aware comparison keeps documented conventio
 
 from __future__ import annotations
 
-import difflib
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gradaudit.merge import disjoint, same_environment
+from gradaudit.model.errors import did_you_mean
 from gradaudit.model.findings import CONSISTENT, RAISED, STATUSES, VALUE_RAISED
 from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
@@ -48,8 +48,7 @@ def spaces(names: Sequence[str] = ()) -> list[SurveySpace]:
     known = {e.path for e in TABLE} | {e.short for e in TABLE}
     for name in names:
         if name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else " (gradaudit survey --list shows them all)"
+            hint = did_you_mean(name, sorted(known), 3, quoted=False) or " (gradaudit survey --list shows them all)"
             raise UnknownFunction(f"no surveyed function is named '{name}'{hint}")
     return [space for space in every if space.surveyed.path in names or space.surveyed.short in names]
 
