@@ -50,12 +50,14 @@ from gradaudit.sources.yaml_nodes import (
     sequence_items,
 )
 
-SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "output", "order", "seed")
-FUNCTION_KEYS = ("fn", "inputs", "bind", "order", "seed")
-FIXED_KEYS = ("eps", "tolerance")
-SPACE_KEYS = ("name", *dict.fromkeys((*SELECT_N_KEYS, *FUNCTION_KEYS)), *FIXED_KEYS)
-SELECTOR_KEYS = ("dtype", "value", "per_element")
-INPUT_KEYS = ("dtype", "shape", "value")
+# What a search space file may hold: a scenario file's keys (sources.scenario_files), each one an
+# axis of alternatives; named SPACE_* so that neither file's names shadow the other's.
+SPACE_SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "output", "order", "seed")
+SPACE_FUNCTION_KEYS = ("fn", "inputs", "bind", "order", "seed")
+SPACE_FIXED_KEYS = ("eps", "tolerance")
+SPACE_KEYS = ("name", *dict.fromkeys((*SPACE_SELECT_N_KEYS, *SPACE_FUNCTION_KEYS)), *SPACE_FIXED_KEYS)
+SPACE_SELECTOR_KEYS = ("dtype", "value", "per_element")
+SPACE_INPUT_KEYS = ("dtype", "shape", "value")
 
 
 @dataclass(frozen=True)
@@ -253,13 +255,14 @@ class _SpaceReader:
                 "a search space needs a 'name' of at most 100 letters, digits, '-', '_' and '.' (it names the files "
                 "written)",
             )
-        fixed = {k: self.fixed(items[k], k) for k in FIXED_KEYS if k in items}
+        fixed = {k: self.fixed(items[k], k) for k in SPACE_FIXED_KEYS if k in items}
         if "fn" in items:
-            misplaced = [k for k in items if k in SELECT_N_KEYS and k not in FUNCTION_KEYS]
+            misplaced = [k for k in items if k in SPACE_SELECT_N_KEYS and k not in SPACE_FUNCTION_KEYS]
             if misplaced:
                 raise self.fail(
                     items[misplaced[0]],
-                    f"'{misplaced[0]}' belongs to select_n spaces; a space with 'fn' takes {', '.join(FUNCTION_KEYS)}",
+                    f"'{misplaced[0]}' belongs to select_n spaces; "
+                    f"a space with 'fn' takes {', '.join(SPACE_FUNCTION_KEYS)}",
                 )
             fn = self.function(items["fn"])
             if "inputs" not in items:
@@ -272,7 +275,7 @@ class _SpaceReader:
         for key in ("selector", "cases", "shape"):
             if key not in items:
                 raise self.fail(node, f"a select_n space needs '{key}' (or 'fn' and 'inputs' for a function space)")
-        selector = self.mapping(items["selector"], "the selector", SELECTOR_KEYS)
+        selector = self.mapping(items["selector"], "the selector", SPACE_SELECTOR_KEYS)
         for key in ("dtype", "value"):
             if key not in selector:
                 raise self.fail(items["selector"], f"the selector needs '{key}'")
@@ -284,7 +287,7 @@ class _SpaceReader:
                 selector["value"],
                 f"no selector dtype of {', '.join(axes['selector.dtype'].choices)} can hold these values",
             )
-        axes.update({k: self.axis(items[k], k) for k in SELECT_N_KEYS if k in items and k != "selector"})
+        axes.update({k: self.axis(items[k], k) for k in SPACE_SELECT_N_KEYS if k in items and k != "selector"})
         return Space(name=name, file=self.file, axes=axes, fixed=fixed)
 
     def fixed(self, node: yaml.Node, key: str):
@@ -318,7 +321,7 @@ class _SpaceReader:
         return spec
 
     def input(self, node: yaml.Node) -> dict[str, Axis]:
-        items = self.mapping(node, "an input range", INPUT_KEYS)
+        items = self.mapping(node, "an input range", SPACE_INPUT_KEYS)
         if "dtype" not in items:
             raise self.fail(node, "an input range needs 'dtype' (one or a list of dtypes)")
         return {k: self.axis(v, f"input.{k}") for k, v in items.items()}
