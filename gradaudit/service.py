@@ -108,6 +108,11 @@ def prepare(options: Options) -> tuple[list, list[str]]:
     return devices, warnings
 
 
+IN_PROCESS_AT_MOST = 1
+"""A command-line run of this many scenarios or fewer audits in its own process unless its worker
+count was chosen (--jobs, GRADAUDIT_JOBS, [tool.gradaudit]): starting a worker (importing JAX in
+it) costs more than auditing one scenario. What that gives up is in docs/ci.md ("Isolation")."""
+
 START_AHEAD_BYTES = 256 * 1024
 """Scenario files this large take long enough to load to hide a worker's start-up (docs/performance.md,
 "Measurements behind the settings")."""

@@ -388,3 +388,24 @@ def test_a_search_screens_many_scenarios_in_the_worker_that_screened_one(tmp_pat
     assert all(r.status == "consistent" and not r.notes for r in screened), [r.notes for r in screened if r.notes]
     assert [float(r.inputs[0]) for r in screened] == [i + 0.5 for i in range(40)]
     assert len(set((tmp_path / "pids").read_text().split())) == 1
+
+
+def test_a_one_scenario_run_audits_in_its_own_process_unless_jobs_is_chosen(tmp_path):
+    from click.testing import CliRunner
+
+    from gradaudit.cli import main
+
+    path = write_yaml(
+        tmp_path,
+        "one.yaml",
+        "scenarios:\n  - {name: s, selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n",
+    )
+
+    def profile(*more: str) -> str:
+        args = ["run", str(path), "--rule", "legacy", "--no-cache", "--profile", "-q", *more]
+        result = CliRunner().invoke(main, args, env={"NO_COLOR": "1", "GRADAUDIT_JOBS": None})
+        assert result.exit_code == 1, result.output
+        return result.output
+
+    assert "worker processes" not in profile()  # one scenario, no worker count chosen: this process
+    assert "profile, worker processes together" in profile("--jobs", "1")  # chosen: isolated in a worker

@@ -178,9 +178,11 @@ class Session:
     def audit(self, loaded, options: Options, label: str = ""):
         """The service's audit of the loaded scenarios, with a progress bar on a terminal's stderr and
         each result appended to the `.partial` file as it finishes."""
-        from gradaudit.service import audit, choose
+        from gradaudit.service import IN_PROCESS_AT_MOST, audit, choose
 
         chosen = choose(loaded.scenarios, options)
+        if len(chosen) <= IN_PROCESS_AT_MOST and options.jobs > 0 and not _jobs_given():
+            options = options.updated(jobs=0)  # starting workers would cost more than the audit
         partial = self._open_partial()
 
         def finished(result) -> None:
@@ -337,3 +339,12 @@ class Session:
             highlight=False,
             soft_wrap=True,
         )
+
+
+def _jobs_given() -> bool:
+    """Whether this invocation chose its worker count (--jobs, GRADAUDIT_JOBS or `jobs` in
+    [tool.gradaudit]), rather than taking the default of one per core."""
+    from gradaudit.cli.app import configured
+
+    context = click.get_current_context(silent=True)
+    return context is not None and (context.params.get("jobs") is not None or "jobs" in configured())
