@@ -73,23 +73,28 @@ def test_kinds_of_one_mechanism_are_one_defect_and_defects_rank_by_class():
     assert merged.shared_primitives() == {"dynamic_slice"} and merged.plainest.file == "e.yaml"
     assert len(grouped) == 7
     at_infinity = next(d for d in grouped if d.plainest.file == "c.yaml")
-    assert at_infinity.severity == "wrong derivatives at a NaN or infinite input"
+    assert at_infinity.severity == "wrong derivatives, eager/jit splits and NaN leaks at a NaN or infinite input"
     assert files.index(["c.yaml"]) > files.index(["f.yaml"]) and files.index(["c.yaml"]) < len(files) - 1
 
 
-def test_a_wrong_derivative_at_finite_inputs_outranks_a_nan_leak_and_one_at_infinity_follows_it():
+def test_defects_at_finite_inputs_outrank_those_at_a_nan_or_infinite_input():
     grouped = group(
         [
             _variant("numpy.tan", "inf.yaml", regime="an infinite input"),
+            _variant("numpy.softmax", "leak-nan.yaml", finding_class="leak", wrong="nan", regime="a NaN input"),
             _variant("numpy.exp", "leak.yaml", finding_class="leak", wrong="nan"),
             _variant("numpy.sqrt", "finite.yaml", regime="a tiny nonzero input (1e-10 or less)"),
+            _variant("numpy.log", "ieee.yaml", finding_class="non-finite", wrong="nan", regime="an infinite input"),
         ]
     )
-    assert [d.plainest.file for d in grouped] == ["finite.yaml", "leak.yaml", "inf.yaml"]
+    assert [d.plainest.file for d in grouped] == ["finite.yaml", "leak.yaml", "inf.yaml", "leak-nan.yaml", "ieee.yaml"]
+    at_non_finite = "wrong derivatives, eager/jit splits and NaN leaks at a NaN or infinite input"
     assert [d.severity for d in grouped] == [
         "wrong derivatives at finite inputs",
         "NaN leaking into finite results",
-        "wrong derivatives at a NaN or infinite input",
+        at_non_finite,
+        at_non_finite,
+        "the rest",
     ]
 
 

@@ -82,11 +82,12 @@ SEVERITY: dict[str, str] = {
 """The headings defects rank under, by their class; every other class is `the rest`."""
 
 NON_FINITE_REGIMES = ("a NaN input", "an infinite input")
-WRONG_AT_NON_FINITE = "wrong derivatives at a NaN or infinite input"
-"""A `wrong` defect whose plainest reproducer holds NaN or inf: ranked after the NaN leaks, as the
-issue's order puts wrong derivatives at finite inputs first."""
+AT_NON_FINITE = "wrong derivatives, eager/jit splits and NaN leaks at a NaN or infinite input"
+"""A defect of those classes whose plainest reproducer holds NaN or inf: ranked after every one at
+finite inputs (IEEE arithmetic at inf and NaN is where most of them come from), before the rest."""
+AT_NON_FINITE_CLASSES = (FindingClass.WRONG.value, FindingClass.EAGER_JIT.value, FindingClass.LEAK.value)
 
-HEADINGS = (*dict.fromkeys(SEVERITY.values()), WRONG_AT_NON_FINITE, "the rest")
+HEADINGS = (*dict.fromkeys(SEVERITY.values()), AT_NON_FINITE, "the rest")
 """The headings in rank order."""
 
 
@@ -135,8 +136,8 @@ class Defect:
     @property
     def severity(self) -> str:
         first = self.plainest
-        if first.finding_class == FindingClass.WRONG.value and first.regime in NON_FINITE_REGIMES:
-            return WRONG_AT_NON_FINITE
+        if first.finding_class in AT_NON_FINITE_CLASSES and first.regime in NON_FINITE_REGIMES:
+            return AT_NON_FINITE
         return SEVERITY.get(first.finding_class, "the rest")
 
     def sort_key(self) -> tuple:
