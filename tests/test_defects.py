@@ -73,11 +73,14 @@ def test_kinds_of_one_mechanism_are_one_defect_and_defects_rank_by_class():
     assert merged.shared_primitives() == {"dynamic_slice"} and merged.plainest.file == "e.yaml"
     assert len(grouped) == 7
     at_infinity = next(d for d in grouped if d.plainest.file == "c.yaml")
-    assert at_infinity.severity == "wrong derivatives, eager/jit splits and NaN leaks at a NaN or infinite input"
+    assert (
+        at_infinity.severity
+        == "wrong derivatives, eager/jit splits and NaN leaks at NaN, inf or next to the largest float"
+    )
     assert files.index(["c.yaml"]) > files.index(["f.yaml"]) and files.index(["c.yaml"]) < len(files) - 1
 
 
-def test_defects_at_finite_inputs_outrank_those_at_a_nan_or_infinite_input():
+def test_defects_in_ordinary_regimes_outrank_those_at_ieee_edges():
     grouped = group(
         [
             _variant("numpy.tan", "inf.yaml", regime="an infinite input"),
@@ -85,13 +88,22 @@ def test_defects_at_finite_inputs_outrank_those_at_a_nan_or_infinite_input():
             _variant("numpy.exp", "leak.yaml", finding_class="leak", wrong="nan"),
             _variant("numpy.sqrt", "finite.yaml", regime="a tiny nonzero input (1e-10 or less)"),
             _variant("numpy.log", "ieee.yaml", finding_class="non-finite", wrong="nan", regime="an infinite input"),
+            _variant("numpy.std", "big.yaml", wrong="nan", regime="an input near its dtype's largest"),
         ]
     )
-    assert [d.plainest.file for d in grouped] == ["finite.yaml", "leak.yaml", "inf.yaml", "leak-nan.yaml", "ieee.yaml"]
-    at_non_finite = "wrong derivatives, eager/jit splits and NaN leaks at a NaN or infinite input"
+    assert [d.plainest.file for d in grouped] == [
+        "finite.yaml",
+        "leak.yaml",
+        "big.yaml",  # wrong before leak, then by function
+        "inf.yaml",
+        "leak-nan.yaml",
+        "ieee.yaml",
+    ]
+    at_non_finite = "wrong derivatives, eager/jit splits and NaN leaks at NaN, inf or next to the largest float"
     assert [d.severity for d in grouped] == [
         "wrong derivatives at finite inputs",
         "NaN leaking into finite results",
+        at_non_finite,
         at_non_finite,
         at_non_finite,
         "the rest",

@@ -81,10 +81,11 @@ SEVERITY: dict[str, str] = {
 }
 """The headings defects rank under, by their class; every other class is `the rest`."""
 
-NON_FINITE_REGIMES = ("a NaN input", "an infinite input")
-AT_NON_FINITE = "wrong derivatives, eager/jit splits and NaN leaks at a NaN or infinite input"
-"""A defect of those classes whose plainest reproducer holds NaN or inf: ranked after every one at
-finite inputs (IEEE arithmetic at inf and NaN is where most of them come from), before the rest."""
+IEEE_EDGES = ("a NaN input", "an infinite input", "an input near its dtype's largest")
+AT_NON_FINITE = "wrong derivatives, eager/jit splits and NaN leaks at NaN, inf or next to the largest float"
+"""A defect of those classes whose plainest reproducer holds NaN, inf or a number within a factor
+of four of its dtype's largest: ranked after every one in ordinary regimes (IEEE arithmetic at its
+edges, inf - inf and overflow, is where most of them come from), before the rest."""
 AT_NON_FINITE_CLASSES = (FindingClass.WRONG.value, FindingClass.EAGER_JIT.value, FindingClass.LEAK.value)
 
 HEADINGS = (*dict.fromkeys(SEVERITY.values()), AT_NON_FINITE, "the rest")
@@ -136,7 +137,7 @@ class Defect:
     @property
     def severity(self) -> str:
         first = self.plainest
-        if first.finding_class in AT_NON_FINITE_CLASSES and first.regime in NON_FINITE_REGIMES:
+        if first.finding_class in AT_NON_FINITE_CLASSES and first.regime in IEEE_EDGES:
             return AT_NON_FINITE
         return SEVERITY.get(first.finding_class, "the rest")
 
