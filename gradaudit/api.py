@@ -13,6 +13,7 @@ written unless `cache` names one.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -62,6 +63,8 @@ class Audit:
     report: AuditReport
     directions: Directions | None = None
     """What a directional audit compared along (None: whole Jacobians)."""
+    programs: int = 0
+    """Programs XLA compiled for this audit (a warm process, or a warm compilation cache, compiles fewer)."""
 
     @property
     def status(self) -> str:
@@ -472,8 +475,19 @@ def _target(
 def _audit(fn: Callable, args: tuple, options: Options, keywords: dict) -> Audit:
     """One audit, every cache of what it makes from `fn` emptied when it returns (`function_caches`):
     a loss closing over a dataset is freed with the user's last reference to it."""
+    events = _compile_events()
+    events.take()
     with held():
-        return _audit_held(fn, args, options, keywords)
+        audited = _audit_held(fn, args, options, keywords)
+    return replace(audited, programs=int(events.take()["programs"]))
+
+
+@functools.cache
+def _compile_events():
+    """JAX's compile events in this process, listened to from the first audit on (`jaxenv.JaxEvents`)."""
+    from gradaudit.jaxenv import JaxEvents
+
+    return JaxEvents()
 
 
 def _audit_held(fn: Callable, args: tuple, options: Options, keywords: dict) -> Audit:

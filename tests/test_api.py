@@ -534,3 +534,13 @@ def test_a_timeout_says_which_path_it_stopped_and_the_users_line_running_then():
     (finding,) = result.findings
     assert result.status == "error" and finding.message.startswith("timed out after 2 s computing jacrev (at ")
     assert "test_api.py:" in finding.message and "in backward)" in finding.message
+
+
+def test_an_audit_says_how_many_programs_it_compiled():
+    def loss(w):
+        return jnp.sum(jnp.tanh(w) ** 2)
+
+    first = gradaudit.audit(loss, jnp.array([0.1, -0.4, 0.9]))
+    assert first.passed and first.programs > 0
+    again = gradaudit.audit(loss, jnp.array([0.3, 0.2, -0.5]))  # the same shapes: JAX's caches serve it
+    assert again.programs < first.programs

@@ -45,7 +45,7 @@ ALLOWED: dict[str, set[str]] = {
         "refereeing",
     },
     "render": {"model", "numerics", "judging", "diff", "search"},
-    "api": {"model", "numerics", "targets", "service", "render", "function_caches"},
+    "api": {"model", "jaxenv", "numerics", "targets", "service", "render", "function_caches"},
     "pytest_plugin": {"model", "sources", "service", "api", "render"},
     "cli": {
         "model",
