@@ -24,7 +24,6 @@ import hashlib
 import math
 import os
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from gradaudit.limits import LIMIT_EXCEEDED, Limits, check_limits
 from gradaudit.model import dtypes
 from gradaudit.model.errors import InputError, InvalidInput, Location
 from gradaudit.model.findings import CONSISTENT
+from gradaudit.model.found import Found, FoundKind, SearchOutcome, kind_of
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import BINDS, ORDERS, OUTPUTS, Scenario
 from gradaudit.sources.scenario_files import MAX_DEPTH, load_text
@@ -486,43 +486,6 @@ class Disagreement(Exception):
         self.result = result
 
 
-Kind = tuple[str, tuple[str, ...]]
-
-
-def kind_of(result: ScenarioResult) -> Kind:
-    """What a disagreement is, independent of the values and entries: its status and its findings' signatures."""
-    return result.status, tuple(sorted({f.signature for f in result.findings}))
-
-
-@dataclass
-class Found:
-    kind: Kind
-    entry: dict
-    result: ScenarioResult
-    shrunk: bool = True
-    """False when hypothesis could not find the kind again to shrink it (the first example is kept),
-    or the first example was a sweep's (minimal as it stands: the plainest case, one edge changed)."""
-    swept: bool = False
-    audits: int = 0
-    """New audits its shrinking made; at `SHRINK_AUDITS` it stopped there, perhaps short of the minimal."""
-
-
-@dataclass
-class SearchOutcome:
-    tried: int = 0
-    """Scenarios drawn while exploring, repeats and invalid ones included."""
-    audited: int = 0
-    """Distinct scenarios audited (drawn, valid, within the limits): the budget counts these."""
-    shrinking: int = 0
-    """Scenarios tried while shrinking."""
-    skipped: Counter = field(default_factory=Counter)
-    found: list[Found] = field(default_factory=list)
-    problem: str | None = None
-    """Why the search stopped early (e.g. every drawn scenario was invalid), or None."""
-    unconfirmed: list[Found] = field(default_factory=list)
-    """Kinds the literal path did not confirm (it found the minimal scenario consistent): not reported."""
-
-
 def search(
     space: SearchSpace,
     budget: int,
@@ -740,7 +703,7 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
         if all(judged[text] is not None for text in new):
             break  # every draw hypothesis took as valid was: the pass stands
     outcome.audited = len(drawn)
-    first: dict[Kind, tuple[dict, ScenarioResult]] = {}
+    first: dict[FoundKind, tuple[dict, ScenarioResult]] = {}
     for text, entry in drawn.items():
         result = judged[text]
         assert result is not None, "the last pass drew only scenarios audited as valid"
@@ -751,7 +714,7 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
         outcome.problem = f"no valid scenario could be drawn from this space ({reasons})"
         return outcome
 
-    def shrinker(kind: Kind, number: int, audits: list[int]) -> Callable[[dict], None]:
+    def shrinker(kind: FoundKind, number: int, audits: list[int]) -> Callable[[dict], None]:
         def shrink(entry: dict) -> None:
             outcome.shrinking += 1
             on_progress(f"shrinking kind {number} of {len(first)}: {outcome.shrinking} scenarios tried")

@@ -44,7 +44,7 @@ ALLOWED: dict[str, set[str]] = {
         "screening",
         "refereeing",
     },
-    "render": {"model", "numerics", "judging", "diff", "search"},
+    "render": {"model", "numerics", "judging", "diff"},
     "api": {"model", "jaxenv", "numerics", "targets", "service", "render", "function_caches"},
     "pytest_plugin": {"model", "sources", "service", "api", "render"},
     "cli": {

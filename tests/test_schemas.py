@@ -348,7 +348,8 @@ def test_a_report_with_every_branch_validates(detail):
 
 
 def test_a_survey_with_a_swept_kind_and_a_problem_validates(tmp_path):
-    from gradaudit.search import Found, SearchOutcome, scenario_text
+    from gradaudit.model.found import Found, SearchOutcome
+    from gradaudit.search import scenario_text
     from gradaudit.survey.explore import FunctionSurvey, report_document, spaces
 
     mismatch = _handmade().results[0]

@@ -26,6 +26,7 @@ from gradaudit.model.findings import (
     Finding,
     Sources,
 )
+from gradaudit.model.found import SearchOutcome
 from gradaudit.model.paths import (
     AD_PATHS,
     FAMILIES,
@@ -41,7 +42,6 @@ from gradaudit.model.paths import (
 )
 from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.model.scenario import Scenario
-from gradaudit.search import SearchOutcome
 
 STATUS_STYLES: dict[str, str] = {
     CONSISTENT: "green",

@@ -18,9 +18,10 @@ from pathlib import Path
 from gradaudit.merge import disjoint, same_environment
 from gradaudit.model.errors import did_you_mean
 from gradaudit.model.findings import CONSISTENT, RAISED, STATUSES, VALUE_RAISED
+from gradaudit.model.found import SearchOutcome
 from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
-from gradaudit.search import InvalidDraw, SearchOutcome, confirm, search, write_found
+from gradaudit.search import InvalidDraw, confirm, search, write_found
 from gradaudit.sources.saved_reports import ReportError, read_json
 from gradaudit.survey import defects
 from gradaudit.survey.strategy import SurveySpace

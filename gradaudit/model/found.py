@@ -1,0 +1,47 @@
+"""What a search found: each kind of disagreement, its minimal scenario and how it was found, and
+the search's counts (`gradaudit search`, `gradaudit survey`). Data only: `search` makes them,
+`render` and `survey` read them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from gradaudit.model.results import ScenarioResult
+
+FoundKind = tuple[str, tuple[str, ...]]
+"""A kind of disagreement: a status and its findings' signatures, independent of values and entries."""
+
+
+def kind_of(result: ScenarioResult) -> FoundKind:
+    """What a disagreement is, independent of the values and entries: its status and its findings' signatures."""
+    return result.status, tuple(sorted({f.signature for f in result.findings}))
+
+
+@dataclass
+class Found:
+    kind: FoundKind
+    entry: dict
+    result: ScenarioResult
+    shrunk: bool = True
+    """False when hypothesis could not find the kind again to shrink it (the first example is kept),
+    or the first example was a sweep's (minimal as it stands: the plainest case, one edge changed)."""
+    swept: bool = False
+    audits: int = 0
+    """New audits its shrinking made; at `SHRINK_AUDITS` it stopped there, perhaps short of the minimal."""
+
+
+@dataclass
+class SearchOutcome:
+    tried: int = 0
+    """Scenarios drawn while exploring, repeats and invalid ones included."""
+    audited: int = 0
+    """Distinct scenarios audited (drawn, valid, within the limits): the budget counts these."""
+    shrinking: int = 0
+    """Scenarios tried while shrinking."""
+    skipped: Counter = field(default_factory=Counter)
+    found: list[Found] = field(default_factory=list)
+    problem: str | None = None
+    """Why the search stopped early (e.g. every drawn scenario was invalid), or None."""
+    unconfirmed: list[Found] = field(default_factory=list)
+    """Kinds the literal path did not confirm (it found the minimal scenario consistent): not reported."""
