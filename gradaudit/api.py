@@ -27,6 +27,7 @@ import numpy as np
 
 from gradaudit.function_caches import held, per_function
 from gradaudit.model import dtypes
+from gradaudit.model.computed import Failure
 from gradaudit.model.errors import Location, did_you_mean
 from gradaudit.model.findings import Finding, Note
 from gradaudit.model.options import KEYS, OptionError, Options, check
@@ -406,9 +407,10 @@ def _spec(array: np.ndarray, name: str, held: bool = False) -> InputSpec:
 
 def _target(
     fn: Callable, args: tuple, options: Options, keywords: dict
-) -> tuple[FunctionCall, Directions | None, list[Note]]:
+) -> tuple[FunctionCall, Directions | None, list[Note], Failure | None]:
     """The function call to audit: the leaves themselves, or (over `directional_above` Jacobian
-    entries) the function along directions; and notes on how the arguments were taken."""
+    entries) the function along directions; notes on how the arguments were taken; and the timeout
+    where tracing the function for its size ran past it."""
     from gradaudit.numerics import directions
     from gradaudit.service import output_shape
     from gradaudit.targets.function import flat_output
@@ -433,14 +435,17 @@ def _target(
     points = [a for a, f in zip(arrays, floating, strict=True) if f]
     flat = flat_output(on_leaves)
     out = output_shape(flat, arrays, options.timeout)
+    hung = out if isinstance(out, Failure) else None
     # a function that cannot be traced (in time): every path reports why, as small as it can be
-    n_out, out_dtype = (1, np.dtype("float32")) if out is None else (int(np.prod(out.shape, dtype=int)), out.dtype)
+    n_out, out_dtype = (
+        (1, np.dtype("float32")) if out is None or hung else (int(np.prod(out.shape, dtype=int)), out.dtype)
+    )
     entries = n_out * sum(int(a.size) for a in points)
-    if entries <= options.directional_above:
+    if entries <= options.directional_above or hung:
         specs = tuple(_spec(a, n, held=h) for a, n, h in zip(arrays, names, held, strict=True))
         described = ", ".join(f"{s.name}: {s.describe()}" for s in specs)
         call = FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=on_leaves, description=described)
-        return call, None, notes
+        return call, None, notes, hung
     point_names = [n for n, f in zip(names, floating, strict=True) if f]
     try:
         chosen = directions.choose(
@@ -469,7 +474,7 @@ def _target(
     described = ", ".join(f"{n}: {_spec(a, n).describe()}" for a, n in zip(arrays, names, strict=True))
     described += f" along {len(chosen.names)} directions"
     call = FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=along, description=described)
-    return call, chosen, [*notes, Note(chosen.describe())]
+    return call, chosen, [*notes, Note(chosen.describe())], None
 
 
 def _audit(fn: Callable, args: tuple, options: Options, keywords: dict) -> Audit:
@@ -495,7 +500,7 @@ def _audit_held(fn: Callable, args: tuple, options: Options, keywords: dict) -> 
 
     if not callable(fn):
         raise TypeError(f"gradaudit.audit needs a function to audit, got {type(fn).__name__}")
-    target, chosen, notes = _target(fn, args, options, keywords)
+    target, chosen, notes, hung = _target(fn, args, options, keywords)
     eps = keywords.get("eps")
     scenario = Scenario(
         name=keywords.get("name") or getattr(fn, "__name__", None) or type(fn).__name__,
@@ -507,7 +512,8 @@ def _audit_held(fn: Callable, args: tuple, options: Options, keywords: dict) -> 
         modes=keywords["modes"],
         reduction=1 if chosen is None else sum(int(np.size(t)) for t in chosen.tangents[0]),
     )
-    report = service.audit([scenario], options)
+    # a function that hung while traced for its size would only hang again: it timed out
+    report = service.failed_before(scenario, hung, options) if hung else service.audit([scenario], options)
     if report.errors:
         raise InputRejected("; ".join(error.message for error in report.errors))
     (result,) = report.results

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from gradaudit.collector import collecting, long_lived
 from gradaudit.engines import GROUP_MIN
+from gradaudit.model.computed import Failure
 from gradaudit.model.errors import InputError
 from gradaudit.model.findings import INTERRUPTED, Note
 from gradaudit.model.options import OptionError, Options
@@ -431,16 +432,32 @@ def audit_one(scenario: Scenario, options: Options | None = None) -> ScenarioRes
 
 def output_shape(function: Callable, arrays: Sequence, timeout: float | None):
     """`function`'s output (shape and dtype) at arrays like `arrays`, traced, not run, under the
-    timeout (tracing runs the user's Python, which may hang); None where it cannot be traced in time."""
+    timeout (tracing runs the user's Python, which may hang); None where it cannot be traced (the
+    paths will say why), the timeout's Failure where it ran past the timeout (`failed_before`)."""
     import jax
 
-    from gradaudit.engines.literal import ScenarioTimeout, time_limit
+    from gradaudit.engines.literal import ScenarioTimeout, time_limit, timed_out
 
     try:
         with time_limit(timeout):
             return jax.eval_shape(function, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays])
-    except (Exception, ScenarioTimeout):  # noqa: BLE001 - the paths will say why, each under the timeout
+    except ScenarioTimeout as stopped:
+        return timed_out(stopped, timeout)
+    except Exception:  # noqa: BLE001 - the paths will say why, each under the timeout
         return None
+
+
+def failed_before(scenario: Scenario, failure: Failure, options: Options | None = None) -> AuditReport:
+    """The report of a scenario that failed before any engine ran (its function hung while traced
+    for its size: running it again would only hang again), judged and gated as a failed engine's."""
+    from gradaudit.judging.assess import assess
+    from gradaudit.judging.gate import apply_gate, load_baseline
+    from gradaudit.model.computed import failed
+
+    options = options or Options()
+    result = assess(scenario, failed(failure), options.tolerance)
+    report = AuditReport(environment=environment(options.rule), results=(result,))
+    return apply_gate(report, load_baseline(options.baseline) if options.baseline else None, options.fail_on)
 
 
 def isolated(options: Options):
