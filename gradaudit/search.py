@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 import yaml
 
 from gradaudit.limits import LIMIT_EXCEEDED, Limits, check_limits
@@ -457,12 +458,37 @@ draw of every function), the pure-Python one otherwise."""
 
 
 def scenario_text(entry: dict, header: str = "", modules: str | None = None) -> str:
-    """An entry as a scenario file, flow style inside for readability; `modules` where user modules live."""
+    """An entry as a scenario file, flow style inside for readability, a long input that is all zeros,
+    all ones or 0, 1, 2, ... as its `fill` (`_filled`); `modules` where user modules live."""
     document = {"modules": modules} if modules else {}
+    if "inputs" in entry:
+        entry = {**entry, "inputs": [_filled(spec) for spec in entry["inputs"]]}
     body = yaml.dump(
         {**document, "scenarios": [entry]}, Dumper=_DUMPER, sort_keys=False, default_flow_style=None, width=120
     )
     return header + body
+
+
+FILLED_FROM = 8
+"""Inputs of at least this many numbers are written as their `fill` where one makes them: a shrunk
+300-element input is 300 zeros, which a reader should not have to count."""
+
+
+def _filled(spec: dict) -> dict:
+    """An input spec with a long `value` that a fill makes (zeros, ones, arange) written as that fill."""
+    value = spec.get("value")
+    if not isinstance(value, list):
+        return spec
+    array = np.asarray(value, dtype=np.float64)
+    if array.size < FILLED_FROM or not np.all(np.isfinite(array)):
+        return spec
+    flat = array.reshape(-1)
+    fills = {"zeros": np.zeros_like(flat), "ones": np.ones_like(flat), "arange": np.arange(flat.size, dtype=np.float64)}
+    fill = next((name for name, made in fills.items() if np.array_equal(flat, made)), None)
+    if fill is None:
+        return spec
+    rest = {k: v for k, v in spec.items() if k != "value"}
+    return {**rest, "shape": list(array.shape), "fill": fill}
 
 
 # --- the search -------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import yaml
 
@@ -426,3 +427,23 @@ def test_draws_do_not_depend_on_what_the_process_did_before(tmp_path, monkeypatc
     after = drawn()
     assert len(before) > 300 and after == before and garbage
     assert not any("1.2345678" in draw for draw in after)
+
+
+def test_a_found_scenarios_long_input_of_zeros_ones_or_a_range_is_written_as_its_fill(tmp_path):
+    from gradaudit.search import scenario_text
+    from gradaudit.sources.scenario_files import load_text
+
+    inputs = [
+        {"dtype": "float32", "value": [[0.0] * 30] * 10},
+        {"dtype": "float32", "value": [float(i) for i in range(12)]},
+        {"dtype": "float32", "value": [0.5, 0.0, 0.0]},  # short: as it is
+        {"dtype": "float32", "value": [0.0] * 11 + [2.0]},  # not a fill
+    ]
+    entry = {"name": "w", "fn": "jax.numpy:sum", "inputs": inputs}
+    text = scenario_text(entry)
+    assert "shape: [10, 30]\n    fill: zeros" in text and "shape: [12]\n    fill: arange" in text
+    assert "value: [0.5, 0.0, 0.0]" in text and "2.0]" in text
+    (scenario,), errors = load_text(text, str(tmp_path / "w.yaml"))
+    assert errors == []
+    for spec, given in zip(scenario.target.inputs, inputs, strict=True):
+        np.testing.assert_array_equal(spec.array(), np.asarray(given["value"], dtype=np.float32))
