@@ -46,10 +46,10 @@ scenario left is then an error saying workers cannot start here (`--jobs 0` runs
 Batch = tuple[tuple[int, Scenario], ...]
 """Scenarios, with their positions in the run, that one worker audits one after another."""
 
-Verdict = Callable[[Scenario, Options], ScenarioResult]
+AuditOne = Callable[[Scenario, Options], ScenarioResult]
 """One scenario judged in this process: `service.audit_one`."""
 
-Verdicts = Callable[[Sequence[Scenario], Options], Iterable[ScenarioResult]]
+ScreenMany = Callable[[Sequence[Scenario], Options], Iterable[ScenarioResult]]
 """Scenarios judged in this process, in order: `service.screen_all`."""
 
 LITERAL, GROUP, BUNDLE, SCREEN = "literal", "group", "bundle", "screen"
@@ -504,7 +504,7 @@ class IsolatedPool:
     by `here`'s (screen_all, audit) pair (the service's own, handed in so that isolation need not
     import the service that uses it)."""
 
-    def __init__(self, options: Options, here: tuple[Verdicts, Verdict], devices: tuple[str, ...] = ()):
+    def __init__(self, options: Options, here: tuple[ScreenMany, AuditOne], devices: tuple[str, ...] = ()):
         self.options, self.devices, (self.here_screen_all, self.here_audit) = options, devices, here
         self.auditors = [IsolatedAuditor(options, devices) for _ in range(options.jobs)]
         self.here = ExitStack()

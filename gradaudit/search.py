@@ -132,7 +132,7 @@ class Rule:
     minimum: int | None = None
 
 
-RULES: dict[str, Rule] = {
+AXIS_RULES: dict[str, Rule] = {  # what each key of a space file may hold (not a select_n rule: model.options.RULES)
     "selector.dtype": Rule("choice", dtypes.SELECTOR_DTYPES),
     "selector.value": Rule("integer"),
     "selector.per_element": Rule("choice", (False, True)),
@@ -217,7 +217,7 @@ class _SpaceReader:
 
     def axis(self, node: yaml.Node, key: str) -> Axis:
         """A list of alternatives, a {min, max} range (integers and numbers), or one alternative."""
-        rule = RULES[key]
+        rule = AXIS_RULES[key]
         label = key.removeprefix("input.")
         if isinstance(node, yaml.MappingNode):
             if rule.kind not in ("integer", "number"):
