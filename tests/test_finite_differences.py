@@ -1,0 +1,50 @@
+"""numerics.finite_differences: the oracle independent of AD, checked against derivatives known in closed form."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gradaudit.numerics.finite_differences import ESTIMATES, differences, step_size
+
+
+def test_a_smooth_function_s_extrapolated_estimate_is_its_derivative():
+    x = np.array([0.3, -1.1, 2.0])
+    found = differences(lambda v: (np.sin(v) * v,), [x], [1e-3])
+    assert set(found) == set(ESTIMATES)
+    (jacobian,) = found["extrapolated"]
+    np.testing.assert_allclose(jacobian, np.diag(np.cos(x) * x + np.sin(x)), rtol=1e-9, atol=1e-12)
+    (central,) = found["central"]  # h^2 error the extrapolation cancels
+    assert np.max(np.abs(central - jacobian)) > np.max(np.abs(jacobian - np.diag(np.cos(x) * x + np.sin(x))))
+
+
+def test_blocks_follow_outputs_then_arguments_and_their_shapes():
+    a, b = np.array([1.0, 2.0]), np.array([[0.5, -0.5, 1.5]])
+    found = differences(lambda u, v: (u.sum() * v, u * 3.0), [a, b], [1e-4, 1e-4])
+    shapes = [block.shape for block in found["extrapolated"]]
+    assert shapes == [(1, 3, 2), (1, 3, 1, 3), (2, 2), (2, 1, 3)]  # (out0, a), (out0, b), (out1, a), (out1, b)
+    np.testing.assert_allclose(found["extrapolated"][2], 3.0 * np.eye(2), rtol=1e-9)
+
+
+def test_a_kink_shows_as_one_sided_slopes_that_disagree():
+    found = differences(lambda v: (np.abs(v),), [np.array([0.0])], [1e-3])
+    left, right = found["left"][0].item(), found["right"][0].item()
+    assert (left, right) == (-1.0, 1.0) and found["central"][0].item() == 0.0
+
+
+def test_non_finite_inputs_or_outputs_are_marked_undefined():
+    with np.errstate(invalid="ignore"):  # log of a negative number: NaN, as the function gives it
+        found = differences(lambda v: (np.log(v),), [np.array([-1.0, 1.0])], [1e-3])
+    undefined = found["undefined"][0]
+    assert bool(undefined[0, 0]) and not bool(undefined[1, 1])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_a_step_is_never_below_the_square_root_of_its_dtypes_epsilon(dtype):
+    import ml_dtypes
+
+    eps = float(ml_dtypes.finfo(np.dtype(dtype) if dtype != "bfloat16" else ml_dtypes.bfloat16).eps)
+    h = step_size(np.array([0.5, 100.0]), 1e-12, dtype)
+    assert h[0] >= math.sqrt(eps) * 0.999 and h[1] >= 100 * math.sqrt(eps) * 0.999
