@@ -493,6 +493,7 @@ def test_an_audited_function_and_what_it_closes_over_are_freed_once_the_audit_re
 
         assert gradaudit.audit(loss, jnp.array([0.1, 0.2, 0.3]), order=2).passed
         gradaudit.check_grads(loss, (jnp.array([0.1, 0.2, 0.3]),), 1, modes=["rev"])
+        assert gradaudit.audit(loss, jnp.array([0.1, 0.2, 0.3]), directional_above=1).directions is not None
         freed.append((weakref.ref(loss), weakref.ref(weights)))
         del loss, weights
     gc.collect()

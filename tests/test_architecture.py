@@ -20,7 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "function_caches": set(),
     "sources": {"model"},
     "jaxenv": {"model", "supported"},
-    "numerics": set(),
+    "numerics": {"function_caches"},
     "targets": {"model", "sources", "function_caches"},
     "limits": {"model", "targets"},
     "engines": {"model", "sources", "targets", "numerics", "jaxenv", "limits", "function_caches"},

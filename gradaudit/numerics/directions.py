@@ -20,12 +20,13 @@ program).
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from gradaudit.function_caches import per_function
 
 PROBE = re.compile(r"^(?P<leaf>.*?)(?P<index>(\[\s*-?\d+\s*(,\s*-?\d+\s*)*\])?)$")
 
@@ -130,7 +131,7 @@ def stacked(directions: Directions) -> tuple[np.ndarray, ...]:
     return tuple(np.stack(components) for components in zip(*directions.tangents, strict=True))
 
 
-@functools.lru_cache(maxsize=256)
+@per_function(maxsize=256)
 def reduced(fn: Callable, pattern: tuple[bool, ...], tangents: int, scalar_out: bool) -> Callable:
     """G for `fn` (whose output is one floating array): called as G(s_0, …, s_{k-1}, *points,
     *stacked tangents, cotangents, *discrete inputs); `pattern` says which of fn's positional
