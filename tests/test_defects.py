@@ -151,3 +151,31 @@ def test_a_survey_lists_its_defects_with_reproducers_and_scripts_that_print_thei
         printed = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
         assert printed.returncode == 0 and any(ch.isdigit() for ch in printed.stdout), printed.stderr
     assert defects.describe(select_n[0]["reproducer"])["regime"] == select_n[0]["regime"]
+
+
+def test_a_defect_leads_with_its_plainest_variants_finding_in_words_and_numbers():
+    from gradaudit.render.defects_markdown import defects_markdown
+
+    said = "jacrev disagrees with jacfwd on 1 of 2 entries; largest at d out/d x[1]: 0 from jacrev, 1 from jacfwd"
+    grouped = group([_variant("numpy.take", "t.yaml", size=3, message=said), _variant("numpy.take", "u.yaml", size=9)])
+    (defect,) = grouped
+    entry = defect.to_dict(1, {})
+    assert entry["message"] == said and entry["reproducer"] == "t.yaml"
+    document = {
+        "environment": {"jax": "0.10.2", "backend": "cpu", "rule": "installed"},
+        "budget": 30,
+        "seed": 0,
+        "functions": [{"kinds": [{}, {}]}],
+        "defects": [entry],
+    }
+    lines = defects_markdown(document).splitlines()
+    assert lines[lines.index(next(line for line in lines if line.startswith("1. **[wrong] routing**"))) + 1] == (
+        f"   {said}  "
+    )
+
+
+def test_the_survey_schema_names_every_heading_a_defect_ranks_under():
+    from gradaudit.render.schemas import schema
+
+    severities = schema("gradaudit.survey/1")["properties"]["defects"]["items"]["properties"]["severity"]["enum"]
+    assert severities == list(defects.HEADINGS)

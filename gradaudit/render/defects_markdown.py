@@ -42,6 +42,8 @@ def defects_markdown(document: dict, relative_to: Path | None = None) -> str:
             f"{defect['rank']}. **[{defect['class']}] {defect['kind']}** of {'+'.join(defect['paths'])}{form}, at "
             f"{defect['regime']}: {', '.join(defect['functions'])} ({_kinds(len(defect['variants']))}{shared})  "
         )
+        if defect.get("message"):
+            lines.append(f"   {defect['message']}  ")
         lines.append(f"   reproducer {where(defect['reproducer'])}, script {where(defect['script'])}")
     return "\n".join(lines) + "\n"
 

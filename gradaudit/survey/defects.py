@@ -107,6 +107,8 @@ class Variant:
     primitives: frozenset[str]
     size: int
     """How many numbers its reproducer's inputs hold: the plainest variant has fewest."""
+    message: str = ""
+    """Its leading finding as the report words it (numbers first)."""
 
     @property
     def mechanism(self) -> tuple[str, str, tuple[str, ...], str, str]:
@@ -158,6 +160,7 @@ class Defect:
             "paths": list(first.paths),
             "wrong": first.wrong,
             "regime": first.regime,
+            "message": first.message,
             "primitives": sorted(self.shared_primitives()),
             "functions": self.functions,
             "reproducer": first.file,
@@ -323,6 +326,7 @@ def variants(document: dict) -> list[Variant]:
                     info["regime"],
                     frozenset(info["primitives"]),
                     info["size"],
+                    top.get("message", ""),
                 )
             )
     return found
