@@ -191,7 +191,12 @@ def test_exceptions_in_user_code_carry_file_line_and_function_everywhere(project
     failure = ET.parse(project / "junit.xml").find(".//failure")
     assert where in failure.get("message") and where in failure.text
     github = run_cli("run", "audit.yaml", "-k", "raises", "--format", "github")
-    assert re.search(r"^::error file=audit\.yaml,line=\d+,.*" + re.escape(where), github.stdout, re.MULTILINE)
+    # the annotation goes on the user's function, the scenario named
+    assert re.search(
+        r"^::error file=userlib\.py,line=\d+,.*" + re.escape(where) + r".*\(scenario audit\.yaml:\d+\)$",
+        github.stdout,
+        re.MULTILINE,
+    ), github.stdout
     (scenario,) = [s for s in load_paths(["audit.yaml"]).scenarios if s.name == "user-raises"]
     assert where in failure_text(audit_one(scenario))
 
