@@ -27,9 +27,13 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n auto
 
-# The quick loop while editing: every test but those marked slow, stopping at the first failure.
+# The quick loop while editing the judge or the loaders: their tests (not those marked slow) on every core,
+# stopping at the first failure; `make test` runs everything.
+QUICK_TESTS = tests/test_judge.py tests/test_judge_evidence.py tests/test_classes.py tests/test_fd_trust.py \
+	tests/test_refine.py tests/test_scale.py tests/test_rounding.py tests/test_trust.py tests/test_referee.py \
+	tests/test_scenario.py tests/test_fuzz.py tests/test_paths.py tests/test_architecture.py
 test-quick: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" -x -q
+	$(BIN)/python -m pytest -m "not slow" -x -q -n auto $(QUICK_TESTS)
 
 # Thousands of mutated scenario files through the loader (the normal test run tries 150).
 fuzz: $(STAMP)
