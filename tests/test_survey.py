@@ -368,3 +368,26 @@ def test_a_survey_finds_what_only_an_eager_path_and_its_jit_twin_tell_apart(tmp_
     assert {f["class"] for kind in kinds for f in kind["findings"]} == {"non-finite"}
     assert run_cli("run", str(tmp_path / "found"), "-q").exit_code == 0
     assert run_cli("run", str(tmp_path / "found"), "-q", "--fail-on", "all").exit_code == 1
+
+
+def test_an_interrupted_survey_writes_the_reports_of_the_functions_it_finished(tmp_path, monkeypatch):
+    from gradaudit.survey import explore
+
+    real = explore.survey_one
+    calls = []
+
+    def stopped_on_the_second(space, *args, **kwargs):
+        calls.append(space.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C, or SIGTERM through remembered_interrupt
+        return real(space, *args, **kwargs)
+
+    monkeypatch.setattr(explore, "survey_one", stopped_on_the_second)
+    report, defects = tmp_path / "survey.json", tmp_path / "DEFECTS.md"
+    result = run_cli(
+        "survey", "jax.lax.abs", "jax.lax.neg", "--budget", "2", "--out", str(tmp_path / "found"),
+        "--json", str(report), "--defects", str(defects), "--no-cache",
+    )  # fmt: skip
+    assert result.exit_code == 2 and "interrupted: 1 of 2 functions surveyed whole" in result.stderr
+    document = json.loads(report.read_text())
+    assert [f["function"] for f in document["functions"]] == ["jax.lax.abs"] and defects.exists()

@@ -493,7 +493,7 @@ def survey(
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
     from gradaudit.render.repro import write_beside
-    from gradaudit.service import environment, isolated, prepare
+    from gradaudit.service import environment, isolated, prepare, remembered_interrupt
     from gradaudit.survey.explore import report_document, survey_one
 
     try:
@@ -517,16 +517,23 @@ def survey(
     ) as progress:
         task = progress.add_task("surveying")
         auditor = isolated(options)
+        interrupted = False
         try:
-            for number, space in enumerate(chosen, 1):
+            # Ctrl-C or SIGTERM (a CI runner's stop) ends the survey after what finished: its reports
+            # are written for the functions surveyed whole, nothing of them lost
+            with remembered_interrupt(sigterm=True) as check:
+                for number, space in enumerate(chosen, 1):
 
-                def tell(message: str, name=space.name, number=number) -> None:
-                    progress.update(task, description=f"surveying {name} ({number} of {len(chosen)}): {message}")
+                    def tell(message: str, name=space.name, number=number) -> None:
+                        progress.update(task, description=f"surveying {name} ({number} of {len(chosen)}): {message}")
 
-                one = survey_one(space, budget, seed, auditor, out, how, options.limits, tell)
-                pairs = zip(one.outcome.found, one.files, strict=False)  # no files where the search had a problem
-                one.scripts = write_beside([(found.result, path) for found, path in pairs])
-                done.append(one)
+                    one = survey_one(space, budget, seed, auditor, out, how, options.limits, tell)
+                    pairs = zip(one.outcome.found, one.files, strict=False)  # no files where the search had a problem
+                    one.scripts = write_beside([(found.result, path) for found, path in pairs])
+                    done.append(one)
+                    check()
+        except KeyboardInterrupt:
+            interrupted = True
         finally:
             auditor.close()
     document = report_document(done, environment(options.rule, devices), budget, seed)
@@ -545,6 +552,12 @@ def survey(
         write_atomic(defects_path, defects_markdown(document, Path(defects_path).parent))
     print_survey(session.out, done, f"gradaudit run {out} --rule {options.rule}")
     print_defects(session.out, document["defects"])
+    if interrupted:
+        session.err.print(
+            f"interrupted: {len(done)} of {len(chosen)} functions surveyed whole; the reports hold those",
+            highlight=False,
+        )
+        return EXIT_INPUT
     return exit_code(not any(one.outcome.found for one in done), output_setting("exit_zero", exit_zero))
 
 
