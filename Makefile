@@ -20,12 +20,13 @@ audit: $(STAMP)
 	$(BIN)/gradaudit run scenarios/
 
 # Lint, formatting and types first (ruff and mypy, configured in pyproject.toml): seconds, and a failure names the line.
-# Then the tests on every core (pytest-xdist): most of their time is XLA compiling, which uses one.
+# Then the tests on every core (pytest-xdist): most of their time is XLA compiling, which uses one; the 15 slowest
+# are listed at the end, so a test that grew slow shows.
 test: $(STAMP)
 	$(BIN)/ruff check gradaudit tests bench
 	$(BIN)/ruff format --check gradaudit tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n auto
+	$(BIN)/python -m pytest -n auto --durations=15
 
 # The quick loop while editing the judge or the loaders: their tests (not those marked slow) on every core,
 # stopping at the first failure; `make test` runs everything.
