@@ -317,8 +317,8 @@ class _Leaves:
 
 def _holds_arrays(leaf: object) -> bool:
     """Whether a leaf is a dataclass with an array among its fields."""
-    fields = getattr(leaf, "__dataclass_fields__", None)
-    return bool(fields) and any(hasattr(getattr(leaf, f, None), "__array__") for f in fields)  # type: ignore[union-attr]
+    fields: dict = getattr(leaf, "__dataclass_fields__", None) or {}
+    return any(hasattr(getattr(leaf, name, None), "__array__") for name in fields)
 
 
 def _kind_of(value: object) -> str:
