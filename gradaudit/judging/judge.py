@@ -43,7 +43,7 @@ from gradaudit.judging.classes import (
     settle,
 )
 from gradaudit.judging.fd_trust import ESTIMATES, Masks, Trust, absorbed_by_rounding, read_estimates
-from gradaudit.judging.provenance import misrouted, provenances, routing_findings
+from gradaudit.judging.provenance import provenances, routing_findings
 from gradaudit.judging.refine import Refined, refined
 from gradaudit.judging.scale import below_resolution, beyond_scale
 from gradaudit.judging.tolerances import Tolerances
@@ -1330,8 +1330,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 error_type="NotApplicable",
             )
         )
-    routing = routing_findings(prov, arg_names, disagreeing) if prov is not None else []
-    misrouted_elements = misrouted(prov, disagreeing) if prov is not None else {}
+    routing, misrouted_elements = routing_findings(prov, arg_names, disagreeing) if prov is not None else ([], {})
     findings = raising + routing + findings
     if any(f.kind == RAISED for f in findings):
         status = ERROR

@@ -79,11 +79,6 @@ def provenances(cases: Sequence[Case]) -> list[Provenance | None]:
     ]
 
 
-def misrouted(prov: Provenance, disagreeing: dict[str, dict[int, FindingClass]]) -> dict[str, tuple[int, ...]]:
-    """Per AD path, the output elements `routing_findings` names for it."""
-    return {path: tuple(elements) for paths, (_, elements) in _misrouted(prov, disagreeing).items() for path in paths}
-
-
 def _misrouted(
     prov: Provenance, disagreeing: dict[str, dict[int, FindingClass]]
 ) -> dict[tuple[str, ...], tuple[tuple, dict[int, FindingClass]]]:
@@ -108,12 +103,15 @@ def _misrouted(
 
 def routing_findings(
     prov: Provenance, arg_names: tuple[str, ...], disagreeing: dict[str, dict[int, FindingClass]]
-) -> list[Finding]:
+) -> tuple[list[Finding], dict[str, tuple[int, ...]]]:
     """Elements whose derivative a path sends elsewhere than the value came from, where its numbers
-    also disagree (in a class the gate fails by default); classed as the worst of those entries."""
+    also disagree (in a class the gate fails by default); classed as the worst of those entries.
+    With them, per AD path, the output elements its finding names (what the pictures outline)."""
     findings = []
     total = len(prov.value_from)
-    for paths, (routes, elements) in _misrouted(prov, disagreeing).items():
+    groups = _misrouted(prov, disagreeing)
+    named = {path: tuple(elements) for paths, (_, elements) in groups.items() for path in paths}
+    for paths, (routes, elements) in groups.items():
         wrong = list(elements)
         j = wrong[0]
         supplied = (
@@ -141,4 +139,4 @@ def routing_findings(
                 reason=f"{supplied} (finite differences); {path_labels(paths)} {sent}",
             )
         )
-    return findings
+    return findings, named
