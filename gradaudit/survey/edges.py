@@ -8,6 +8,7 @@ own limits. Nothing here knows which function it feeds.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import ml_dtypes
@@ -26,6 +27,7 @@ LONG_AXIS = 300
 that take an index: the narrow dtypes then meet their limits from inside the valid range."""
 
 
+@functools.cache
 def float_edges(dtype: str) -> tuple[float, ...]:
     """The edge values of a floating dtype, as Python floats a scenario file can hold."""
     info = ml_dtypes.finfo(dtypes.numpy_dtype(dtype))
@@ -34,6 +36,7 @@ def float_edges(dtype: str) -> tuple[float, ...]:
     return (0.0, -0.0, 1.0, -1.0, tiny, -tiny, subnormal, largest, -largest, float("inf"), float("-inf"), float("nan"))
 
 
+@functools.cache
 def index_edges(dtype: str, size: int) -> tuple[int, ...]:
     """Values of an integer dtype around a valid range 0..size-1: in it, just outside it on both
     sides, at minus the size (a negative index's wrap), and at the dtype's limits; only those the

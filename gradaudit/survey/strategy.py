@@ -68,32 +68,49 @@ def _shapes(surveyed: Surveyed) -> tuple[tuple[int, ...], ...]:
 
 
 class _Drawn:
-    """Every choice drawn by hypothesis."""
+    """Every choice drawn by hypothesis, each kind of choice from a strategy made once per
+    `entry_strategy` (`made`): building hypothesis strategies anew for each of a search's tens of
+    thousands of choices cost more than drawing from them."""
 
-    def __init__(self, draw):
+    def __init__(self, draw, made: dict):
         from hypothesis import strategies as st
 
-        self.draw, self.st = draw, st
+        self.draw, self.st, self.made = draw, st, made
+
+    def _strategy(self, key: tuple, make):
+        try:
+            hash(key)
+        except TypeError:  # an unhashable alternative: made each time
+            return make()
+        if key not in self.made:
+            self.made[key] = make()
+        return self.made[key]
 
     def choice(self, alternatives):
-        return self.draw(self.st.sampled_from(alternatives))
+        return self.draw(self._strategy(("choice", tuple(alternatives)), lambda: self.st.sampled_from(alternatives)))
 
     def real(self, dtype: str, position: int) -> float:
-        return self.draw(self.st.one_of(self.st.floats(-3.0, 3.0, width=32), self.st.sampled_from(float_edges(dtype))))
+        st = self.st
+        return self.draw(
+            self._strategy(
+                ("real", dtype), lambda: st.one_of(st.floats(-3.0, 3.0, width=32), st.sampled_from(float_edges(dtype)))
+            )
+        )
 
     def index(self, dtype: str, size: int) -> int:
-        high = dtypes.integer_range(dtype)[1]
+        st, high = self.st, dtypes.integer_range(dtype)[1]
         return self.draw(
-            self.st.one_of(
-                self.st.integers(0, min(max(size - 1, 0), high)), self.st.sampled_from(index_edges(dtype, size))
+            self._strategy(
+                ("index", dtype, size),
+                lambda: st.one_of(st.integers(0, min(max(size - 1, 0), high)), st.sampled_from(index_edges(dtype, size))),
             )
         )
 
     def boolean(self) -> bool:
-        return self.draw(self.st.booleans())
+        return self.draw(self._strategy(("boolean",), self.st.booleans))
 
     def seed(self) -> int:
-        return self.draw(self.st.integers(0, 3))
+        return self.draw(self._strategy(("seed",), lambda: self.st.integers(0, 3)))
 
 
 class _Plain:
@@ -172,7 +189,8 @@ def entry_strategy(surveyed: Surveyed, name: str):
     """Hypothesis's strategy of scenario entries for `surveyed`, named `name`."""
     from hypothesis import strategies as st
 
-    return st.composite(lambda draw: build_entry(surveyed, name, _Drawn(draw)))()
+    made: dict = {}
+    return st.composite(lambda draw: build_entry(surveyed, name, _Drawn(draw, made)))()
 
 
 def sweep(surveyed: Surveyed, name: str) -> list[dict]:
