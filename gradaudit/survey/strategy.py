@@ -102,7 +102,9 @@ class _Drawn:
         return self.draw(
             self._strategy(
                 ("index", dtype, size),
-                lambda: st.one_of(st.integers(0, min(max(size - 1, 0), high)), st.sampled_from(index_edges(dtype, size))),
+                lambda: st.one_of(
+                    st.integers(0, min(max(size - 1, 0), high)), st.sampled_from(index_edges(dtype, size))
+                ),
             )
         )
 
