@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from gradaudit.model.errors import InputError
 from gradaudit.model.options import Limits
 from gradaudit.model.scenario import Scenario
@@ -17,13 +15,8 @@ from gradaudit.model.scenario import Scenario
 
 def _sizes(scenario: Scenario, trace: bool) -> tuple[list[int], int]:
     """(sizes of the differentiated inputs, size of the output; 0 when a function is not traced)."""
-    spec = scenario.target
-    if spec.kind == "function" and not trace:
-        return [
-            int(np.prod(s.shape if s.value is None else np.shape(s.value), dtype=np.int64))
-            for s in spec.inputs
-            if s.differentiable
-        ], 0
+    if not trace:
+        return scenario.target.untraced_sizes()
     from gradaudit.targets import sizes
 
     return sizes(scenario)
@@ -43,9 +36,7 @@ def check_limits(scenarios: Sequence[Scenario], limits: Limits, trace: bool = Tr
     total = 0
     for scenario in scenarios:
         spec = scenario.target
-        problems = []
-        if spec.kind == "select_n" and spec.cases > limits.cases:
-            problems.append(f"{spec.cases} cases exceed the limit of {limits.cases:,} (limits.cases)")
+        problems = spec.over_limits(limits.cases)
         try:
             inputs, out = _sizes(scenario, trace)
         except (Exception, SystemExit):  # noqa: BLE001 - a function that cannot even be traced is the audit's to report
@@ -57,13 +48,7 @@ def check_limits(scenarios: Sequence[Scenario], limits: Limits, trace: bool = Tr
         entries = out * sum(inputs)
         if scenario.order >= 2:
             entries += out * sum(inputs) ** 2
-        bindings = (
-            2
-            if spec.kind == "function"
-            and spec.bind == "both"
-            and any(not s.differentiable and not s.held for s in spec.inputs)
-            else 1
-        )
+        bindings = spec.bindings()
         entries *= bindings
         if entries > limits.jacobian:
             problems.append(

@@ -642,7 +642,7 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
     """Each audited scenario's text: its result, or None where the audit found the draw invalid."""
 
     over: dict[tuple, str] = {}
-    """Why draws of each `_limits_key` are over the limits, once an audit found one that is."""
+    """Why draws of each `Scenario.limits_key` are over the limits, once an audit found one that is."""
 
     def load(text: str) -> Scenario | None:
         if text not in loaded:
@@ -650,7 +650,7 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
             scenarios, errors = load_text(text, space.file)
             if scenarios and not errors and limits is not None:
                 errors = check_limits(scenarios, limits, trace=False)
-            key = _limits_key(scenarios[0]) if scenarios and not errors else None
+            key = scenarios[0].limits_key() if scenarios and not errors else None
             known = over.get(key) if key is not None else None
             loaded[text] = scenarios[0] if scenarios and not errors and known is None else None
             if loaded[text] is None:
@@ -668,7 +668,7 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
                 result = InvalidDraw(result.findings[0].message)
                 scenario = loaded[text]
                 assert scenario is not None, "only scenarios that loaded are audited"
-                key = _limits_key(scenario)
+                key = scenario.limits_key()
                 if key is not None:
                     over[key] = _reason(result.message)  # every draw of that key is, too: no more audits of them
             judged[text] = None if isinstance(result, InvalidDraw) else result
@@ -783,21 +783,6 @@ class BudgetSpent(Exception):
 EXPLORE_DRAWS = 10
 """Draws hypothesis may make per scenario of the budget, so repeats and invalid draws cannot shorten
 the search; a space with fewer distinct valid scenarios ends when hypothesis has drawn them all."""
-
-
-def _limits_key(scenario: Scenario) -> tuple | None:
-    """What a function scenario's limits depend on: its target with the values of inputs that are
-    traced taken out (tracing sees their shapes and dtypes only); a captured input's values stay
-    in, as they may decide an output's shape. None for select_n, checked in full before any audit."""
-    spec = scenario.target
-    if spec.kind != "function":
-        return None
-    captured = spec.bind != "traced"
-    inputs = tuple(
-        (s.dtype, s.array().shape, s.array().tobytes() if captured and not s.differentiable else None)
-        for s in spec.inputs
-    )
-    return (spec.fn, spec.root, spec.bind, scenario.order, repr(spec.kwargs), inputs)
 
 
 def _reason(message: str) -> str:

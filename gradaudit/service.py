@@ -42,7 +42,7 @@ from gradaudit.model.errors import InputError
 from gradaudit.model.findings import INTERRUPTED, Note
 from gradaudit.model.options import OptionError, Options
 from gradaudit.model.results import AuditReport, ScenarioResult, lightened
-from gradaudit.model.scenario import Scenario
+from gradaudit.model.scenario import TARGET_KINDS, Scenario
 from gradaudit.refereeing import refereed, refereed_all
 from gradaudit.sources.selection import parse_shard, select
 
@@ -363,10 +363,13 @@ def _engines(
             lighten,
         )
 
-    def grouped(kind: str) -> None:
-        """Scenarios of `kind` in groups of at least GROUP_MIN on the group engine: in workers, a
-        group a batch, grouped here without tracing users' code; else in this process."""
-        indices = positions(lambda s: s.target.kind == kind)
+    def of_kind(kind: type) -> list[int]:
+        return positions(lambda s: isinstance(s.target, kind))
+
+    def grouped(kind: type) -> None:
+        """Scenarios of `kind` (a target class) in groups of at least GROUP_MIN on the group engine:
+        in workers, a group a batch, grouped here without tracing users' code; else in this process."""
+        indices = of_kind(kind)
         group = GroupEngine(min_size=GROUP_MIN, devices=devices, timeout=options.timeout, limits=options.limits)
         batches = [[indices[p] for p in batch] for batch in group.keyed([scenarios[i] for i in indices])]
         counts["groups"] += len(batches)
@@ -381,15 +384,16 @@ def _engines(
     """Workers between one engine's batches and the next's: started once per run (or ahead of it)."""
     try:
         if not options.literal and len(devices) <= 1:
-            grouped("select_n")
-            bundled(positions(lambda s: s.target.kind == "select_n"))
-            grouped("function")
+            for kind in TARGET_KINDS:
+                grouped(kind)
+                if kind.bundled:
+                    bundled(of_kind(kind))
         if options.jobs > 0:
             in_workers(_literal_batches(scenarios, positions(lambda s: True), options.jobs), "literal")
             return
         run(
             LiteralEngine(options.timeout, devices, options.limits),
-            sorted(positions(lambda s: True), key=lambda i: _family(scenarios[i])),
+            sorted(positions(lambda s: True), key=lambda i: scenarios[i].family()),
         )
     finally:
         if idle:
@@ -398,21 +402,12 @@ def _engines(
             stop_workers(idle)
 
 
-def _family(scenario: Scenario) -> tuple:
-    """What scenarios calling one function with one shape have in common (captured values aside):
-    audited one after another in one process, they share its traced and compiled programs."""
-    spec = scenario.target
-    if spec.kind == "select_n":
-        return ("select_n", spec.selector.dtype, spec.cases, spec.shape, spec.dtype, spec.output, scenario.order)
-    return ("function", spec.fn, spec.root, tuple(s.dtype for s in spec.inputs), spec.bind, scenario.order)
-
-
 def _literal_batches(scenarios: Sequence[Scenario], indices: list[int], jobs: int) -> list[list[int]]:
     """The literal engine's work for `jobs` workers: scenarios of one family together, in batches
     small enough that every worker has some (a hang or a crash costs a batch only its unfinished part)."""
     families: dict[tuple, list[int]] = {}
     for index in indices:
-        families.setdefault(_family(scenarios[index]), []).append(index)
+        families.setdefault(scenarios[index].family(), []).append(index)
     size = max(1, min(LITERAL_BATCH, -(-len(indices) // jobs)))
     return [members[start : start + size] for members in families.values() for start in range(0, len(members), size)]
 

@@ -54,19 +54,13 @@ def widened(scenario: Scenario) -> Scenario | None:
     """The scenario with every narrow floating input float64, at the same values (the narrow
     array's, widened exactly), its tolerances and step the float64 defaults; None where there is
     nothing to widen (a select_n scenario is a question about routing, not precision)."""
-    target = scenario.target
-    if target.kind != "function" or not any(spec.dtype in NARROW for spec in target.inputs):
+    target = scenario.target.widened(NARROW)
+    if target is None:
         return None
-    inputs = tuple(
-        replace(spec, dtype="float64", value=spec.array().astype(np.float64), fill=None)
-        if spec.dtype in NARROW
-        else spec
-        for spec in target.inputs
-    )
     return replace(
         scenario,
         name=f"{scenario.name} (float64 referee)",
-        target=replace(target, inputs=inputs),
+        target=target,
         tolerance=None,
         eps=None,
         expect=None,
@@ -77,7 +71,7 @@ def wanted(result: ScenarioResult) -> bool:
     """Whether `result` has a finding the referee could settle and a float64 run could change its
     outcome (`beyond_reconciling` says where it cannot)."""
     return (
-        result.scenario.target.kind == "function"
+        result.scenario.target.refereed
         and result.scenario.precision_dtype in NARROW
         and any(_refereed(f) for f in result.findings)
         and beyond_reconciling(result) is None

@@ -7,7 +7,7 @@ A scenario's target is either the seed's `select_n` family or a user's function;
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -79,6 +79,11 @@ class SelectN:
     """What is applied to the selected value before differentiation (see OUTPUTS)."""
 
     kind: ClassVar[Literal["select_n"]] = "select_n"
+    described: ClassVar[str] = "a select_n scenario (one with 'selector')"
+    refereed: ClassVar[bool] = False
+    """A select_n scenario asks where values are routed, not how precisely: no float64 referee."""
+    bundled: ClassVar[bool] = True
+    """Its literal paths can run many selectors in one program (engines/bundle.py)."""
 
     @property
     def named_dtypes(self) -> tuple[str, ...]:
@@ -87,6 +92,39 @@ class SelectN:
     @property
     def float_dtypes(self) -> tuple[str, ...]:
         return (self.dtype,)
+
+    def family(self) -> tuple:
+        """What scenarios sharing traced and compiled programs have in common (see `Scenario.family`)."""
+        return ("select_n", self.selector.dtype, self.cases, self.shape, self.dtype, self.output)
+
+    def limits_key(self) -> None:
+        """None: a select_n scenario's sizes are known without tracing, so it is checked in full before any audit."""
+        return None
+
+    def sizes(self) -> tuple[list[int], int]:
+        """(elements of each case, elements of the output): known from the scenario alone."""
+        size = int(np.prod(self.shape, dtype=np.int64))
+        return [size] * self.cases, 1 if self.output == "sum_of_squares" else size
+
+    def untraced_sizes(self) -> tuple[list[int], int]:
+        return self.sizes()
+
+    def bindings(self) -> int:
+        """Bindings each path is computed under: the selector is always captured."""
+        return 1
+
+    def over_limits(self, cases: int) -> list[str]:
+        """What exceeds a limit that only this kind has (the number of cases)."""
+        return [f"{self.cases} cases exceed the limit of {cases:,} (limits.cases)"] if self.cases > cases else []
+
+    def widened(self, narrow: tuple[str, ...]) -> None:
+        """None: a select_n scenario asks where values are routed, not how precisely."""
+        return None
+
+    def describe(self) -> str:
+        selector = f"{self.selector.dtype} {self.selector.value}"
+        text = f"select_n {selector}, {self.cases} cases, shape {shape_text(self.shape)}, {self.dtype}"
+        return text + (f", output {self.output}" if self.output != "identity" else "")
 
     def to_dict(self) -> dict:
         return {
@@ -162,6 +200,11 @@ class InputSpec:
         }
 
 
+def shape_text(shape: tuple[int, ...]) -> str:
+    """A shape as Python writes a tuple: `()`, `(3,)`, `(2, 3)`."""
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
 def _plain(value):
     """A static argument as a scenario file writes it (tuples as lists)."""
     return [_plain(v) for v in value] if isinstance(value, tuple) else value
@@ -188,10 +231,66 @@ class FunctionCall:
     and annotations point there, with the scenario as the related place."""
 
     kind: ClassVar[Literal["function"]] = "function"
+    described: ClassVar[str] = "a function scenario (one with 'fn')"
+    refereed: ClassVar[bool] = True
+    """Narrow floating inputs may be judged again in float64 (judging/referee.py)."""
+    bundled: ClassVar[bool] = False
 
     @property
     def named_dtypes(self) -> tuple[str, ...]:
         return tuple(spec.dtype for spec in self.inputs)
+
+    @property
+    def fixed(self) -> tuple[InputSpec, ...]:
+        """The discrete inputs, held fixed and bound as `bind` says (held floating ones are always passed)."""
+        return tuple(spec for spec in self.inputs if not spec.differentiable and not spec.held)
+
+    def family(self) -> tuple:
+        """What scenarios sharing traced and compiled programs have in common (see `Scenario.family`)."""
+        return ("function", self.fn, self.root, tuple(s.dtype for s in self.inputs), self.bind)
+
+    def limits_key(self) -> tuple:
+        """What the limits depend on: the target with the values of traced inputs taken out (tracing
+        sees their shapes and dtypes only); a captured input's values stay in, as they may decide an
+        output's shape."""
+        captured = self.bind != "traced"
+        inputs = tuple(
+            (s.dtype, s.array().shape, s.array().tobytes() if captured and not s.differentiable else None)
+            for s in self.inputs
+        )
+        return (self.fn, self.root, self.bind, repr(self.kwargs), inputs)
+
+    def untraced_sizes(self) -> tuple[list[int], int]:
+        """(elements of each differentiated input, 0): the output's size needs the function traced."""
+        return [
+            int(np.prod(s.shape if s.value is None else np.shape(s.value), dtype=np.int64))
+            for s in self.inputs
+            if s.differentiable
+        ], 0
+
+    def bindings(self) -> int:
+        """Bindings each path is computed under: both, where there are discrete inputs to bind both ways."""
+        return 2 if self.bind == "both" and self.fixed else 1
+
+    def over_limits(self, cases: int) -> list[str]:
+        return []
+
+    def widened(self, narrow: tuple[str, ...]) -> FunctionCall | None:
+        """This call with every input of a `narrow` dtype float64 at the same values (widened
+        exactly); None where there is none."""
+        if not any(spec.dtype in narrow for spec in self.inputs):
+            return None
+        inputs = tuple(
+            replace(spec, dtype="float64", value=spec.array().astype(np.float64), fill=None)
+            if spec.dtype in narrow
+            else spec
+            for spec in self.inputs
+        )
+        return replace(self, inputs=inputs)
+
+    def describe(self) -> str:
+        text = f"fn {self.label}({self.description or ', '.join(s.describe() for s in self.inputs)})"
+        return text + (f", bind {self.bind}" if any(not s.differentiable for s in self.inputs) else "")
 
     @property
     def label(self) -> str:
@@ -209,6 +308,12 @@ class FunctionCall:
     def to_dict(self) -> dict:
         static = {"kwargs": {k: _plain(v) for k, v in self.kwargs}} if self.kwargs else {}
         return {"fn": self.fn, "inputs": [spec.to_dict() for spec in self.inputs], "bind": self.bind, **static}
+
+
+TARGET_KINDS = (SelectN, FunctionCall)
+"""Every kind of target, in the order runs audit and reports show them: each answers its own
+questions (family, limits key, sizes, bindings, description), so nothing else tells kinds apart
+by name."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +340,24 @@ class Scenario:
     """Elements each compared entry sums over beyond the function's own work (a directional
     audit's dot products with its directions): two AD paths may round apart by its square root
     times more."""
+
+    def family(self) -> tuple:
+        """What scenarios calling one function with one shape have in common (captured values
+        aside): audited one after another in one process, they share its traced and compiled programs."""
+        return (*self.target.family(), self.order)
+
+    def limits_key(self) -> tuple | None:
+        """What the limits of a scenario checked without tracing depend on: draws alike in it are
+        alike over or under them; None where the scenario is checked in full before any audit."""
+        key = self.target.limits_key()
+        return None if key is None else (*key, self.order)
+
+    def describe(self) -> str:
+        """The scenario's parameters in one line, as `gradaudit list` and the HTML report show them."""
+        text = self.target.describe() + (f", order {self.order}" if self.order > 1 else "")
+        if self.expect is not None:
+            text += f", expect {self.expect.status}" + (f" ({self.expect.exception})" if self.expect.exception else "")
+        return text
 
     @property
     def precision_dtype(self) -> str:

@@ -25,7 +25,6 @@ from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
 from gradaudit.model.scenario import Scenario
 from gradaudit.render import FileFormat
 from gradaudit.render.pictures import FamilyPictures, Heatmap, Routing, routing, scenario_pictures
-from gradaudit.render.terminal import describe_scenario
 
 if TYPE_CHECKING:
     from gradaudit.judging.diagnoses import Diagnosis
@@ -109,7 +108,7 @@ class ScenarioView:
 
     @property
     def describe(self) -> str:
-        return describe_scenario(self.scenario)
+        return self.scenario.describe()
 
     @property
     def headline(self) -> str:

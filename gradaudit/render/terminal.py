@@ -41,7 +41,7 @@ from gradaudit.model.paths import (
     path_name,
 )
 from gradaudit.model.results import AuditReport, RuleComparison, ScenarioResult
-from gradaudit.model.scenario import Scenario
+from gradaudit.model.scenario import FunctionCall, Scenario, SelectN, shape_text
 
 STATUS_STYLES: dict[str, str] = {
     CONSISTENT: "green",
@@ -90,7 +90,7 @@ def _number(value: float) -> str:
 
 def _selector_cell(result: ScenarioResult) -> str:
     spec = result.scenario.target
-    assert spec.kind == "select_n", "only select_n tables have a selector column"
+    assert isinstance(spec, SelectN), "only select_n tables have a selector column"
     selector = spec.selector
     value = selector.array()
     if selector.dtype == "bool":
@@ -162,10 +162,6 @@ def _value_cell(result: ScenarioResult) -> str:
     if prov is None:
         return "?"
     return _routes_cell(prov.output_shape, prov.value_from)
-
-
-def _shape_cell(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
 def _shown_paths(results: Sequence[ScenarioResult]) -> list[str]:
@@ -244,9 +240,9 @@ def compact_table(results: Sequence[ScenarioResult]) -> Table:
     for result in results:
         target = result.scenario.target
         what = (
-            target.label
-            if target.kind == "function"
-            else f"select_n: selector {_selector_cell(result)}, {target.cases} cases of {_shape_cell(target.shape)}"
+            f"select_n: selector {_selector_cell(result)}, {target.cases} cases of {shape_text(target.shape)}"
+            if isinstance(target, SelectN)
+            else target.label
         )
         blamed = dict.fromkeys(
             PATH_LABELS[base_name(p)] for p in result.paths if base_name(p) in AD_PATHS and _blamed(result, p)
@@ -269,9 +265,16 @@ def function_table(results: Sequence[ScenarioResult]) -> Table:
     return _table(results, FUNCTION_COLUMNS, _function_cells, (*AD_PATHS, FINITE_DIFFERENCE), _binding_cell)
 
 
+KIND_TABLES: dict[type, Callable[[Sequence[ScenarioResult]], Table]] = {
+    SelectN: select_n_table,
+    FunctionCall: function_table,
+}
+"""The wide table of each kind of scenario, in the order they are printed."""
+
+
 def _function_cells(result: ScenarioResult) -> tuple[str, ...]:
     spec = result.scenario.target
-    assert spec.kind == "function", "only function tables have these cells"
+    assert isinstance(spec, FunctionCall), "only function tables have these cells"
     fixed = any(not s.differentiable and not s.held for s in spec.inputs)
     return (result.scenario.name, spec.label, spec.describe_inputs(), spec.bind if fixed else "")
 
@@ -308,8 +311,8 @@ def _binding_cell(result: ScenarioResult, base: str) -> Text:
 
 def _scenario_cells(result: ScenarioResult) -> tuple[str, ...]:
     scenario, spec = result.scenario, result.scenario.target
-    assert spec.kind == "select_n", "only select_n tables have these cells"
-    return (scenario.name, _selector_cell(result), str(spec.cases), _shape_cell(spec.shape), _value_cell(result))
+    assert isinstance(spec, SelectN), "only select_n tables have these cells"
+    return (scenario.name, _selector_cell(result), str(spec.cases), shape_text(spec.shape), _value_cell(result))
 
 
 def _headline_findings(result: ScenarioResult, verbose: bool) -> tuple[Sequence[Finding], int]:
@@ -399,12 +402,11 @@ def print_report(
     grouped = not verbose and len(shown) > MANY
     if shown and not quiet:
         rows = shown[:ROWS] if grouped else shown
-        select_n = [r for r in rows if r.scenario.target.kind == "select_n"]
-        functions = [r for r in rows if r.scenario.target.kind == "function"]
+        by_kind = {kind: [r for r in rows if isinstance(r.scenario.target, kind)] for kind in KIND_TABLES}
         tables = (
             [compact_table(rows)]
             if console.width < NARROW
-            else ([select_n_table(select_n)] if select_n else []) + ([function_table(functions)] if functions else [])
+            else [KIND_TABLES[kind](kind_rows) for kind, kind_rows in by_kind.items() if kind_rows]
         )
         for table in tables:
             console.print(table)
@@ -619,29 +621,6 @@ def print_comparison(
         console.print(f"in {seconds:.1f}s", highlight=False)
 
 
-def describe_scenario(scenario: Scenario) -> str:
-    """The scenario's parameters in one line, as `gradaudit list` shows them (and the HTML report)."""
-    spec = scenario.target
-    if spec.kind == "function":
-        text = f"fn {spec.label}({spec.description or ', '.join(s.describe() for s in spec.inputs)})"
-        if any(not s.differentiable for s in spec.inputs):
-            text += f", bind {spec.bind}"
-    else:
-        text = (
-            f"select_n {spec.selector.dtype} {spec.selector.value}, {spec.cases} cases, shape "
-            f"{_shape_cell(spec.shape)}, {spec.dtype}"
-        )
-        if spec.output != "identity":
-            text += f", output {spec.output}"
-    if scenario.order > 1:
-        text += f", order {scenario.order}"
-    if scenario.expect is not None:
-        text += f", expect {scenario.expect.status}" + (
-            f" ({scenario.expect.exception})" if scenario.expect.exception else ""
-        )
-    return text
-
-
 def print_listing(console: Console, scenarios: Sequence[Scenario]) -> None:
     """One line per scenario, `file:line:col: name [suite] parameters`, then a count."""
     for scenario in scenarios:
@@ -650,7 +629,7 @@ def print_listing(console: Console, scenarios: Sequence[Scenario]) -> None:
             .append(scenario.name)
             .append(f" [{scenario.suite}] ", style="dim")
         )
-        console.print(line.append(describe_scenario(scenario)), highlight=False, soft_wrap=True)
+        console.print(line.append(scenario.describe()), highlight=False, soft_wrap=True)
     console.print(f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}", highlight=False)
 
 

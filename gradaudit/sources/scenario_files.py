@@ -69,8 +69,14 @@ COMMON_KEYS = ("name", "seed", "tolerance", "eps", "order", "expect")
 SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "values", "output")
 FUNCTION_KEYS = ("fn", "inputs", "bind", "kwargs")
 SCENARIO_KEYS = COMMON_KEYS + SELECT_N_KEYS + FUNCTION_KEYS
-REQUIRED_KEYS = {"select_n": ("name", "selector", "cases", "shape", "dtype"), "function": ("name", "fn", "inputs")}
-KIND_KEYS = {"select_n": COMMON_KEYS + SELECT_N_KEYS, "function": COMMON_KEYS + FUNCTION_KEYS}
+REQUIRED_KEYS: dict[type, tuple[str, ...]] = {
+    SelectN: ("name", "selector", "cases", "shape", "dtype"),
+    FunctionCall: ("name", "fn", "inputs"),
+}
+KIND_KEYS: dict[type, tuple[str, ...]] = {
+    SelectN: COMMON_KEYS + SELECT_N_KEYS,
+    FunctionCall: COMMON_KEYS + FUNCTION_KEYS,
+}
 DEFAULT_KEYS = tuple(k for k in SCENARIO_KEYS if k != "name")
 SELECTOR_KEYS = ("dtype", "value")
 TOLERANCE_KEYS = ("rtol", "atol")
@@ -361,16 +367,14 @@ class _ScenarioFile:
             check.errors.append(exc.error)
             return None
         # A scenario's own keys decide its kind; a `fn` in defaults only applies to scenarios that say nothing else.
+        kind: type[SelectN | FunctionCall]
         if any(k in own for k in FUNCTION_KEYS):
-            kind = "function"
+            kind = FunctionCall
         elif any(k in own for k in SELECT_N_KEYS):
-            kind = "select_n"
+            kind = SelectN
         else:
-            kind = "function" if "fn" in defaults else "select_n"
-        allowed = KIND_KEYS[kind]
-        described = (
-            "a select_n scenario (one with 'selector')" if kind == "select_n" else "a function scenario (one with 'fn')"
-        )
+            kind = FunctionCall if "fn" in defaults else SelectN
+        allowed, described = KIND_KEYS[kind], kind.described
         for key in list(own):
             key_node = own[key][0]
             if key not in SCENARIO_KEYS:
@@ -401,27 +405,7 @@ class _ScenarioFile:
         eps = get("eps", lambda n: check.number(n, "eps", positive=True))
         order = get("order", self.order)
         expect = get("expect", self.expectation)
-        if kind == "select_n":
-            cases = get("cases", lambda n: check.integer(n, "cases", minimum=1))
-            shape = get("shape", self.shape)
-            target: SelectN | FunctionCall = SelectN(
-                selector=get("selector", lambda n: self.selector(n, cases, shape)),
-                cases=cases,
-                shape=shape,
-                dtype=get("dtype", lambda n: check.choice(n, "dtype", dtypes.FLOAT_DTYPES)),
-                values=get("values", lambda n: self.values(n, cases, shape)),
-                output=get("output", lambda n: check.choice(n, "output", OUTPUTS)) or "identity",
-            )
-        else:
-            fn = get("fn", self.function)
-            target = FunctionCall(
-                fn=fn,
-                root=str(self.modules),
-                inputs=get("inputs", lambda n: self.inputs(n, 0 if seed is None else seed)),
-                bind=get("bind", lambda n: check.choice(n, "bind", BINDS)) or "both",
-                kwargs=get("kwargs", self.kwargs) or (),
-                defined_at=definition(fn, str(self.modules)) if fn else None,
-            )
+        target = self.select_n(get) if kind is SelectN else self.function_call(get, 0 if seed is None else seed)
         if len(check.errors) > errors_before:
             return None
         return Scenario(
@@ -434,6 +418,32 @@ class _ScenarioFile:
             order=1 if order is None else order,
             suite=self.suite,
             expect=expect,
+        )
+
+    def select_n(self, get: Callable[[str, Callable[[yaml.Node], Any]], Any]) -> SelectN:
+        """A select_n scenario's target from its keys (`get` checks each and reads it, or gives None)."""
+        check = self.check
+        cases = get("cases", lambda n: check.integer(n, "cases", minimum=1))
+        shape = get("shape", self.shape)
+        return SelectN(
+            selector=get("selector", lambda n: self.selector(n, cases, shape)),
+            cases=cases,
+            shape=shape,
+            dtype=get("dtype", lambda n: check.choice(n, "dtype", dtypes.FLOAT_DTYPES)),
+            values=get("values", lambda n: self.values(n, cases, shape)),
+            output=get("output", lambda n: check.choice(n, "output", OUTPUTS)) or "identity",
+        )
+
+    def function_call(self, get: Callable[[str, Callable[[yaml.Node], Any]], Any], seed: int) -> FunctionCall:
+        """A function scenario's target from its keys (`get` as for `select_n`)."""
+        fn = get("fn", self.function)
+        return FunctionCall(
+            fn=fn,
+            root=str(self.modules),
+            inputs=get("inputs", lambda n: self.inputs(n, seed)),
+            bind=get("bind", lambda n: self.check.choice(n, "bind", BINDS)) or "both",
+            kwargs=get("kwargs", self.kwargs) or (),
+            defined_at=definition(fn, str(self.modules)) if fn else None,
         )
 
     def expectation(self, node: yaml.Node) -> Expectation:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradaudit.model.scenario import Scenario
+from gradaudit.model.scenario import Scenario, SelectN
 from gradaudit.targets.base import Target
 
 __all__ = ["Target", "build_targets", "captured", "group_key", "group_targets", "kinship", "sizes"]
@@ -19,9 +19,9 @@ def build_targets(scenario: Scenario) -> tuple[Target, ...]:
     """The Targets a scenario describes, one per binding, exactly as a user writes the function."""
     from gradaudit.targets import function, select_n
 
-    if scenario.target.kind == "function":
-        return function.build(scenario)
-    return (select_n.build(scenario),)
+    if isinstance(scenario.target, SelectN):
+        return (select_n.build(scenario),)
+    return function.build(scenario)
 
 
 def group_targets(scenario: Scenario) -> tuple[Target, ...]:
@@ -29,9 +29,9 @@ def group_targets(scenario: Scenario) -> tuple[Target, ...]:
     differ only in their selector share a program), a function as it is."""
     from gradaudit.targets import function, select_n
 
-    if scenario.target.kind == "function":
-        return function.build(scenario)
-    return (select_n.build(scenario, traced=True),)
+    if isinstance(scenario.target, SelectN):
+        return (select_n.build(scenario, traced=True),)
+    return function.build(scenario)
 
 
 def group_key(scenario: Scenario) -> tuple | None:
@@ -41,7 +41,7 @@ def group_key(scenario: Scenario) -> tuple | None:
     if scenario.order != 1 or len(scenario.modes) != 2:
         return None
     spec = scenario.target
-    if spec.kind == "select_n":
+    if isinstance(spec, SelectN):
         if 0 in spec.shape:
             return None
         return (
@@ -67,7 +67,7 @@ def kinship(scenario: Scenario) -> tuple:
     share programs: select_n groups by case shape and dtype, then selector (jax.jacfwd's basis, the
     selector's broadcasts), functions by function, then input shapes and dtypes."""
     spec = scenario.target
-    if spec.kind == "select_n":
+    if isinstance(spec, SelectN):
         return (
             tuple(spec.shape),
             spec.dtype,
@@ -84,18 +84,17 @@ def captured(scenario: Scenario) -> tuple[bytes, ...]:
     they are bound as traced only); () where it has none. Members of one group that capture other
     values compile programs of their own, as a user's jax.jit does for each."""
     spec = scenario.target
-    if spec.kind != "function" or spec.bind == "traced":
+    if isinstance(spec, SelectN) or spec.bind == "traced":
         return ()
-    return tuple(s.array().tobytes() for s in spec.inputs if not s.differentiable and not s.held)
+    return tuple(s.array().tobytes() for s in spec.fixed)
 
 
 def sizes(scenario: Scenario) -> tuple[list[int], int]:
     """(elements of each differentiated input, elements of the output); a function is traced
     (`jax.eval_shape`, nothing computed) to learn its output's size."""
     spec = scenario.target
-    if spec.kind == "select_n":
-        size = int(np.prod(spec.shape, dtype=np.int64))
-        return [size] * spec.cases, 1 if spec.output == "sum_of_squares" else size
+    if isinstance(spec, SelectN):
+        return spec.sizes()
     import jax
 
     target = build_targets(scenario)[0]
