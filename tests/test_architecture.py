@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+from gradaudit.model.scenario import TARGET_KINDS
 from tests.helpers import ROOT, write_yaml
 
 ALLOWED: dict[str, set[str]] = {
@@ -98,6 +99,21 @@ def test_imports_go_one_way_between_the_parts():
             if other != part and other not in ALLOWED[part]:
                 wrong.append(f"{path.relative_to(ROOT)} imports {imported}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_no_module_outside_targets_tells_kinds_of_scenario_apart_by_name():
+    """Each kind answers its own questions (model/scenario.py): a comparison with a kind's name
+    elsewhere is a branch a new kind would have to find."""
+    kinds = "|".join(kind.kind for kind in TARGET_KINDS)
+    compared = re.compile(rf"(==|!=) ?['\"]({kinds})['\"]|['\"]({kinds})['\"] ?(==|!=)")
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "gradaudit").rglob("*.py"))
+        if "targets" not in path.relative_to(ROOT).parts
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if compared.search(line)
+    ]
+    assert not found, "\n".join(found)
 
 
 BLOCK_JAX = "import sys; sys.modules['jax'] = None; sys.modules['jaxlib'] = None\n"
