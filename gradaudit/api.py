@@ -448,7 +448,7 @@ def _target(
         return call, None, notes, hung
     point_names = [n for n, f in zip(names, floating, strict=True) if f]
     try:
-        chosen = directions.choose(
+        chosen = directions.seeded_directions(
             points,
             point_names,
             n_out,

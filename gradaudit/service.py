@@ -75,7 +75,7 @@ def environment(rule: str, devices: Sequence = ()) -> dict:
     }
 
 
-def choose(scenarios: Sequence[Scenario], options: Options) -> list[Scenario]:
+def selected(scenarios: Sequence[Scenario], options: Options) -> list[Scenario]:
     """The scenarios -k and --shard select; OptionError for an unreadable expression or shard, or a
     keyword that matches nothing."""
     try:
@@ -172,7 +172,7 @@ def audit(
     from gradaudit.limits import check_limits
 
     options = options or Options()
-    chosen = choose(scenarios, options)
+    chosen = selected(scenarios, options)
     baseline = load_baseline(options.baseline) if options.baseline else None
     # Users' functions are traced for their sizes by the literal engine, under its timeout.
     too_large = check_limits(chosen, options.limits, trace=False)

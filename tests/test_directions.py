@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gradaudit.numerics.directions import choose, probe_index, reduced, stacked
+from gradaudit.numerics.directions import seeded_directions, probe_index, reduced, stacked
 
 
 def _f(a, b):
@@ -16,7 +16,7 @@ def _f(a, b):
 
 def test_the_reduced_functions_jacobian_is_u_j_dot_j_v_i():
     a, b = np.array([0.3, -0.8, 1.2], dtype=np.float32), np.array([2.0, 0.5], dtype=np.float32)
-    chosen = choose([a, b], ["a", "b"], n_out=6, out_dtype=np.dtype("float32"), count=3, seed=7)
+    chosen = seeded_directions([a, b], ["a", "b"], n_out=6, out_dtype=np.dtype("float32"), count=3, seed=7)
     assert chosen.names == ("v0", "v1", "v2") and not chosen.cotangent_basis and chosen.cotangents.shape == (3, 6)
     g = reduced(_f, (True, True), 3, False)
     zeros = [np.float32(0.0)] * 3
@@ -28,8 +28,8 @@ def test_the_reduced_functions_jacobian_is_u_j_dot_j_v_i():
 
 def test_directions_are_seeded_as_long_as_the_point_and_probes_are_one_element():
     point = np.full((4, 5), 3.0)
-    one = choose([point], ["w"], 2, np.dtype("float32"), 2, seed=1, probes=["w[2, 3]"])
-    again = choose([point], ["w"], 2, np.dtype("float32"), 2, seed=1, probes=["w[2, 3]"])
+    one = seeded_directions([point], ["w"], 2, np.dtype("float32"), 2, seed=1, probes=["w[2, 3]"])
+    again = seeded_directions([point], ["w"], 2, np.dtype("float32"), 2, seed=1, probes=["w[2, 3]"])
     assert all(np.array_equal(x[0], y[0]) for x, y in zip(one.tangents, again.tangents, strict=True))
     assert np.linalg.norm(one.tangents[0][0]) == pytest.approx(np.linalg.norm(point), rel=1e-6)
     probe = one.tangents[-1][0]

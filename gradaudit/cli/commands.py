@@ -164,14 +164,14 @@ def baseline_command(paths, output, color, **given) -> int:
 def list_command(paths, color, **given) -> int:
     """List the scenarios in PATHS: source, name, suite and parameters, after -k and --shard."""
     from gradaudit.render.terminal import print_listing
-    from gradaudit.service import choose
+    from gradaudit.service import selected
 
     session = Session(output_setting("color", color))
     options = options_from(given)
     loaded = session.load(_paths(paths), options.user_code)
     if loaded is None:
         return EXIT_INPUT
-    print_listing(session.out, choose(loaded.scenarios, options))
+    print_listing(session.out, selected(loaded.scenarios, options))
     return EXIT_OK
 
 

@@ -178,9 +178,9 @@ class Session:
     def audit(self, loaded, options: Options, label: str = ""):
         """The service's audit of the loaded scenarios, with a progress bar on a terminal's stderr and
         each result appended to the `.partial` file as it finishes."""
-        from gradaudit.service import IN_PROCESS_AT_MOST, audit, choose
+        from gradaudit.service import IN_PROCESS_AT_MOST, audit, selected
 
-        chosen = choose(loaded.scenarios, options)
+        chosen = selected(loaded.scenarios, options)
         if len(chosen) <= IN_PROCESS_AT_MOST and options.jobs > 0 and not _jobs_given():
             options = options.updated(jobs=0)  # starting workers would cost more than the audit
         partial = self._open_partial()

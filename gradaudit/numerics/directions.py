@@ -80,7 +80,7 @@ def probe_index(probe: str, names: Sequence[str], shapes: Sequence[tuple[int, ..
     ) if shape else 0
 
 
-def choose(
+def seeded_directions(
     points: Sequence[np.ndarray],
     names: Sequence[str],
     n_out: int,
