@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gradaudit.numerics.directions import seeded_directions, probe_index, reduced, stacked
+from gradaudit.numerics.directions import probe_index, reduced, seeded_directions, stacked
 
 
 def _f(a, b):
