@@ -411,9 +411,8 @@ def _target(
     """The function call to audit: the leaves themselves, or (over `directional_above` Jacobian
     entries) the function along directions; notes on how the arguments were taken; and the timeout
     where tracing the function for its size ran past it."""
-    from gradaudit.numerics import directions
     from gradaudit.service import output_shape
-    from gradaudit.targets.function import flat_output
+    from gradaudit.targets.function import along_directions, flat_output
 
     leaves = _leaves(fn, args)
     arrays, names, arguments = leaves.arrays, leaves.names, leaves.arguments
@@ -441,36 +440,17 @@ def _target(
         (1, np.dtype("float32")) if out is None or hung else (int(np.prod(out.shape, dtype=int)), out.dtype)
     )
     entries = n_out * sum(int(a.size) for a in points)
+    specs = tuple(_spec(a, n, held=h) for a, n, h in zip(arrays, names, held, strict=True))
     if entries <= options.directional_above or hung:
-        specs = tuple(_spec(a, n, held=h) for a, n, h in zip(arrays, names, held, strict=True))
         described = ", ".join(f"{s.name}: {s.describe()}" for s in specs)
         call = FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=on_leaves, description=described)
         return call, None, notes, hung
-    point_names = [n for n, f in zip(names, floating, strict=True) if f]
     try:
-        chosen = directions.seeded_directions(
-            points,
-            point_names,
-            n_out,
-            out_dtype,
-            options.directions,
-            keywords.get("seed", 0),
-            keywords.get("probes", ()),
+        specs, chosen, along = along_directions(
+            flat, specs, n_out, out_dtype, options.directions, keywords.get("seed", 0), keywords.get("probes", ())
         )
     except ValueError as exc:
         raise InputRejected(str(exc)) from None
-    along = directions.reduced(flat, tuple(floating), len(chosen.names), chosen.cotangent_basis and n_out == 1)
-    coefficient = np.dtype("float64" if any(p.dtype.name == "float64" for p in points) else "float32")
-    specs = (
-        *(_spec(np.zeros((), coefficient), label) for label in chosen.names),
-        *(_spec(p, n, held=True) for p, n in zip(points, point_names, strict=True)),
-        *(
-            _spec(s, f"tangents of {n}", held=True)
-            for s, n in zip(directions.stacked(chosen), point_names, strict=True)
-        ),
-        _spec(chosen.cotangents, "cotangents", held=True),
-        *(_spec(a, n, held=h) for a, n, f, h in zip(arrays, names, floating, held, strict=True) if not f),
-    )
     described = ", ".join(f"{n}: {_spec(a, n).describe()}" for a, n in zip(arrays, names, strict=True))
     described += f" along {len(chosen.names)} directions"
     call = FunctionCall(fn=display, root="", inputs=specs, bind=bind, function=along, description=described)

@@ -337,3 +337,56 @@ def test_oversized_scenarios_are_refused_before_allocation(tmp_path, monkeypatch
     assert "an input of 4 elements exceeds the limit of 3 (limits.elements)" in tight.stderr
     (tmp_path / "pyproject.toml").write_text("[tool.gradaudit]\nlimits = {element = 3}\n")
     assert "unknown limit 'element'; did you mean 'elements'?" in run_cli("run", str(path)).stderr
+
+
+DIRECTIONAL_MODULE = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.custom_jvp
+def softplus_wrong(x):
+    return jnp.logaddexp(x, 0.0)
+
+
+@softplus_wrong.defjvp
+def _jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus_wrong(x), 1.1 * jax.nn.sigmoid(x) * t  # ten per cent too large
+
+
+def wrong(w, idx):
+    return jnp.sum(softplus_wrong(w[idx]) ** 2)
+
+
+def smooth(w, idx):
+    return jnp.sum(jnp.tanh(w[idx]) ** 2)
+"""
+
+
+def test_a_scenario_file_compares_a_large_function_along_directions_as_the_api_does(tmp_path):
+    (tmp_path / "userlib.py").write_text(DIRECTIONAL_MODULE)
+    inputs = "inputs: [{dtype: float32, shape: [100000], fill: normal}, {dtype: int32, value: [0, 5, 7]}]"
+    path = write_yaml(
+        tmp_path,
+        "large.yaml",
+        f"""
+        scenarios:
+          - {{name: wrong-along, fn: "userlib:wrong", {inputs}, directions: 3}}
+          - {{name: smooth-along, fn: "userlib:smooth", {inputs}, directions: 3}}
+        """,
+    )
+    run = run_cli("run", str(path), "--json", "-", "--json-detail", "full")
+    assert run.exit_code == 1, run.stderr
+    results = {r["name"]: r for r in run.json()["results"]}
+    assert results["smooth-along"]["status"] == "consistent"
+    wrong = results["wrong-along"]
+    assert wrong["status"] == "mismatch" and wrong["scenario"]["directions"] == 3
+    assert any("finite differences" in f["message"] and "/d v" in f["message"] for f in wrong["findings"]), wrong
+    # whole Jacobians of the same function are over the limits: directions are what make it auditable
+    whole = write_yaml(tmp_path, "whole.yaml", f'scenarios:\n  - {{name: whole, fn: "userlib:wrong", {inputs}}}\n')
+    refused = run_cli("run", str(whole))
+    assert refused.exit_code == 2 and "limits.jacobian" in refused.stderr, refused.stderr
+    bad = write_yaml(tmp_path, "bad.yaml", f'scenarios:\n  - {{name: b, fn: "userlib:wrong", {inputs}, directions: 0}}\n')
+    refused = run_cli("run", str(bad))
+    assert refused.exit_code == 2 and f"{bad}:2:" in refused.stderr and "directions must be >= 1" in refused.stderr

@@ -84,6 +84,7 @@ class SelectN:
     """A select_n scenario asks where values are routed, not how precisely: no float64 referee."""
     bundled: ClassVar[bool] = True
     """Its literal paths can run many selectors in one program (engines/bundle.py)."""
+    reduction: ClassVar[int] = 1
 
     @property
     def named_dtypes(self) -> tuple[str, ...]:
@@ -229,6 +230,10 @@ class FunctionCall:
     defined_at: Location | None = field(default=None, compare=False)
     """Where `fn` is defined when its module lies beside the scenario file (the user's own code): SARIF
     and annotations point there, with the scenario as the related place."""
+    directions: int = 0
+    """Compare along this many seeded random directions (`numerics/directions.py`) instead of whole
+    Jacobians (a scenario file's `directions:`; the Python API builds its directional call itself);
+    0: whole Jacobians."""
 
     kind: ClassVar[Literal["function"]] = "function"
     described: ClassVar[str] = "a function scenario (one with 'fn')"
@@ -260,13 +265,24 @@ class FunctionCall:
         )
         return (self.fn, self.root, self.bind, repr(self.kwargs), inputs)
 
-    def untraced_sizes(self) -> tuple[list[int], int]:
-        """(elements of each differentiated input, 0): the output's size needs the function traced."""
+    def differentiated_sizes(self) -> list[int]:
+        """Elements of each differentiated input, from the scenario alone."""
         return [
             int(np.prod(s.shape if s.value is None else np.shape(s.value), dtype=np.int64))
             for s in self.inputs
             if s.differentiable
-        ], 0
+        ]
+
+    def untraced_sizes(self) -> tuple[list[int], int]:
+        """(elements of each differentiated input, 0): the output's size needs the function traced.
+        Along directions, one coefficient per direction is differentiated."""
+        return ([1] * self.directions if self.directions else self.differentiated_sizes()), 0
+
+    @property
+    def reduction(self) -> int:
+        """Elements each compared entry sums over beyond the function's own work (`Scenario.reduction`):
+        along directions, every differentiated element."""
+        return sum(self.differentiated_sizes()) if self.directions else 1
 
     def bindings(self) -> int:
         """Bindings each path is computed under: both, where there are discrete inputs to bind both ways."""
@@ -290,6 +306,7 @@ class FunctionCall:
 
     def describe(self) -> str:
         text = f"fn {self.label}({self.description or ', '.join(s.describe() for s in self.inputs)})"
+        text += f" along {self.directions} directions" if self.directions else ""
         return text + (f", bind {self.bind}" if any(not s.differentiable for s in self.inputs) else "")
 
     @property
@@ -306,7 +323,8 @@ class FunctionCall:
         return tuple(spec.dtype for spec in self.inputs if spec.dtype in dtypes.FLOAT_DTYPES)
 
     def to_dict(self) -> dict:
-        static = {"kwargs": {k: _plain(v) for k, v in self.kwargs}} if self.kwargs else {}
+        static: dict[str, Any] = {"kwargs": {k: _plain(v) for k, v in self.kwargs}} if self.kwargs else {}
+        static.update({"directions": self.directions} if self.directions else {})
         return {"fn": self.fn, "inputs": [spec.to_dict() for spec in self.inputs], "bind": self.bind, **static}
 
 

@@ -67,7 +67,7 @@ class LoadResult:
 TOP_LEVEL_KEYS = ("defaults", "scenarios", "sweep", "modules")
 COMMON_KEYS = ("name", "seed", "tolerance", "eps", "order", "expect")
 SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "values", "output")
-FUNCTION_KEYS = ("fn", "inputs", "bind", "kwargs")
+FUNCTION_KEYS = ("fn", "inputs", "bind", "kwargs", "directions")
 SCENARIO_KEYS = COMMON_KEYS + SELECT_N_KEYS + FUNCTION_KEYS
 REQUIRED_KEYS: dict[type, tuple[str, ...]] = {
     SelectN: ("name", "selector", "cases", "shape", "dtype"),
@@ -418,6 +418,7 @@ class _ScenarioFile:
             order=1 if order is None else order,
             suite=self.suite,
             expect=expect,
+            reduction=target.reduction,
         )
 
     def select_n(self, get: Callable[[str, Callable[[yaml.Node], Any]], Any]) -> SelectN:
@@ -444,6 +445,7 @@ class _ScenarioFile:
             bind=get("bind", lambda n: self.check.choice(n, "bind", BINDS)) or "both",
             kwargs=get("kwargs", self.kwargs) or (),
             defined_at=definition(fn, str(self.modules)) if fn else None,
+            directions=get("directions", lambda n: self.check.integer(n, "directions", minimum=1)) or 0,
         )
 
     def expectation(self, node: yaml.Node) -> Expectation:

@@ -8,14 +8,15 @@ pytree: its floating leaves are flattened into one vector so every path answers 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from gradaudit.function_caches import per_function
-from gradaudit.model.scenario import Scenario
+from gradaudit.model.scenario import FunctionCall, InputSpec, Scenario
 from gradaudit.sources.user_modules import resolve
 from gradaudit.targets.base import Target
 
@@ -100,10 +101,61 @@ def _captured(
     return captured
 
 
+def along_directions(
+    fn: Callable,
+    inputs: Sequence[InputSpec],
+    n_out: int,
+    out_dtype: np.dtype,
+    count: int,
+    seed: int,
+    probes: Sequence[str] = (),
+):
+    """The inputs and function of `fn` (flat output, `n_out` elements) asked along `count` seeded
+    directions and a tangent per probe (`numerics.directions`): one zero coefficient per direction,
+    differentiated, then the point, the stacked tangents and the cotangents, held, then the inputs
+    that were not differentiated. Returns (inputs, the Directions, G). ValueError for a bad probe."""
+    from gradaudit.numerics import directions
+
+    names = [spec.name or f"x{i}" for i, spec in enumerate(inputs)]
+    differentiated = [(spec, name) for spec, name in zip(inputs, names, strict=True) if spec.differentiable]
+    points = [spec.array() for spec, _ in differentiated]
+    point_names = [name for _, name in differentiated]
+    chosen = directions.seeded_directions(points, point_names, n_out, out_dtype, count, seed, probes)
+    pattern = tuple(spec.differentiable for spec in inputs)
+    along = directions.reduced(fn, pattern, len(chosen.names), chosen.cotangent_basis and n_out == 1)
+    coefficient = "float64" if any(p.dtype.name == "float64" for p in points) else "float32"
+
+    def held(array: np.ndarray, name: str) -> InputSpec:
+        return InputSpec(dtype=array.dtype.name, value=array, shape=array.shape, name=name, held=True)
+
+    specs = (
+        *(InputSpec(coefficient, value=np.zeros((), coefficient), name=label) for label in chosen.names),
+        *(replace(spec, name=name, held=True) for spec, name in differentiated),
+        *(held(t, f"tangents of {n}") for t, n in zip(directions.stacked(chosen), point_names, strict=True)),
+        held(chosen.cotangents, "cotangents"),
+        *(replace(spec, name=name) for spec, name in zip(inputs, names, strict=True) if not spec.differentiable),
+    )
+    return specs, chosen, along
+
+
+def _directional(spec: FunctionCall, seed: int) -> FunctionCall:
+    """A scenario file's `directions: N` call as the call along them (traced once for its output)."""
+    fn = flat_output(
+        with_kwargs(spec.function if spec.function is not None else resolve(spec.fn, spec.root), spec.kwargs)
+    )
+    shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (s.array() for s in spec.inputs)]
+    out = jax.eval_shape(fn, *shapes)
+    n_out = int(np.prod(out.shape, dtype=np.int64))
+    specs, _, along = along_directions(fn, spec.inputs, n_out, np.dtype(out.dtype), spec.directions, seed)
+    return replace(spec, inputs=specs, function=along, kwargs=(), directions=0)
+
+
 def build(scenario: Scenario) -> tuple[Target, ...]:
     """One Target per binding of the discrete inputs; held floating inputs are passed in either way."""
     spec = scenario.target
-    assert spec.kind == "function", "build_targets and group_targets send only function scenarios here"
+    assert isinstance(spec, FunctionCall), "build_targets and group_targets send only function scenarios here"
+    if spec.directions:
+        return build(replace(scenario, target=_directional(spec, scenario.seed)))
     fn = flat_output(
         with_kwargs(spec.function if spec.function is not None else resolve(spec.fn, spec.root), spec.kwargs)
     )
