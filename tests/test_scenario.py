@@ -387,6 +387,8 @@ def test_a_scenario_file_compares_a_large_function_along_directions_as_the_api_d
     whole = write_yaml(tmp_path, "whole.yaml", f'scenarios:\n  - {{name: whole, fn: "userlib:wrong", {inputs}}}\n')
     refused = run_cli("run", str(whole))
     assert refused.exit_code == 2 and "limits.jacobian" in refused.stderr, refused.stderr
-    bad = write_yaml(tmp_path, "bad.yaml", f'scenarios:\n  - {{name: b, fn: "userlib:wrong", {inputs}, directions: 0}}\n')
+    bad = write_yaml(
+        tmp_path, "bad.yaml", f'scenarios:\n  - {{name: b, fn: "userlib:wrong", {inputs}, directions: 0}}\n'
+    )
     refused = run_cli("run", str(bad))
     assert refused.exit_code == 2 and f"{bad}:2:" in refused.stderr and "directions must be >= 1" in refused.stderr
