@@ -26,17 +26,17 @@ from typing import Any
 import numpy as np
 
 from gradaudit.function_caches import held, per_function
-from gradaudit.model import dtypes
+from gradaudit.model import dtypes, fields
 from gradaudit.model.computed import Failure
 from gradaudit.model.errors import Location, did_you_mean
 from gradaudit.model.findings import Finding, Note
 from gradaudit.model.options import KEYS, OptionError, Options, check
 from gradaudit.model.paths import PathResult
 from gradaudit.model.results import AuditReport, ScenarioResult
-from gradaudit.model.scenario import BINDS, MODES, ORDERS, FunctionCall, InputSpec, Scenario
+from gradaudit.model.scenario import MODES, ORDERS, FunctionCall, InputSpec, Scenario
 from gradaudit.numerics.directions import Directions
 
-SCENARIO_KEYWORDS = ("name", "order", "bind", "eps", "seed", "probes", "modes", "argnums")
+SCENARIO_KEYWORDS = (*fields.KEYWORDS, "probes", "modes", "argnums")
 """What one audit asks, as a scenario file says it; every other keyword is an option (`KEYS`)."""
 API_DEFAULTS: dict[str, Any] = {"jobs": 0, "cache": None}
 """The Python API audits in the calling process and writes no compilation cache unless asked."""
@@ -211,16 +211,10 @@ def _checked_options(options: Mapping) -> dict:
 def _scenario_keywords(keywords: Mapping) -> dict:
     """The scenario's own keywords, checked as a scenario file's fields are."""
     given = {k: v for k, v in keywords.items() if k in SCENARIO_KEYWORDS and v is not None}
-    if given.get("order", 1) not in ORDERS:
-        raise OptionError(f"'order' must be one of {', '.join(map(str, ORDERS))}, got {given['order']!r}")
-    if given.get("bind", "both") not in BINDS:
-        raise OptionError(f"'bind' must be one of {', '.join(BINDS)}, got {given['bind']!r}")
-    eps = given.get("eps")
-    if eps is not None and (isinstance(eps, bool) or not isinstance(eps, int | float) or eps <= 0):
-        raise OptionError(f"'eps' must be a number > 0, got {eps!r}")
-    seed = given.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise OptionError(f"'seed' must be an integer >= 0, got {seed!r}")
+    for key in fields.KEYWORDS:
+        rule = fields.BY_KEY[key].rule
+        if key in given and rule is not fields.OWN and not rule.accepts(given[key]):
+            raise OptionError(f"'{key}' must be {rule.describe()}, got {given[key]!r}")
     modes = tuple(given.get("modes", MODES))
     if not modes or set(modes) - set(MODES):
         raise OptionError(f"'modes' must be some of {', '.join(MODES)}, got {list(modes)!r}")

@@ -34,12 +34,13 @@ import numpy as np
 import yaml
 
 from gradaudit.limits import LIMIT_EXCEEDED, Limits, check_limits
-from gradaudit.model import dtypes
+from gradaudit.model import dtypes, fields
 from gradaudit.model.errors import InputError, InvalidInput, Location
+from gradaudit.model.fields import Rule
 from gradaudit.model.findings import CONSISTENT
 from gradaudit.model.found import Found, FoundKind, SearchOutcome, kind_of
 from gradaudit.model.results import ScenarioResult
-from gradaudit.model.scenario import BINDS, ORDERS, OUTPUTS, Scenario
+from gradaudit.model.scenario import FunctionCall, Scenario, SelectN
 from gradaudit.sources.scenario_files import MAX_DEPTH, load_text
 from gradaudit.sources.user_modules import FunctionImportError, resolve_checked
 from gradaudit.sources.yaml_nodes import (
@@ -51,11 +52,11 @@ from gradaudit.sources.yaml_nodes import (
     sequence_items,
 )
 
-# What a search space file may hold: a scenario file's keys (sources.scenario_files), each one an
-# axis of alternatives; named SPACE_* so that neither file's names shadow the other's.
-SPACE_SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "output", "order", "seed")
-SPACE_FUNCTION_KEYS = ("fn", "inputs", "bind", "order", "seed")
-SPACE_FIXED_KEYS = ("eps", "tolerance")
+# What a search space file may hold: a scenario's keys (model.fields), each one an axis of
+# alternatives or one value for every draw; named SPACE_* so that no reader's names shadow another's.
+SPACE_SELECT_N_KEYS = fields.keys(SelectN, space=fields.AXIS)
+SPACE_FUNCTION_KEYS = fields.keys(FunctionCall, space=fields.AXIS)
+SPACE_FIXED_KEYS = fields.keys(space=fields.FIXED)
 SPACE_KEYS = ("name", *dict.fromkeys((*SPACE_SELECT_N_KEYS, *SPACE_FUNCTION_KEYS)), *SPACE_FIXED_KEYS)
 SPACE_SELECTOR_KEYS = ("dtype", "value", "per_element")
 SPACE_INPUT_KEYS = ("dtype", "shape", "value")
@@ -122,27 +123,15 @@ class SpaceError(Exception):
 # --- reading a space file ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rule:
-    """What a key of a space accepts: alternatives from `allowed`, integers of at least `minimum`
-    (alternatives or a range), numbers (alternatives or a range), or shapes."""
-
-    kind: str
-    allowed: tuple = ()
-    minimum: int | None = None
-
-
 AXIS_RULES: dict[str, Rule] = {  # what each key of a space file may hold (not a select_n rule: model.options.RULES)
+    **{
+        key: fields.BY_KEY[key].rule
+        for key in (*SPACE_SELECT_N_KEYS, *SPACE_FUNCTION_KEYS)
+        if fields.BY_KEY[key].rule is not fields.OWN
+    },
     "selector.dtype": Rule("choice", dtypes.SELECTOR_DTYPES),
     "selector.value": Rule("integer"),
     "selector.per_element": Rule("choice", (False, True)),
-    "cases": Rule("integer", minimum=1),
-    "shape": Rule("shape"),
-    "dtype": Rule("choice", dtypes.FLOAT_DTYPES),
-    "output": Rule("choice", OUTPUTS),
-    "order": Rule("choice", ORDERS),
-    "seed": Rule("integer", minimum=0),
-    "bind": Rule("choice", BINDS),
     "input.dtype": Rule("choice", dtypes.INPUT_DTYPES),
     "input.shape": Rule("shape"),
     "input.value": Rule("number"),
@@ -199,20 +188,8 @@ class _SpaceReader:
                 )
             return shape
         value = scalar_value(self.file, node)
-        if (
-            rule.kind == "choice"
-            and value not in rule.allowed
-            or rule.kind == "choice"
-            and isinstance(value, bool) != isinstance(rule.allowed[0], bool)
-        ):
-            raise self.fail(node, f"'{label}' must be among {', '.join(map(str, rule.allowed))}; got {kind_name(node)}")
-        if rule.kind == "integer" and not (_is_integer(value) and (rule.minimum is None or value >= rule.minimum)):
-            at_least = f" >= {rule.minimum}" if rule.minimum is not None else ""
-            raise self.fail(node, f"'{label}' takes integers{at_least}; got {kind_name(node)}")
-        if rule.kind == "number" and (
-            isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-        ):
-            raise self.fail(node, f"'{label}' takes finite numbers; got {kind_name(node)}")
+        if not rule.accepts(value):
+            raise self.fail(node, f"'{label}' must be {rule.describe()}; got {kind_name(node)}")
         return value
 
     def axis(self, node: yaml.Node, key: str) -> Axis:

@@ -188,5 +188,5 @@ def test_order_and_output_from_yaml_and_hessian_in_json(tmp_path):
     )
     result = run_cli("run", str(bad))
     assert result.exit_code == 2
-    assert f"{bad}:7:12: order must be 1 or 2, got 3" in result.stderr
+    assert f"{bad}:7:12: order must be one of 1, 2, got 3" in result.stderr
     assert f"{bad}:8:13: output must be one of identity, square, sum_of_squares, got 'cube'" in result.stderr

@@ -173,7 +173,7 @@ def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_it
         ),
         (
             "search: {name: s, selector: {dtype: [float32], value: [0]}, cases: [2], shape: [[]]}\n",
-            "'selector.dtype' must be among bool, int8",
+            "'selector.dtype' must be one of bool, int8",
         ),
         (
             "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], colour: red}\n",
@@ -210,11 +210,11 @@ def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_it
         ),
         (
             "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [true], shape: [[]]}\n",
-            "'cases' takes integers >= 1",
+            "'cases' must be an integer >= 1",
         ),
         (
             "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], output: [cube]}\n",
-            "'output' must be among identity",
+            "'output' must be one of identity",
         ),
         (
             "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], eps: {min: 0, max: 1}}\n",
@@ -222,14 +222,14 @@ def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_it
         ),
         ("search: {name: s, fn: 'nomod:f', inputs: [{dtype: float32}]}\n", "cannot import module 'nomod'"),
         ("search: {name: s, fn: 'os:getcwd', inputs: []}\n", "'inputs' needs at least one input range"),
-        ("search: {name: s, fn: 'os:getcwd', inputs: [{dtype: [floaty]}]}\n", "'dtype' must be among"),
+        ("search: {name: s, fn: 'os:getcwd', inputs: [{dtype: [floaty]}]}\n", "'dtype' must be one of"),
         (
             "search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32, shape: [[1.5]]}]}\n",
             "a shape in 'shape' is a list of sizes >= 0",
         ),
         (
             "search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32}], bind: [both, wrong]}\n",
-            "'bind' must be among traced, constant, both",
+            "'bind' must be one of traced, constant, both",
         ),
         (
             "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [&a [*a]]}\n",
@@ -237,7 +237,7 @@ def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_it
         ),
         (
             "search: {name: s, fn: 'os:getcwd', inputs: [{dtype: float32, value: {min: .nan, max: 1}}]}\n",
-            "'value' takes finite numbers",
+            "'value' must be a finite number",
         ),
         (
             "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], eps: .inf}\n",

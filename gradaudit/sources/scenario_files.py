@@ -16,14 +16,12 @@ from typing import Any
 import numpy as np
 import yaml
 
-from gradaudit.model import dtypes
+from gradaudit.model import dtypes, fields
 from gradaudit.model.errors import InputError, InvalidInput, Location, did_you_mean
 from gradaudit.model.scenario import (
-    BINDS,
     EXPECTED_STATUSES,
     FILLS,
-    ORDERS,
-    OUTPUTS,
+    TARGET_KINDS,
     Expectation,
     FunctionCall,
     InputSpec,
@@ -65,18 +63,12 @@ class LoadResult:
 
 
 TOP_LEVEL_KEYS = ("defaults", "scenarios", "sweep", "modules")
-COMMON_KEYS = ("name", "seed", "tolerance", "eps", "order", "expect")
-SELECT_N_KEYS = ("selector", "cases", "shape", "dtype", "values", "output")
-FUNCTION_KEYS = ("fn", "inputs", "bind", "kwargs", "directions")
-SCENARIO_KEYS = COMMON_KEYS + SELECT_N_KEYS + FUNCTION_KEYS
-REQUIRED_KEYS: dict[type, tuple[str, ...]] = {
-    SelectN: ("name", "selector", "cases", "shape", "dtype"),
-    FunctionCall: ("name", "fn", "inputs"),
-}
-KIND_KEYS: dict[type, tuple[str, ...]] = {
-    SelectN: COMMON_KEYS + SELECT_N_KEYS,
-    FunctionCall: COMMON_KEYS + FUNCTION_KEYS,
-}
+COMMON_KEYS = fields.shared()
+SELECT_N_KEYS = tuple(k for k in fields.keys(SelectN) if k not in COMMON_KEYS)
+FUNCTION_KEYS = tuple(k for k in fields.keys(FunctionCall) if k not in COMMON_KEYS)
+SCENARIO_KEYS = fields.keys()
+REQUIRED_KEYS = {kind: fields.keys(kind, required=True) for kind in TARGET_KINDS}
+KIND_KEYS = {kind: fields.keys(kind) for kind in TARGET_KINDS}
 DEFAULT_KEYS = tuple(k for k in SCENARIO_KEYS if k != "name")
 SELECTOR_KEYS = ("dtype", "value")
 TOLERANCE_KEYS = ("rtol", "atol")
@@ -159,6 +151,20 @@ class _FileChecker:
             shown = value if isinstance(value, str) else kind_name(node)
             hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
             raise self.fail(node, f"{what} must be one of {_allowed(allowed)}, got '{shown}'{hint}")
+        return value
+
+    def field(self, node: yaml.Node, key: str):
+        """A scenario key's value, checked against its rule (`model.fields`)."""
+        rule = fields.BY_KEY[key].rule
+        if rule.kind == "integer":
+            return self.integer(node, key, minimum=None if rule.minimum is None else int(rule.minimum))
+        if rule.kind == "number":
+            return self.number(node, key, positive=rule.strictly)
+        if rule.kind == "choice" and all(isinstance(a, str) for a in rule.allowed):
+            return self.choice(node, key, rule.allowed)
+        value = scalar_value(self.file, node)
+        if not rule.accepts(value):
+            raise self.fail(node, f"{key} must be {rule.describe()}, got {kind_name(node)}")
         return value
 
     def discrete(self, node: yaml.Node, dtype: str, noun: str) -> int | bool:
@@ -347,15 +353,7 @@ class _ScenarioFile:
                 return value
 
             return check.nested(node, "selector value", element)[0]
-        if key == "cases":
-            return check.integer(node, "cases", minimum=1)
-        if key == "dtype":
-            return check.choice(node, "dtype", dtypes.FLOAT_DTYPES)
-        if key == "output":
-            return check.choice(node, "output", OUTPUTS)
-        if key == "order":
-            return self.order(node)
-        return check.integer(node, "seed", minimum=0)
+        return check.field(node, key)
 
     def scenario(self, node: yaml.Node, defaults: dict[str, tuple[yaml.Node, yaml.Node]]) -> Scenario | None:
         check = self.check
@@ -400,10 +398,10 @@ class _ScenarioFile:
         name = get("name", self.name)
         if name is not None:
             self.names.append((name, node_location(self.file, node)))
-        seed = get("seed", lambda n: check.integer(n, "seed", minimum=0))
+        seed = get("seed", lambda n: check.field(n, "seed"))
         tolerance = get("tolerance", self.tolerance)
-        eps = get("eps", lambda n: check.number(n, "eps", positive=True))
-        order = get("order", self.order)
+        eps = get("eps", lambda n: check.field(n, "eps"))
+        order = get("order", lambda n: check.field(n, "order"))
         expect = get("expect", self.expectation)
         target = self.select_n(get) if kind is SelectN else self.function_call(get, 0 if seed is None else seed)
         if len(check.errors) > errors_before:
@@ -424,15 +422,15 @@ class _ScenarioFile:
     def select_n(self, get: Callable[[str, Callable[[yaml.Node], Any]], Any]) -> SelectN:
         """A select_n scenario's target from its keys (`get` checks each and reads it, or gives None)."""
         check = self.check
-        cases = get("cases", lambda n: check.integer(n, "cases", minimum=1))
+        cases = get("cases", lambda n: check.field(n, "cases"))
         shape = get("shape", self.shape)
         return SelectN(
             selector=get("selector", lambda n: self.selector(n, cases, shape)),
             cases=cases,
             shape=shape,
-            dtype=get("dtype", lambda n: check.choice(n, "dtype", dtypes.FLOAT_DTYPES)),
+            dtype=get("dtype", lambda n: check.field(n, "dtype")),
             values=get("values", lambda n: self.values(n, cases, shape)),
-            output=get("output", lambda n: check.choice(n, "output", OUTPUTS)) or "identity",
+            output=get("output", lambda n: check.field(n, "output")) or "identity",
         )
 
     def function_call(self, get: Callable[[str, Callable[[yaml.Node], Any]], Any], seed: int) -> FunctionCall:
@@ -442,10 +440,10 @@ class _ScenarioFile:
             fn=fn,
             root=str(self.modules),
             inputs=get("inputs", lambda n: self.inputs(n, seed)),
-            bind=get("bind", lambda n: self.check.choice(n, "bind", BINDS)) or "both",
+            bind=get("bind", lambda n: self.check.field(n, "bind")) or "both",
             kwargs=get("kwargs", self.kwargs) or (),
             defined_at=definition(fn, str(self.modules)) if fn else None,
-            directions=get("directions", lambda n: self.check.integer(n, "directions", minimum=1)) or 0,
+            directions=get("directions", lambda n: self.check.field(n, "directions")) or 0,
         )
 
     def expectation(self, node: yaml.Node) -> Expectation:
@@ -539,7 +537,7 @@ class _ScenarioFile:
             raise check.fail(node, f"an input needs a 'dtype' (one of {_allowed(dtypes.INPUT_DTYPES)})")
         dtype = check.choice(items["dtype"][1], "input dtype", dtypes.INPUT_DTYPES)
         shape = self.shape(items["shape"][1]) if "shape" in items else None
-        seed = check.integer(items["seed"][1], "seed", minimum=0) if "seed" in items else scenario_seed
+        seed = check.field(items["seed"][1], "seed") if "seed" in items else scenario_seed
         held = False
         if "held" in items:
             held = scalar_value(self.file, items["held"][1])
@@ -569,12 +567,6 @@ class _ScenarioFile:
                 items["value"][1], f"input value has shape {list(value_shape)}, but shape is {list(shape)}"
             )
         return InputSpec(dtype=dtype, value=value, shape=value_shape, seed=seed, held=held)
-
-    def order(self, node: yaml.Node) -> int:
-        value = scalar_value(self.file, node)
-        if not isinstance(value, int) or isinstance(value, bool) or value not in ORDERS:
-            raise self.check.fail(node, f"order must be 1 or 2, got {kind_name(node)}")
-        return value
 
     def name(self, node: yaml.Node) -> str:
         value = scalar_value(self.file, node)
