@@ -116,6 +116,18 @@ def test_no_module_outside_targets_tells_kinds_of_scenario_apart_by_name():
     assert not found, "\n".join(found)
 
 
+def test_every_test_file_mirrors_a_module_or_is_a_story_the_architecture_doc_lists():
+    table = (ROOT / "docs" / "architecture.md").read_text().split("## Tests", 1)[1].split("\n## ", 1)[0]
+    stories = set(re.findall(r"^\| (test_\w+\.py) \|", table, re.MULTILINE))
+    modules = {p.stem for p in (ROOT / "gradaudit").rglob("*.py")} | {p.name for p in (ROOT / "gradaudit").iterdir()}
+    files = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    unplaced = sorted(
+        f for f in files if f not in stories and f.removeprefix("test_").removesuffix(".py") not in modules
+    )
+    assert not unplaced, f"neither a module's tests nor a story in docs/architecture.md: {unplaced}"
+    assert not stories - files, f"docs/architecture.md lists stories that are gone: {sorted(stories - files)}"
+
+
 BLOCK_JAX = "import sys; sys.modules['jax'] = None; sys.modules['jaxlib'] = None\n"
 """Run first: any later `import jax` fails, as if JAX were not installed."""
 

@@ -282,3 +282,48 @@ def test_a_python_file_given_to_run_is_refused_saying_what_to_do_instead(tmp_pat
     result = run_cli("run", str(script))
     assert result.exit_code == 2
     assert "a Python file, not a scenario file" in result.stderr and "fn: losses:loss" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("[tool.gradaudit]\npaths = [1]\n", "'paths' must be a list of strings"),
+        ("[tool]\ngradaudit = 1\n", "[tool.gradaudit] must be a table"),
+        ("tool = 1\n", None),
+        (b"\xff\xfe", "cannot read"),
+        ("[tool.gradaudit]\ntolerance = {rtol = true}\n", "'tolerance' must be"),
+    ],
+)
+def test_broken_configuration_is_exit_2_never_a_traceback(tmp_path, monkeypatch, content, message):
+    path = write_yaml(
+        tmp_path,
+        "ok.yaml",
+        "scenarios:\n  - {name: a, selector: {dtype: int32, value: 1}, cases: 2, shape: [], dtype: float32}\n",
+    )
+    target = tmp_path / "pyproject.toml"
+    target.write_bytes(content) if isinstance(content, bytes) else target.write_text(content)
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("list", str(path))
+    assert result.exception is None
+    if message is None:
+        assert result.exit_code == 0
+    else:
+        assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
+def test_json_on_stdout_stays_parseable_under_github_actions(tmp_path, monkeypatch):
+    path = write_yaml(
+        tmp_path,
+        "ok.yaml",
+        "scenarios:\n  - {name: a, selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n",
+    )
+    from click.testing import CliRunner
+
+    from gradaudit.cli import main
+
+    result = CliRunner().invoke(
+        main, ["run", str(path), "--rule", "legacy", "--json", "-"], env={"GITHUB_ACTIONS": "true"}
+    )
+    assert json.loads(result.stdout)["summary"]["mismatch"] == 1
+    both = run_cli("run", str(path), "--json", "-", "--format", "github")
+    assert both.exit_code == 2 and "cannot both go to stdout" in both.stderr

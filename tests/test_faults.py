@@ -465,3 +465,33 @@ def test_a_scenario_file_rewritten_during_the_run_reports_what_was_loaded_and_na
     warning = f"{path} changed during the run: this report is of the scenarios as loaded when it started"
     assert report["warnings"] == [warning]
     assert warning in " ".join(result.stderr.split())
+
+
+def test_a_function_calling_sys_exit_is_an_error_and_the_run_goes_on(tmp_path):
+    folder = tmp_path
+    (folder / "edge.py").write_text(
+        "import sys\n\n\ndef exits(x):\n    sys.exit(0)\n\n\ndef square(x):\n    return x * x\n"
+    )
+    path = write_yaml(
+        folder,
+        "s.yaml",
+        """
+        scenarios:
+          - {name: exits, fn: "edge:exits", inputs: [{dtype: float32, value: 1.0}]}
+          - {name: square, fn: "edge:square", inputs: [{dtype: float32, value: 2.0}]}
+        """,
+    )
+    result = run_cli("run", str(path), "--json", "-")
+    assert result.exit_code == 1
+    statuses = {r["name"]: r["status"] for r in result.json()["results"]}
+    assert statuses == {"exits": "error", "square": "consistent"}
+
+
+def test_a_module_exiting_on_import_is_an_input_error(tmp_path):
+    folder = tmp_path
+    (folder / "exits_on_import.py").write_text("import sys\nsys.exit(5)\n")
+    path = write_yaml(
+        folder, "s.yaml", 'scenarios:\n  - {name: x, fn: "exits_on_import:f", inputs: [{dtype: float32, value: 1.0}]}\n'
+    )
+    result = run_cli("run", str(path))
+    assert result.exit_code == 2 and "importing 'exits_on_import' raised SystemExit" in result.stderr

@@ -596,3 +596,23 @@ def test_a_held_floating_input_is_passed_but_never_differentiated(tmp_path):
         assert result.exit_code == status, result.output
     free = json.loads((tmp_path / "free.json").read_text())["results"][0]
     assert free["status"] == "error" and "not supported" in json.dumps(free["findings"])
+
+
+def test_functions_without_floating_output_say_so(tmp_path):
+    folder = tmp_path
+    (folder / "edge.py").write_text(
+        "import jax.numpy as jnp\n\n\ndef integers(x):\n    return jnp.arange(3)\n\n\ndef nothing(x):\n    return None\n"
+    )
+    path = write_yaml(
+        folder,
+        "s.yaml",
+        """
+        scenarios:
+          - {name: integers, fn: "edge:integers", inputs: [{dtype: float32, value: 1.0}]}
+          - {name: nothing, fn: "edge:nothing", inputs: [{dtype: float32, value: 1.0}]}
+        """,
+    )
+    results = run_cli("run", str(path), "--json", "-").json()["results"]
+    for entry in results:
+        assert entry["status"] == "error"
+        assert "the function returned no floating-point output to differentiate" in entry["findings"][0]["message"]

@@ -392,3 +392,38 @@ def test_a_scenario_file_compares_a_large_function_along_directions_as_the_api_d
     )
     refused = run_cli("run", str(bad))
     assert refused.exit_code == 2 and f"{bad}:2:" in refused.stderr and "directions must be >= 1" in refused.stderr
+
+
+def test_zero_size_cases_keyword_parentheses_and_scientific_notation(tmp_path):
+    path = write_yaml(
+        tmp_path,
+        "s.yaml",
+        """
+        scenarios:
+          - {name: empty, selector: {dtype: int32, value: 2}, cases: 2, shape: [0], dtype: float32, tolerance: {rtol: 1e-3, atol: 1E-4}, eps: 2e-3}
+        """,
+    )
+    result = run_cli("run", str(path), "--json", "-")
+    assert result.exit_code == 0
+    scenario = result.json()["results"][0]["scenario"]
+    assert scenario["tolerance"] == {"rtol": 0.001, "atol": 0.0001} and scenario["eps"] == 0.002
+    assert run_cli("list", str(path), "-k", "a (b)").exit_code == 2
+    assert run_cli("list", str(path), "-k", "(empty)").exit_code == 0
+
+
+def test_fn_in_defaults_leaves_select_n_scenarios_alone(tmp_path):
+    folder = tmp_path
+    (folder / "edge.py").write_text("def square(x):\n    return x * x\n")
+    path = write_yaml(
+        folder,
+        "mixed.yaml",
+        """
+        defaults: {fn: "edge:square", dtype: float32}
+        scenarios:
+          - {name: by-default, inputs: [{dtype: float32, value: 3.0}]}
+          - {name: select, selector: {dtype: int32, value: 1}, cases: 2, shape: []}
+        """,
+    )
+    result = run_cli("run", str(path), "--json", "-")
+    assert result.exit_code == 0, result.stderr
+    assert [r["scenario"]["kind"] for r in result.json()["results"]] == ["function", "select_n"]
