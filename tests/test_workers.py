@@ -366,7 +366,7 @@ def test_a_search_screens_many_scenarios_in_the_worker_that_screened_one(tmp_pat
     # A search screens a draw at a time while shrinking and its sweep all at once: the worker that
     # screened one serves the batches next, started once, and every verdict is its scenario's.
     from gradaudit.model.options import Options
-    from gradaudit.search import load_text
+    from gradaudit.sources.scenario_files import load_text
     from gradaudit.service import isolated
 
     monkeypatch.chdir(tmp_path)

@@ -1,5 +1,5 @@
 """The keys of a scenario, once for every reader: scenario files (`sources/scenario_files.py`),
-search spaces (`search.py`) and the Python API's keywords (`api.py`).
+search spaces (`search/spaces.py`) and the Python API's keywords (`api.py`).
 
 Each key says which kinds of scenario take it, whether a scenario must give it, what a value of
 it may be (`Rule`), what a search space does with it (an axis of alternatives, or one value fixed

@@ -1,0 +1,327 @@
+"""The search: explore a space's sweep and draws, then shrink each kind of disagreement found."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from gradaudit.limits import LIMIT_EXCEEDED, Limits, check_limits
+from gradaudit.model.errors import InputError
+from gradaudit.model.findings import CONSISTENT
+from gradaudit.model.found import Found, FoundKind, SearchOutcome, kind_of
+from gradaudit.model.results import ScenarioResult
+from gradaudit.model.scenario import Scenario
+from gradaudit.search.drawing import scenario_text
+from gradaudit.search.spaces import SearchSpace
+from gradaudit.sources.scenario_files import load_text
+
+
+class InvalidDraw(Exception):
+    """Raised by a search's `audit` for a drawn scenario that asks nothing (the function rejects its
+    own inputs): skipped and counted, like one the loader rejects."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class Disagreement(Exception):
+    """A drawn scenario of the kind being shrunk."""
+
+    def __init__(self, entry: dict, result: ScenarioResult):
+        super().__init__(f"{result.status}: {', '.join(kind_of(result)[1])}")
+        self.entry = entry
+        self.result = result
+
+
+def search(
+    space: SearchSpace,
+    budget: int,
+    seed: int,
+    audit: Callable[..., ScenarioResult],
+    database: Path | None,
+    on_progress: Callable[[str], None] = lambda message: None,
+    limits: Limits | None = None,
+    storage: Path | None = None,
+    audit_all: Callable[[list[Scenario]], Iterable[ScenarioResult | InvalidDraw]] | None = None,
+) -> SearchOutcome:
+    """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario
+    (or raises InvalidDraw), `audit_all(scenarios)` many at once (several workers), in order.
+
+    Exploring audits the space's sweep, then `budget` more distinct valid scenarios drawn by
+    hypothesis (fewer only when the space holds fewer), and notes the first of each kind. The
+    draws are made first and audited together afterwards: hypothesis sees a draw's outcome
+    (valid or not) before it is audited, so any that the audit finds invalid (an InvalidDraw) sends
+    hypothesis back to draw again, from the start, with those known; its draws repeat up to there,
+    and the search is the one a draw-audit-draw loop makes, however many workers audit. Then, per kind,
+    hypothesis runs again with the same seed, so it draws the same scenarios (their audits are
+    remembered) until the first of that kind, which fails, and shrinks it while the kind holds.
+    Two phases rather than hypothesis's own multiple-bug mode, whose generation stops on a clock
+    ten seconds after the first failure: this way the same seed gives the same search.
+    Hypothesis keeps its own files in `storage` (under .gradaudit/), not in ./.hypothesis.
+
+    The limits are checked here without tracing users' functions (which could hang, or crash this
+    process): `audit` checks those that need tracing, under its timeout (the literal engine with
+    limits), and answers a draw over them with a LIMIT_EXCEEDED error, taken as an invalid draw.
+    """
+    with _hypothesis_home(storage), _fresh_hypothesis():
+        return _search(space, budget, seed, audit, audit_all or _one_by_one(audit), database, on_progress, limits)
+
+
+def _one_by_one(
+    audit: Callable[..., ScenarioResult],
+) -> Callable[[list[Scenario]], Iterator[ScenarioResult | InvalidDraw]]:
+    def audit_all(scenarios: list[Scenario]) -> Iterator[ScenarioResult | InvalidDraw]:
+        for scenario in scenarios:
+            try:
+                yield audit(scenario)
+            except InvalidDraw as exc:
+                yield exc
+
+    return audit_all
+
+
+@contextmanager
+def _hypothesis_home(folder: Path | None) -> Iterator[None]:
+    """Hypothesis's home folder set to `folder` for the search only, then restored."""
+    from hypothesis import configuration
+
+    if folder is None:
+        yield
+        return
+    previous = configuration.storage_directory(intent_to_write=False).home_directory
+    configuration.set_hypothesis_home_dir(folder.resolve())
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(previous)
+
+
+@contextmanager
+def _fresh_hypothesis() -> Iterator[None]:
+    """Hypothesis as a fresh process has it, so that one seed gives one search whatever the process
+    did before (another function surveyed first, `--jobs 0` importing the engines). Two things of
+    its internals carry over otherwise: strategies it caches between tests keep state that changes
+    later draws (the same search twice in one process drew differently from its seventh draw on),
+    and from 6.131 on it draws now and then a constant found in the source of any "local" module
+    imported so far (this package installed editable, a user's project). For the search, its
+    strategy cache starts empty and it sees no local constants (its global ones stay). Where its
+    internals are not as expected, they are left alone. And its weakly held caches empty when the
+    garbage collector runs, which depends on everything the process allocated before (importing a
+    module of three functions changed a search's draws): the collector runs before the search and
+    not during it (cyclic garbage waits until the search ends)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.strategies._internal import utils
+    except ImportError:
+        yield
+        return
+    clear_strategies = getattr(utils, "clear_strategy_cache", lambda: None)
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        with _without_local_constants(providers):
+            clear_strategies()
+            try:
+                yield
+            finally:
+                clear_strategies()
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@contextmanager
+def _without_local_constants(providers) -> Iterator[None]:
+    """Hypothesis's local constants (see `_fresh_hypothesis`) kept out while this lasts."""
+    original = getattr(providers, "_get_local_constants", None)
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    constants = getattr(providers, "Constants", None)
+    if original is None or constants is None or not isinstance(cache, dict):
+        yield
+        return
+    none = constants()
+    providers._get_local_constants = lambda: none
+    cache.clear()  # permitted constants per kind of choice, computed with the local ones
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.clear()
+
+
+def _search(space, budget, seed, audit, audit_all, database, on_progress, limits) -> SearchOutcome:
+    from hypothesis import HealthCheck, Phase, Verbosity, example, given, reject, settings
+    from hypothesis import seed as seeded
+    from hypothesis.database import DirectoryBasedExampleDatabase
+    from hypothesis.errors import Unsatisfiable
+
+    outcome = SearchOutcome()
+    loaded: dict[str, Scenario | None] = {}
+    """Each drawn scenario's text: the scenario, or None where it is invalid (or over the limits)."""
+    judged: dict[str, ScenarioResult | None] = {}
+    """Each audited scenario's text: its result, or None where the audit found the draw invalid."""
+
+    over: dict[tuple, str] = {}
+    """Why draws of each `Scenario.limits_key` are over the limits, once an audit found one that is."""
+
+    def load(text: str) -> Scenario | None:
+        if text not in loaded:
+            errors: Sequence[InputError]
+            scenarios, errors = load_text(text, space.file)
+            if scenarios and not errors and limits is not None:
+                errors = check_limits(scenarios, limits, trace=False)
+            key = scenarios[0].limits_key() if scenarios and not errors else None
+            known = over.get(key) if key is not None else None
+            loaded[text] = scenarios[0] if scenarios and not errors and known is None else None
+            if loaded[text] is None:
+                outcome.skipped[known or (_reason(str(errors[0].message)) if errors else "no scenario")] += 1
+        return loaded[text]
+
+    def settle(texts: list[str]) -> None:
+        """Audit `texts` (valid, not yet audited), all at once."""
+        for number, (text, result) in enumerate(zip(texts, audit_all([loaded[t] for t in texts]), strict=True), 1):
+            if (
+                isinstance(result, ScenarioResult)
+                and result.findings
+                and result.findings[0].error_type == LIMIT_EXCEEDED
+            ):
+                result = InvalidDraw(result.findings[0].message)
+                scenario = loaded[text]
+                assert scenario is not None, "only scenarios that loaded are audited"
+                key = scenario.limits_key()
+                if key is not None:
+                    over[key] = _reason(result.message)  # every draw of that key is, too: no more audits of them
+            judged[text] = None if isinstance(result, InvalidDraw) else result
+            if isinstance(result, InvalidDraw):
+                outcome.skipped[_reason(result.message)] += 1
+            on_progress(f"{number} of {len(texts)} drawn scenarios audited")
+
+    def evaluate(entry: dict) -> ScenarioResult:
+        text = scenario_text(entry)
+        if load(text) is not None and text not in judged:
+            settle([text])
+        result = judged.get(text) if loaded[text] is not None else None
+        if result is None:
+            reject()
+        return result
+
+    def run(test: Callable, phases: tuple, folder: Path | None, examples: int = budget) -> None:
+        test = given(space.strategy())(test)
+        if Phase.explicit in phases:
+            for entry in reversed(space.sweep()):  # `example` decorators run innermost first
+                test = example(entry)(test)
+        settings(
+            max_examples=examples,
+            database=DirectoryBasedExampleDatabase(str(folder)) if folder else None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+            phases=phases,
+            verbosity=Verbosity.quiet,
+            print_blob=False,
+        )(seeded(seed)(test))()
+
+    swept = {scenario_text(entry) for entry in space.sweep()}
+    total = budget + len(swept)
+    drawn: dict[str, dict] = {}
+    """The distinct valid draws of the last pass, in the order drawn."""
+
+    def explore(entry: dict) -> None:
+        if len(drawn) >= total:
+            raise BudgetSpent  # hypothesis replays the example that stopped it: it stops there again
+        outcome.tried += 1
+        text = scenario_text(entry)
+        if load(text) is None or (text in judged and judged[text] is None):
+            reject()
+        drawn.setdefault(text, entry)
+        on_progress(f"{len(drawn)} of {total} scenarios drawn")
+
+    while True:
+        drawn.clear()
+        outcome.tried = 0
+        try:
+            # Draws that repeat a scenario, or are invalid, do not count: draw until `budget` distinct ones are audited.
+            run(explore, (Phase.explicit, Phase.generate), None, examples=budget * EXPLORE_DRAWS)
+        except (Unsatisfiable, BudgetSpent):
+            pass
+        new = [text for text in drawn if text not in judged]
+        settle(new)
+        if all(judged[text] is not None for text in new):
+            break  # every draw hypothesis took as valid was: the pass stands
+    outcome.audited = len(drawn)
+    first: dict[FoundKind, tuple[dict, ScenarioResult]] = {}
+    for text, entry in drawn.items():
+        result = judged[text]
+        assert result is not None, "the last pass drew only scenarios audited as valid"
+        if result.status != CONSISTENT:
+            first.setdefault(kind_of(result), (entry, result))
+    if not outcome.audited:
+        reasons = "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) or "none could be drawn"
+        outcome.problem = f"no valid scenario could be drawn from this space ({reasons})"
+        return outcome
+
+    def shrinker(kind: FoundKind, number: int, audits: list[int]) -> Callable[[dict], None]:
+        def shrink(entry: dict) -> None:
+            outcome.shrinking += 1
+            on_progress(f"shrinking kind {number} of {len(first)}: {outcome.shrinking} scenarios tried")
+            if scenario_text(entry) not in judged:
+                if audits[0] >= SHRINK_AUDITS:
+                    return  # out of audits: only scenarios already audited count now, so hypothesis settles
+                audits[0] += 1
+            result = evaluate(entry)
+            if result.status != CONSISTENT and kind_of(result) == kind:
+                raise Disagreement(entry, result)
+
+        return shrink
+
+    for number, kind in enumerate(sorted(first), 1):
+        entry, result = first[kind]
+        if scenario_text(entry) in swept:
+            outcome.found.append(Found(kind, entry, result, shrunk=False, swept=True))
+            continue
+        folder = database / hashlib.sha256(repr(kind).encode()).hexdigest()[:16] if database else None
+        audits = [0]
+        try:
+            run(shrinker(kind, number, audits), (Phase.reuse, Phase.generate, Phase.shrink), folder)
+        except Disagreement as minimal:
+            outcome.found.append(Found(kind, minimal.entry, minimal.result, audits=audits[0]))
+        else:
+            outcome.found.append(Found(kind, entry, result, shrunk=False, audits=audits[0]))
+    return outcome
+
+
+SHRINK_AUDITS = 60
+"""New audits shrinking one kind may make: past them, hypothesis settles on the smallest scenario of
+the kind audited so far. A count, not seconds, so that a loaded machine shrinks as far as an idle
+one and the same seed writes the same files (a kind that hangs costs a whole timeout an audit)."""
+
+
+class BudgetSpent(Exception):
+    """Raised into hypothesis once the budget of distinct scenarios is audited, to stop its drawing."""
+
+
+EXPLORE_DRAWS = 10
+"""Draws hypothesis may make per scenario of the budget, so repeats and invalid draws cannot shorten
+the search; a space with fewer distinct valid scenarios ends when hypothesis has drawn them all."""
+
+
+def _reason(message: str) -> str:
+    """A skip reason without the scenario's name, so that equal reasons count together."""
+    return re.sub(r"^scenario '[^']*' ", "", message)
+
+
+def confirm(outcome: SearchOutcome, space: SearchSpace, audit: Callable[..., ScenarioResult]) -> None:
+    """Each minimal scenario audited again by `audit` (the literal path), whose result is what is
+    reported; one the literal path finds consistent is set aside as unconfirmed."""
+    confirmed: list[Found] = []
+    for found in outcome.found:
+        scenarios, _ = load_text(scenario_text(found.entry), space.file)
+        found.result = audit(scenarios[0])
+        (confirmed if found.result.status != CONSISTENT else outcome.unconfirmed).append(found)
+    outcome.found = confirmed
