@@ -69,7 +69,8 @@ def search(
     limits), and answers a draw over them with a LIMIT_EXCEEDED error, taken as an invalid draw.
     """
     with _hypothesis_home(storage), _fresh_hypothesis():
-        return _search(space, budget, seed, audit, audit_all or _one_by_one(audit), database, on_progress, limits)
+        audit_all = audit_all or _one_by_one(audit)
+        return _Search(space, budget, seed, audit_all, database, on_progress, limits).searched()
 
 
 def _one_by_one(
@@ -155,69 +156,82 @@ def _without_local_constants(providers) -> Iterator[None]:
         cache.clear()
 
 
-def _search(space, budget, seed, audit, audit_all, database, on_progress, limits) -> SearchOutcome:
-    from hypothesis import HealthCheck, Phase, Verbosity, example, given, reject, settings
-    from hypothesis import seed as seeded
-    from hypothesis.database import DirectoryBasedExampleDatabase
-    from hypothesis.errors import Unsatisfiable
+class _Search:
+    """One search's state (see `search`): what was drawn, loaded and audited, by scenario text."""
 
-    outcome = SearchOutcome()
-    loaded: dict[str, Scenario | None] = {}
-    """Each drawn scenario's text: the scenario, or None where it is invalid (or over the limits)."""
-    judged: dict[str, ScenarioResult | None] = {}
-    """Each audited scenario's text: its result, or None where the audit found the draw invalid."""
+    def __init__(self, space: SearchSpace, budget: int, seed: int, audit_all, database, on_progress, limits):
+        self.space, self.budget, self.seed = space, budget, seed
+        self.audit_all, self.database, self.on_progress, self.limits = audit_all, database, on_progress, limits
+        self.outcome = SearchOutcome()
+        self.loaded: dict[str, Scenario | None] = {}
+        """Each drawn scenario's text: the scenario, or None where it is invalid (or over the limits)."""
+        self.judged: dict[str, ScenarioResult | None] = {}
+        """Each audited scenario's text: its result, or None where the audit found the draw invalid."""
+        self.over: dict[tuple, str] = {}
+        """Why draws of each `Scenario.limits_key` are over the limits, once an audit found one that is."""
+        self.swept = {scenario_text(entry) for entry in space.sweep()}
+        self.total = budget + len(self.swept)
+        self.drawn: dict[str, dict] = {}
+        """The distinct valid draws of the last pass, in the order drawn."""
 
-    over: dict[tuple, str] = {}
-    """Why draws of each `Scenario.limits_key` are over the limits, once an audit found one that is."""
-
-    def load(text: str) -> Scenario | None:
-        if text not in loaded:
+    def load(self, text: str) -> Scenario | None:
+        if text not in self.loaded:
             errors: Sequence[InputError]
-            scenarios, errors = load_text(text, space.file)
-            if scenarios and not errors and limits is not None:
-                errors = check_limits(scenarios, limits, trace=False)
+            scenarios, errors = load_text(text, self.space.file)
+            if scenarios and not errors and self.limits is not None:
+                errors = check_limits(scenarios, self.limits, trace=False)
             key = scenarios[0].limits_key() if scenarios and not errors else None
-            known = over.get(key) if key is not None else None
-            loaded[text] = scenarios[0] if scenarios and not errors and known is None else None
-            if loaded[text] is None:
-                outcome.skipped[known or (_reason(str(errors[0].message)) if errors else "no scenario")] += 1
-        return loaded[text]
+            known = self.over.get(key) if key is not None else None
+            self.loaded[text] = scenarios[0] if scenarios and not errors and known is None else None
+            if self.loaded[text] is None:
+                reason = known or (_reason(str(errors[0].message)) if errors else "no scenario")
+                self.outcome.skipped[reason] += 1
+        return self.loaded[text]
 
-    def settle(texts: list[str]) -> None:
+    def settle(self, texts: list[str]) -> None:
         """Audit `texts` (valid, not yet audited), all at once."""
-        for number, (text, result) in enumerate(zip(texts, audit_all([loaded[t] for t in texts]), strict=True), 1):
+        results = self.audit_all([self.loaded[t] for t in texts])
+        for number, (text, result) in enumerate(zip(texts, results, strict=True), 1):
             if (
                 isinstance(result, ScenarioResult)
                 and result.findings
                 and result.findings[0].error_type == LIMIT_EXCEEDED
             ):
                 result = InvalidDraw(result.findings[0].message)
-                scenario = loaded[text]
+                scenario = self.loaded[text]
                 assert scenario is not None, "only scenarios that loaded are audited"
                 key = scenario.limits_key()
                 if key is not None:
-                    over[key] = _reason(result.message)  # every draw of that key is, too: no more audits of them
-            judged[text] = None if isinstance(result, InvalidDraw) else result
+                    self.over[key] = _reason(result.message)  # every draw of that key is, too: no more audits of them
+            self.judged[text] = None if isinstance(result, InvalidDraw) else result
             if isinstance(result, InvalidDraw):
-                outcome.skipped[_reason(result.message)] += 1
-            on_progress(f"{number} of {len(texts)} drawn scenarios audited")
+                self.outcome.skipped[_reason(result.message)] += 1
+            self.on_progress(f"{number} of {len(texts)} drawn scenarios audited")
 
-    def evaluate(entry: dict) -> ScenarioResult:
+    def evaluate(self, entry: dict) -> ScenarioResult:
+        from hypothesis import reject
+
         text = scenario_text(entry)
-        if load(text) is not None and text not in judged:
-            settle([text])
-        result = judged.get(text) if loaded[text] is not None else None
+        if self.load(text) is not None and text not in self.judged:
+            self.settle([text])
+        result = self.judged.get(text) if self.loaded[text] is not None else None
         if result is None:
             reject()
         return result
 
-    def run(test: Callable, phases: tuple, folder: Path | None, examples: int = budget) -> None:
-        test = given(space.strategy())(test)
+    def run(self, test: Callable, phases: tuple, folder: Path | None, examples: int | None = None) -> None:
+        """`test` under hypothesis with the space's strategy and the search's seed (the sweep first,
+        as explicit examples, when `phases` has them)."""
+        from hypothesis import HealthCheck, Phase, Verbosity, example, given, settings
+        from hypothesis import seed as seeded
+        from hypothesis.database import DirectoryBasedExampleDatabase
+
+        test = given(self.space.strategy())(test)
         if Phase.explicit in phases:
-            for entry in reversed(space.sweep()):  # `example` decorators run innermost first
+            for entry in reversed(self.space.sweep()):  # `example` decorators run innermost first
                 test = example(entry)(test)
         settings(
-            max_examples=examples,
+            max_examples=self.budget if examples is None else examples,
             database=DirectoryBasedExampleDatabase(str(folder)) if folder else None,
             deadline=None,
             suppress_health_check=list(HealthCheck),
@@ -225,75 +239,88 @@ def _search(space, budget, seed, audit, audit_all, database, on_progress, limits
             phases=phases,
             verbosity=Verbosity.quiet,
             print_blob=False,
-        )(seeded(seed)(test))()
+        )(seeded(self.seed)(test))()
 
-    swept = {scenario_text(entry) for entry in space.sweep()}
-    total = budget + len(swept)
-    drawn: dict[str, dict] = {}
-    """The distinct valid draws of the last pass, in the order drawn."""
+    def explore(self, entry: dict) -> None:
+        """One draw of the exploring pass: noted if valid and new, until the budget is drawn."""
+        from hypothesis import reject
 
-    def explore(entry: dict) -> None:
-        if len(drawn) >= total:
+        if len(self.drawn) >= self.total:
             raise BudgetSpent  # hypothesis replays the example that stopped it: it stops there again
-        outcome.tried += 1
+        self.outcome.tried += 1
         text = scenario_text(entry)
-        if load(text) is None or (text in judged and judged[text] is None):
+        if self.load(text) is None or (text in self.judged and self.judged[text] is None):
             reject()
-        drawn.setdefault(text, entry)
-        on_progress(f"{len(drawn)} of {total} scenarios drawn")
+        self.drawn.setdefault(text, entry)
+        self.on_progress(f"{len(self.drawn)} of {self.total} scenarios drawn")
 
-    while True:
-        drawn.clear()
-        outcome.tried = 0
-        try:
-            # Draws that repeat a scenario, or are invalid, do not count: draw until `budget` distinct ones are audited.
-            run(explore, (Phase.explicit, Phase.generate), None, examples=budget * EXPLORE_DRAWS)
-        except (Unsatisfiable, BudgetSpent):
-            pass
-        new = [text for text in drawn if text not in judged]
-        settle(new)
-        if all(judged[text] is not None for text in new):
-            break  # every draw hypothesis took as valid was: the pass stands
-    outcome.audited = len(drawn)
-    first: dict[FoundKind, tuple[dict, ScenarioResult]] = {}
-    for text, entry in drawn.items():
-        result = judged[text]
-        assert result is not None, "the last pass drew only scenarios audited as valid"
-        if result.status != CONSISTENT:
-            first.setdefault(kind_of(result), (entry, result))
-    if not outcome.audited:
-        reasons = "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) or "none could be drawn"
-        outcome.problem = f"no valid scenario could be drawn from this space ({reasons})"
-        return outcome
+    def explored(self) -> dict[FoundKind, tuple[dict, ScenarioResult]]:
+        """Explore until a pass's draws all audit as valid; the first draw of each kind found."""
+        from hypothesis import Phase
+        from hypothesis.errors import Unsatisfiable
 
-    def shrinker(kind: FoundKind, number: int, audits: list[int]) -> Callable[[dict], None]:
+        while True:
+            self.drawn.clear()
+            self.outcome.tried = 0
+            try:
+                # Draws that repeat a scenario, or are invalid, do not count: draw until `budget`
+                # distinct ones are audited.
+                self.run(self.explore, (Phase.explicit, Phase.generate), None, examples=self.budget * EXPLORE_DRAWS)
+            except (Unsatisfiable, BudgetSpent):
+                pass
+            new = [text for text in self.drawn if text not in self.judged]
+            self.settle(new)
+            if all(self.judged[text] is not None for text in new):
+                break  # every draw hypothesis took as valid was: the pass stands
+        self.outcome.audited = len(self.drawn)
+        first: dict[FoundKind, tuple[dict, ScenarioResult]] = {}
+        for text, entry in self.drawn.items():
+            result = self.judged[text]
+            assert result is not None, "the last pass drew only scenarios audited as valid"
+            if result.status != CONSISTENT:
+                first.setdefault(kind_of(result), (entry, result))
+        return first
+
+    def shrinker(self, kind: FoundKind, number: int, of: int, audits: list[int]) -> Callable[[dict], None]:
         def shrink(entry: dict) -> None:
-            outcome.shrinking += 1
-            on_progress(f"shrinking kind {number} of {len(first)}: {outcome.shrinking} scenarios tried")
-            if scenario_text(entry) not in judged:
+            self.outcome.shrinking += 1
+            self.on_progress(f"shrinking kind {number} of {of}: {self.outcome.shrinking} scenarios tried")
+            if scenario_text(entry) not in self.judged:
                 if audits[0] >= SHRINK_AUDITS:
                     return  # out of audits: only scenarios already audited count now, so hypothesis settles
                 audits[0] += 1
-            result = evaluate(entry)
+            result = self.evaluate(entry)
             if result.status != CONSISTENT and kind_of(result) == kind:
                 raise Disagreement(entry, result)
 
         return shrink
 
-    for number, kind in enumerate(sorted(first), 1):
-        entry, result = first[kind]
-        if scenario_text(entry) in swept:
-            outcome.found.append(Found(kind, entry, result, shrunk=False, swept=True))
-            continue
-        folder = database / hashlib.sha256(repr(kind).encode()).hexdigest()[:16] if database else None
+    def shrunk(self, kind: FoundKind, number: int, of: int, entry: dict, result: ScenarioResult) -> Found:
+        """The kind's plainest scenario: as swept, or shrunk by hypothesis within SHRINK_AUDITS."""
+        from hypothesis import Phase
+
+        if scenario_text(entry) in self.swept:
+            return Found(kind, entry, result, shrunk=False, swept=True)
+        folder = self.database / hashlib.sha256(repr(kind).encode()).hexdigest()[:16] if self.database else None
         audits = [0]
         try:
-            run(shrinker(kind, number, audits), (Phase.reuse, Phase.generate, Phase.shrink), folder)
+            self.run(self.shrinker(kind, number, of, audits), (Phase.reuse, Phase.generate, Phase.shrink), folder)
         except Disagreement as minimal:
-            outcome.found.append(Found(kind, minimal.entry, minimal.result, audits=audits[0]))
-        else:
-            outcome.found.append(Found(kind, entry, result, shrunk=False, audits=audits[0]))
-    return outcome
+            return Found(kind, minimal.entry, minimal.result, audits=audits[0])
+        return Found(kind, entry, result, shrunk=False, audits=audits[0])
+
+    def searched(self) -> SearchOutcome:
+        first = self.explored()
+        outcome = self.outcome
+        if not outcome.audited:
+            reasons = (
+                "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) or "none could be drawn"
+            )
+            outcome.problem = f"no valid scenario could be drawn from this space ({reasons})"
+            return outcome
+        for number, kind in enumerate(sorted(first), 1):
+            outcome.found.append(self.shrunk(kind, number, len(first), *first[kind]))
+        return outcome
 
 
 SHRINK_AUDITS = 60
