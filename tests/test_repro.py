@@ -69,6 +69,7 @@ def test_every_script_prints_the_numbers_the_report_holds(tmp_path):
         assert "gradaudit" not in "".join(line for line in text.splitlines() if line.startswith(("import", "from"))), (
             "a script imports only JAX and NumPy"
         )
+        assert "sys.path.insert" not in text, "JAX's functions and gradaudit's wrappers are imported as installed"
         where, numbers = printed(script)
         result = next(r for r in results if script.stem.rsplit("-", 1)[0] == r["name"])
         finding = next(

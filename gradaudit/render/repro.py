@@ -11,6 +11,7 @@ further device: `reproducers` says why.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -302,13 +303,29 @@ def _function(target: FunctionCall) -> str | None:
     if target.function is not None and not getattr(target.function, "leaves_are_arguments", False):
         return None  # the Python API's pytree arguments (or directions): the script cannot rebuild the call
     return FUNCTION_CODE.format(
-        root=f"sys.path.insert(0, {os.path.abspath(target.root)!r})\n" if target.root else "",
+        root=_module_folder(module, target.root),
         module=module,
         qualname=qualname,
         kwargs=dict(target.kwargs),
         pattern="".join("d" if s.differentiable else "h" if s.held else "c" for s in target.inputs),
         arguments=",\n    ".join(_array(s.array()) for s in target.inputs),
     )
+
+
+def _module_folder(module: str, root: str) -> str:
+    """The line that puts a user's module beside its scenario on the path; none for a module of an
+    installed package (JAX's own, gradaudit's survey wrappers), so a script written on one machine
+    names no folder of it."""
+    if not root or module.split(".")[0] in _installed_packages():
+        return ""
+    return f"sys.path.insert(0, {os.path.abspath(root)!r})\n"
+
+
+@functools.cache
+def _installed_packages() -> frozenset[str]:
+    from importlib.metadata import packages_distributions
+
+    return frozenset(packages_distributions())
 
 
 def _array(value: np.ndarray) -> str:
