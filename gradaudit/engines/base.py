@@ -12,7 +12,7 @@ inputs (group).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -72,28 +72,27 @@ def failed_path(name: str, exc: BaseException, device: str | None = None) -> Pat
     return PathResult(name=name, arrays=None, error=PathError.from_exception(exc), device=device)
 
 
-def first_order_paths(
-    value_eager,
-    value_jit,
-    forward_eager,
-    forward_jit,
-    reverse_eager,
-    reverse_jit,
-    estimates,
-    engine: str,
-    binding: str,
-    label: str = "",
-    with_value: bool = True,
-    device: str | None = None,
-) -> dict[str, PathResult]:
-    """The first-order paths of one scenario from what an engine computed: each answer a tuple of
-    arrays (the estimates dict for finite differences), the exception its path raised, or None
-    for a path the engine did not compute. `binding`
-    is recorded on each path; `label` is the binding its name carries (see path_name); the eager
-    `value` is computed once per scenario, with its first binding; `device` is where they ran."""
+@dataclass(frozen=True)
+class Recorded:
+    """What each path of one scenario's binding records: the engine that computed it, its binding,
+    the binding its name carries (`label`, see path_name), whether the eager `value` belongs to it
+    (computed once per scenario, with its first binding) and the device it ran on."""
+
+    engine: str
+    binding: str
+    label: str = ""
+    with_value: bool = True
+    device: str | None = None
+
+
+def first_order_paths(answers: dict[str, object], recorded: Recorded) -> dict[str, PathResult]:
+    """The first-order paths of one scenario from what an engine computed, by path (VALUE, JIT_VALUE,
+    JACFWD, ..., FINITE_DIFFERENCE): each answer a tuple of arrays (the estimates dict for finite
+    differences), the exception its path raised, or None for a path the engine did not compute."""
+    engine, binding, device = recorded.engine, recorded.binding, recorded.device
 
     def result(base: str, answer) -> PathResult:
-        name = path_name(base, label)
+        name = path_name(base, recorded.label)
         if isinstance(answer, BaseException):
             return replace(failed_path(name, answer), engine=engine, binding=binding, device=device)
         if base == FINITE_DIFFERENCE:
@@ -102,19 +101,10 @@ def first_order_paths(
             )
         return PathResult(name, tuple(np.asarray(a) for a in answer), engine=engine, binding=binding, device=device)
 
-    answers = {
-        VALUE: value_eager,
-        JIT_VALUE: value_jit,
-        JACFWD: forward_eager,
-        JIT_JACFWD: forward_jit,
-        JACREV: reverse_eager,
-        JIT_JACREV: reverse_jit,
-        FINITE_DIFFERENCE: estimates,
-    }
     return {
-        path_name(base, label): result(base, answer)
+        path_name(base, recorded.label): result(base, answer)
         for base, answer in answers.items()
-        if answer is not None and (base != VALUE or with_value)
+        if answer is not None and (base != VALUE or recorded.with_value)
     }
 
 
@@ -128,11 +118,11 @@ def assembled(
     compiled: dict,
     compiled_failures: dict,
     reference,
-    **recorded,
+    recorded: Recorded,
 ) -> dict[str, PathResult]:
     """One scenario's first-order paths from an engine's eager and compiled answers (computations
     keyed VALUE_, FORWARD_, REVERSE_) and its finite-difference estimates (or the exception that
-    stopped them). `recorded` goes to first_order_paths (engine, binding, label, with_value, device)."""
+    stopped them), each path recording `recorded`."""
 
     def pick(answers: dict, failures: dict, name: str):
         if name not in answers:
@@ -142,13 +132,13 @@ def assembled(
             return (answer,)
         return tuple(answer)
 
-    return first_order_paths(
-        pick(eager, eager_failures, VALUE_),
-        pick(compiled, compiled_failures, VALUE_),
-        pick(eager, eager_failures, FORWARD_),
-        pick(compiled, compiled_failures, FORWARD_),
-        pick(eager, eager_failures, REVERSE_),
-        pick(compiled, compiled_failures, REVERSE_),
-        reference,
-        **recorded,
-    )
+    answers = {
+        VALUE: pick(eager, eager_failures, VALUE_),
+        JIT_VALUE: pick(compiled, compiled_failures, VALUE_),
+        JACFWD: pick(eager, eager_failures, FORWARD_),
+        JIT_JACFWD: pick(compiled, compiled_failures, FORWARD_),
+        JACREV: pick(eager, eager_failures, REVERSE_),
+        JIT_JACREV: pick(compiled, compiled_failures, REVERSE_),
+        FINITE_DIFFERENCE: reference,
+    }
+    return first_order_paths(answers, recorded)

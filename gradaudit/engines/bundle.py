@@ -23,7 +23,7 @@ from contextlib import nullcontext
 import jax
 import numpy as np
 
-from gradaudit.engines.base import VALUE_, assembled
+from gradaudit.engines.base import VALUE_, Recorded, assembled
 from gradaudit.engines.group import MAX_ELEMENTS, _answers, batch_size, computations
 from gradaudit.engines.literal import steps
 from gradaudit.engines.probe import prober
@@ -146,11 +146,7 @@ def _paths(
         compiled,
         failed,
         reference,
-        engine="bundle",
-        binding=target.bound,
-        label=target.binding,
-        with_value=with_value,
-        device=device,
+        Recorded("bundle", target.bound, target.binding, with_value, device),
     )
 
 

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradaudit import function_caches
-from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, assembled
+from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, Recorded, assembled
 from gradaudit.engines.literal import ScenarioTimeout, steps, time_limit
 from gradaudit.engines.probe import prober
 from gradaudit.function_caches import per_function
@@ -241,11 +241,7 @@ def _binding(
             mine,
             mine_failed,
             reference,
-            engine="group",
-            binding=first.bound,
-            label=first.binding,
-            with_value=with_value,
-            device=device,
+            Recorded("group", first.bound, first.binding, with_value, device),
         )
     return found
 
