@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 PICTURED = 200
 """Scenarios with findings that get a section of their own (findings, diagnosis, pictures); the rest are listed."""
 PICTURE_CELLS = 300_000
-"""SVG cells drawn in one page at most (about 20 MB); scenarios after that keep their findings, without pictures."""
+"""SVG cells drawn in one page at most (its size: docs/html-report.md); scenarios after that keep their findings,
+without pictures."""
 FLOAT_ORDER = ("float16", "bfloat16", "float32", "float64")
 """The survey matrix's columns, least precise first (other dtypes after these)."""
 
