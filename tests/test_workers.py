@@ -366,8 +366,8 @@ def test_a_search_screens_many_scenarios_in_the_worker_that_screened_one(tmp_pat
     # A search screens a draw at a time while shrinking and its sweep all at once: the worker that
     # screened one serves the batches next, started once, and every verdict is its scenario's.
     from gradaudit.model.options import Options
-    from gradaudit.sources.scenario_files import load_text
     from gradaudit.service import isolated
+    from gradaudit.sources.scenario_files import load_text
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
