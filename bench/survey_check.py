@@ -19,6 +19,9 @@ from gradaudit.survey.defects import parse_fingerprint
 
 NUMBER = re.compile(r"-?\d+(\.\d+)?(e[-+]?\d+)?|nan|inf", re.IGNORECASE)
 SCRIPT_SECONDS = 300
+RUN_TIMEOUT = 30
+"""Seconds a reproducer may take: twice a survey draw's, so a defect that timed out in the survey
+times out again (rather than after `run`'s default ten minutes)."""
 
 
 def reproduced(report: dict) -> list[tuple[dict, str]]:
@@ -29,6 +32,7 @@ def reproduced(report: dict) -> list[tuple[dict, str]]:
         out = Path(folder) / "run.json"
         rule = report["environment"].get("rule", "installed")
         command = [sys.executable, "-m", "gradaudit", "run", *files, "--rule", rule, "--json", str(out), "--exit-zero"]
+        command += ["--timeout", str(RUN_TIMEOUT)]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             return [(d, f"gradaudit run exited {done.returncode}: {done.stderr.strip()[-300:]}") for d in defects]
