@@ -427,3 +427,17 @@ def test_fn_in_defaults_leaves_select_n_scenarios_alone(tmp_path):
     result = run_cli("run", str(path), "--json", "-")
     assert result.exit_code == 0, result.stderr
     assert [r["scenario"]["kind"] for r in result.json()["results"]] == ["function", "select_n"]
+
+
+def test_a_key_of_the_other_kind_is_reported_as_not_applying_not_as_the_scenario_being_the_other_kind(tmp_path):
+    path = write_yaml(
+        tmp_path,
+        "mixed.yaml",
+        "scenarios:\n"
+        "  - {name: c, selector: {dtype: int32, value: 0}, cases: 2, shape: [], dtype: float32, directions: 2}\n",
+    )
+    errors = [str(e) for e in load_paths([str(path)]).errors]
+    assert errors == [
+        f"{path}:2:88: 'directions' does not apply to a select_n scenario (one with 'selector') (allowed: name, "
+        "selector, cases, shape, dtype, values, output, order, seed, eps, tolerance, expect)"
+    ], errors

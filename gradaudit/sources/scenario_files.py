@@ -366,7 +366,11 @@ class _ScenarioFile:
             return None
         # A scenario's own keys decide its kind; a `fn` in defaults only applies to scenarios that say nothing else.
         kind: type[SelectN | FunctionCall]
-        if any(k in own for k in FUNCTION_KEYS):
+        # The key that names what is differentiated decides first, so a key of the other kind is
+        # reported as not applying, not as the whole scenario being the other kind.
+        if "fn" in own or "selector" in own:
+            kind = FunctionCall if "fn" in own else SelectN
+        elif any(k in own for k in FUNCTION_KEYS):
             kind = FunctionCall
         elif any(k in own for k in SELECT_N_KEYS):
             kind = SelectN
