@@ -21,6 +21,7 @@ FILES = [
     FOUND / "wrappers.getitem-1.yaml",  # uint8 255 read one way eagerly, another under jit with constants
     FOUND / "lax.clamp-1.yaml",  # clamp with lo > hi, every mode
     FOUND / "scipy.special.i0-3.yaml",  # i0'(0) against finite differences
+    FOUND / "numpy.unique-2.yaml",  # jit cannot compile unique: finite differences evaluate it eagerly
 ]
 
 
@@ -96,3 +97,13 @@ def test_the_api_writes_a_script_for_a_function_imported_by_name(tmp_path):
 def test_a_function_without_a_name_gets_no_script_and_the_run_says_why(tmp_path):
     audit = gradaudit.audit(lambda a, b: jax.lax.select_n(np.int32(5), a, b), np.float32(1.0), np.float32(2.0))
     assert audit.status == "mismatch" and audit.reproducers(tmp_path) == [] and not list(tmp_path.iterdir())
+
+
+def test_a_script_written_beside_a_survey_file_names_itself_in_how_to_run_it(tmp_path):
+    from gradaudit.render.repro import write_beside
+
+    audit = gradaudit.audit(jax.lax.select_n, np.int32(5), np.float32(1.0), np.float32(2.0))
+    written = write_beside([(audit.result, tmp_path / "lax.select_n-3.yaml")])
+    script = written[str(tmp_path / "lax.select_n-3.yaml")]
+    assert script.name == "lax.select_n-3.py" and "python lax.select_n-3.py" in script.read_text()
+    assert printed(script)[1]["jacrev"] == 0.0

@@ -32,6 +32,7 @@ from gradaudit.model.paths import (
     JIT_JACFWD,
     JIT_JACREV,
     JIT_VALUE,
+    NOT_APPLICABLE,
     ORDERS,
     VALUE,
     base_name,
@@ -71,8 +72,14 @@ def flat(out):
 FINITE_DIFFERENCE_CODE = '''
 def finite_difference(f, fixed, k, at, out, h):
     """Central differences of jit(f) at steps h and h/2, extrapolated (4 c(h/2) - c(h)) / 3: the
-    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone."""
+    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone.
+    Where jit cannot compile f (it needs an input's concrete value), f itself, as the audit does."""
     g = jax.jit(f)
+    try:
+        g(*INPUTS, *fixed)
+    except ({uncompilable}
+    ):
+        g = f
 
     def central(step):
         values = []
@@ -83,7 +90,9 @@ def finite_difference(f, fixed, k, at, out, h):
         return (values[0] - values[1]) / (2 * step)
 
     return (4 * central(h / 2) - central(h)) / 3
-'''
+'''.replace(
+    "{uncompilable}", "".join(f"\n        jax.errors.{rule.type}," for rule in NOT_APPLICABLE if rule.compiled_only)
+)
 
 
 @dataclass(frozen=True)
@@ -96,11 +105,12 @@ class Reproducer:
     why_not: str = ""
 
 
-def reproducers(result: ScenarioResult) -> list[Reproducer]:
-    """One per `wrong` or `eager-jit` disagreement of the result, numbered in the result's order."""
+def reproducers(result: ScenarioResult, file: str | None = None) -> list[Reproducer]:
+    """One per `wrong` or `eager-jit` disagreement of the result, numbered in the result's order and
+    named after the scenario (`file`: the one name every script is written as, which it tells how to run)."""
     chosen = [f for f in result.ranked_findings if f.kind == DISAGREEMENT and f.finding_class in REPRODUCED]
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", result.scenario.name).strip("_") or "scenario"
-    return [_reproducer(result, finding, f"{stem}-{number}.py") for number, finding in enumerate(chosen, 1)]
+    return [_reproducer(result, finding, file or f"{stem}-{number}.py") for number, finding in enumerate(chosen, 1)]
 
 
 def write_reproducers(results: Sequence[ScenarioResult], directory: str | os.PathLike) -> tuple[list[Path], list[str]]:
@@ -127,9 +137,9 @@ def write_beside(results: Sequence[tuple[ScenarioResult, Path]]) -> dict[str, Pa
     survey's kind `lax.clamp-1.yaml` gets `lax.clamp-1.py`): scenario file -> script, where it has one."""
     written = {}
     for result, path in results:
-        script = next((r for r in reproducers(result) if r.text), None)
+        target = Path(path).with_suffix(".py")
+        script = next((r for r in reproducers(result, target.name) if r.text), None)
         if script is not None:
-            target = Path(path).with_suffix(".py")
             target.write_text(script.text, encoding="utf-8")
             written[str(path)] = target
     return written

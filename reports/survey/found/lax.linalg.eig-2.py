@@ -3,7 +3,7 @@
 Why: inputs and output finite (x0[2, 1] = 0; out[8] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; float64 agrees (1.82374761 from jacfwd, 1.82374761 from jit_jacfwd, 1.82374761 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd 5.64422e+26 against 1.82375; jit_jacfwd 5.64422e+26 against 1.82375
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[8]/d x0[2, 1]: jacfwd 5.64422e+26, jit(jacfwd) 5.64422e+26, finite differences 0.
-Written from <survey>:2:3; needs only JAX and NumPy: python lax.linalg.eig-1.py
+Written from <survey>:2:3; needs only JAX and NumPy: python lax.linalg.eig-2.py
 """
 
 import numpy as np
@@ -25,8 +25,17 @@ def flat(out):
 
 def finite_difference(f, fixed, k, at, out, h):
     """Central differences of jit(f) at steps h and h/2, extrapolated (4 c(h/2) - c(h)) / 3: the
-    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone."""
+    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone.
+    Where jit cannot compile f (it needs an input's concrete value), f itself, as the audit does."""
     g = jax.jit(f)
+    try:
+        g(*INPUTS, *fixed)
+    except (
+        jax.errors.TracerBoolConversionError,
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+    ):
+        g = f
 
     def central(step):
         values = []

@@ -3,7 +3,7 @@
 Why: inputs and output finite (x0[0, 2] = 2.5e-19; out[11] = 1.537e-20); finite differences 0 (slope 7.869e-18 from the left, -7.869e-18 from the right), both sides agree; the split persists in float64 (0.65282784 from jacfwd, 0.65282784 from jit_jacfwd, -5.67540463e-18 from finite_difference)
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[11]/d x0[0, 2]: jacfwd 0.652828, jit(jacfwd) 0.652828, finite differences 0.
-Written from <survey>:2:3; needs only JAX and NumPy: python lax.linalg.svd-1.py
+Written from <survey>:2:3; needs only JAX and NumPy: python lax.linalg.svd-7.py
 """
 
 import numpy as np
@@ -25,8 +25,17 @@ def flat(out):
 
 def finite_difference(f, fixed, k, at, out, h):
     """Central differences of jit(f) at steps h and h/2, extrapolated (4 c(h/2) - c(h)) / 3: the
-    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone."""
+    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone.
+    Where jit cannot compile f (it needs an input's concrete value), f itself, as the audit does."""
     g = jax.jit(f)
+    try:
+        g(*INPUTS, *fixed)
+    except (
+        jax.errors.TracerBoolConversionError,
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+    ):
+        g = f
 
     def central(step):
         values = []

@@ -3,7 +3,7 @@
 Why: inputs and output finite (x1[1] = -1.37 (all of x1: [0.62, -1.37, 0.25]); out[4, 1] = -2.498e+35); finite differences 1.476e+34 (slope 1.476e+34 from the left, 1.476e+34 from the right), both sides agree; float64 agrees (1.48828925e+34 from jacfwd, 1.48828925e+34 from jit_jacfwd, 1.4882892e+34 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd nan against 0; jit_jacfwd nan against 0
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[4, 1]/d x1[1]: jacfwd 1.48829e+34, jit(jacfwd) 1.48829e+34, finite differences 1.47609e+34.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.geomspace-1.py
+Written from <survey>:2:3; needs only JAX and NumPy: python numpy.geomspace-3.py
 """
 
 import numpy as np
@@ -25,8 +25,17 @@ def flat(out):
 
 def finite_difference(f, fixed, k, at, out, h):
     """Central differences of jit(f) at steps h and h/2, extrapolated (4 c(h/2) - c(h)) / 3: the
-    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone."""
+    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone.
+    Where jit cannot compile f (it needs an input's concrete value), f itself, as the audit does."""
     g = jax.jit(f)
+    try:
+        g(*INPUTS, *fixed)
+    except (
+        jax.errors.TracerBoolConversionError,
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+    ):
+        g = f
 
     def central(step):
         values = []

@@ -3,7 +3,7 @@
 Why: inputs and output finite (x0[1] = -1e+38 (all of x0: [0.62, -1e+38, 0.25]); out[0, 1] = -1e+38); finite differences 1.001 (slope 0.9994 from the left, 1.002 from the right), both sides agree; float64 agrees (1 from jacfwd, 1 from jit_jacfwd, 1 from jacrev, 1 from jit_jacrev, 0.999999999 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd 0 against 1; jit_jacfwd 0 against 1; jacrev 0 against 1; jit_jacrev 0 against 1
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0, 1]/d x0[1]: jacfwd 0, jit(jacfwd) 0, jacrev 0, jit(jacrev) 0, finite differences 1.00066.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.geomspace-1.py
+Written from <survey>:2:3; needs only JAX and NumPy: python numpy.geomspace-9.py
 """
 
 import numpy as np
@@ -25,8 +25,17 @@ def flat(out):
 
 def finite_difference(f, fixed, k, at, out, h):
     """Central differences of jit(f) at steps h and h/2, extrapolated (4 c(h/2) - c(h)) / 3: the
-    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone."""
+    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone.
+    Where jit cannot compile f (it needs an input's concrete value), f itself, as the audit does."""
     g = jax.jit(f)
+    try:
+        g(*INPUTS, *fixed)
+    except (
+        jax.errors.TracerBoolConversionError,
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+    ):
+        g = f
 
     def central(step):
         values = []

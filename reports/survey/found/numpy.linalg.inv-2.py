@@ -3,7 +3,7 @@
 Why: inputs and output finite (x0[0, 0] = 0; out[1, 1] = -0); finite differences nan (slope -inf from the left, inf from the right), both sides agree; float64 agrees (-7.23700558e+75 from jacrev, -7.23700558e+75 from jit_jacrev, -7.23700558e+75 from jacfwd, -7.23700558e+75 from jit_jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd nan against -0; jit_jacfwd nan against -0
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1, 1]/d x0[0, 0]: jacrev nan, jit(jacrev) nan, jacfwd -inf, jit(jacfwd) -inf.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.linalg.inv-1.py
+Written from <survey>:2:3; needs only JAX and NumPy: python numpy.linalg.inv-2.py
 """
 
 import numpy as np
@@ -25,8 +25,17 @@ def flat(out):
 
 def finite_difference(f, fixed, k, at, out, h):
     """Central differences of jit(f) at steps h and h/2, extrapolated (4 c(h/2) - c(h)) / 3: the
-    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone."""
+    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone.
+    Where jit cannot compile f (it needs an input's concrete value), f itself, as the audit does."""
     g = jax.jit(f)
+    try:
+        g(*INPUTS, *fixed)
+    except (
+        jax.errors.TracerBoolConversionError,
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+    ):
+        g = f
 
     def central(step):
         values = []

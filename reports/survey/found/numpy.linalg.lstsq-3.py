@@ -3,7 +3,7 @@
 Why: inputs and output finite (x0[0, 0] = 0.62; out[0] = 1); finite differences 16.23 (slope 15.73 from the left, 16.77 from the right), both sides agree; float64 agrees (16.2345262 from jacrev, 16.2345262 from jit_jacrev, 16.2345262 from jacfwd, 16.2345262 from jit_jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacrev nan against 16.2345; jit_jacrev nan against 16.2345; jacfwd nan against -1.78868e-33; jit_jacfwd nan against -1.78868e-33
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[0, 0]: jacrev nan, jit(jacrev) nan, jacfwd 16.2346, jit(jacfwd) 16.2346.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.linalg.lstsq-1.py
+Written from <survey>:2:3; needs only JAX and NumPy: python numpy.linalg.lstsq-3.py
 """
 
 import numpy as np
@@ -25,8 +25,17 @@ def flat(out):
 
 def finite_difference(f, fixed, k, at, out, h):
     """Central differences of jit(f) at steps h and h/2, extrapolated (4 c(h/2) - c(h)) / 3: the
-    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone."""
+    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone.
+    Where jit cannot compile f (it needs an input's concrete value), f itself, as the audit does."""
     g = jax.jit(f)
+    try:
+        g(*INPUTS, *fixed)
+    except (
+        jax.errors.TracerBoolConversionError,
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+    ):
+        g = f
 
     def central(step):
         values = []

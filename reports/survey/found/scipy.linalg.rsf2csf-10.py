@@ -3,7 +3,7 @@
 Why: inputs and output finite (x0[1, 2] = 1.09e+18; out[14] = -1.282e+12); finite differences -1.229e-06 (slope -1.228e-06 from the left, -1.229e-06 from the right), both sides agree; float64 agrees (0.633091282 from jacfwd, 0.633091282 from jit_jacfwd, 0.633091282 from jacrev, 0.633091282 from jit_jacrev, 0.633091282 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd -2.0672 against 0.633091; jit_jacfwd -2.0672 against 0.633091; jacrev -2.0672 against 0.633091; jit_jacrev -2.0672 against 0.633091
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[14]/d x0[1, 2]: jacfwd -2.0672, jit(jacfwd) -2.0672, jacrev -2.0672, jit(jacrev) -2.0672, finite differences -1.22874e-06.
-Written from <survey>:2:3; needs only JAX and NumPy: python scipy.linalg.rsf2csf-1.py
+Written from <survey>:2:3; needs only JAX and NumPy: python scipy.linalg.rsf2csf-10.py
 """
 
 import numpy as np
@@ -25,8 +25,17 @@ def flat(out):
 
 def finite_difference(f, fixed, k, at, out, h):
     """Central differences of jit(f) at steps h and h/2, extrapolated (4 c(h/2) - c(h)) / 3: the
-    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone."""
+    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone.
+    Where jit cannot compile f (it needs an input's concrete value), f itself, as the audit does."""
     g = jax.jit(f)
+    try:
+        g(*INPUTS, *fixed)
+    except (
+        jax.errors.TracerBoolConversionError,
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+    ):
+        g = f
 
     def central(step):
         values = []

@@ -25,8 +25,17 @@ def flat(out):
 
 def finite_difference(f, fixed, k, at, out, h):
     """Central differences of jit(f) at steps h and h/2, extrapolated (4 c(h/2) - c(h)) / 3: the
-    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone."""
+    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone.
+    Where jit cannot compile f (it needs an input's concrete value), f itself, as the audit does."""
     g = jax.jit(f)
+    try:
+        g(*INPUTS, *fixed)
+    except (
+        jax.errors.TracerBoolConversionError,
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+    ):
+        g = f
 
     def central(step):
         values = []
