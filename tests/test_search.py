@@ -447,3 +447,44 @@ def test_a_found_scenarios_long_input_of_zeros_ones_or_a_range_is_written_as_its
     assert errors == []
     for spec, given in zip(scenario.target.inputs, inputs, strict=True):
         np.testing.assert_array_equal(spec.array(), np.asarray(given["value"], dtype=np.float32))
+
+
+def test_a_search_whose_function_rejects_everything_stops_and_says_so():
+    from gradaudit.search import InvalidDraw, search
+    from gradaudit.search.explore import HOPELESS_AUDITS
+    from gradaudit.survey.explore import spaces
+
+    audits = []
+
+    def audit(scenario):
+        audits.append(scenario)
+        raise InvalidDraw("the function rejects these inputs: ValueError")
+
+    outcome = search(spaces(["jax.lax.integer_pow"])[0], 30, 0, audit, None)
+    assert outcome.audited == 0 and outcome.found == []
+    assert outcome.problem.startswith("no valid scenario could be drawn from this space (the function rejects")
+    assert HOPELESS_AUDITS <= len(audits) < 3 * HOPELESS_AUDITS, len(audits)
+
+
+@pytest.mark.parametrize("hangs", [True, False])
+def test_shrinking_a_kind_that_timed_out_tries_few_scenarios_each_costing_a_timeout(hangs):
+    from gradaudit.model.findings import CONSISTENT, ERROR, RAISED, Finding, FindingClass
+    from gradaudit.model.paths import VALUE
+    from gradaudit.model.results import ScenarioResult
+    from gradaudit.search import search
+    from gradaudit.search.explore import HANGING_SHRINK_AUDITS, SHRINK_AUDITS
+    from gradaudit.survey.explore import spaces
+
+    which = FindingClass.TIMED_OUT if hangs else FindingClass.WRONG
+    finding = Finding(RAISED, (VALUE,), "value raised TimeoutError", error_type="TimeoutError", finding_class=which)
+
+    def audit(scenario) -> ScenarioResult:
+        x = np.asarray(scenario.target.inputs[0].array(), dtype=np.float64)
+        bad = int(np.sum((np.abs(x) > 2.0) & (np.abs(x) < 1e3))) == 2  # "hangs" for two large inputs
+        return ScenarioResult(scenario, (), (), ERROR if bad else CONSISTENT, {}, (finding,) if bad else (), None, 0.0)
+
+    outcome = search(spaces(["jax.lax.integer_pow"])[0], 30, 0, audit, None)
+    drawn = [found for found in outcome.found if not found.swept]
+    assert drawn, "a draw, not the sweep, found the kind"
+    assert all(found.audits <= (HANGING_SHRINK_AUDITS if hangs else SHRINK_AUDITS) for found in drawn)
+    assert hangs or any(found.audits > HANGING_SHRINK_AUDITS for found in drawn)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gradaudit.limits import LIMIT_EXCEEDED, Limits, check_limits
 from gradaudit.model.errors import InputError
-from gradaudit.model.findings import CONSISTENT
+from gradaudit.model.findings import CONSISTENT, FindingClass
 from gradaudit.model.found import Found, FoundKind, SearchOutcome, kind_of
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
@@ -272,6 +272,9 @@ class _Search:
             self.settle(new)
             if all(self.judged[text] is not None for text in new):
                 break  # every draw hypothesis took as valid was: the pass stands
+            if len(self.judged) >= HOPELESS_AUDITS and all(result is None for result in self.judged.values()):
+                self.outcome.audited = 0
+                return {}  # the function rejects everything drawn: the space, not the draws, is wrong
         self.outcome.audited = len(self.drawn)
         first: dict[FoundKind, tuple[dict, ScenarioResult]] = {}
         for text, entry in self.drawn.items():
@@ -281,12 +284,12 @@ class _Search:
                 first.setdefault(kind_of(result), (entry, result))
         return first
 
-    def shrinker(self, kind: FoundKind, number: int, of: int, audits: list[int]) -> Callable[[dict], None]:
+    def shrinker(self, kind: FoundKind, number: int, of: int, audits: list[int], cap: int) -> Callable[[dict], None]:
         def shrink(entry: dict) -> None:
             self.outcome.shrinking += 1
             self.on_progress(f"shrinking kind {number} of {of}: {self.outcome.shrinking} scenarios tried")
             if scenario_text(entry) not in self.judged:
-                if audits[0] >= SHRINK_AUDITS:
+                if audits[0] >= cap:
                     return  # out of audits: only scenarios already audited count now, so hypothesis settles
                 audits[0] += 1
             result = self.evaluate(entry)
@@ -296,7 +299,8 @@ class _Search:
         return shrink
 
     def shrunk(self, kind: FoundKind, number: int, of: int, entry: dict, result: ScenarioResult) -> Found:
-        """The kind's plainest scenario: as swept, or shrunk by hypothesis within SHRINK_AUDITS."""
+        """The kind's plainest scenario: as swept, or shrunk by hypothesis within SHRINK_AUDITS (a kind
+        that timed out within HANGING_SHRINK_AUDITS)."""
         from hypothesis import Phase
 
         if scenario_text(entry) in self.swept:
@@ -304,7 +308,9 @@ class _Search:
         folder = self.database / hashlib.sha256(repr(kind).encode()).hexdigest()[:16] if self.database else None
         audits = [0]
         try:
-            self.run(self.shrinker(kind, number, of, audits), (Phase.reuse, Phase.generate, Phase.shrink), folder)
+            hangs = any(f.finding_class == FindingClass.TIMED_OUT for f in result.findings)
+            cap = HANGING_SHRINK_AUDITS if hangs else SHRINK_AUDITS
+            self.run(self.shrinker(kind, number, of, audits, cap), (Phase.reuse, Phase.generate, Phase.shrink), folder)
         except Disagreement as minimal:
             return Found(kind, minimal.entry, minimal.result, audits=audits[0])
         return Found(kind, entry, result, shrunk=False, audits=audits[0])
@@ -326,7 +332,15 @@ class _Search:
 SHRINK_AUDITS = 60
 """New audits shrinking one kind may make: past them, hypothesis settles on the smallest scenario of
 the kind audited so far. A count, not seconds, so that a loaded machine shrinks as far as an idle
-one and the same seed writes the same files (a kind that hangs costs a whole timeout an audit)."""
+one and the same seed writes the same files."""
+
+HOPELESS_AUDITS = 200
+"""Draws the audit found invalid, none valid, after which a search stops exploring: a space whose
+function rejects whatever it is given would otherwise draw and audit on for thousands."""
+
+HANGING_SHRINK_AUDITS = 4
+"""New audits shrinking a kind that timed out may make: each scenario of the kind tried costs a
+whole timeout, and a survey's hanging kinds spent more time shrinking than all else."""
 
 
 class BudgetSpent(Exception):
