@@ -37,7 +37,7 @@ from gradaudit.survey.table import SHAPES, Surveyed
 FLOATING = ("x", "v", "m")
 INDEX_SHAPES = ((), (2,))
 """Shapes of an index argument: a scalar index, or two of them."""
-INDEXING = ("i", "starts", "seg")
+INDEXING = ("i", "along", "starts", "seg")
 """Roles that index the first argument: their functions are also drawn at a `LONG_AXIS`."""
 SELECTORS = ("int32", "bool", *SURVEY_INDICES[1:])
 """Dtypes of a selector (role `w`), shrinking toward int32."""
@@ -173,6 +173,9 @@ def build_entry(surveyed: Surveyed, name: str, pick, shape: tuple[int, ...] | No
             length = shape[0] if shape else 1
             if role == "i":
                 where = pick.choice(INDEX_SHAPES)
+                value = integers(dtype, where, (length,) * _size(where))
+            elif role == "along":
+                where = shape
                 value = integers(dtype, where, (length,) * _size(where))
             elif role == "starts":
                 where = (len(shape),)

@@ -22,6 +22,7 @@ ROLES: dict[str, str] = {
     "v": "a floating vector (differentiated)",
     "m": "a floating square matrix (differentiated)",
     "i": "an integer index array into the first argument's leading axis (held fixed)",
+    "along": "integer indices shaped as the first argument, each into its leading axis (held fixed)",
     "starts": "integer start indices, one per axis of the first argument (held fixed)",
     "w": "a selector, boolean or integer, choosing among the floating arguments after it (held fixed)",
     "mask": "a boolean array of the drawn shape (held fixed)",
