@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 
 from gradaudit.model.computed import Failure
@@ -139,6 +139,21 @@ def _serve(connection: Connection) -> None:
             connection.send(DONE)
 
 
+CRASHED, ANSWER = "crashed", "answer"
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One thing a worker said (`_Worker.hear`): READY, DONE, a scenario's ANSWER (its index, its
+    result or None or why it is left to another engine, the time spent), or CRASHED (why)."""
+
+    what: str
+    index: int = -1
+    answer: ScenarioResult | str | None = None
+    spent: dict[str, float] = field(default_factory=dict)
+    why: str = ""
+
+
 def signal_name(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
@@ -190,6 +205,34 @@ class _Worker:
 
     def heard_ready(self) -> None:
         self.ready, self.started = True, time.monotonic()
+
+    def left(self, timeout: float | None) -> float | None:
+        """Seconds its current scenario (or its start-up) may still take; None: no limit."""
+        limit = self.limit(timeout)
+        return None if limit is None else max(0.0, limit - (time.monotonic() - self.started))
+
+    def overdue(self, timeout: float | None) -> str:
+        """Why a worker past its limit is given up: its scenario timed out, or it never started."""
+        return "timed out" if self.ready else f"did not start within {self.limit(timeout):g} s"
+
+    def hear(self) -> Heard:
+        """The worker's next message, its own state kept up with it: ready, idle again after DONE, a
+        scenario answered (the timeout is per scenario: the next one's clock starts now)."""
+        try:
+            message = self.connection.recv()
+        except (EOFError, OSError):
+            self.process.join(timeout=5)
+            return Heard(CRASHED, why=f"crashed: {signal_name(self.process.exitcode)}")
+        if message == READY:
+            self.heard_ready()
+            return Heard(READY)
+        if message == DONE:
+            self.batch = None
+            return Heard(DONE)
+        index, answer, spent = message
+        self.pending.discard(index)
+        self.started = time.monotonic()
+        return Heard(ANSWER, index, answer, spent)
 
     def give(self, engine: str, batch: Batch) -> None:
         self.engine, self.batch, self.pending = engine, batch, {index for index, _ in batch}
@@ -247,6 +290,7 @@ class WorkersCannotStart(OptionError):
 
 
 START_ERROR = "WorkerStartError"
+CRASH_ERROR = "WorkerCrash"
 
 
 def cannot_start(reason: str, times: int) -> Failure:
@@ -256,142 +300,144 @@ def cannot_start(reason: str, times: int) -> Failure:
     )
 
 
-def run_in_workers(
-    batches: Sequence[Batch],
-    jobs: int,
-    options: Options,
-    devices: tuple[str, ...],
-    notify: Callable[[int, ScenarioResult], None],
-    failure: Callable[[Scenario, Failure], ScenarioResult],
-    totals: dict[str, float] | None = None,
-    engine: str = LITERAL,
-    left: Callable[[int, str], None] | None = None,
-    idle: list[_Worker] | None = None,
-    lighten: bool = False,
-) -> None:
-    """Audit `batches` on `engine` in `jobs` worker processes; `notify(index, result)` hears of each
-    result (a group member the group engine may not report is not notified: another engine's), and
-    `left(index, why)` of each scenario of a bundle that failed as a whole, and of each member of
-    a group or bundle whose worker crashed or timed out (each then audited alone, on the literal engine;
-    so is each unfinished scenario of a screen batch, whose scenarios are computed together, not in order).
+@dataclass
+class Listener:
+    """What a worker run tells its caller."""
+
+    notify: Callable[[int, ScenarioResult], None]
+    """Each result, with its index (not a group member the group engine may not report: another engine's)."""
+    failure: Callable[[Scenario, Failure], ScenarioResult]
+    """The result of a scenario whose worker crashed, hung or could not start."""
+    left: Callable[[int, str], None] | None = None
+    """Each scenario left to another engine, and why (a bundle that failed as a whole; each member
+    of a group, bundle or screen batch whose worker crashed or timed out, then audited alone)."""
+    totals: dict[str, float] | None = None
+    """What the workers report of their time added up (JAX's trace, lower and compile seconds,
+    programs and cache reads, judge and audit seconds)."""
+
+
+class WorkerRun:
+    """Batches audited in `options.jobs` worker processes, one engine's at a time (`run`); the workers
+    last from one engine to the next (one start-up per worker per run) until `close`. With `idle`,
+    workers are taken from it first and, alive at the end of each `run`, put back (a pool lends its
+    own). With `lighten`, consistent results come lightened.
 
     A batch whose worker dies or times out sends its unfinished scenarios back to the queue, one
     literal batch each, except the scenario it was on (for a group, its first unfinished one): retried
-    once in a fresh worker if it died, then `failure(scenario, Failure(...))`; one past
+    once in a fresh worker if it died, then `listener.failure(scenario, Failure(...))`; one past
     `options.timeout` (counted from the batch's previous result) gets a timeout failure at once.
-    `totals` adds up what the workers report of their time (JAX's trace, lower and compile seconds,
-    programs and cache reads, judge and audit seconds). With `idle`, workers are taken from it and,
-    alive at the end, put back for the run's next engine (one start-up per worker per run; the
-    caller ends them with `stop_workers`). With `lighten`, consistent results come lightened.
     """
-    context = multiprocessing.get_context("spawn")
-    settings = _settings(options, devices, lighten)
-    queue: list[tuple[str, Batch]] = [(engine, batch) for batch in batches]
-    scenarios = {index: scenario for batch in batches for index, scenario in batch}
-    retried: dict[int, str] = {}
-    workers = [idle.pop() if idle else _Worker(context, settings) for _ in range(min(jobs, len(queue)))]
-    for worker in workers:
-        worker.configure(settings)
-    finished = False
-    failed_starts = 0
-    """Workers in a row that died or hung before they were ready."""
 
-    def lost(worker: _Worker, reason: str, timed_out: bool) -> None:
+    def __init__(
+        self,
+        options: Options,
+        devices: tuple[str, ...],
+        listener: Listener,
+        lighten: bool = False,
+        idle: list[_Worker] | None = None,
+    ):
+        self.options, self.listener = options, listener
+        self.context = multiprocessing.get_context("spawn")
+        self.settings = _settings(options, devices, lighten)
+        self.idle: list[_Worker] = idle if idle is not None else []
+        self.queue: list[tuple[str, Batch]] = []
+        self.scenarios: dict[int, Scenario] = {}
+        self.retried: dict[int, str] = {}
+        """Each scenario retried in a fresh worker: why its first worker was lost."""
+        self.workers: list[_Worker] = []
+        self.failed_starts = 0
+        """Workers in a row that died or hung before they were ready."""
+
+    def run(self, engine: str, batches: Sequence[Batch]) -> None:
+        """Audit `batches` on `engine`; each result reaches the listener."""
+        self.queue = [(engine, batch) for batch in batches]
+        self.scenarios = {index: scenario for batch in batches for index, scenario in batch}
+        self.retried, self.failed_starts = {}, 0
+        count = min(self.options.jobs, len(self.queue))
+        self.workers = [self.idle.pop() if self.idle else _Worker(self.context, self.settings) for _ in range(count)]
+        for worker in self.workers:
+            worker.configure(self.settings)
+        finished = False
+        try:
+            while self.queue or any(w.batch is not None for w in self.workers):
+                self._give_out()
+                busy = [w for w in self.workers if w.batch is not None]
+                ready = wait([w.connection for w in busy], timeout=0.2)
+                for worker in busy:
+                    if worker.connection in ready:
+                        self._heard(worker, worker.hear())
+                    elif worker.left(self.options.timeout) == 0.0:
+                        self._lost(worker, worker.overdue(self.options.timeout), timed_out=worker.ready)
+            finished = True
+        finally:
+            for worker in self.workers:
+                if finished and worker.process.is_alive():
+                    self.idle.append(worker)  # for the run's next engine: no second start-up
+                else:
+                    stop_workers([worker])
+            self.workers = []
+
+    def close(self) -> None:
+        stop_workers(self.idle)
+
+    def _give_out(self) -> None:
+        for position, worker in enumerate(self.workers):
+            if worker.batch is None and self.queue:
+                worker.give(*self.queue.pop(_stretch(position, len(self.workers), len(self.queue))))
+
+    def _heard(self, worker: _Worker, heard: Heard) -> None:
+        if heard.what == CRASHED:
+            self._lost(worker, heard.why, timed_out=False)
+        elif heard.what == READY:
+            self.failed_starts = 0
+        elif heard.what == ANSWER:
+            if self.listener.totals is not None:
+                for key, value in heard.spent.items():
+                    self.listener.totals[key] = self.listener.totals.get(key, 0.0) + value
+            if isinstance(heard.answer, str) and self.listener.left is not None:
+                self.listener.left(heard.index, heard.answer)
+            if isinstance(heard.answer, ScenarioResult):
+                result = heard.answer
+                if heard.index in self.retried:
+                    why = f"retried in a fresh worker: the first one {self.retried[heard.index]}"
+                    result = replace(result, notes=(*result.notes, Note(message=why)))
+                self.listener.notify(heard.index, result)
+
+    def _lost(self, worker: _Worker, reason: str, timed_out: bool) -> None:
         """The worker's batch did not finish: the scenario it was on (the first unfinished, as a batch
         runs in order) is retried once or fails; the rest go back in the queue, one each. A worker
         that was not ready yet blames no scenario: its batch goes back whole, up to START_TRIES."""
-        nonlocal failed_starts
-        batch = worker.batch
+        batch, notify, failure, scenarios = worker.batch, self.listener.notify, self.listener.failure, self.scenarios
         assert batch is not None, "only a busy worker (one with a batch) is lost"
         worker.stop()
         unfinished = [index for index, _ in batch if index in worker.pending]
-        failed_starts = 0 if worker.ready else failed_starts + 1
-        if failed_starts >= START_TRIES:
-            for index in [*unfinished, *(index for _, queued in queue for index, _ in queued)]:
-                notify(index, failure(scenarios[index], cannot_start(reason, failed_starts)))
-            queue.clear()
+        self.failed_starts = 0 if worker.ready else self.failed_starts + 1
+        if self.failed_starts >= START_TRIES:
+            for index in [*unfinished, *(index for _, queued in self.queue for index, _ in queued)]:
+                notify(index, failure(scenarios[index], cannot_start(reason, self.failed_starts)))
+            self.queue.clear()
             worker.batch = None
             return
-        workers[workers.index(worker)] = _Worker(context, settings)
+        self.workers[self.workers.index(worker)] = _Worker(self.context, self.settings)
         if not worker.ready:
-            queue.insert(0, (worker.engine, tuple((index, scenarios[index]) for index in unfinished)))
+            self.queue.insert(0, (worker.engine, tuple((index, scenarios[index]) for index in unfinished)))
             return
         for position, index in enumerate(unfinished):
+            alone = (LITERAL, ((index, scenarios[index]),))
             if worker.engine in (GROUP, BUNDLE, SCREEN):  # computed together: none is to blame, each goes on alone
-                if left is not None:
-                    left(index, f"its {worker.engine}'s worker {reason}")
-                queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
+                if self.listener.left is not None:
+                    self.listener.left(index, f"its {worker.engine}'s worker {reason}")
+                self.queue.insert(0, alone)
             elif position > 0:
-                queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
+                self.queue.insert(0, alone)
             elif timed_out:
-                notify(
-                    index, failure(scenarios[index], Failure(f"timed out after {options.timeout:g} s", "TimeoutError"))
-                )
-            elif index not in retried:
-                retried[index] = reason
-                queue.insert(0, (LITERAL, ((index, scenarios[index]),)))
+                notify(index, failure(scenarios[index], _timed_out(self.options.timeout)))
+            elif index not in self.retried:
+                self.retried[index] = reason
+                self.queue.insert(0, alone)
             else:
-                notify(
-                    index,
-                    failure(
-                        scenarios[index], Failure(f"{reason} (also when retried in a fresh worker)", "WorkerCrash")
-                    ),
-                )
-
-    try:
-        while queue or any(w.batch is not None for w in workers):
-            for position, worker in enumerate(workers):
-                if worker.batch is None and queue:
-                    worker.give(*queue.pop(_stretch(position, len(workers), len(queue))))
-            busy = [w for w in workers if w.batch is not None]
-            ready = wait([w.connection for w in busy], timeout=0.2)
-            for worker in busy:
-                if worker.connection in ready:
-                    try:
-                        message = worker.connection.recv()
-                    except (EOFError, OSError):
-                        worker.process.join(timeout=5)
-                        lost(worker, f"crashed: {signal_name(worker.process.exitcode)}", timed_out=False)
-                        continue
-                    if message == READY:
-                        worker.heard_ready()
-                        failed_starts = 0
-                        continue
-                    if message == DONE:
-                        worker.batch = None
-                        continue
-                    index, result, spent = message
-                    worker.pending.discard(index)
-                    worker.started = time.monotonic()  # the timeout is per scenario: the next one starts now
-                    if totals is not None:
-                        for key, value in spent.items():
-                            totals[key] = totals.get(key, 0.0) + value
-                    if isinstance(result, str) and left is not None:
-                        left(index, result)
-                    if result is None or isinstance(result, str):
-                        continue
-                    if index in retried:
-                        result = replace(
-                            result,
-                            notes=(
-                                *result.notes,
-                                Note(message=f"retried in a fresh worker: the first one {retried[index]}"),
-                            ),
-                        )
-                    notify(index, result)
-                elif (limit := worker.limit(options.timeout)) and time.monotonic() - worker.started > limit:
-                    lost(
-                        worker,
-                        "timed out" if worker.ready else f"did not start within {limit:g} s",
-                        timed_out=worker.ready,
-                    )
-        finished = True
-    finally:
-        for worker in workers:
-            if finished and idle is not None and worker.process.is_alive():
-                idle.append(worker)  # for the run's next engine: no second start-up
-            else:
-                stop_workers([worker])
+                also = Failure(f"{reason} (also when retried in a fresh worker)", CRASH_ERROR)
+                notify(index, failure(scenarios[index], also))
 
 
 def _stretch(worker: int, workers: int, queued: int) -> int:
@@ -402,6 +448,10 @@ def _stretch(worker: int, workers: int, queued: int) -> int:
     eager programs they share instead of lowering them again (docs/performance.md, "Measurements
     behind the settings")."""
     return round(worker * (queued - 1) / (workers - 1)) if workers > 1 else 0
+
+
+def _timed_out(timeout: float | None) -> Failure:
+    return Failure(f"timed out after {timeout:g} s", "TimeoutError")
 
 
 def stop_workers(workers: list[_Worker]) -> None:
@@ -456,39 +506,25 @@ class IsolatedAuditor:
         worker.give(engine, ((0, scenario),))
         result: ScenarioResult | None = None
         while True:
-            limit = worker.limit(self.options.timeout)
-            if not wait(
-                [worker.connection],
-                timeout=None if limit is None else max(0.0, limit - (time.monotonic() - worker.started)),
-            ):
+            timeout = self.options.timeout
+            if wait([worker.connection], timeout=worker.left(timeout)):
+                heard = worker.hear()
+            else:
+                heard = Heard(CRASHED, why=worker.overdue(timeout))
+            if heard.what == CRASHED:
                 self.close()
                 if not worker.ready:
-                    return f"did not start within {limit:g} s"
-                return assess(
-                    scenario,
-                    failed(Failure(f"timed out after {self.options.timeout:g} s", "TimeoutError"), limit or 0.0),
-                    self.options.tolerance,
-                )
-            try:
-                message = worker.connection.recv()
-            except (EOFError, OSError):
-                worker.process.join(timeout=5)
-                reason = f"crashed: {signal_name(worker.process.exitcode)}"
-                self.close()
-                if not worker.ready:
-                    return reason
-                return assess(scenario, failed(Failure(reason, "WorkerCrash"), 0.0), self.options.tolerance)
-            if message == READY:
-                worker.heard_ready()
-                continue
-            if message == DONE:
+                    return heard.why
+                if heard.why == "timed out":
+                    return assess(scenario, failed(_timed_out(timeout), timeout or 0.0), self.options.tolerance)
+                return assess(scenario, failed(Failure(heard.why, CRASH_ERROR), 0.0), self.options.tolerance)
+            if heard.what == DONE:
                 assert result is not None, (
                     "the literal and screen engines answer every scenario, and the worker keeps their results"
                 )
-                worker.batch = None  # idle again: a pool's `screen_all` may lend it to `run_in_workers`
-                return result
-            result = message[1]
-            worker.started = time.monotonic()
+                return result  # the worker is idle again: a pool's `screen_all` may lend it to a WorkerRun
+            if heard.what == ANSWER and isinstance(heard.answer, ScenarioResult):
+                result = heard.answer
 
     def close(self) -> None:
         if self.worker is not None:
@@ -545,16 +581,8 @@ class IsolatedPool:
         for auditor in self.auditors:
             auditor.worker = None  # lent to the run below, given back after
         try:
-            run_in_workers(
-                _kin_batches(scenarios, len(self.auditors)),
-                len(self.auditors),
-                self.options,
-                self.devices,
-                results.__setitem__,
-                failure,
-                engine=SCREEN,
-                idle=idle,
-            )
+            run = WorkerRun(self.options, self.devices, Listener(results.__setitem__, failure), idle=idle)
+            run.run(SCREEN, _kin_batches(scenarios, len(self.auditors)))
         finally:
             for auditor in self.auditors:
                 auditor.worker = idle.pop() if idle else None

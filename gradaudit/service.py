@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gradaudit.collector import collecting, long_lived
 from gradaudit.engines import GROUP_MIN
@@ -45,6 +46,9 @@ from gradaudit.model.results import AuditReport, ScenarioResult, lightened
 from gradaudit.model.scenario import TARGET_KINDS, Scenario
 from gradaudit.refereeing import refereed, refereed_all
 from gradaudit.sources.selection import parse_shard, select
+
+if TYPE_CHECKING:
+    from gradaudit.isolation import WorkerRun
 
 
 class AuditInterrupted(Exception):
@@ -287,119 +291,132 @@ def _run(
             check()
 
         try:
-            _engines([scenarios[i] for i in order], options, devices, settle, counts, lighten)
+            _EngineRun([scenarios[i] for i in order], options, devices, settle, counts, lighten).run()
         except KeyboardInterrupt:
             finished = [r if r is not None else _interrupted(s) for r, s in zip(results, scenarios, strict=True)]
             raise AuditInterrupted(_report(scenarios, finished, options, files, counts, devices)) from None
     return _report(scenarios, results, options, files, counts, devices)
 
 
-def _engines(
-    scenarios: Sequence[Scenario], options: Options, devices: list, settle, counts: dict, lighten: bool = False
-) -> None:
-    from gradaudit.engines.bundle import BUNDLE_SCENARIOS, BundleEngine
-    from gradaudit.engines.group import GroupEngine
-    from gradaudit.engines.literal import LiteralEngine
-    from gradaudit.judging.assess import assess, assess_all, one_story
+class _EngineRun:
+    """One run's scenarios through the engines (see the module's docstring): each settled once, by
+    the first engine that may report it, and `settle(index, result)` hears of it."""
 
-    settled = [False] * len(scenarios)
-    fallen: dict[int, str] = {}
+    def __init__(self, scenarios: Sequence[Scenario], options: Options, devices: list, settle, counts: dict, lighten):
+        from gradaudit.isolation import taken_ahead
 
-    def positions(wanted: Callable[[Scenario], bool]) -> list[int]:
-        return [i for i, s in enumerate(scenarios) if wanted(s) and not settled[i]]
+        self.scenarios, self.options, self.devices, self.settle = scenarios, options, devices, settle
+        self.counts, self.lighten = counts, lighten
+        self.settled = [False] * len(scenarios)
+        self.fallen: dict[int, str] = {}
+        """Why each scenario another engine left went to the literal engine."""
+        self.idle: list = taken_ahead() if options.jobs > 0 else []
+        """Workers between one engine's batches and the next's: started once per run (or ahead of it)."""
+        self.workers: WorkerRun | None = None
+        """The run's WorkerRun, made when workers first get batches."""
 
-    def take(index: int, result: ScenarioResult) -> None:
-        if index in fallen:
-            result = replace(
-                result, notes=(*result.notes, Note(message=f"audited on the literal engine: {fallen[index]}"))
-            )
-        settled[index] = True
-        settle(index, result)
+    def run(self) -> None:
+        from gradaudit.engines.literal import LiteralEngine
 
-    def run(engine, indices: list[int], keep: Callable[[ScenarioResult], bool] = lambda result: True) -> None:
-        for batch in engine.run([scenarios[i] for i in indices]):
-            judged = assess_all([(scenarios[indices[p]], computed) for p, computed in batch], options.tolerance)
+        options = self.options
+        try:
+            if not options.literal and len(self.devices) <= 1:
+                for kind in TARGET_KINDS:
+                    self.grouped(kind)
+                    if kind.bundled:
+                        self.bundled(self.of_kind(kind))
+            everything = self.positions(lambda s: True)
+            if options.jobs > 0:
+                self.in_workers(_literal_batches(self.scenarios, everything, options.jobs), "literal")
+                return
+            literal = LiteralEngine(options.timeout, self.devices, options.limits)
+            self.here(literal, sorted(everything, key=lambda i: self.scenarios[i].family()))
+        finally:
+            from gradaudit.isolation import stop_workers
+
+            stop_workers(self.idle)
+
+    def positions(self, wanted: Callable[[Scenario], bool]) -> list[int]:
+        return [i for i, s in enumerate(self.scenarios) if wanted(s) and not self.settled[i]]
+
+    def of_kind(self, kind: type) -> list[int]:
+        return self.positions(lambda s: isinstance(s.target, kind))
+
+    def take(self, index: int, result: ScenarioResult) -> None:
+        if index in self.fallen:
+            why = f"audited on the literal engine: {self.fallen[index]}"
+            result = replace(result, notes=(*result.notes, Note(message=why)))
+        self.settled[index] = True
+        self.settle(index, result)
+
+    def here(self, engine, indices: list[int], keep: Callable[[ScenarioResult], bool] = lambda result: True) -> None:
+        """Scenarios on `engine` in this process, judged and refereed; those `keep` refuses are left."""
+        from gradaudit.judging.assess import assess_all
+
+        tolerance = self.options.tolerance
+        for batch in engine.run([self.scenarios[i] for i in indices]):
+            judged = assess_all([(self.scenarios[indices[p]], computed) for p, computed in batch], tolerance)
             kept = [(position, result) for (position, _), result in zip(batch, judged, strict=True) if keep(result)]
-            for (position, _), result in zip(kept, refereed_all([r for _, r in kept], options), strict=True):
-                take(indices[position], lightened(result) if lighten else result)
+            for (position, _), result in zip(kept, refereed_all([r for _, r in kept], self.options), strict=True):
+                self.take(indices[position], lightened(result) if self.lighten else result)
 
-    def bundled(indices: list[int]) -> None:
+    def in_workers(self, batches: list[list[int]], engine: str) -> None:
+        """Batches audited in worker processes on `engine`; what they do not settle is left unsettled."""
+        from gradaudit.isolation import Listener, WorkerRun
+        from gradaudit.jaxenv import device_name
+        from gradaudit.judging.assess import assess
+        from gradaudit.model.computed import failed
+
+        if self.workers is None:
+            options = self.options
+            listener = Listener(
+                self.take,
+                lambda scenario, why: assess(scenario, failed(why), options.tolerance),
+                self.fallen.__setitem__,
+                self.counts.setdefault("workers", {}),
+            )
+            devices = tuple(map(device_name, self.devices))
+            self.workers = WorkerRun(options, devices, listener, self.lighten, idle=self.idle)
+        self.workers.run(engine, [tuple((i, self.scenarios[i]) for i in batch) for batch in batches])
+
+    def bundled(self, indices: list[int]) -> None:
         """Scenarios on the bundle engine: in workers, a bundle a batch (bundles small enough that
         every worker has one); else in this process."""
-        if options.jobs > 0:
-            size = max(1, min(BUNDLE_SCENARIOS, -(-len(indices) // options.jobs)))
+        from gradaudit.engines.bundle import BUNDLE_SCENARIOS, BundleEngine
+
+        counts = self.counts
+        if self.options.jobs > 0:
+            size = max(1, min(BUNDLE_SCENARIOS, -(-len(indices) // self.options.jobs)))
             batches = [
                 [indices[p] for p in bundle]
-                for bundle in BundleEngine(size=size).bundles([scenarios[i] for i in indices])
+                for bundle in BundleEngine(size=size).bundles([self.scenarios[i] for i in indices])
             ]
-            in_workers(batches, "bundle")
-            failed = sum(any(i in fallen for i in batch) for batch in batches)
+            self.in_workers(batches, "bundle")
+            failed = sum(any(i in self.fallen for i in batch) for batch in batches)
             counts.update(
                 bundles=counts["bundles"] + len(batches) - failed, failed_bundles=counts["failed_bundles"] + failed
             )
             return
-        engine = BundleEngine(devices=devices)
-        run(engine, indices)
+        engine = BundleEngine(devices=self.devices)
+        self.here(engine, indices)
         counts.update({k: counts.get(k, 0) + v for k, v in engine.counts.items()})
-        fallen.update({indices[p]: why for p, why in engine.fallen.items()})
+        self.fallen.update({indices[p]: why for p, why in engine.fallen.items()})
 
-    def in_workers(batches: list[list[int]], engine: str) -> None:
-        """Batches audited in worker processes on `engine`; what they do not settle is left unsettled."""
-        from gradaudit.isolation import run_in_workers
-        from gradaudit.jaxenv import device_name
-        from gradaudit.model.computed import failed
-
-        run_in_workers(
-            [tuple((i, scenarios[i]) for i in batch) for batch in batches],
-            options.jobs,
-            options,
-            tuple(map(device_name, devices)),
-            take,
-            lambda scenario, why: assess(scenario, failed(why), options.tolerance),
-            counts.setdefault("workers", {}),
-            engine,
-            fallen.__setitem__,
-            idle,
-            lighten,
-        )
-
-    def of_kind(kind: type) -> list[int]:
-        return positions(lambda s: isinstance(s.target, kind))
-
-    def grouped(kind: type) -> None:
+    def grouped(self, kind: type) -> None:
         """Scenarios of `kind` (a target class) in groups of at least GROUP_MIN on the group engine:
         in workers, a group a batch, grouped here without tracing users' code; else in this process."""
-        indices = of_kind(kind)
-        group = GroupEngine(min_size=GROUP_MIN, devices=devices, timeout=options.timeout, limits=options.limits)
+        from gradaudit.engines.group import GroupEngine
+        from gradaudit.judging.assess import one_story
+
+        options, scenarios = self.options, self.scenarios
+        indices = self.of_kind(kind)
+        group = GroupEngine(min_size=GROUP_MIN, devices=self.devices, timeout=options.timeout, limits=options.limits)
         batches = [[indices[p] for p in batch] for batch in group.keyed([scenarios[i] for i in indices])]
-        counts["groups"] += len(batches)
+        self.counts["groups"] += len(batches)
         if options.jobs > 0 and batches:
-            in_workers(group.queued(scenarios, batches, options.jobs), "group")
+            self.in_workers(group.queued(scenarios, batches, options.jobs), "group")
         elif batches:
-            run(group, indices, keep=lambda result: one_story(result, options.tolerance))
-
-    from gradaudit.isolation import taken_ahead
-
-    idle: list = taken_ahead() if options.jobs > 0 else []
-    """Workers between one engine's batches and the next's: started once per run (or ahead of it)."""
-    try:
-        if not options.literal and len(devices) <= 1:
-            for kind in TARGET_KINDS:
-                grouped(kind)
-                if kind.bundled:
-                    bundled(of_kind(kind))
-        if options.jobs > 0:
-            in_workers(_literal_batches(scenarios, positions(lambda s: True), options.jobs), "literal")
-            return
-        run(
-            LiteralEngine(options.timeout, devices, options.limits),
-            sorted(positions(lambda s: True), key=lambda i: scenarios[i].family()),
-        )
-    finally:
-        if idle:
-            from gradaudit.isolation import stop_workers
-
-            stop_workers(idle)
+            self.here(group, indices, keep=lambda result: one_story(result, options.tolerance))
 
 
 def _literal_batches(scenarios: Sequence[Scenario], indices: list[int], jobs: int) -> list[list[int]]:
