@@ -30,11 +30,6 @@ from gradaudit.collector import long_lived
 from gradaudit.model.errors import did_you_mean
 from gradaudit.model.options import RULES
 
-SURVEY_TIMEOUT = 15.0
-"""Seconds a survey's draw may take unless --timeout says otherwise: a draw takes a few at most
-(its first compilations), and LAPACK can loop for ever on a matrix holding inf (jnp.linalg.svd on
-JAX 0.10.2, CPU), which the edge sweep meets in every function it feeds."""
-
 
 def _paths(paths: Sequence[str]) -> Sequence[str]:
     return paths or output_setting("paths", ()) or ()
@@ -460,7 +455,7 @@ def survey(
     from gradaudit.render.terminal import print_defects, print_survey, print_survey_table
     from gradaudit.sources.selection import shard_from_environment
     from gradaudit.survey import explore
-    from gradaudit.survey.explore import UnknownFunction, spaces
+    from gradaudit.survey.explore import SURVEY_TIMEOUT, UnknownFunction, spaces
 
     options = options_from(given)
     if given.get("timeout") is None and "timeout" not in configured():
@@ -494,7 +489,7 @@ def survey(
 
     from gradaudit.render.repro import write_beside
     from gradaudit.service import environment, isolated, prepare, remembered_interrupt
-    from gradaudit.survey.explore import report_document, survey_one
+    from gradaudit.survey.explore import report_document, survey_each
 
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -522,14 +517,11 @@ def survey(
             # Ctrl-C or SIGTERM (a CI runner's stop) ends the survey after what finished: its reports
             # are written for the functions surveyed whole, nothing of them lost
             with remembered_interrupt(sigterm=True) as check:
-                for number, space in enumerate(chosen, 1):
 
-                    def tell(message: str, name=space.name, number=number) -> None:
-                        progress.update(task, description=f"surveying {name} ({number} of {len(chosen)}): {message}")
+                def tell(name: str, number: int, message: str) -> None:
+                    progress.update(task, description=f"surveying {name} ({number} of {len(chosen)}): {message}")
 
-                    one = survey_one(space, budget, seed, auditor, out, how, options.limits, tell)
-                    pairs = zip(one.outcome.found, one.files, strict=False)  # no files where the search had a problem
-                    one.scripts = write_beside([(found.result, path) for found, path in pairs])
+                for one in survey_each(chosen, budget, seed, auditor, out, how, options.limits, tell, write_beside):
                     done.append(one)
                     check()
         except KeyboardInterrupt:

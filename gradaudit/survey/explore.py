@@ -29,6 +29,11 @@ from gradaudit.survey.table import TABLE, Surveyed
 
 SURVEY_SCHEMA = "gradaudit.survey/1"
 
+SURVEY_TIMEOUT = 15.0
+"""Seconds a survey's draw may take unless --timeout says otherwise: a draw takes a few at most
+(its first compilations), and LAPACK can loop for ever on a matrix holding inf (jnp.linalg.svd on
+JAX 0.10.2, CPU), which the edge sweep meets in every function it feeds."""
+
 
 class UnknownFunction(ValueError):
     """A function name the table does not hold; the message suggests near names."""
@@ -152,6 +157,32 @@ def survey_one(
     files = write_found(outcome, space, out, how) if not outcome.problem else []
     remove_scripts(space, out)
     return FunctionSurvey(space, outcome, files, {}, round(time.perf_counter() - started, 1))
+
+
+def survey_each(
+    chosen: Sequence[SurveySpace],
+    budget: int,
+    seed: int,
+    auditor,
+    out: Path,
+    how: str,
+    limits,
+    on_progress: Callable[[str, int, str], None],
+    write_scripts: Callable[[list[tuple[ScenarioResult, Path]]], dict[str, Path]],
+) -> Iterator[FunctionSurvey]:
+    """Each function of `chosen` surveyed in turn (`survey_one`), its plain-JAX scripts written beside
+    its files by `write_scripts` (`render.repro.write_beside`, handed in: the survey renders nothing),
+    and yielded once whole, so that a caller stopped between two keeps every function finished.
+    `on_progress(name, number, message)` hears how each one goes."""
+    for number, space in enumerate(chosen, 1):
+
+        def tell(message: str, name: str = space.name, number: int = number) -> None:
+            on_progress(name, number, message)
+
+        one = survey_one(space, budget, seed, auditor, out, how, limits, tell)
+        kinds = zip(one.outcome.found, one.files, strict=False)  # no files where the search had a problem
+        one.scripts = write_scripts([(found.result, path) for found, path in kinds])
+        yield one
 
 
 def remove_scripts(space: SurveySpace, out: Path) -> None:
