@@ -48,3 +48,34 @@ def test_a_step_is_never_below_the_square_root_of_its_dtypes_epsilon(dtype):
     eps = float(ml_dtypes.finfo(np.dtype(dtype) if dtype != "bfloat16" else ml_dtypes.bfloat16).eps)
     h = step_size(np.array([0.5, 100.0]), 1e-12, dtype)
     assert h[0] >= math.sqrt(eps) * 0.999 and h[1] >= 100 * math.sqrt(eps) * 0.999
+
+
+def test_no_finite_difference_where_the_output_changes_shape_or_the_function_raises_a_step_away():
+    from gradaudit.engines.base import run_path
+    from gradaudit.model.paths import FINITE_DIFFERENCE, JACREV
+
+    def unique(x):  # its values decide its size: a tie at the point, none a step away
+        return (np.unique(x),)
+
+    def only_here(x):  # defined at the point alone
+        if x[0] != np.float32(0.5):
+            raise TypeError("not at this value")
+        return (x * 2,)
+
+    tie, half = np.array([0.62, 0.62, 0.25], np.float32), np.array([0.5], np.float32)
+    for function, x, says in ((unique, tie, "shape [3] a step away, [2] at the point"), (only_here, half, "TypeError")):
+        result = run_path(FINITE_DIFFERENCE, lambda f=function, a=x: differences(f, [a], [1e-3]))
+        assert result.not_applicable and says in result.not_applicable and result.error is None
+        # any other path raising is its error, not a path that does not apply
+        other = run_path(JACREV, lambda f=function, a=x: differences(f, [a], [1e-3]))
+        assert other.error is not None and not other.not_applicable
+
+
+def test_an_audit_of_a_function_whose_size_its_values_decide_says_finite_differences_do_not_apply_at_a_tie():
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    audit = gradaudit.audit(jnp.unique, np.array([0.62, 0.62, 0.25], np.float32))
+    assert audit.status == "consistent", audit.failure_text()
+    assert any("finite differences does not apply: the output's shape changes" in n.message for n in audit.notes)

@@ -68,7 +68,7 @@ def failed_path(name: str, exc: BaseException, device: str | None = None) -> Pat
     """A path that raised `exc`: not applicable when the exception says so, else an error."""
     for inapplicable in NOT_APPLICABLE:
         if inapplicable.matches(name, exc):
-            return PathResult(name=name, arrays=None, not_applicable=inapplicable.reason, device=device)
+            return PathResult(name=name, arrays=None, not_applicable=inapplicable.why(exc), device=device)
     return PathResult(name=name, arrays=None, error=PathError.from_exception(exc), device=device)
 
 

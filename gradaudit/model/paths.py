@@ -130,12 +130,20 @@ class Inapplicable:
     reason: str
     compiled_only: bool = False
     """Only for jit-compiled paths: the same exception eagerly is a real error."""
+    only: frozenset[str] = frozenset()
+    """Only for these paths (base names); empty: for any."""
+    tells: bool = False
+    """The exception's message is evidence (what a step away gave): the reason quotes it."""
+
+    def why(self, exc: BaseException) -> str:
+        return f"{self.reason} ({exc})" if self.tells else self.reason
 
     def matches(self, path: str, exc: BaseException) -> bool:
         return (
             type(exc).__name__ == self.type
             and self.fragment in str(exc)
             and (not self.compiled_only or base_name(path) in COMPILED)
+            and (not self.only or base_name(path) in self.only)
         )
 
 
@@ -162,6 +170,21 @@ NOT_APPLICABLE: tuple[Inapplicable, ...] = (
         "",
         "jit cannot compile code that converts a traced value to a Python int",
         compiled_only=True,
+    ),
+    Inapplicable(
+        "OutputShapeChanges",
+        "",
+        "the output's shape changes when an input moves by a step (its values decide its size): no finite "
+        "difference, and no derivative, spans that",
+        only=frozenset({FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE}),
+        tells=True,
+    ),
+    Inapplicable(
+        "RaisesNearby",
+        "",
+        "the function raises a step away from the point, though not at it: no finite difference spans that",
+        only=frozenset({FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE}),
+        tells=True,
     ),
 )
 

@@ -190,6 +190,16 @@ def scenario_estimates(blocks: Blocks, b: int, pairs: Sequence[tuple[int, int]])
     return {name: tuple(np.array(blocks[name][k][j][b]) for k, j in pairs) for name in ESTIMATES}
 
 
+class OutputShapeChanges(ValueError):
+    """The function's output has another shape a step away from the point (its values decide its
+    size: `jnp.unique` at a tie): no difference quotient exists, so finite differences do not apply."""
+
+
+class RaisesNearby(ValueError):
+    """The function raises a step away from the point though not at it (`jnp.repeat` with float
+    repeats summing to zero): no difference quotient exists, so finite differences do not apply."""
+
+
 def differences(
     forward: Callable[..., Sequence[object]], args: Sequence[np.ndarray], steps: Sequence[float]
 ) -> dict[str, tuple[np.ndarray, ...]]:
@@ -200,8 +210,19 @@ def differences(
     base = [np.asarray(o)[None] for o in forward(*args)]
     at_points: list[list[np.ndarray]] = [[] for _ in base]
     for p in range(len(where.labels)):
-        for k, output in enumerate(forward(*(stack[p, 0] for stack in where.stacks))):
-            at_points[k].append(np.asarray(output)[None])
+        try:
+            outputs = forward(*(stack[p, 0] for stack in where.stacks))
+        except MemoryError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the function is defined at the point, not a step away
+            raise RaisesNearby(f"{type(exc).__name__} a step away from the point: {exc}") from exc
+        for k, output in enumerate(outputs):
+            moved = np.asarray(output)
+            if moved.shape != base[k].shape[1:]:
+                raise OutputShapeChanges(
+                    f"output {k} has shape {list(moved.shape)} a step away, {list(base[k].shape[1:])} at the point"
+                )
+            at_points[k].append(moved[None])
     stacked = [
         np.stack(values) if values else np.zeros((0, *b.shape)) for values, b in zip(at_points, base, strict=True)
     ]
