@@ -64,7 +64,7 @@ def test_no_finite_difference_where_the_output_changes_shape_or_the_function_rai
 
     tie, half = np.array([0.62, 0.62, 0.25], np.float32), np.array([0.5], np.float32)
     for function, x, says in ((unique, tie, "shape [3] a step away, [2] at the point"), (only_here, half, "TypeError")):
-        result = run_path(FINITE_DIFFERENCE, lambda f=function, a=x: differences(f, [a], [1e-3]))
+        result = run_path(FINITE_DIFFERENCE, lambda f=function, a=x: differences(f, [a], [1e-3], eager=True))
         assert result.not_applicable and says in result.not_applicable and result.error is None
         # any other path raising is its error, not a path that does not apply
         other = run_path(JACREV, lambda f=function, a=x: differences(f, [a], [1e-3]))
@@ -79,3 +79,21 @@ def test_an_audit_of_a_function_whose_size_its_values_decide_says_finite_differe
     audit = gradaudit.audit(jnp.unique, np.array([0.62, 0.62, 0.25], np.float32))
     assert audit.status == "consistent", audit.failure_text()
     assert any("finite differences does not apply: the output's shape changes" in n.message for n in audit.notes)
+
+
+def test_a_compiled_function_s_error_a_step_away_stays_an_error():
+    from gradaudit.engines.base import run_path
+    from gradaudit.model.paths import FINITE_DIFFERENCE
+
+    def checked(error):  # a runtime check failing a step away (a callback's error, debug_nans)
+        def function(x):
+            if x[0] != np.float32(0.5):
+                raise error("not at this value")
+            return (x * 2,)
+
+        return function
+
+    half = [np.array([0.5], np.float32)]
+    for error, eager in ((TypeError, False), (FloatingPointError, True)):
+        result = run_path(FINITE_DIFFERENCE, lambda e=error, g=eager: differences(checked(e), half, [1e-3], eager=g))
+        assert result.error is not None and not result.not_applicable, error

@@ -116,7 +116,8 @@ def finite_difference_jacobians(
     """
     fixed = target.fixed
     forward = _compiled_or_eager(target.fn, (*target.args, *fixed), compiled)
-    return differences(lambda *a: (forward(*a, *fixed),), target.args, steps(target, eps))
+    eager = forward is target.fn
+    return differences(lambda *a: (forward(*a, *fixed),), target.args, steps(target, eps), eager=eager)
 
 
 def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tuple[np.ndarray, ...]]:

@@ -201,10 +201,13 @@ class RaisesNearby(ValueError):
 
 
 def differences(
-    forward: Callable[..., Sequence[object]], args: Sequence[np.ndarray], steps: Sequence[float]
+    forward: Callable[..., Sequence[object]], args: Sequence[np.ndarray], steps: Sequence[float], eager: bool = False
 ) -> dict[str, tuple[np.ndarray, ...]]:
     """Estimates of d forward(*args)[k] / d args[j] for one scenario, evaluating `forward` point by
-    point; blocks in (k, j) order, each shaped out_k.shape + args[j].shape."""
+    point; blocks in (k, j) order, each shaped out_k.shape + args[j].shape. With `eager` (forward runs
+    the function's Python on concrete values: jit cannot compile it), an exception a step away
+    though not at the point is where the function stops being defined (RaisesNearby); a compiled
+    forward's errors (runtime errors, NaN checks, callbacks) stay errors."""
     batched = [np.asarray(a)[None] for a in args]
     where = points(batched, steps)
     base = [np.asarray(o)[None] for o in forward(*args)]
@@ -212,9 +215,11 @@ def differences(
     for p in range(len(where.labels)):
         try:
             outputs = forward(*(stack[p, 0] for stack in where.stacks))
-        except MemoryError:
+        except (MemoryError, FloatingPointError):
             raise
         except Exception as exc:  # noqa: BLE001 - the function is defined at the point, not a step away
+            if not eager or type(exc).__name__ == "JaxRuntimeError":
+                raise
             raise RaisesNearby(f"{type(exc).__name__} a step away from the point: {exc}") from exc
         for k, output in enumerate(outputs):
             moved = np.asarray(output)
