@@ -1,9 +1,9 @@
-"""numpy.unique: [wrong] jacfwd and jacrev disagree with finite differences on 3 of 9 entries; largest at d out[1]/d x0[2]: 1 from finite differences, 0 from jacfwd and jacrev (difference 1, relative 1; tolerance 0.00282)
+"""numpy.roots: [wrong] jacfwd disagrees with finite differences on 3 of 24 entries; largest at d out[5]/d x0[3]: 0 from finite differences, -2.92887e+09 from jacfwd (difference 2.93e+09; tolerance 0.00138)
 
-Why: inputs and output finite (x0[2] = 0.25 (all of x0: [0.62, -1.37, 0.25]); out[1] = 0.25); finite differences 1 (slope 1 from the left, 1 from the right), both sides agree; the split persists in float64 (0 from jacfwd, 0 from jacrev, 1 from finite_difference)
+Why: inputs and output finite (x0[3] = 1.81e-18 (all of x0: [6.2e-19, -1.37e-18, 2.5e-19, 1.81e-18]); out[5] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out[5]/d x0[2] there
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1]/d x0[2]: jacfwd 0, jacrev 0, finite differences 1.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.unique-2.py
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[5]/d x0[3]: jacfwd -2.92887e+09, finite differences 0.
+Written from <survey>:2:3; needs only JAX and NumPy: python numpy.roots-1.py
 """
 
 import numpy as np
@@ -56,15 +56,15 @@ import importlib
 import sys
 
 function = importlib.import_module('jax.numpy')
-for attribute in 'unique'.split("."):
+for attribute in 'roots'.split("."):
     function = getattr(function, attribute)
-KWARGS = {'axis': 0, 'equal_nan': True}
+KWARGS = {'strip_zeros': True}
 
 # Each positional argument and how it reaches the function: d differentiated, h held fixed (passed
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'd'
 ARGUMENTS = [
-    np.array([0.6200000047683716, -1.3700000047683716, 0.25], dtype=np.float32),
+    np.array([6.19999993249321e-19, -1.3700000017602056e-18, 2.5000001145342624e-19, 1.8100000136464297e-18], dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -92,7 +92,6 @@ PASSED = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind != "d"]
 HELD = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "h"]
 ARGNUMS = tuple(range(len(INPUTS)))
 
-print('at d out[1]/d x0[2]:')
-print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (1, 2)), sep=': ')
-print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (1, 2)), sep=': ')
-print('finite differences', entry(finite_difference(traced, PASSED, 0, (2,), (1,), 0.00390625), ()), sep=': ')
+print('at d out[5]/d x0[3]:')
+print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (5, 3)), sep=': ')
+print('finite differences', entry(finite_difference(traced, PASSED, 0, (3,), (5,), 0.00390625), ()), sep=': ')

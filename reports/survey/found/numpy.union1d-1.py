@@ -1,9 +1,9 @@
-"""numpy.roots: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 18 of 24 entries; largest at d out[0]/d x0[1]: nan from jacfwd and jit(jacfwd), -4.25353e+37 from jacrev and jit(jacrev)
+"""numpy.union1d: [wrong] jacfwd, jacrev, jacfwd with constants and jacrev with constants disagree with finite differences on 1 of 2 entries; at d out[0]/d x0: 1 from finite differences, 0 from jacfwd, jacrev, jacfwd with constants and jacrev with constants (difference 1, relative 1; tolerance 0.00291)
 
-Why: inputs and output finite (x0[1] = 0 (all of x0: [1.175e-38, 0, 1, 1]); out[0] = -0); finite differences -1.1e+12 (slope -1.1e+12 from the left, -1.1e+12 from the right), both sides agree; the split persists in float64, largest at d out[2]/d x0[0] there
+Why: inputs and output finite (x0 = 0.62; out[0] = 0.62); finite differences 1 (slope 1 from the left, 1 from the right), both sides agree; the split persists in float64 (0 from jacfwd, 0 from jacrev, 0 from jacfwd:const, 0 from jacrev:const, 1 from finite_difference)
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[1]: jacrev -4.25353e+37, jit(jacrev) -4.25353e+37, jacfwd nan, jit(jacfwd) nan.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.roots-6.py
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0: jacfwd 0, jacrev 0, jacfwd with constants 0, jacrev with constants 0, finite differences 1.
+Written from <survey>:2:3; needs only JAX and NumPy: python numpy.union1d-1.py
 """
 
 import numpy as np
@@ -56,15 +56,16 @@ import importlib
 import sys
 
 function = importlib.import_module('jax.numpy')
-for attribute in 'roots'.split("."):
+for attribute in 'union1d'.split("."):
     function = getattr(function, attribute)
-KWARGS = {'strip_zeros': False}
+KWARGS = {}
 
 # Each positional argument and how it reaches the function: d differentiated, h held fixed (passed
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
-PATTERN = 'd'
+PATTERN = 'dc'
 ARGUMENTS = [
-    np.array([1.1754943508222875e-38, 0.0, 1.0, 1.0], dtype=np.float32),
+    np.array(0.6200000047683716, dtype=np.float32),
+    np.array(2, dtype=np.int32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -92,8 +93,9 @@ PASSED = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind != "d"]
 HELD = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "h"]
 ARGNUMS = tuple(range(len(INPUTS)))
 
-print('at d out[0]/d x0[1]:')
-print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (0, 1)), sep=': ')
-print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (0, 1)), sep=': ')
-print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (0, 1)), sep=': ')
-print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (0, 1)), sep=': ')
+print('at d out[0]/d x0:')
+print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (0,)), sep=': ')
+print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (0,)), sep=': ')
+print('jacfwd with constants', entry(jax.jacfwd(with_constants, argnums=ARGNUMS)(*INPUTS, *HELD)[0], (0,)), sep=': ')
+print('jacrev with constants', entry(jax.jacrev(with_constants, argnums=ARGNUMS)(*INPUTS, *HELD)[0], (0,)), sep=': ')
+print('finite differences', entry(finite_difference(traced, PASSED, 0, (), (0,), 0.00390625), ()), sep=': ')

@@ -1,9 +1,9 @@
-"""numpy.polydiv: [wrong] jacfwd and jacrev disagree with finite differences on 3 of 32 entries; largest at d out[2]/d x0[2]: 1 from finite differences, 0 from jacfwd and jacrev (difference 1, relative 1; tolerance 0.00276)
+"""numpy.unique: [wrong] jacfwd and jacrev disagree with finite differences on 3 of 9 entries; largest at d out[1]/d x0[2]: 1 from finite differences, 0 from jacfwd and jacrev (difference 1, relative 1; tolerance 0.00282)
 
-Why: inputs and output finite (x0[2] = 0 (all of x0: [0, 1, 0, 0]); out[2] = 0); finite differences 1 (slope 1 from the left, 1 from the right), both sides agree; the split persists in float64 (0 from jacfwd, 0 from jacrev, 1 from finite_difference)
+Why: inputs and output finite (x0[2] = 0.25 (all of x0: [0.62, -1.37, 0.25]); out[1] = 0.25); finite differences 1 (slope 1 from the left, 1 from the right), both sides agree; the split persists in float64 (0 from jacfwd, 0 from jacrev, 1 from finite_difference)
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[2]/d x0[2]: jacfwd 0, jacrev 0, finite differences 1.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.polydiv-3.py
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1]/d x0[2]: jacfwd 0, jacrev 0, finite differences 1.
+Written from <survey>:2:3; needs only JAX and NumPy: python numpy.unique-1.py
 """
 
 import numpy as np
@@ -56,16 +56,15 @@ import importlib
 import sys
 
 function = importlib.import_module('jax.numpy')
-for attribute in 'polydiv'.split("."):
+for attribute in 'unique'.split("."):
     function = getattr(function, attribute)
-KWARGS = {'trim_leading_zeros': True}
+KWARGS = {'axis': 0, 'equal_nan': True}
 
 # Each positional argument and how it reaches the function: d differentiated, h held fixed (passed
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
-PATTERN = 'dd'
+PATTERN = 'd'
 ARGUMENTS = [
-    np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32),
-    np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32),
+    np.array([0.6200000047683716, -1.3700000047683716, 0.25], dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -93,7 +92,7 @@ PASSED = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind != "d"]
 HELD = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "h"]
 ARGNUMS = tuple(range(len(INPUTS)))
 
-print('at d out[2]/d x0[2]:')
-print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (2, 2)), sep=': ')
-print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (2, 2)), sep=': ')
-print('finite differences', entry(finite_difference(traced, PASSED, 0, (2,), (2,), 0.00390625), ()), sep=': ')
+print('at d out[1]/d x0[2]:')
+print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (1, 2)), sep=': ')
+print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (1, 2)), sep=': ')
+print('finite differences', entry(finite_difference(traced, PASSED, 0, (2,), (1,), 0.00390625), ()), sep=': ')

@@ -1,9 +1,9 @@
-"""numpy.unique_values: [wrong] jacfwd and jacrev disagree with finite differences on 1 of 1 entries; at d out[0]/d x0: 1 from finite differences, 0 from jacfwd and jacrev (difference 1, relative 1; tolerance 0.00276)
+"""scipy.stats.gennorm.pdf: [eager-jit] jacrev disagrees with finite differences on 7 of 18 entries; largest at d out[1]/d x0[0]: 0 from finite differences, nan from jacrev
 
-Why: inputs and output finite (x0 = 0; out[0] = 0); finite differences 1 (slope 1 from the left, 1 from the right), both sides agree; the split persists in float64 (0 from jacfwd, 0 from jacrev, 1 from finite_difference)
+Why: one transform, two answers (x0[0] = 2.871 (all of x0: [2.871, -0, 1]); out[1] = 0); the split persists in float64 (nan from jacrev, 0 from finite_difference)
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0: jacfwd 0, jacrev 0, finite differences 1.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.unique_values-2.py
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1]/d x0[0]: jacrev nan, finite differences 0.
+Written from <survey>:2:3; needs only JAX and NumPy: python scipy.stats.gennorm.pdf-1.py
 """
 
 import numpy as np
@@ -55,16 +55,17 @@ def entry(block, index):
 import importlib
 import sys
 
-function = importlib.import_module('jax.numpy')
-for attribute in 'unique_values'.split("."):
+function = importlib.import_module('jax.scipy.stats.gennorm')
+for attribute in 'pdf'.split("."):
     function = getattr(function, attribute)
 KWARGS = {}
 
 # Each positional argument and how it reaches the function: d differentiated, h held fixed (passed
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
-PATTERN = 'd'
+PATTERN = 'dd'
 ARGUMENTS = [
-    np.array(0.0, dtype=np.float32),
+    np.array([2.87109375, -0.0, 1.0], dtype=np.float16),
+    np.array([-2.462890625, -0.0, 2.87109375], dtype=np.float16),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -92,7 +93,6 @@ PASSED = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind != "d"]
 HELD = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "h"]
 ARGNUMS = tuple(range(len(INPUTS)))
 
-print('at d out[0]/d x0:')
-print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (0,)), sep=': ')
-print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (0,)), sep=': ')
-print('finite differences', entry(finite_difference(traced, PASSED, 0, (), (0,), 0.00390625), ()), sep=': ')
+print('at d out[1]/d x0[0]:')
+print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (1, 0)), sep=': ')
+print('finite differences', entry(finite_difference(traced, PASSED, 0, (0,), (1,), 0.35888671875), ()), sep=': ')

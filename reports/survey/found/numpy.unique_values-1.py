@@ -1,9 +1,9 @@
-"""numpy.unique_counts: [wrong] jacfwd and jacrev disagree with finite differences on 1 of 1 entries; at d out[0]/d x0: 1 from finite differences, 0 from jacfwd and jacrev (difference 1, relative 1; tolerance 0.00276)
+"""numpy.unique_values: [wrong] jacfwd and jacrev disagree with finite differences on 1 of 1 entries; at d out[0]/d x0: 1 from finite differences, 0 from jacfwd and jacrev (difference 1, relative 1; tolerance 0.00276)
 
 Why: inputs and output finite (x0 = 0; out[0] = 0); finite differences 1 (slope 1 from the left, 1 from the right), both sides agree; the split persists in float64 (0 from jacfwd, 0 from jacrev, 1 from finite_difference)
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0: jacfwd 0, jacrev 0, finite differences 1.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.unique_counts-2.py
+Written from <survey>:2:3; needs only JAX and NumPy: python numpy.unique_values-1.py
 """
 
 import numpy as np
@@ -56,7 +56,7 @@ import importlib
 import sys
 
 function = importlib.import_module('jax.numpy')
-for attribute in 'unique_counts'.split("."):
+for attribute in 'unique_values'.split("."):
     function = getattr(function, attribute)
 KWARGS = {}
 
