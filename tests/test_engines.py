@@ -235,7 +235,7 @@ def test_a_member_whose_eager_and_jit_paths_split_is_audited_again_as_written(mo
 
 
 def test_a_member_whose_batched_value_is_not_its_own_is_left_to_another_engine(monkeypatch):
-    """The first member's function, vmapped over its points, gives another value at its centre than
+    """The first member's function, mapped over its points, gives another value at its centre than
     called on its own: its finite differences would not be its function's, so it is not taken."""
     real = group._program
     calls = []
@@ -452,7 +452,7 @@ def test_eager_programs_compile_once_for_groups_and_parts_of_sizes_that_differ_a
 
 
 def test_a_group_whose_points_cannot_be_evaluated_leaves_every_member(monkeypatch):
-    """The function vmapped over its finite-difference points fails (the function alone, point by
+    """The function mapped over its finite-difference points fails (the function alone, point by
     point, might not): no member is taken, each goes on to the next engine."""
     real = group._program
 
@@ -462,7 +462,7 @@ def test_a_group_whose_points_cannot_be_evaluated_leaves_every_member(monkeypatc
         def call(inputs, stacks):
             return {name: answer for name, answer in program(inputs, stacks).items() if name != group.POINTS}
 
-        return call, {**failures, group.POINTS: RuntimeError("the function vmapped over its points fails")}
+        return call, {**failures, group.POINTS: RuntimeError("the function mapped over its points fails")}
 
     monkeypatch.setattr(group, "_program", without_points)
     with select_n_rule(LEGACY):

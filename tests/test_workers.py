@@ -409,3 +409,42 @@ def test_a_one_scenario_run_audits_in_its_own_process_unless_jobs_is_chosen(tmp_
 
     assert "worker processes" not in profile()  # one scenario, no worker count chosen: this process
     assert "profile, worker processes together" in profile("--jobs", "1")  # chosen: isolated in a worker
+
+
+BRANCHY = """import jax.numpy as jnp
+from jax import lax
+
+
+def f(x):
+    # Called on its own, x > 0 takes the first branch. Batched (vmap), lax.cond runs both branches
+    # for every entry, and the second loops for ever where x > 0 (x + 1 == x once x is large).
+    return lax.cond(x > 0, lambda x: x * x, lambda x: x - jnp.sign(looped(lax.stop_gradient(x))), x)
+
+
+def looped(x):
+    return lax.while_loop(lambda v: v > 0, lambda v: v + 1, x)
+"""
+
+
+def test_a_search_screens_a_function_that_loops_only_when_batched_in_moments(tmp_path, monkeypatch):
+    """A search's screen evaluates a group's finite-difference points one call each, as the function
+    is called: one that loops for ever only when vmapped (lax.cond runs both branches) is screened by
+    the group engine within the timeout, not handed to the literal engine after it."""
+    from gradaudit.model.options import Options
+    from gradaudit.service import isolated
+    from gradaudit.sources.scenario_files import load_text
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "branchy.py").write_text(BRANCHY)
+    rows = "".join(
+        f"  - {{name: s{k}, fn: 'branchy:f', inputs: [{{dtype: float32, value: {k}.5}}]}}\n" for k in range(4)
+    )
+    scenarios, errors = load_text("scenarios:\n" + rows, "s.yaml")
+    assert not errors
+    pool = isolated(Options(jobs=1, timeout=20.0, cache=None))
+    try:
+        screened = list(pool.screen_all(scenarios))
+    finally:
+        pool.close()
+    assert [(r.status, r.method, r.notes) for r in screened] == [("consistent", "group", ())] * 4

@@ -7,11 +7,14 @@ The eager paths (`value`, `jacfwd`, `jacrev`) run for the whole group as one eag
 by op as eager calls run (for a binding with captured values, one per part), over a batch padded
 to a power of two (`_padded`). The jit paths and the finite-difference points are one program per group,
 compiled once: under jax.jit, the function, jax.jacfwd and jax.jacrev of it at one scenario's
-inputs, unbatched, and the function vmapped over that scenario's centre and points; each member
-calls it on its own inputs. XLA compiles the three jit paths together (as a bundle's), where a
+inputs, unbatched, and the function mapped over that scenario's centre and points (`jax.lax.map`:
+called at each point on its own, as the literal engine's finite differences call it; a vmap over
+the points runs every branch of a batched `lax.cond`, and jax.scipy.special.expn on an array
+holding an infinite order loops for ever where it returns NaN called on that entry alone); each
+member calls it on its own inputs. XLA compiles the three jit paths together (as a bundle's), where a
 user's `jax.jit(jax.jacrev(f))` is a program of its own: the same transforms and inputs, a
 compilation that may fuse differently (rounding). A member whose function gives another value
-vmapped over its points than called on its own is not yielded (its points would not be its
+at its centre within the program than called on its own is not yielded (its points would not be its
 function's). Paths record the binding the group used (a select_n selector is `traced` here); the
 service keeps a member's result where its eager and jit paths tell one story, and audits any other
 again as the user writes it.
@@ -94,7 +97,7 @@ def _program(fn: Callable, n: int, signature: tuple, context: tuple) -> tuple[Ca
     """One scenario's jit paths and finite-difference points as one program, compiled once per
     function and shapes so that every member of a group calls it on its own inputs: jax.jit of the
     function, of jax.jacfwd and of jax.jacrev of it at the scenario's inputs (unbatched, as a user
-    calls them), and the function vmapped over its centre and every point. A computation that
+    calls them), and the function at its centre and every point, one call each (`jax.lax.map`). A computation that
     raises while tracing (which sees shapes and dtypes only, which members share) is left out of
     the program and its exception kept, as each member's. `signature`: (shape, dtype) of each input,
     then of each point stack; `context`: jaxenv.tracing_context() (part of the cache's key only)."""
@@ -105,7 +108,7 @@ def _program(fn: Callable, n: int, signature: tuple, context: tuple) -> tuple[Ca
         answers = _answers(compute, inputs, failures)
         fixed = inputs[n:]
         try:
-            answers[POINTS] = jax.vmap(lambda *p: fn(*p, *fixed))(*stacks)
+            answers[POINTS] = jax.lax.map(lambda p: fn(*p, *fixed), tuple(stacks))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - as in _answers
             failures[POINTS] = exc
         return answers
@@ -187,8 +190,8 @@ def _binding(
     targets: Sequence[Target], eps: float | None, with_eager: bool, with_value: bool, device: str | None, rows: int = 0
 ) -> list[dict | None]:
     """One binding's first-order paths for members whose targets share one function: per member its
-    paths, or None where its function gave another value vmapped over its points than called on
-    its own (the points would not be its function's), or its points could not be evaluated, or the
+    paths, or None where its function gave another value at its centre within the program than
+    called on its own (the points would not be its function's), or its points could not be evaluated, or the
     program could not be built (the function alone, point by point, might do). The eager paths run
     over at least `rows` members (`_padded`)."""
     first = targets[0]
