@@ -6,6 +6,8 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -467,24 +469,43 @@ def test_a_search_whose_function_rejects_everything_stops_and_says_so():
 
 
 @pytest.mark.parametrize("hangs", [True, False])
-def test_shrinking_a_kind_that_timed_out_tries_few_scenarios_each_costing_a_timeout(hangs):
-    from gradaudit.model.findings import CONSISTENT, ERROR, RAISED, Finding, FindingClass
-    from gradaudit.model.paths import VALUE
+def test_shrinking_through_scenarios_that_time_out_tries_few_each_costing_a_timeout(hangs):
+    """A new audit that timed out counts TIMED_OUT_COST against what shrinking one kind may spend: a
+    kind that timed out, or one whose shrinking meets scenarios that time out, tries at most four of
+    them, where shrinking through quick audits goes on."""
+    from gradaudit.model.findings import CONSISTENT, ERROR, MISMATCH, RAISED, Finding, FindingClass
+    from gradaudit.model.paths import JACREV, VALUE
     from gradaudit.model.results import ScenarioResult
     from gradaudit.search import search
-    from gradaudit.search.explore import HANGING_SHRINK_AUDITS, SHRINK_AUDITS
+    from gradaudit.search.explore import SHRINK_COST, TIMED_OUT_COST
     from gradaudit.survey.explore import spaces
 
-    which = FindingClass.TIMED_OUT if hangs else FindingClass.WRONG
-    finding = Finding(RAISED, (VALUE,), "value raised TimeoutError", error_type="TimeoutError", finding_class=which)
+    timed_out = Finding(RAISED, (VALUE,), "value raised TimeoutError", error_type="TimeoutError")
+    timed_out = replace(timed_out, finding_class=FindingClass.TIMED_OUT)
+    wrong = Finding(RAISED, (JACREV,), "jacrev raised ValueError", error_type="ValueError")
+    wrong = replace(wrong, finding_class=FindingClass.WRONG)
+    shrinking: list[int] = []
+    timeouts: Counter = Counter()
+
+    def heard(message: str) -> None:
+        kind = re.match(r"shrinking kind (\d+)", message)
+        if kind:
+            shrinking[:] = [int(kind[1])]
 
     def audit(scenario) -> ScenarioResult:
-        x = np.asarray(scenario.target.inputs[0].array(), dtype=np.float64)
-        bad = int(np.sum((np.abs(x) > 2.0) & (np.abs(x) < 1e3))) == 2  # "hangs" for two large inputs
-        return ScenarioResult(scenario, (), (), ERROR if bad else CONSISTENT, {}, (finding,) if bad else (), None, 0.0)
+        x = np.abs(np.asarray(scenario.target.inputs[0].array(), dtype=np.float64))
+        large = int(np.sum((x > 2.0) & (x < 1e3)))  # the sweep changes one input at a time: at most 1
+        if hangs and large >= 2 or not hangs and x.size == 1:  # the kind "hangs", or scalars do on the way to it
+            timeouts[shrinking[0] if shrinking else 0] += 1
+            return ScenarioResult(scenario, (), (), ERROR, {}, (timed_out,), None, 0.0)
+        if large >= 2:
+            return ScenarioResult(scenario, (), (), MISMATCH, {}, (wrong,), None, 0.0)
+        return ScenarioResult(scenario, (), (), CONSISTENT, {}, (), None, 0.0)
 
-    outcome = search(spaces(["jax.lax.integer_pow"])[0], 30, 0, audit, None)
+    outcome = search(spaces(["jax.lax.integer_pow"])[0], 30, 1, audit, None, on_progress=heard)
     drawn = [found for found in outcome.found if not found.swept]
-    assert drawn, "a draw, not the sweep, found the kind"
-    assert all(found.audits <= (HANGING_SHRINK_AUDITS if hangs else SHRINK_AUDITS) for found in drawn)
-    assert hangs or any(found.audits > HANGING_SHRINK_AUDITS for found in drawn)
+    assert drawn, "a draw, not the sweep, found a kind"
+    met = {kind: n for kind, n in timeouts.items() if kind}
+    assert met, (timeouts, [(f.audits, f.shrunk, f.swept) for f in outcome.found])
+    assert all(n <= SHRINK_COST // TIMED_OUT_COST for n in met.values()), met
+    assert hangs or any(found.audits > SHRINK_COST // TIMED_OUT_COST for found in drawn)

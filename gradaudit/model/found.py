@@ -28,7 +28,10 @@ class Found:
     or the first example was a sweep's (minimal as it stands: the plainest case, one edge changed)."""
     swept: bool = False
     audits: int = 0
-    """New audits its shrinking made; at `SHRINK_AUDITS` it stopped there, perhaps short of the minimal."""
+    """New audits its shrinking made."""
+    spent: bool = False
+    """Whether its shrinking spent all it may (`search.explore.SHRINK_COST`) and stopped there, perhaps
+    short of the minimal."""
 
 
 @dataclass

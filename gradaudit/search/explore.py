@@ -7,6 +7,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from gradaudit.limits import LIMIT_EXCEEDED, Limits, check_limits
@@ -284,36 +285,37 @@ class _Search:
                 first.setdefault(kind_of(result), (entry, result))
         return first
 
-    def shrinker(self, kind: FoundKind, number: int, of: int, audits: list[int], cap: int) -> Callable[[dict], None]:
+    def shrinker(self, kind: FoundKind, number: int, of: int, spent: _Shrinking) -> Callable[[dict], None]:
         def shrink(entry: dict) -> None:
             self.outcome.shrinking += 1
             self.on_progress(f"shrinking kind {number} of {of}: {self.outcome.shrinking} scenarios tried")
-            if scenario_text(entry) not in self.judged:
-                if audits[0] >= cap:
-                    return  # out of audits: only scenarios already audited count now, so hypothesis settles
-                audits[0] += 1
+            new = scenario_text(entry) not in self.judged
+            if new:
+                if spent.cost >= SHRINK_COST:
+                    return  # spent: only scenarios already audited count now, so hypothesis settles
+                spent.audits += 1
+                spent.cost += 1
             result = self.evaluate(entry)
+            if new and _timed_out(result):
+                spent.cost += TIMED_OUT_COST - 1
             if result.status != CONSISTENT and kind_of(result) == kind:
                 raise Disagreement(entry, result)
 
         return shrink
 
     def shrunk(self, kind: FoundKind, number: int, of: int, entry: dict, result: ScenarioResult) -> Found:
-        """The kind's plainest scenario: as swept, or shrunk by hypothesis within SHRINK_AUDITS (a kind
-        that timed out within HANGING_SHRINK_AUDITS)."""
+        """The kind's plainest scenario: as swept, or shrunk by hypothesis within SHRINK_COST."""
         from hypothesis import Phase
 
         if scenario_text(entry) in self.swept:
             return Found(kind, entry, result, shrunk=False, swept=True)
         folder = self.database / hashlib.sha256(repr(kind).encode()).hexdigest()[:16] if self.database else None
-        audits = [0]
+        spent = _Shrinking()
         try:
-            hangs = any(f.finding_class == FindingClass.TIMED_OUT for f in result.findings)
-            cap = HANGING_SHRINK_AUDITS if hangs else SHRINK_AUDITS
-            self.run(self.shrinker(kind, number, of, audits, cap), (Phase.reuse, Phase.generate, Phase.shrink), folder)
+            self.run(self.shrinker(kind, number, of, spent), (Phase.reuse, Phase.generate, Phase.shrink), folder)
         except Disagreement as minimal:
-            return Found(kind, minimal.entry, minimal.result, audits=audits[0])
-        return Found(kind, entry, result, shrunk=False, audits=audits[0])
+            return Found(kind, minimal.entry, minimal.result, audits=spent.audits, spent=spent.cost >= SHRINK_COST)
+        return Found(kind, entry, result, shrunk=False, audits=spent.audits, spent=spent.cost >= SHRINK_COST)
 
     def searched(self) -> SearchOutcome:
         first = self.explored()
@@ -329,18 +331,31 @@ class _Search:
         return outcome
 
 
-SHRINK_AUDITS = 60
-"""New audits shrinking one kind may make: past them, hypothesis settles on the smallest scenario of
-the kind audited so far. A count, not seconds, so that a loaded machine shrinks as far as an idle
+SHRINK_COST = 60
+"""What shrinking one kind may spend, in audits: past it, hypothesis settles on the smallest scenario
+of the kind audited so far. A count, not seconds, so that a loaded machine shrinks as far as an idle
 one and the same seed writes the same files."""
+
+TIMED_OUT_COST = 15
+"""What a new audit that timed out counts against SHRINK_COST: it took a whole timeout (and a fresh
+worker), where most audits take a fraction of a second; a kind shrinks through four such at most.
+In a survey of 490 entries, shrinking through hanging scenarios took a third of its time."""
 
 HOPELESS_AUDITS = 200
 """Draws the audit found invalid, none valid, after which a search stops exploring: a space whose
 function rejects whatever it is given would otherwise draw and audit on for thousands."""
 
-HANGING_SHRINK_AUDITS = 4
-"""New audits shrinking a kind that timed out may make: each scenario of the kind tried costs a
-whole timeout, and a survey's hanging kinds spent more time shrinking than all else."""
+
+@dataclass
+class _Shrinking:
+    """What shrinking one kind has spent: new audits, and their cost (SHRINK_COST, TIMED_OUT_COST)."""
+
+    audits: int = 0
+    cost: int = 0
+
+
+def _timed_out(result: ScenarioResult) -> bool:
+    return any(f.finding_class == FindingClass.TIMED_OUT for f in result.findings)
 
 
 class BudgetSpent(Exception):

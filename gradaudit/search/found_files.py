@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gradaudit.model.found import SearchOutcome
 from gradaudit.search.drawing import scenario_text
-from gradaudit.search.explore import SHRINK_AUDITS
+from gradaudit.search.explore import SHRINK_COST, TIMED_OUT_COST
 from gradaudit.search.spaces import SearchSpace
 
 
@@ -53,8 +53,11 @@ def write_found(outcome: SearchOutcome, space: SearchSpace, out: Path, how: str)
         status = found.result.status
         if found.swept:
             shrunk = "as the edge sweep drew it: the plainest case with one edge changed"
-        elif found.shrunk and found.audits >= SHRINK_AUDITS:
-            shrunk = f"shrunk by hypothesis until its {SHRINK_AUDITS} audits were spent (perhaps short of minimal)"
+        elif found.shrunk and found.spent:
+            shrunk = (
+                f"shrunk by hypothesis until its {SHRINK_COST} audits were spent, one that timed out counting "
+                f"{TIMED_OUT_COST} (perhaps short of minimal)"
+            )
         elif found.shrunk:
             shrunk = "shrunk by hypothesis to this minimal scenario"
         else:
