@@ -325,7 +325,9 @@ class WorkerRun:
     A batch whose worker dies or times out sends its unfinished scenarios back to the queue, one
     literal batch each, except the scenario it was on (for a group, its first unfinished one): retried
     once in a fresh worker if it died, then `listener.failure(scenario, Failure(...))`; one past
-    `options.timeout` (counted from the batch's previous result) gets a timeout failure at once.
+    `options.timeout` (counted from the batch's previous result) gets a timeout failure at once. A
+    screen batch's members, each computed on its own, go back as screen batches of one, where one
+    that fails is to blame as a literal batch's is (a search's screen is confirmed later).
     """
 
     def __init__(
@@ -422,9 +424,15 @@ class WorkerRun:
         if not worker.ready:
             self.queue.insert(0, (worker.engine, tuple((index, scenarios[index]) for index in unfinished)))
             return
+        if worker.engine == SCREEN and len(unfinished) > 1:
+            # Members of a screen batch are each computed on their own, but which one it was on the
+            # parent cannot tell: each is screened again alone, and one that fails alone is to blame.
+            for index in reversed(unfinished):
+                self.queue.insert(0, (SCREEN, ((index, scenarios[index]),)))
+            return
         for position, index in enumerate(unfinished):
-            alone = (LITERAL, ((index, scenarios[index]),))
-            if worker.engine in (GROUP, BUNDLE, SCREEN):  # computed together: none is to blame, each goes on alone
+            alone = (SCREEN if worker.engine == SCREEN else LITERAL, ((index, scenarios[index]),))
+            if worker.engine in (GROUP, BUNDLE):  # computed together: none is to blame, each goes on alone
                 if self.listener.left is not None:
                     self.listener.left(index, f"its {worker.engine}'s worker {reason}")
                 self.queue.insert(0, alone)

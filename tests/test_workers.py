@@ -448,3 +448,39 @@ def test_a_search_screens_a_function_that_loops_only_when_batched_in_moments(tmp
     finally:
         pool.close()
     assert [(r.status, r.method, r.notes) for r in screened] == [("consistent", "group", ())] * 4
+
+
+HANGS_AT = """import jax.numpy as jnp
+from jax import lax
+
+
+def f(x):
+    # Loops for ever at x == 2.5 (v + 1 == v once v is large), under jit as eagerly.
+    start = lax.stop_gradient(jnp.where(x == 2.5, 1.0, -1.0))
+    return x * x - jnp.sign(lax.while_loop(lambda v: v > 0, lambda v: v + 1, start))
+"""
+
+
+def test_a_screen_batch_that_hangs_blames_its_hanging_member_and_screens_the_others(tmp_path, monkeypatch):
+    """A search screens a sweep as one batch; one member hangs: it is a timeout of its own, and the
+    others are screened as they would have been without it (by the group engine, not the literal)."""
+    from gradaudit.model.options import Options
+    from gradaudit.service import isolated
+    from gradaudit.sources.scenario_files import load_text
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "hangs_at.py").write_text(HANGS_AT)
+    rows = "".join(
+        f"  - {{name: s{k}, fn: 'hangs_at:f', inputs: [{{dtype: float32, value: {k}.5}}]}}\n" for k in range(6)
+    )
+    scenarios, errors = load_text("scenarios:\n" + rows, "s.yaml")
+    assert not errors
+    pool = isolated(Options(jobs=1, timeout=5.0, cache=None))
+    try:
+        screened = list(pool.screen_all(scenarios))
+    finally:
+        pool.close()
+    assert [r.status for r in screened] == ["consistent"] * 2 + ["error"] + ["consistent"] * 3
+    assert screened[2].findings[0].message.startswith("timed out after 5 s")
+    assert [r.method for k, r in enumerate(screened) if k != 2] == ["group"] * 5
