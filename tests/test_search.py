@@ -470,9 +470,9 @@ def test_a_search_whose_function_rejects_everything_stops_and_says_so():
 
 @pytest.mark.parametrize("hangs", [True, False])
 def test_shrinking_through_scenarios_that_time_out_tries_few_each_costing_a_timeout(hangs):
-    """A new audit that timed out counts TIMED_OUT_COST against what shrinking one kind may spend: a
-    kind that timed out, or one whose shrinking meets scenarios that time out, tries at most four of
-    them, where shrinking through quick audits goes on."""
+    """A new audit that timed out counts TIMED_OUT_COST against what shrinking one kind may spend, and
+    so does every audit shrinking a kind that timed out: either tries at most four scenarios that time
+    out, where shrinking through quick audits goes on."""
     from gradaudit.model.findings import CONSISTENT, ERROR, MISMATCH, RAISED, Finding, FindingClass
     from gradaudit.model.paths import JACREV, VALUE
     from gradaudit.model.results import ScenarioResult
@@ -506,6 +506,8 @@ def test_shrinking_through_scenarios_that_time_out_tries_few_each_costing_a_time
     drawn = [found for found in outcome.found if not found.swept]
     assert drawn, "a draw, not the sweep, found a kind"
     met = {kind: n for kind, n in timeouts.items() if kind}
-    assert met, (timeouts, [(f.audits, f.shrunk, f.swept) for f in outcome.found])
+    assert hangs or met, "shrinking met scenarios that time out"
     assert all(n <= SHRINK_COST // TIMED_OUT_COST for n in met.values()), met
+    # A kind that timed out spends TIMED_OUT_COST an audit; one shrinking through quick audits goes on.
+    assert not hangs or all(found.audits <= SHRINK_COST // TIMED_OUT_COST for found in drawn)
     assert hangs or any(found.audits > SHRINK_COST // TIMED_OUT_COST for found in drawn)

@@ -285,7 +285,9 @@ class _Search:
                 first.setdefault(kind_of(result), (entry, result))
         return first
 
-    def shrinker(self, kind: FoundKind, number: int, of: int, spent: _Shrinking) -> Callable[[dict], None]:
+    def shrinker(self, kind: FoundKind, number: int, of: int, spent: _Shrinking, each: int) -> Callable[[dict], None]:
+        """Hypothesis's test while shrinking `kind`: each new audit costs `each`, TIMED_OUT_COST if it timed out."""
+
         def shrink(entry: dict) -> None:
             self.outcome.shrinking += 1
             self.on_progress(f"shrinking kind {number} of {of}: {self.outcome.shrinking} scenarios tried")
@@ -294,17 +296,18 @@ class _Search:
                 if spent.cost >= SHRINK_COST:
                     return  # spent: only scenarios already audited count now, so hypothesis settles
                 spent.audits += 1
-                spent.cost += 1
+                spent.cost += each
             result = self.evaluate(entry)
             if new and _timed_out(result):
-                spent.cost += TIMED_OUT_COST - 1
+                spent.cost += TIMED_OUT_COST - each
             if result.status != CONSISTENT and kind_of(result) == kind:
                 raise Disagreement(entry, result)
 
         return shrink
 
     def shrunk(self, kind: FoundKind, number: int, of: int, entry: dict, result: ScenarioResult) -> Found:
-        """The kind's plainest scenario: as swept, or shrunk by hypothesis within SHRINK_COST."""
+        """The kind's plainest scenario: as swept, or shrunk by hypothesis within SHRINK_COST (a kind
+        that timed out: each of its audits may cost a timeout, so each counts TIMED_OUT_COST)."""
         from hypothesis import Phase
 
         if scenario_text(entry) in self.swept:
@@ -312,7 +315,9 @@ class _Search:
         folder = self.database / hashlib.sha256(repr(kind).encode()).hexdigest()[:16] if self.database else None
         spent = _Shrinking()
         try:
-            self.run(self.shrinker(kind, number, of, spent), (Phase.reuse, Phase.generate, Phase.shrink), folder)
+            each = TIMED_OUT_COST if _timed_out(result) else 1
+            test = self.shrinker(kind, number, of, spent, each)
+            self.run(test, (Phase.reuse, Phase.generate, Phase.shrink), folder)
         except Disagreement as minimal:
             return Found(kind, minimal.entry, minimal.result, audits=spent.audits, spent=spent.cost >= SHRINK_COST)
         return Found(kind, entry, result, shrunk=False, audits=spent.audits, spent=spent.cost >= SHRINK_COST)
@@ -337,9 +342,10 @@ of the kind audited so far. A count, not seconds, so that a loaded machine shrin
 one and the same seed writes the same files."""
 
 TIMED_OUT_COST = 15
-"""What a new audit that timed out counts against SHRINK_COST: it took a whole timeout (and a fresh
-worker), where most audits take a fraction of a second; a kind shrinks through four such at most.
-In a survey of 490 entries, shrinking through hanging scenarios took a third of its time."""
+"""What a new audit that timed out counts against SHRINK_COST, and any new audit shrinking a kind that
+timed out: it takes (or may take) a whole timeout and a fresh worker, where most audits take a
+fraction of a second; shrinking tries four such at most. In a survey of 490 entries, shrinking
+through hanging scenarios took a third of its time."""
 
 HOPELESS_AUDITS = 200
 """Draws the audit found invalid, none valid, after which a search stops exploring: a space whose
