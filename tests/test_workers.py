@@ -426,27 +426,32 @@ def looped(x):
 """
 
 
-def test_a_search_screens_a_function_that_loops_only_when_batched_in_moments(tmp_path, monkeypatch):
-    """A search's screen evaluates a group's finite-difference points one call each, as the function
-    is called: one that loops for ever only when vmapped (lax.cond runs both branches) is screened by
-    the group engine within the timeout, not handed to the literal engine after it."""
+def _screened_in_a_worker(folder, monkeypatch, module: str, source: str, count: int, timeout: float) -> list:
+    """`module:f` at 0.5, 1.5, ... (`count` scenarios) screened as a search screens them, in one worker."""
     from gradaudit.model.options import Options
     from gradaudit.service import isolated
     from gradaudit.sources.scenario_files import load_text
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "branchy.py").write_text(BRANCHY)
+    monkeypatch.chdir(folder)
+    monkeypatch.syspath_prepend(str(folder))
+    (folder / f"{module}.py").write_text(source)
     rows = "".join(
-        f"  - {{name: s{k}, fn: 'branchy:f', inputs: [{{dtype: float32, value: {k}.5}}]}}\n" for k in range(4)
+        f"  - {{name: s{k}, fn: '{module}:f', inputs: [{{dtype: float32, value: {k}.5}}]}}\n" for k in range(count)
     )
     scenarios, errors = load_text("scenarios:\n" + rows, "s.yaml")
     assert not errors
-    pool = isolated(Options(jobs=1, timeout=20.0, cache=None))
+    pool = isolated(Options(jobs=1, timeout=timeout, cache=None))
     try:
-        screened = list(pool.screen_all(scenarios))
+        return list(pool.screen_all(scenarios))
     finally:
         pool.close()
+
+
+def test_a_search_screens_a_function_that_loops_only_when_batched_in_moments(tmp_path, monkeypatch):
+    """A search's screen evaluates a group's finite-difference points one call each, as the function
+    is called: one that loops for ever only when vmapped (lax.cond runs both branches) is screened by
+    the group engine within the timeout, not handed to the literal engine after it."""
+    screened = _screened_in_a_worker(tmp_path, monkeypatch, "branchy", BRANCHY, 4, timeout=20.0)
     assert [(r.status, r.method, r.notes) for r in screened] == [("consistent", "group", ())] * 4
 
 
@@ -464,23 +469,7 @@ def f(x):
 def test_a_screen_batch_that_hangs_blames_its_hanging_member_and_screens_the_others(tmp_path, monkeypatch):
     """A search screens a sweep as one batch; one member hangs: it is a timeout of its own, and the
     others are screened as they would have been without it (by the group engine, not the literal)."""
-    from gradaudit.model.options import Options
-    from gradaudit.service import isolated
-    from gradaudit.sources.scenario_files import load_text
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "hangs_at.py").write_text(HANGS_AT)
-    rows = "".join(
-        f"  - {{name: s{k}, fn: 'hangs_at:f', inputs: [{{dtype: float32, value: {k}.5}}]}}\n" for k in range(6)
-    )
-    scenarios, errors = load_text("scenarios:\n" + rows, "s.yaml")
-    assert not errors
-    pool = isolated(Options(jobs=1, timeout=5.0, cache=None))
-    try:
-        screened = list(pool.screen_all(scenarios))
-    finally:
-        pool.close()
+    screened = _screened_in_a_worker(tmp_path, monkeypatch, "hangs_at", HANGS_AT, 6, timeout=5.0)
     assert [r.status for r in screened] == ["consistent"] * 2 + ["error"] + ["consistent"] * 3
     assert screened[2].findings[0].message.startswith("timed out after 5 s")
     assert [r.method for k, r in enumerate(screened) if k != 2] == ["group"] * 5
