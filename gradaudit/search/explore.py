@@ -344,8 +344,7 @@ one and the same seed writes the same files."""
 TIMED_OUT_COST = 15
 """What a new audit that timed out counts against SHRINK_COST, and any new audit shrinking a kind that
 timed out: it takes (or may take) a whole timeout and a fresh worker, where most audits take a
-fraction of a second; shrinking tries four such at most. In a survey of 490 entries, shrinking
-through hanging scenarios took a third of its time."""
+fraction of a second; shrinking tries four such at most (docs/survey.md, "Isolation")."""
 
 HOPELESS_AUDITS = 200
 """Draws the audit found invalid, none valid, after which a search stops exploring: a space whose
