@@ -29,8 +29,10 @@ def test_a_fingerprint_gives_its_class_kind_paths_without_binding_and_form():
         "raised",
         "raised",
         ("jacrev", "jit_jacrev"),
-        "",
+        "IndexError",
     )
+    assert parse_fingerprint("raised:raised:jacfwd+jacfwd:const:TypeError")[2:] == (("jacfwd",), "TypeError")
+    assert parse_fingerprint("raised:raised:jacfwd+jit_jacfwd:const")[3] == ""
 
 
 def test_regimes_are_read_from_the_values():
@@ -48,7 +50,7 @@ def test_regimes_are_read_from_the_values():
 
 def test_kinds_of_one_mechanism_are_one_defect_and_defects_rank_by_class():
     found = [
-        # one function met through its entries with one, two and three cases, in one class and regime
+        # one function met through its entries with one, two and three cases, in one class, form and regime
         _variant("lax.select_n", "a.yaml", regime="an integer at its dtype's limit", size=2),
         _variant("lax.select_n.2", "b.yaml", regime="an integer at its dtype's limit", paths=("jacfwd", "jacrev")),
         # the same function in another regime is another defect
@@ -78,6 +80,42 @@ def test_kinds_of_one_mechanism_are_one_defect_and_defects_rank_by_class():
         == "wrong derivatives, eager/jit splits and NaN leaks at NaN, inf or next to the largest float"
     )
     assert files.index(["c.yaml"]) > files.index(["f.yaml"]) and files.index(["c.yaml"]) < len(files) - 1
+
+
+def test_a_defect_met_at_zero_and_at_a_subnormal_or_lost_and_sent_nowhere_is_one_defect():
+    grouped = group(
+        [
+            # one function: shrinking on another seed lands at a subnormal, words a lost derivative as routing
+            _variant("numpy.arctan2", "zero.yaml", wrong="zero"),
+            _variant("numpy.arctan2", "subnormal.yaml", wrong="nowhere", regime="a subnormal input", size=2),
+            # constant factors of different sizes are one form: wrong values
+            _variant("numpy.ldexp", "half.yaml", wrong="x0.5", regime="an integer at its dtype's limit"),
+            _variant("numpy.ldexp", "other.yaml", wrong="value", regime="an index out of range"),
+            # but NaN where a number belongs is another form, and a large input another neighbourhood
+            _variant("numpy.arctan2", "nan.yaml", wrong="nan"),
+            _variant("numpy.arctan2", "large.yaml", wrong="zero", regime="a large finite input (1e10 or more)"),
+        ]
+    )
+    files = sorted(sorted(v.file for v in d.variants) for d in grouped)
+    assert files == [["half.yaml", "other.yaml"], ["large.yaml"], ["nan.yaml"], ["subnormal.yaml", "zero.yaml"]]
+    near_zero = next(d for d in grouped if "zero.yaml" in {v.file for v in d.variants})
+    assert near_zero.plainest.file == "subnormal.yaml" and near_zero.plainest.regime == "a subnormal input"
+
+
+def test_functions_join_a_defect_through_the_primitive_most_of_them_share_never_a_chain():
+    found = [
+        _variant("scipy.special.xlogy", "a.yaml", primitives=frozenset({"log", "add"})),
+        _variant("numpy.power", "b.yaml", primitives=frozenset({"log", "pow"})),
+        _variant("lax.pow", "c.yaml", primitives=frozenset({"pow"})),
+        _variant("numpy.float_power", "d.yaml", primitives=frozenset({"pow", "convert_element_type"})),
+    ]
+    grouped = group(found)
+    files = sorted(sorted(v.file for v in d.variants) for d in grouped)
+    assert files == [["a.yaml"], ["b.yaml", "c.yaml", "d.yaml"]]  # not one defect through log and then pow
+    (joined,) = [d for d in grouped if len(d.variants) == 3]
+    assert joined.shared_primitives() == {"pow"}
+    # the order the kinds come in does not change the defects
+    assert sorted(sorted(v.file for v in d.variants) for d in group(found[::-1])) == files
 
 
 def test_defects_in_ordinary_regimes_outrank_those_at_ieee_edges():
@@ -179,3 +217,33 @@ def test_the_survey_schema_names_every_heading_a_defect_ranks_under():
 
     severities = schema("gradaudit.survey/1")["properties"]["defects"]["items"]["properties"]["severity"]["enum"]
     assert severities == list(defects.HEADINGS)
+
+
+def test_the_form_a_defect_keeps_sets_constant_factors_and_routings_aside_but_not_what_was_raised():
+    assert [defects.form_of(w) for w in ("nowhere", "zero", "x1.5e+30", "x-1", "elsewhere", "mixed", "value")] == [
+        "zero",
+        "zero",
+        *["value"] * 5,
+    ]
+    assert [defects.form_of(w) for w in ("nan", "inf", "TypeError", "")] == ["nan", "inf", "TypeError", ""]
+
+
+def test_what_a_path_raised_is_one_defect_wherever_the_inputs_were_and_its_words_tell_errors_apart():
+    loop = "jacrev and jit(jacrev) raised ValueError: Reverse-mode differentiation does not work for lax.while_loop"
+    grouped = group(
+        [
+            _variant("lax.linalg.qdwh", "a.yaml", finding_class="raised", wrong="ValueError", message=loop),
+            _variant("lax.linalg.qdwh", "b.yaml", "raised", wrong="ValueError", regime="ordinary inputs", message=loop),
+            _variant(
+                "lax.linalg.qdwh",
+                "c.yaml",
+                "raised",
+                wrong="ValueError",
+                message="jacfwd raised ValueError: The precision 'F16_F16_F32' is not supported",
+            ),
+        ]
+    )
+    assert sorted(sorted(v.file for v in d.variants) for d in grouped) == [["a.yaml", "b.yaml"], ["c.yaml"]]
+    assert defects.error_words("jacfwd raised TypeError: log1p cannot take shape (3, 3) in int32.\nmore") == (
+        "TypeError: log1p cannot take shape (N, N) in int32."
+    )

@@ -27,8 +27,9 @@ def defects_markdown(document: dict, relative_to: Path | None = None) -> str:
         "",
         f"JAX {environment['jax']} ({environment['backend']}), rule `{environment['rule']}`, budget "
         f"{document['budget']}, seed {document['seed']}: {len(document['functions'])} function entries, {kinds} kinds "
-        f"of disagreement, {len(defects)} defects. A defect is the kinds of one function in one class and regime, "
-        "or of several functions alike in class, paths, form and regime that share a primitive (docs/survey.md). "
+        f"of disagreement, {len(defects)} defects. A defect is the kinds of one function alike in class, form of the "
+        "wrong value and neighbourhood of regimes, or of several functions alike in those that lower to one "
+        "primitive, the one most of them share (docs/survey.md). "
         "Reproduce one with `gradaudit run FILE`, or run its script with plain JAX.",
     ]
     heading = None

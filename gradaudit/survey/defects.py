@@ -2,10 +2,10 @@
 
 A kind is what a search tells apart (a status and its findings' signatures); many kinds are one
 defect met in several places: select_n out of range with one, two and three cases, a narrow index
-read wrongly through `x[i]` and `dynamic_slice`. Two kinds are one defect when their mechanism is the
-same (the class of their most severe finding, whether it is routing or a disagreement, the paths
-that part ignoring how fixed inputs were bound, the form of the wrong value, and the regime of the
-inputs that showed it) and they are the same function or share a primitive that is not plumbing.
+read wrongly through `x[i]` and `dynamic_slice`. Kinds are one defect when they are alike in the
+class of their most severe finding, the form of its wrong value and the neighbourhood of the regime
+that showed it, and they are the same function or lower to one primitive that is not plumbing
+(`group`: the primitive most of them share, never a chain of pairwise likenesses).
 Defects rank by class (crashes, then wrong derivatives at finite inputs, eager/jit splits, NaN
 leaking into finite results, then the rest), then by how many functions show them.
 
@@ -16,6 +16,7 @@ grouped as one survey's is.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,38 @@ of four of its dtype's largest: ranked after every one in ordinary regimes (IEEE
 edges, inf - inf and overflow, is where most of them come from), before the rest."""
 AT_NON_FINITE_CLASSES = (FindingClass.WRONG.value, FindingClass.EAGER_JIT.value, FindingClass.LEAK.value)
 
+NEIGHBOURHOODS = {
+    "an exact zero": "at or near zero",
+    "a subnormal input": "at or near zero",
+    "a tiny nonzero input (1e-10 or less)": "at or near zero",
+    "an integer at its dtype's limit": "an integer at or past a limit",
+    "an index out of range": "an integer at or past a limit",
+    "a negative index": "an integer at or past a limit",
+}
+"""Regimes that are one place for a rule: shrinking lands a defect at zero on one seed and at a
+subnormal on another, a narrow index at its dtype's limit or past the axis; every other regime is
+its own neighbourhood."""
+
+
+def form_of(wrong: str) -> str:
+    """The form of a wrong value a defect keeps wherever it is met: a derivative lost (`zero`, or a
+    routing that sends it `nowhere`), `nan`, `inf`, some other value (a constant factor `x<r>`, a
+    routing `elsewhere` or `mixed`, `value`: numbers that differ from one shrunk input to another),
+    or the type of what a path raised."""
+    if wrong in ("zero", "nowhere"):
+        return "zero"
+    if wrong in ("elsewhere", "mixed", "value") or re.fullmatch(r"x-?[0-9.e+-]+", wrong):
+        return "value"
+    return wrong
+
+
+def error_words(message: str) -> str:
+    """What a finding says was raised, without the paths that raised it or the numbers in it: one error
+    met through different paths, shapes or dtypes."""
+    said = message.split(" raised ", 1)[1].strip().splitlines()[0]
+    return re.sub(r"\b[0-9]+(?:\.[0-9]+)?\b", "N", said)
+
+
 HEADINGS = (*dict.fromkeys(SEVERITY.values()), AT_NON_FINITE, "the rest")
 """The headings in rank order."""
 
@@ -111,15 +144,22 @@ class Variant:
     """Its leading finding as the report words it (numbers first)."""
 
     @property
-    def mechanism(self) -> tuple[str, str, tuple[str, ...], str, str]:
-        return self.finding_class, self.kind, self.paths, self.wrong, self.regime
+    def neighbourhood(self) -> str:
+        return NEIGHBOURHOODS.get(self.regime, self.regime)
 
-    def same_defect(self, other: Variant) -> bool:
-        """One function in one class and regime (its kinds are the findings the defect shows there, in
-        whichever combination); or the whole mechanism alike and a primitive that is not plumbing shared."""
-        if _base(self.function) == _base(other.function):
-            return (self.finding_class, self.regime) == (other.finding_class, other.regime)
-        return self.mechanism == other.mechanism and bool((self.primitives & other.primitives) - PLUMBING)
+    @property
+    def place(self) -> tuple[str, str, str, str]:
+        """What one function's kinds of one defect share: shrinking the same defect on another seed may
+        reach other paths (jacrev alone, or with jacfwd), never another class, form or neighbourhood. What a
+        path raised is its error's words, wherever the inputs were: a rule that is missing or refuses a
+        loop raises when it is traced, whatever the values."""
+        if self.finding_class == FindingClass.RAISED.value and " raised " in self.message:
+            return _base(self.function), self.finding_class, error_words(self.message), ""
+        return _base(self.function), self.finding_class, form_of(self.wrong), self.neighbourhood
+
+    @property
+    def culprits(self) -> frozenset[str]:
+        return self.primitives - PLUMBING
 
 
 @dataclass
@@ -177,7 +217,8 @@ _CLASS_VALUES = {c.value for c in CLASSES}
 
 
 def parse_fingerprint(fingerprint: str) -> tuple[str, str, tuple[str, ...], str]:
-    """(class, kind, paths without their binding, form of the wrong value) of a finding's fingerprint."""
+    """(class, kind, paths without their binding, form of the wrong value) of a finding's fingerprint;
+    a raised finding's form is the type of what it raised."""
     head, *rest = fingerprint.split("|")
     finding_class, _, tail = head.partition(":")
     if finding_class not in _CLASS_VALUES:
@@ -186,7 +227,8 @@ def parse_fingerprint(fingerprint: str) -> tuple[str, str, tuple[str, ...], str]
     # paths are `+`-joined, each perhaps with its binding's `:const`; a raised finding ends in `:ErrorType`
     names = [name.split(":")[0] for name in paths_text.split("+")]
     paths = tuple(sorted(set(names)))
-    wrong = rest[0] if rest and "/" not in rest[0] else ""
+    raised = paths_text.rsplit(":", 1)[1] if ":" in paths_text and not paths_text.endswith(":const") else ""
+    wrong = rest[0] if rest and "/" not in rest[0] else raised
     return finding_class, kind, paths, wrong
 
 
@@ -333,25 +375,35 @@ def variants(document: dict) -> list[Variant]:
 
 
 def group(found: Sequence[Variant]) -> list[Defect]:
-    """Variants that are one defect (`Variant.same_defect`, joined transitively), ranked."""
-    parent = list(range(len(found)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    by_class: dict[str, list[int]] = {}
-    for index, variant in enumerate(found):
-        by_class.setdefault(variant.finding_class, []).append(index)
-    for members in by_class.values():
-        for a, b in ((a, b) for n, a in enumerate(members) for b in members[n + 1 :]):
-            if found[a].same_defect(found[b]):
-                parent[root(a)] = root(b)
-    defects: dict[int, Defect] = {}
-    for index, variant in enumerate(found):
-        defects.setdefault(root(index), Defect()).variants.append(variant)
+    """Variants that are one defect, ranked: one function's kinds at one place (`Variant.place`), and
+    the places of several functions alike in class, form and neighbourhood that lower to one primitive
+    beyond plumbing, the culprit. The primitive most of a class's functions share is taken first, and
+    a place joins one culprit only, so no chain of pairwise likenesses (a with b through `log`, b with
+    c through `pow`) makes one defect of functions that share nothing."""
+    culprits: dict[tuple, frozenset[str]] = {}
+    for variant in found:
+        culprits[variant.place] = culprits.get(variant.place, frozenset()) | variant.culprits
+    owner: dict[tuple, tuple] = {place: place for place in culprits}
+    alike: dict[tuple, list[tuple]] = {}
+    for place in culprits:
+        alike.setdefault(place[1:], []).append(place)
+    for places in alike.values():
+        free = set(places)
+        while True:
+            holders: dict[str, set[tuple]] = {}
+            for place in free:
+                for primitive in culprits[place]:
+                    holders.setdefault(primitive, set()).add(place)
+            best = min(holders, key=lambda p: (-len({place[0] for place in holders[p]}), p), default=None)
+            if best is None or len({place[0] for place in holders[best]}) < 2:
+                break
+            first = min(holders[best])
+            for place in holders[best]:
+                owner[place] = first
+            free -= holders[best]
+    defects: dict[tuple, Defect] = {}
+    for variant in found:
+        defects.setdefault(owner[variant.place], Defect()).variants.append(variant)
     return sorted(defects.values(), key=Defect.sort_key)
 
 
