@@ -32,11 +32,21 @@ from gradaudit.model.results import ScenarioResult, lightened
 from gradaudit.model.scenario import Scenario
 
 DONE = "done"
+POISONED = "poisoned"
+"""A worker's last message instead of DONE where a time limit fired inside it (`literal.Expiry`): XLA
+still runs what the limit interrupted, so it computes nothing more; its batch's scenarios it did not
+answer go to a fresh worker, one batch each, and are not blamed (the one at fault fails again alone)."""
 READY = "ready"
 """A worker's first message, once JAX is imported and its backend started: a scenario's timeout
 counts from then, so that a worker's start-up (seconds) is never blamed on the scenario it was given."""
 STARTUP_SECONDS = 120.0
 """Seconds a worker may take to start (import JAX, start the backend) before it counts as hung."""
+
+GRACE_SECONDS = 1.0
+"""How much longer than the timeout a worker's scenario may take before the parent kills the worker:
+the worker's own time limit fires first where it can (Python code, a wait on XLA), answering with
+the scenario's timeout and what it had computed, and saying POISONED; the parent's kill is for code
+that no signal interrupts."""
 
 START_TRIES = 3
 """Worker starts in a row that may fail (die or hang before READY) before a run stops trying: each
@@ -67,7 +77,8 @@ ahead of loading would otherwise miss the scenario folders (and any variables) l
 def _serve(connection: Connection) -> None:
     """The worker's loop: import JAX, receive the run's Settings (a worker started ahead of its
     run waits here), say READY, then receive (engine, Batch) and send back (index, result, time
-    spent) per scenario, then DONE; the result is None, or why (a str), for one left to another engine.
+    spent) per scenario, then DONE (or POISONED, and it exits); the result is None, or why (a str), for
+    one left to another engine.
     Ctrl-C is the run's to handle: it stops its workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import jax
@@ -75,7 +86,7 @@ def _serve(connection: Connection) -> None:
     from gradaudit.engines.base import Engine
     from gradaudit.engines.bundle import BundleEngine
     from gradaudit.engines.group import GroupEngine
-    from gradaudit.engines.literal import LiteralEngine
+    from gradaudit.engines.literal import Expiry, LiteralEngine
     from gradaudit.jaxenv import JaxEvents, devices_named, select_n_rule, use_cache_config
     from gradaudit.judging.assess import assess_all, one_story
     from gradaudit.refereeing import refereed_all
@@ -88,6 +99,7 @@ def _serve(connection: Connection) -> None:
     if settings is None:
         return
     options, device_names, cache, lighten, path, environ = settings
+    Expiry.worker = True
     sys.path[:] = path
     for name in set(os.environ) - set(environ):
         del os.environ[name]
@@ -132,11 +144,18 @@ def _serve(connection: Connection) -> None:
                 answered.add(position)
                 sent = (lightened(result) if lighten else result) if kept else None
                 connection.send((batch[position][0], sent, spent))
+                if Expiry.fired:
+                    break
+            if Expiry.fired and engine in (LITERAL, SCREEN):
+                connection.send(POISONED)  # its unanswered scenarios are the parent's to give a fresh worker
+                return
             fallen = bundle.fallen
             for position in sorted(set(range(len(batch))) - answered):
                 connection.send((batch[position][0], fallen.get(position) if engine == BUNDLE else None, events.take()))
             fallen.clear()
-            connection.send(DONE)
+            connection.send(POISONED if Expiry.fired else DONE)
+            if Expiry.fired:
+                return
 
 
 CRASHED, ANSWER = "crashed", "answer"
@@ -199,9 +218,11 @@ class _Worker:
                 pass
 
     def limit(self, timeout: float | None) -> float | None:
-        """Seconds its current scenario may still take from `started`: the timeout, or while it
-        starts up, the longer of that and STARTUP_SECONDS."""
-        return timeout if self.ready else max(timeout or 0.0, STARTUP_SECONDS)
+        """Seconds its current scenario may still take from `started`: the timeout and GRACE_SECONDS,
+        or while it starts up, the longer of that and STARTUP_SECONDS."""
+        if timeout is None:
+            return None if self.ready else STARTUP_SECONDS
+        return timeout + GRACE_SECONDS if self.ready else max(timeout, STARTUP_SECONDS)
 
     def heard_ready(self) -> None:
         self.ready, self.started = True, time.monotonic()
@@ -229,6 +250,8 @@ class _Worker:
         if message == DONE:
             self.batch = None
             return Heard(DONE)
+        if message == POISONED:
+            return Heard(POISONED)
         index, answer, spent = message
         self.pending.discard(index)
         self.started = time.monotonic()
@@ -390,6 +413,8 @@ class WorkerRun:
     def _heard(self, worker: _Worker, heard: Heard) -> None:
         if heard.what == CRASHED:
             self._lost(worker, heard.why, timed_out=False)
+        elif heard.what == POISONED:
+            self._poisoned(worker)
         elif heard.what == READY:
             self.failed_starts = 0
         elif heard.what == ANSWER:
@@ -404,6 +429,22 @@ class WorkerRun:
                     why = f"retried in a fresh worker: the first one {self.retried[heard.index]}"
                     result = replace(result, notes=(*result.notes, Note(message=why)))
                 self.listener.notify(heard.index, result)
+
+    def _poisoned(self, worker: _Worker) -> None:
+        """A time limit fired in the worker (POISONED): a fresh one takes its place, and its scenarios
+        it did not answer go back one batch each, blaming none; the only one of a batch of one is the
+        one that ran past the limit."""
+        batch = worker.batch
+        assert batch is not None, "only a busy worker says POISONED"
+        worker.stop()
+        self.workers[self.workers.index(worker)] = _Worker(self.context, self.settings)
+        unfinished = [index for index, _ in batch if index in worker.pending]
+        if len(batch) == 1 and unfinished:
+            (index,) = unfinished
+            self.listener.notify(index, self.listener.failure(self.scenarios[index], _timed_out(self.options.timeout)))
+            return
+        for index in reversed(unfinished):
+            self.queue.insert(0, (worker.engine, ((index, self.scenarios[index]),)))
 
     def _lost(self, worker: _Worker, reason: str, timed_out: bool) -> None:
         """The worker's batch did not finish: the scenario it was on (the first unfinished, as a batch
@@ -526,6 +567,9 @@ class IsolatedAuditor:
                 if heard.why == "timed out":
                     return assess(scenario, failed(_timed_out(timeout), timeout or 0.0), self.options.tolerance)
                 return assess(scenario, failed(Failure(heard.why, CRASH_ERROR), 0.0), self.options.tolerance)
+            if heard.what == POISONED:
+                self.close()  # a time limit fired in it (`literal.Expiry`): the next scenario gets a fresh one
+                return result or assess(scenario, failed(_timed_out(timeout), timeout or 0.0), self.options.tolerance)
             if heard.what == DONE:
                 assert result is not None, (
                     "the literal and screen engines answer every scenario, and the worker keeps their results"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from gradaudit.engines.group import GroupEngine
-from gradaudit.engines.literal import LiteralEngine
+from gradaudit.engines.literal import LiteralEngine, stop_computing
 from gradaudit.judging.assess import assess
 from gradaudit.model.computed import Computed
 from gradaudit.model.results import ScenarioResult
@@ -41,8 +41,12 @@ class ScreenEngine:
             for batch in self.quick.run(chunk):
                 for position, computed in batch:
                     settled.add(position)
+                    if stop_computing():
+                        return
                     yield start + position, self._judged(chunk[position], computed)
             for position, scenario in enumerate(chunk):
+                if stop_computing():
+                    return  # a time limit fired in this worker: the rest are screened in a fresh one
                 if position not in settled:
                     yield start + position, self._judged(scenario, None)
 

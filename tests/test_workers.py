@@ -473,3 +473,45 @@ def test_a_screen_batch_that_hangs_blames_its_hanging_member_and_screens_the_oth
     assert [r.status for r in screened] == ["consistent"] * 2 + ["error"] + ["consistent"] * 3
     assert screened[2].findings[0].message.startswith("timed out after 5 s")
     assert [r.method for k, r in enumerate(screened) if k != 2] == ["group"] * 5
+
+
+SLEEPS_AT = """import os
+import time
+from pathlib import Path
+
+import jax
+
+
+def f(x):
+    concrete = not isinstance(x, jax.core.Tracer)
+    if concrete:
+        with Path(__file__).with_name('pids').open('a') as pids:
+            pids.write(f'{float(x)} {os.getpid()}\\n')
+    if concrete and float(x) == 2.5:
+        time.sleep(120)  # called eagerly at 2.5: runs past any timeout
+    return x * x
+"""
+
+
+def test_a_worker_whose_own_time_limit_fired_is_replaced_and_blames_no_other_scenario(tmp_path):
+    """A scenario's time limit interrupts Python, not what XLA runs for it, which then holds up every
+    later computation in that process; so a worker where a limit fired takes no further scenario: the
+    one that ran past it is timed out, the next is audited by a fresh worker and is consistent."""
+    (tmp_path / "sleeps_at.py").write_text(SLEEPS_AT)
+    path = write_yaml(
+        tmp_path,
+        "s.yaml",
+        """
+        scenarios:
+          - {name: sleeps, fn: "sleeps_at:f", inputs: [{dtype: float32, value: 2.5}]}
+          - {name: after, fn: "sleeps_at:f", inputs: [{dtype: float32, value: 3.5}]}
+        """,
+    )
+    result = run_cli("run", str(path), "--jobs", "1", "--timeout", "3", "--json", "-", "--no-cache")
+    by_name = {r["name"]: r for r in result.json()["results"]}
+    assert by_name["sleeps"]["status"] == "error", by_name["sleeps"]
+    assert by_name["sleeps"]["findings"][0]["message"].startswith("timed out after 3 s")
+    assert by_name["after"]["status"] == "consistent"
+    calls = [line.split() for line in (tmp_path / "pids").read_text().splitlines()]
+    slept = {pid for value, pid in calls if value == "2.5"}
+    assert slept and not slept & {pid for value, pid in calls if value == "3.5"}

@@ -33,7 +33,7 @@ import numpy as np
 
 from gradaudit import function_caches
 from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, Recorded, assembled
-from gradaudit.engines.literal import ScenarioTimeout, steps, time_limit
+from gradaudit.engines.literal import ScenarioTimeout, steps, stop_computing, time_limit
 from gradaudit.engines.probe import prober
 from gradaudit.function_caches import per_function
 from gradaudit.jaxenv import as_jax_arrays, device_name, tracing_context, unfiltered_tracebacks, x64_for
@@ -386,6 +386,8 @@ class GroupEngine:
                     )
             # a group that fails as a whole settles nothing: the next engine takes its scenarios
             except (Exception, SystemExit, ScenarioTimeout):  # noqa: BLE001
+                if stop_computing():
+                    return  # a worker whose XLA still runs the group given up: the rest wait for a fresh one
                 continue
             done = [(index, c) for index, c in zip(indices, computed, strict=True) if c is not None]
             if done:

@@ -203,14 +203,32 @@ class ScenarioTimeout(BaseException):
     """Raised by the alarm when a scenario runs past its timeout; a BaseException so paths do not catch it."""
 
 
+class Expiry:
+    """Whether a time limit fired in this process. The limit interrupts Python, not XLA: what it was
+    waiting for goes on running, and the process's next computations wait behind it (after a group
+    of svds given up at its limit, `jit(sin)` never returned). A worker process (`worker`) therefore
+    computes nothing more once one has fired (`stop_computing`) and is replaced; a process that
+    audits in place (`--jobs 0`) goes on, at that risk."""
+
+    fired = False
+    worker = False
+
+
+def stop_computing() -> bool:
+    """Whether engines should compute nothing more here: a time limit fired in a worker process."""
+    return Expiry.worker and Expiry.fired
+
+
 @contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
-    """Interrupt the body after `seconds` (main thread, POSIX). Code inside XLA is interrupted when it returns."""
+    """Interrupt the body after `seconds` (main thread, POSIX). Code inside XLA is interrupted when it
+    returns, and goes on running after (`Expiry`)."""
     if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
 
     def expire(signum, frame):
+        Expiry.fired = True
         raise ScenarioTimeout
 
     previous = signal.signal(signal.SIGALRM, expire)
