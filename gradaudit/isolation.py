@@ -375,6 +375,12 @@ class WorkerRun:
 
     def run(self, engine: str, batches: Sequence[Batch]) -> None:
         """Audit `batches` on `engine`; each result reaches the listener."""
+        for _ in self.steps(engine, batches):
+            pass
+
+    def steps(self, engine: str, batches: Sequence[Batch]) -> Iterator[None]:
+        """`run`, pausing after each round of the workers' messages (so that a caller can pass on the
+        results the listener has had so far); stopping early stops the workers."""
         self.queue = [(engine, batch) for batch in batches]
         self.scenarios = {index: scenario for batch in batches for index, scenario in batch}
         self.retried, self.failed_starts = {}, 0
@@ -393,6 +399,7 @@ class WorkerRun:
                         self._heard(worker, worker.hear())
                     elif worker.left(self.options.timeout) == 0.0:
                         self._lost(worker, worker.overdue(self.options.timeout), timed_out=worker.ready)
+                yield
             finished = True
         finally:
             for worker in self.workers:
@@ -632,16 +639,22 @@ class IsolatedPool:
         idle = [auditor.worker for auditor in self.auditors if auditor.worker is not None]
         for auditor in self.auditors:
             auditor.worker = None  # lent to the run below, given back after
+        given = 0
+        run = WorkerRun(self.options, self.devices, Listener(results.__setitem__, failure), idle=idle)
+        steps = run.steps(SCREEN, _kin_batches(scenarios, len(self.auditors)))
         try:
-            run = WorkerRun(self.options, self.devices, Listener(results.__setitem__, failure), idle=idle)
-            run.run(SCREEN, _kin_batches(scenarios, len(self.auditors)))
+            for _ in steps:
+                while given in results and not cannot:  # in order, as soon as each is known: a search's progress
+                    yield results[given]
+                    given += 1
         finally:
+            steps.close()  # a caller that stopped early: its workers are stopped, not left running
             for auditor in self.auditors:
                 auditor.worker = idle.pop() if idle else None
             stop_workers(idle)
         if cannot:
             raise WorkersCannotStart(cannot[0].message)
-        yield from (results[position] for position in range(len(scenarios)))
+        yield from (results[position] for position in range(given, len(scenarios)))
 
     def close(self) -> None:
         for auditor in self.auditors:

@@ -515,3 +515,57 @@ def test_a_worker_whose_own_time_limit_fired_is_replaced_and_blames_no_other_sce
     calls = [line.split() for line in (tmp_path / "pids").read_text().splitlines()]
     slept = {pid for value, pid in calls if value == "2.5"}
     assert slept and not slept & {pid for value, pid in calls if value == "3.5"}
+
+
+TRACED = """from pathlib import Path
+
+
+def _traced(name, x):
+    with Path(__file__).with_name('traced').open('a') as traced:
+        traced.write(name + '\\n')
+    return x * x
+
+
+def f0(x):
+    return _traced('f0', x)
+
+
+def f1(x):
+    return _traced('f1', x) + 1
+
+
+def f2(x):
+    return _traced('f2', x) * 2
+
+
+def f3(x):
+    return _traced('f3', x) - 1
+"""
+
+
+def test_a_search_hears_each_screened_result_as_soon_as_it_and_those_before_it_are_known(tmp_path, monkeypatch):
+    """Screening many draws in workers, the first verdict reaches the search (and its progress line)
+    while later draws are still to be computed, not once every draw is."""
+    from gradaudit.model.options import Options
+    from gradaudit.service import isolated
+    from gradaudit.sources.scenario_files import load_text
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "traced_fns.py").write_text(TRACED)
+    rows = "".join(
+        f"  - {{name: s{k}, fn: 'traced_fns:f{k}', inputs: [{{dtype: float32, value: 1.5}}]}}\n" for k in range(4)
+    )
+    scenarios, errors = load_text("scenarios:\n" + rows, "s.yaml")
+    assert not errors
+    pool = isolated(Options(jobs=1, timeout=60, cache=None))
+    try:
+        screened = pool.screen_all(scenarios)
+        first = next(screened)
+        traced_by_then = set((tmp_path / "traced").read_text().split())
+        rest = list(screened)
+    finally:
+        pool.close()
+    assert first.status == "consistent" and "f0" in traced_by_then and "f3" not in traced_by_then
+    assert [r.status for r in rest] == ["consistent"] * 3
+    assert set((tmp_path / "traced").read_text().split()) == {"f0", "f1", "f2", "f3"}
