@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
@@ -378,7 +378,7 @@ class WorkerRun:
         for _ in self.steps(engine, batches):
             pass
 
-    def steps(self, engine: str, batches: Sequence[Batch]) -> Iterator[None]:
+    def steps(self, engine: str, batches: Sequence[Batch]) -> Generator[None, None, None]:
         """`run`, pausing after each round of the workers' messages (so that a caller can pass on the
         results the listener has had so far); stopping early stops the workers."""
         self.queue = [(engine, batch) for batch in batches]
