@@ -576,7 +576,9 @@ class IsolatedAuditor:
                 return assess(scenario, failed(Failure(heard.why, CRASH_ERROR), 0.0), self.options.tolerance)
             if heard.what == POISONED:
                 self.close()  # a time limit fired in it (`literal.Expiry`): the next scenario gets a fresh one
-                return result or assess(scenario, failed(_timed_out(timeout), timeout or 0.0), self.options.tolerance)
+                if result is not None:
+                    return result
+                return assess(scenario, failed(_timed_out(timeout), timeout or 0.0), self.options.tolerance)
             if heard.what == DONE:
                 assert result is not None, (
                     "the literal and screen engines answer every scenario, and the worker keeps their results"
