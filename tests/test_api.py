@@ -549,3 +549,18 @@ def test_an_audit_says_how_many_programs_it_compiled():
     assert first.passed and first.programs > 0
     again = gradaudit.audit(loss, jnp.array([0.3, 0.2, -0.5]))  # the same shapes: JAX's caches serve it
     assert again.programs < first.programs
+
+
+def test_an_order_2_audit_of_a_function_jit_cannot_compile_checks_its_hessian_eagerly():
+    def curved(x):
+        if x[0] > 0:  # Python control flow on a value: jit cannot compile it, eager can
+            return jnp.sum(jnp.sin(x) ** 2)
+        return jnp.sum(x**2)
+
+    x = jnp.array([0.5, -1.0])
+    result = gradaudit.audit(curved, x, order=2)
+    assert "jit cannot" in (result.paths["jit_jacrev_jacrev"].not_applicable or ""), result.paths
+    want = np.diag(2 * np.cos(2 * np.asarray(x)))  # d2/dx2 sin(x)^2 = 2 cos(2x)
+    np.testing.assert_allclose(result.paths["jacrev_jacrev"].arrays[0], want, rtol=1e-5)
+    np.testing.assert_allclose(result.paths["finite_difference_jacobian"].arrays[0], want, rtol=1e-2, atol=1e-3)
+    assert result.passed, str(result)

@@ -125,17 +125,19 @@ def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tu
 
     The Jacobian comes from jacfwd, which never uses a transpose rule; where forward mode does not
     apply (a custom_vjp function), from jacrev, whose first-order answer is checked on its own.
+    Compiled where jit can compile the function, eager where it cannot (Python control flow on inputs).
     """
     argnums = tuple(range(len(target.args)))
-    fixed = target.fixed
-    jacobian = transformed(target.fn, JIT_JACFWD, argnums)
+    fn, fixed = target.fn, target.fixed
+    at = (*target.args, *fixed)
     try:
-        jacobian(*target.args, *fixed)
+        jacobian = _compiled_or_eager(transformed(fn, JACFWD, argnums), at, transformed(fn, JIT_JACFWD, argnums))
     except TypeError as exc:
         if not NOT_APPLICABLE[0].matches(JACFWD, exc):
             raise
-        jacobian = transformed(target.fn, JIT_JACREV, argnums)
-    return differences(lambda *a: tuple(jacobian(*a, *fixed)), target.args, steps(target, eps))
+        jacobian = _compiled_or_eager(transformed(fn, JACREV, argnums), at, transformed(fn, JIT_JACREV, argnums))
+    eager = jacobian in (transformed(fn, JACFWD, argnums), transformed(fn, JACREV, argnums))
+    return differences(lambda *a: tuple(jacobian(*a, *fixed)), target.args, steps(target, eps), eager=eager)
 
 
 def run_paths(
