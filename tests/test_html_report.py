@@ -150,7 +150,7 @@ def test_a_hessian_is_drawn_like_a_jacobian():
             "value": [1.0],
             "jacfwd": [1.0, 2.0],
             "finite_difference": [1.0, 2.0],
-            "jacfwd_jacrev": [2.0, 0.0, 0.0, 2.0],
+            "jit_jacfwd_jacrev": [2.0, 0.0, 0.0, 2.0],
             "jacrev_jacrev": [2.0, 0.0, 0.0, 0.0],
             "finite_difference_jacobian": [2.0, 0.0, 0.0, 2.0],
         }
@@ -160,7 +160,10 @@ def test_a_hessian_is_drawn_like_a_jacobian():
     )
     page = Page("".join(report_html(AuditReport(environment={}, results=(result,)))))
     hessians = page.svgs_of("heatmap", scenario="curved", kind="hessian")
-    assert {s["attrs"]["data-path"] for s in hessians} == {"finite_difference_jacobian jacfwd_jacrev", "jacrev_jacrev"}
+    assert {s["attrs"]["data-path"] for s in hessians} == {
+        "finite_difference_jacobian jit_jacfwd_jacrev",
+        "jacrev_jacrev",
+    }
     assert all(s["attrs"]["data-rows"] == "2" and s["attrs"]["data-cols"] == "2" for s in hessians)
     assert page.svgs_of("diffmap", scenario="curved", path="jacrev_jacrev", reference="finite_difference_jacobian")
 

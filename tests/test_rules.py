@@ -15,9 +15,9 @@ from gradaudit.jaxenv import FIXED, LEGACY, VARIANTS, installed_rule, select_n_r
 from gradaudit.model.options import Options
 from gradaudit.model.paths import (
     HESSIAN_FINITE_DIFFERENCE,
-    HESSIAN_FWD_FWD,
-    HESSIAN_FWD_REV,
     HESSIAN_REV_REV,
+    JIT_HESSIAN_FWD_FWD,
+    JIT_HESSIAN_FWD_REV,
     JIT_HESSIAN_REV_REV,
 )
 from gradaudit.service import AuditInterrupted, audit, audit_one
@@ -142,7 +142,13 @@ def test_compare_needs_two_known_rules(args):
 
 def test_squared_selection_probe_second_derivative():
     probe = make_scenario(value=2, values=(2.0, 5.0), order=2, output="square")
-    hessians = (HESSIAN_FWD_REV, HESSIAN_REV_REV, HESSIAN_FWD_FWD, JIT_HESSIAN_REV_REV, HESSIAN_FINITE_DIFFERENCE)
+    hessians = (
+        JIT_HESSIAN_FWD_REV,
+        HESSIAN_REV_REV,
+        JIT_HESSIAN_FWD_FWD,
+        JIT_HESSIAN_REV_REV,
+        HESSIAN_FINITE_DIFFERENCE,
+    )
     with select_n_rule(FIXED):
         fixed = audit_one(probe)
     assert fixed.status == "consistent"
@@ -153,7 +159,7 @@ def test_squared_selection_probe_second_derivative():
         legacy = audit_one(probe)
     assert legacy.status == "mismatch"
     assert float(legacy.paths[HESSIAN_REV_REV].arrays[3]) == 0.0
-    assert float(legacy.paths[HESSIAN_FWD_FWD].arrays[3]) == 2.0
+    assert float(legacy.paths[JIT_HESSIAN_FWD_FWD].arrays[3]) == 2.0
     assert any(HESSIAN_REV_REV in f.paths and HESSIAN_FINITE_DIFFERENCE in f.paths for f in legacy.findings)
 
 

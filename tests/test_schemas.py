@@ -213,8 +213,8 @@ def _handmade():
             binding="constant",
             engine="literal",
         ),
-        "jacfwd_jacrev": PathResult(
-            "jacfwd_jacrev",
+        "jit_jacfwd_jacrev": PathResult(
+            "jit_jacfwd_jacrev",
             _arrays(*[np.zeros((2, 2, 2))] * len(block_names(names, 2))),
             device="cpu:0",
             binding="constant",
@@ -337,7 +337,7 @@ def test_a_report_with_every_branch_validates(detail):
     assert document["summary"]["interrupted"] == 1 and '"nan"' in text and '"-inf"' in text
     paths = document["results"][0]["paths"]
     assert {p["status"] for p in paths.values()} == {"ok", "error", "not_applicable"} and "hessian" in paths[
-        "jacfwd_jacrev"
+        "jit_jacfwd_jacrev"
     ]
     assert ("equals" in paths["jacrev"]) == (detail == "findings")
     assert "binding" not in document["results"][2] and document["results"][1]["outcome"] is None

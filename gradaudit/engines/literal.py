@@ -30,11 +30,11 @@ from gradaudit.model.paths import (
     DEVICE_SEPARATOR,
     FINITE_DIFFERENCE,
     HESSIAN_FINITE_DIFFERENCE,
-    HESSIAN_FWD_FWD,
-    HESSIAN_FWD_REV,
     HESSIAN_REV_REV,
     JACFWD,
     JACREV,
+    JIT_HESSIAN_FWD_FWD,
+    JIT_HESSIAN_FWD_REV,
     JIT_HESSIAN_REV_REV,
     JIT_JACFWD,
     JIT_JACREV,
@@ -64,9 +64,9 @@ FIRST_ORDER: dict[str, Transform] = {
     JIT_JACREV: lambda fn, argnums: jax.jit(jax.jacrev(fn, argnums=argnums)),
 }
 SECOND_ORDER: dict[str, Transform] = {
-    HESSIAN_FWD_REV: lambda fn, argnums: jax.jacfwd(jax.jacrev(fn, argnums=argnums), argnums=argnums),
+    JIT_HESSIAN_FWD_REV: lambda fn, argnums: jax.jit(jax.jacfwd(jax.jacrev(fn, argnums=argnums), argnums=argnums)),
     HESSIAN_REV_REV: lambda fn, argnums: jax.jacrev(jax.jacrev(fn, argnums=argnums), argnums=argnums),
-    HESSIAN_FWD_FWD: lambda fn, argnums: jax.jacfwd(jax.jacfwd(fn, argnums=argnums), argnums=argnums),
+    JIT_HESSIAN_FWD_FWD: lambda fn, argnums: jax.jit(jax.jacfwd(jax.jacfwd(fn, argnums=argnums), argnums=argnums)),
     JIT_HESSIAN_REV_REV: lambda fn, argnums: jax.jit(jax.jacrev(jax.jacrev(fn, argnums=argnums), argnums=argnums)),
 }
 

@@ -26,9 +26,9 @@ JACREV = "jacrev"
 JIT_JACREV = "jit_jacrev"
 JIT_JACFWD = "jit_jacfwd"
 FINITE_DIFFERENCE = "finite_difference"
-HESSIAN_FWD_REV = "jacfwd_jacrev"
+JIT_HESSIAN_FWD_REV = "jit_jacfwd_jacrev"
 HESSIAN_REV_REV = "jacrev_jacrev"
-HESSIAN_FWD_FWD = "jacfwd_jacfwd"
+JIT_HESSIAN_FWD_FWD = "jit_jacfwd_jacfwd"
 JIT_HESSIAN_REV_REV = "jit_jacrev_jacrev"
 HESSIAN_FINITE_DIFFERENCE = "finite_difference_jacobian"
 
@@ -40,9 +40,9 @@ PATH_LABELS: dict[str, str] = {
     JIT_JACREV: "jit(jacrev)",
     JIT_JACFWD: "jit(jacfwd)",
     FINITE_DIFFERENCE: "finite differences",
-    HESSIAN_FWD_REV: "jacfwd(jacrev)",
+    JIT_HESSIAN_FWD_REV: "jit(jacfwd(jacrev))",
     HESSIAN_REV_REV: "jacrev(jacrev)",
-    HESSIAN_FWD_FWD: "jacfwd(jacfwd)",
+    JIT_HESSIAN_FWD_FWD: "jit(jacfwd(jacfwd))",
     JIT_HESSIAN_REV_REV: "jit(jacrev(jacrev))",
     HESSIAN_FINITE_DIFFERENCE: "finite differences of the Jacobian",
 }
@@ -53,9 +53,9 @@ MODES_NEEDED: dict[str, frozenset[str]] = {
     JIT_JACFWD: frozenset({"fwd"}),
     JACREV: frozenset({"rev"}),
     JIT_JACREV: frozenset({"rev"}),
-    HESSIAN_FWD_REV: frozenset({"fwd", "rev"}),
+    JIT_HESSIAN_FWD_REV: frozenset({"fwd", "rev"}),
     HESSIAN_REV_REV: frozenset({"rev"}),
-    HESSIAN_FWD_FWD: frozenset({"fwd"}),
+    JIT_HESSIAN_FWD_FWD: frozenset({"fwd"}),
     JIT_HESSIAN_REV_REV: frozenset({"rev"}),
 }
 """The AD modes each derivative path uses (values and finite differences use none)."""
@@ -282,7 +282,7 @@ def label(name: str) -> str:
 
 
 FIRST_ORDER_PATHS: tuple[str, ...] = (JACFWD, JIT_JACFWD, JACREV, JIT_JACREV)
-SECOND_ORDER_PATHS: tuple[str, ...] = (HESSIAN_FWD_REV, HESSIAN_REV_REV, HESSIAN_FWD_FWD, JIT_HESSIAN_REV_REV)
+SECOND_ORDER_PATHS: tuple[str, ...] = (JIT_HESSIAN_FWD_REV, HESSIAN_REV_REV, JIT_HESSIAN_FWD_FWD, JIT_HESSIAN_REV_REV)
 
 
 @dataclass(frozen=True)
@@ -317,7 +317,7 @@ ORDERS: dict[str, int] = {
     HESSIAN_FINITE_DIFFERENCE: 2,
 }
 """What each path differentiates to: 0 for the function's value, 1 for Jacobians, 2 for Hessians."""
-COMPILED = frozenset({JIT_VALUE, JIT_JACFWD, JIT_JACREV, JIT_HESSIAN_REV_REV})
+COMPILED = frozenset({JIT_VALUE, JIT_JACFWD, JIT_JACREV, JIT_HESSIAN_FWD_REV, JIT_HESSIAN_FWD_FWD, JIT_HESSIAN_REV_REV})
 """Paths that run under jit."""
 
 
