@@ -22,6 +22,7 @@ FILES = [
     FOUND / "lax.clamp-1.yaml",  # clamp with lo > hi, every mode
     FOUND / "scipy.special.i0-3.yaml",  # i0'(0) against finite differences
     FOUND / "numpy.unique-2.yaml",  # jit cannot compile unique: finite differences evaluate it eagerly
+    ROOT / "examples" / "second_order.yaml",  # Hessians of a squared selection, finite differences of the Jacobian
 ]
 
 

@@ -5,8 +5,8 @@ For each `wrong` or `eager-jit` disagreement, a script rebuilds the function and
 the finding names with the JAX call that path stands for, and prints what each gives at the
 finding's entry. It imports nothing of gradaudit, so a maintainer can run it without installing it.
 A finding gets no script where the function cannot be imported by name (a lambda, a closure, code
-in `__main__`, pytree arguments given to the Python API) or its paths are second order or on a
-further device: `reproducers` says why.
+in `__main__`, pytree arguments given to the Python API) or a path ran on a further device:
+`reproducers` says why. A Hessian's finite differences are those of the Jacobian's block by jacfwd.
 """
 
 from __future__ import annotations
@@ -27,15 +27,20 @@ from gradaudit.model.findings import DISAGREEMENT, Finding, FindingClass, parse_
 from gradaudit.model.paths import (
     CONSTANT_SUFFIX,
     FINITE_DIFFERENCE,
+    HESSIAN_FINITE_DIFFERENCE,
+    HESSIAN_REV_REV,
     JACFWD,
     JACREV,
+    JIT_HESSIAN_FWD_FWD,
+    JIT_HESSIAN_FWD_REV,
+    JIT_HESSIAN_REV_REV,
     JIT_JACFWD,
     JIT_JACREV,
     JIT_VALUE,
     NOT_APPLICABLE,
-    ORDERS,
     VALUE,
     base_name,
+    block_names,
     label,
     primary_name,
 )
@@ -49,11 +54,20 @@ REPRODUCED = (FindingClass.WRONG, FindingClass.EAGER_JIT)
 CALLS = {
     VALUE: "{f}(*INPUTS, *{fixed})",
     JIT_VALUE: "jax.jit({f})(*INPUTS, *{fixed})",
-    JACFWD: "jax.jacfwd({f}, argnums=ARGNUMS)(*INPUTS, *{fixed})[{k}]",
-    JIT_JACFWD: "jax.jit(jax.jacfwd({f}, argnums=ARGNUMS))(*INPUTS, *{fixed})[{k}]",
-    JACREV: "jax.jacrev({f}, argnums=ARGNUMS)(*INPUTS, *{fixed})[{k}]",
-    JIT_JACREV: "jax.jit(jax.jacrev({f}, argnums=ARGNUMS))(*INPUTS, *{fixed})[{k}]",
+    JACFWD: "jax.jacfwd({f}, argnums=ARGNUMS)(*INPUTS, *{fixed}){block}",
+    JIT_JACFWD: "jax.jit(jax.jacfwd({f}, argnums=ARGNUMS))(*INPUTS, *{fixed}){block}",
+    JACREV: "jax.jacrev({f}, argnums=ARGNUMS)(*INPUTS, *{fixed}){block}",
+    JIT_JACREV: "jax.jit(jax.jacrev({f}, argnums=ARGNUMS))(*INPUTS, *{fixed}){block}",
     FINITE_DIFFERENCE: "finite_difference({f}, {fixed}, {k}, {at}, {out}, {step!r})",
+    JIT_HESSIAN_FWD_REV: "jax.jit(jax.jacfwd(jax.jacrev({f}, argnums=ARGNUMS), argnums=ARGNUMS))"
+    "(*INPUTS, *{fixed}){block}",
+    HESSIAN_REV_REV: "jax.jacrev(jax.jacrev({f}, argnums=ARGNUMS), argnums=ARGNUMS)(*INPUTS, *{fixed}){block}",
+    JIT_HESSIAN_FWD_FWD: "jax.jit(jax.jacfwd(jax.jacfwd({f}, argnums=ARGNUMS), argnums=ARGNUMS))"
+    "(*INPUTS, *{fixed}){block}",
+    JIT_HESSIAN_REV_REV: "jax.jit(jax.jacrev(jax.jacrev({f}, argnums=ARGNUMS), argnums=ARGNUMS))"
+    "(*INPUTS, *{fixed}){block}",
+    HESSIAN_FINITE_DIFFERENCE: "finite_difference(jacobian_block({f}, {fixed}, {first}), {fixed}, {k}, {at}, {out}, "
+    "{step!r})",
 }
 """The JAX call each path stands for (as engines/literal.py makes it), on the script's names."""
 
@@ -93,6 +107,19 @@ def finite_difference(f, fixed, k, at, out, h):
 '''.replace(
     "{uncompilable}", "".join(f"\n        jax.errors.{rule.type}," for rule in NOT_APPLICABLE if rule.compiled_only)
 )
+
+
+JACOBIAN_BLOCK_CODE = '''
+def jacobian_block(f, fixed, k):
+    """Block k of f's Jacobian by jacfwd (jacrev where forward mode does not apply: a custom_vjp
+    function), whose finite differences give the Hessian's row of blocks k, as the audit takes them."""
+    try:
+        jax.jacfwd(f, argnums=ARGNUMS)(*INPUTS, *fixed)
+        transform = jax.jacfwd
+    except TypeError:
+        transform = jax.jacrev
+    return lambda *args: transform(f, argnums=ARGNUMS)(*args)[k]
+'''
 
 
 @dataclass(frozen=True)
@@ -146,11 +173,11 @@ def write_beside(results: Sequence[tuple[ScenarioResult, Path]]) -> dict[str, Pa
 
 
 def _reproducer(result: ScenarioResult, finding: Finding, file: str) -> Reproducer:
-    where = parse_location(finding.location or "", result.arg_names)
-    if where is None or where[0] > 1:
-        return Reproducer(file, finding, why_not="second-order findings are not written as scripts yet")
-    if any(primary_name(p) != p or base_name(p) not in CALLS for p in finding.paths):
-        return Reproducer(file, finding, why_not="a path on a further device or of second order")
+    entry = _entry(result, finding.location or "")
+    if entry is None:
+        return Reproducer(file, finding, why_not=f"its location {finding.location!r} names no entry of a path")
+    if any(primary_name(p) != p for p in finding.paths):
+        return Reproducer(file, finding, why_not="a path on a further device")
     target = result.scenario.target
     function = _select_n(target, result.inputs) if isinstance(target, SelectN) else _function(target)
     if function is None:
@@ -159,14 +186,8 @@ def _reproducer(result: ScenarioResult, finding: Finding, file: str) -> Reproduc
             "__main__, or pytree arguments): put it in a module"
         )
         return Reproducer(file, finding, why_not=why)
-    _, out, name, at = where
-    k = result.arg_names.index(name) if name else 0
-    step = _step(result, k, at)
     said = ", ".join(f"{label(p)} {finding.values[p]:g}" for p in finding.paths if p in finding.values)
-    prints = [
-        f"print({label(p)!r}, entry({_call(p, k, at, out, step)}, {_index(p, out, at)!r}), sep=': ')"
-        for p in finding.paths
-    ]
+    prints = [f"print({label(p)!r}, entry({_call(p, entry)}, {_index(p, entry)!r}), sep=': ')" for p in finding.paths]
     header = [
         f'"""{result.scenario.name}: [{finding.finding_class}] {_one_line(finding.message)}',
         "",
@@ -185,6 +206,7 @@ def _reproducer(result: ScenarioResult, finding: Finding, file: str) -> Reproduc
         *x64,
         FLAT,
         FINITE_DIFFERENCE_CODE,
+        *([JACOBIAN_BLOCK_CODE] if entry.order == 2 else []),
         "",
         "def entry(block, index):",
         "    return float(np.asarray(block)[index])",
@@ -199,17 +221,50 @@ def _reproducer(result: ScenarioResult, finding: Finding, file: str) -> Reproduc
     return Reproducer(file, finding, text="\n".join([*header, "", *body]))
 
 
-def _index(path: str, out: tuple[int, ...], at: tuple[int, ...]) -> tuple[int, ...]:
-    """Where the finding's entry is in what the path's call returns (finite differences return it alone)."""
+@dataclass(frozen=True)
+class Entry:
+    """The entry a finding names: of the value (order 0), the Jacobian block of input `k` (order 1),
+    or the Hessian block of inputs (`first`, `k`) (order 2); `at` indexes input `k`, `out` the
+    output (for a Hessian, followed by the index into input `first`)."""
+
+    order: int
+    out: tuple[int, ...]
+    k: int
+    at: tuple[int, ...]
+    step: float
+    """The finite-difference step gradaudit took at that element of input `k`."""
+    first: int = 0
+
+
+def _entry(result: ScenarioResult, location: str) -> Entry | None:
+    """The entry `location` names, or None where it names none (a block name that is no input's)."""
+    names = result.arg_names
+    where = parse_location(location, names) or parse_location(location, block_names(names, 2))
+    if where is None:
+        return None
+    order, out, name, at = where
+    if order < 2:
+        k = names.index(name) if name else 0
+        return Entry(order, out, k, at, _step(result, k, at))
+    first, k = divmod(block_names(names, 2).index(name), len(names))
+    split = np.ndim(result.inputs[first]) if first < len(result.inputs) else 0
+    return Entry(order, out + at[:split], k, at[split:], _step(result, k, at[split:]), first)
+
+
+def _index(path: str, entry: Entry) -> tuple[int, ...]:
+    """Where the entry is in what the path's call returns (finite differences return it alone)."""
     base = base_name(path)
-    return () if base == FINITE_DIFFERENCE else out if ORDERS[base] == 0 else out + at
+    return () if base in (FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE) else entry.out + entry.at
 
 
-def _call(path: str, k: int, at: tuple[int, ...], out: tuple[int, ...], step: float) -> str:
+def _call(path: str, entry: Entry) -> str:
     """The JAX call `path` stands for, under its binding (`with_constants` for the constant one)."""
     constant = primary_name(path).endswith(CONSTANT_SUFFIX)
     f, fixed = ("with_constants", "HELD") if constant else ("traced", "PASSED")
-    return CALLS[base_name(path)].format(f=f, fixed=fixed, k=k, at=at, out=out, step=step)
+    block = f"[{entry.first}][{entry.k}]" if entry.order == 2 else f"[{entry.k}]" if entry.order == 1 else ""
+    return CALLS[base_name(path)].format(
+        f=f, fixed=fixed, block=block, k=entry.k, first=entry.first, at=entry.at, out=entry.out, step=entry.step
+    )
 
 
 def _step(result: ScenarioResult, k: int, at: tuple[int, ...]) -> float:
