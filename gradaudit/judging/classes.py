@@ -200,13 +200,15 @@ def classify(
     classes = np.full(flat.shape, WRONG.value, dtype=object)
     classes[twins] = EAGER_JIT.value
     classes[kink] = NON_DIFFERENTIABLE.value
-    # A NaN born inside the function in one of a path and its eager/jit twin is that split itself.
-    if surroundings.elsewhere is not None or (not twins and one_sided.any() and surroundings.inside is not None):
-        classes[one_sided] = LEAK.value
+    non_finite = ~own_finite | beyond | (one_sided & undefined)
     if crossing is not None:
-        classes[one_sided & np.asarray(crossing).reshape(-1)[flat]] = NON_FINITE.value
-    classes[one_sided & undefined] = NON_FINITE.value
-    classes[~own_finite | beyond] = NON_FINITE.value
+        non_finite |= one_sided & np.asarray(crossing).reshape(-1)[flat]
+    leaks = one_sided & ~non_finite
+    # A NaN born inside the function in one of a path and its eager/jit twin is that split itself.
+    # Where it is asked (the function evaluated equation by equation) only when some entry could be a leak.
+    if leaks.any() and (surroundings.elsewhere is not None or (not twins and surroundings.inside is not None)):
+        classes[leaks] = LEAK.value
+    classes[non_finite] = NON_FINITE.value
     return classes
 
 
