@@ -90,6 +90,27 @@ def test_values_and_tangents_are_the_functions_own():
     np.testing.assert_allclose(tangents[0], slope, rtol=1e-6)
 
 
+@pytest.mark.parametrize("x", [0.0, -0.0, 1e-40, 0.5, 3.0, 1e30, np.inf, -np.inf, np.nan])
+def test_each_equations_tangent_is_the_one_jvp_of_the_whole_function_gives(x):
+    # Equations bound one at a time with their own JVP rules: an integer input (a float0 tangent), a
+    # primitive of several results (a sort of two operands), selects and special functions, at edges.
+    def f(a, b, n):
+        keys, ranks = lax.sort((jnp.stack([a, b]), jnp.arange(2, dtype=jnp.int32)), num_keys=1)
+        scaled = keys[0] * lax.convert_element_type(ranks[1] + n, jnp.float32)
+        return jnp.where(a > b, jax.scipy.special.betaln(jnp.abs(a), 2.5), scaled) + jax.scipy.special.gammaln(b)
+
+    from gradaudit.targets import triggers
+
+    a, b, n = np.float32(x), np.float32(1.5), np.int32(3)
+    closed = jax.make_jaxpr(f)(a, b, n)
+    outs, tangents = triggers._evaluate(
+        closed.jaxpr, closed.consts, [a, b, n], [np.float32(1), np.float32(1), None], set()
+    )
+    value, slope = jax.jvp(lambda a, b: f(a, b, n), (a, b), (np.float32(1), np.float32(1)))
+    np.testing.assert_array_equal(np.asarray(outs[0]), np.asarray(value))
+    np.testing.assert_array_equal(np.asarray(triggers.dense(tangents[0], outs[0])), np.asarray(slope))
+
+
 @pytest.mark.slow
 def test_the_survey_kinds_keep_diagnoses_whose_mechanism_they_meet_and_lose_the_others(tmp_path):
     import json

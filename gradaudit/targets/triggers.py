@@ -199,9 +199,45 @@ def _bind(eqn, ins: list, tins: list | None) -> tuple[list, list | None]:
 
     if tins is None:
         return call(*ins), None
-    seeds = [t if t is not None and _differentiable(x) else _zero_tangent(x) for x, t in zip(ins, tins, strict=True)]
-    outs, touts = jax.jvp(call, tuple(ins), tuple(seeds))
+    try:
+        outs, touts = _by_rule(eqn.primitive, params, ins, tins, call)
+    except Exception:  # noqa: BLE001 - a rule that wants JAX's own tracing (or another JAX's internals): jax.jvp
+        seeds = [dense(t, x) if _differentiable(x) else _zero_tangent(x) for x, t in zip(ins, tins, strict=True)]
+        outs, touts = jax.jvp(call, tuple(ins), tuple(seeds))
     return outs, [t if _differentiable(o) else None for o, t in zip(outs, touts, strict=True)]
+
+
+def _by_rule(primitive, params: dict, ins: list, tins: list, call: Callable) -> tuple[list, list]:
+    """`jax.jvp` of one equation as JAX's JVP trace computes it inside the whole function: its rule
+    called on the operands, a missing tangent (a constant, an integer operand) a symbolic zero, no
+    rule where every tangent is zero, and symbolic zeros passed on, so that 0 x inf is no NaN where
+    JAX skips that product. Without building a trace around each equation (most of the time)."""
+    from jax._src import ad_util
+    from jax._src.interpreters import ad
+
+    tangents = [_symbolic_zero(x) if t is None or not _differentiable(x) else t for x, t in zip(ins, tins, strict=True)]
+    if all(type(t) is ad_util.Zero for t in tangents):
+        outs = call(*ins)
+        return outs, [_symbolic_zero(o) for o in outs]
+    outs, touts = ad.primitive_jvps[primitive](list(ins), tangents, **params)
+    return (list(outs), list(touts)) if primitive.multiple_results else ([outs], [touts])
+
+
+def _symbolic_zero(value):
+    from jax._src import ad_util, core
+
+    typeof = getattr(core, "typeof", None) or getattr(core, "get_aval")  # noqa: B009 - `get_aval` before JAX 0.6
+    return ad_util.Zero(typeof(value).to_tangent_aval())
+
+
+def _zero(tangent) -> bool:
+    """Whether a tangent is JAX's symbolic zero."""
+    return type(tangent).__name__ == "Zero"
+
+
+def dense(tangent, value):
+    """A tangent as an array: a symbolic zero (or none) as zeros of `value`'s tangent type."""
+    return _zero_tangent(value) if tangent is None or _zero(tangent) else tangent
 
 
 def _differentiable(value) -> bool:
