@@ -13,7 +13,8 @@ takes, and each primitive a diagnosis names is checked on the operands it actual
   normalisation of the index, and its reverse rule's, wrap around in that dtype);
 - `select_n:non-finite-unselected` (with tangents): an unselected case whose tangent is inf or NaN, what
   0 × inf turns into a NaN derivative. Tangents are pushed forward from a tangent of ones on every
-  differentiated input, equation by equation (`jax.jvp` of each);
+  differentiated input, equation by equation, by each primitive's JVP rule as JAX's own jvp calls
+  it (a constant's or an integer's tangent a symbolic zero, which no product turns into NaN);
 - `inside:non-finite` (with tangents, which evaluates every equation): an equation that gives inf or
   NaN from finite operands, recorded with the first one's primitive (`mechanisms.non_finite_inside`).
 
