@@ -565,3 +565,23 @@ def test_an_order_2_audit_names_each_hessian_as_computed_compiled_or_eager():
     np.testing.assert_allclose(result.paths["jacrev_jacrev"].arrays[0], want, rtol=1e-5)
     np.testing.assert_allclose(result.paths["finite_difference_jacobian"].arrays[0], want, rtol=1e-2, atol=1e-3)
     assert result.passed, str(result)
+
+
+def test_a_compiled_hessian_alone_against_its_eager_form_is_an_eager_jit_split():
+    def bent(x):
+        # Second derivatives compiled are 1.5 times the true ones: a stand-in for a compiler's error.
+        inner, depth = x, 0
+        while hasattr(inner, "primal"):
+            inner, depth = inner.primal, depth + 1
+        compiled = isinstance(inner, jax.core.Tracer) and depth >= 2
+        return jnp.sum(x**3) * (1.5 if compiled else 1.0)
+
+    x = jnp.array([0.5, -1.0])
+    result = gradaudit.audit(bent, x, order=2)
+    hessian = np.diag(6 * np.asarray(x))
+    for eager in ("jacfwd_jacrev", "jacfwd_jacfwd", "jacrev_jacrev"):  # computed once a compiled one disagreed
+        np.testing.assert_allclose(result.paths[eager].arrays[0], hessian, rtol=1e-6)
+    np.testing.assert_allclose(result.paths["jit_jacfwd_jacfwd"].arrays[0], 1.5 * hessian, rtol=1e-6)
+    assert result.findings and {str(f.finding_class) for f in result.findings} == {"eager-jit"}, str(result)
+    plain = gradaudit.audit(lambda x: jnp.sum(x**3), x, order=2)
+    assert plain.passed and "jacfwd_jacrev" not in plain.paths and "jacfwd_jacfwd" not in plain.paths

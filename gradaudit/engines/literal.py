@@ -11,7 +11,7 @@ import functools
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -27,9 +27,13 @@ from gradaudit.model import dtypes
 from gradaudit.model.computed import Computed, Failure, failed
 from gradaudit.model.options import Limits
 from gradaudit.model.paths import (
+    CONSTANT_SUFFIX,
     DEVICE_SEPARATOR,
+    EAGER_TWINS,
     FINITE_DIFFERENCE,
     HESSIAN_FINITE_DIFFERENCE,
+    HESSIAN_FWD_FWD,
+    HESSIAN_FWD_REV,
     HESSIAN_REV_REV,
     JACFWD,
     JACREV,
@@ -44,6 +48,7 @@ from gradaudit.model.paths import (
     VALUE,
     PathError,
     PathResult,
+    base_name,
     label,
     path_name,
 )
@@ -71,11 +76,18 @@ SECOND_ORDER: dict[str, Transform] = {
 }
 
 
+EAGER_HESSIANS: dict[str, Transform] = {
+    HESSIAN_FWD_REV: lambda fn, argnums: jax.jacfwd(jax.jacrev(fn, argnums=argnums), argnums=argnums),
+    HESSIAN_FWD_FWD: lambda fn, argnums: jax.jacfwd(jax.jacfwd(fn, argnums=argnums), argnums=argnums),
+}
+"""The eager twins of compiled Hessians (`paths.EAGER_TWINS`), computed only when the judge asks."""
+
+
 @per_function(maxsize=1024)
 def transformed(fn: Callable, transform: str, argnums: tuple[int, ...]) -> Callable:
-    """`fn` under the path `transform` (FIRST_ORDER or SECOND_ORDER), made once per function: a user
-    calling jit(jacrev(f)) at many points reuses one compiled program, and so does the audit."""
-    return {**FIRST_ORDER, **SECOND_ORDER}[transform](fn, argnums)
+    """`fn` under the path `transform` (FIRST_ORDER, SECOND_ORDER or EAGER_HESSIANS), made once per
+    function: a user calling jit(jacrev(f)) at many points reuses one compiled program, and so does the audit."""
+    return {**FIRST_ORDER, **SECOND_ORDER, **EAGER_HESSIANS}[transform](fn, argnums)
 
 
 def ad_blocks(target: Target, transform: str, order: int) -> tuple[np.ndarray, ...]:
@@ -270,7 +282,29 @@ def compute(
         primitives=lambda: primitives(target),
         triggers=functools.partial(triggered, target),
         probe=prober(target, scenario),
+        twins=functools.partial(eager_twins, targets, scenario, timeout, devices[0] if devices else None),
     )
+
+
+def eager_twins(
+    targets: Sequence[Target], scenario: Scenario, timeout: float | None, device, names: Collection[str]
+) -> dict[str, PathResult]:
+    """The eager twin (`paths.EAGER_TWINS`) of each compiled Hessian path in `names` (on `device`, the
+    first device, as those paths ran), under the scenario's timeout; none where that runs out."""
+    found = {}
+    where = device_name(device) if device is not None else None
+    try:
+        with time_limit(timeout), x64_for(scenario), unfiltered_tracebacks(), jax.default_device(device):
+            for name in names:
+                constant = name.endswith(CONSTANT_SUFFIX)
+                target = next(t for t in targets if (t.binding == "constant") == constant)
+                eager = EAGER_TWINS[base_name(name)]
+                twin = path_name(eager, target.binding)
+                computed = run_path(twin, functools.partial(ad_blocks, target, eager, 2), where)
+                found[twin] = replace(computed, binding=target.bound)
+    except ScenarioTimeout:
+        return {}
+    return found
 
 
 def timed_out(stopped: ScenarioTimeout, timeout: float | None) -> Failure:

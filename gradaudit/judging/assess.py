@@ -12,8 +12,8 @@ from gradaudit.judging.diagnoses import Diagnosis, Evidence, diagnose, nothing_m
 from gradaudit.judging.judge import judge_all, twins_agree
 from gradaudit.judging.tolerances import tolerances_for
 from gradaudit.model.computed import Computed
-from gradaudit.model.findings import ERROR, RAISED, Finding, Verdict, raised_class
-from gradaudit.model.paths import VALUE
+from gradaudit.model.findings import DISAGREEMENT, ERROR, RAISED, Finding, Verdict, raised_class
+from gradaudit.model.paths import EAGER_TWINS, VALUE, base_name, primary_name
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 
@@ -33,31 +33,51 @@ def assess_all(
     judged = [(scenario, paths) for scenario, paths in computed if paths.failure is None]
     # One evaluation of the function's mechanisms for the judge and the diagnoses alike.
     met = [None if paths.triggers is None else functools.cache(paths.triggers) for _, paths in judged]
-    verdicts = judge_all(
-        [
-            Case(
-                paths.paths,
-                paths.arg_names,
-                tolerances_for(scenario, tolerance),
-                paths.bindings,
-                paths.inputs,
-                scenario.eps,
-                paths.probe,
-                triggers,
-            )
-            for (scenario, paths), triggers in zip(judged, met, strict=True)
-        ]
-    )
+    cases = [
+        Case(
+            paths.paths,
+            paths.arg_names,
+            tolerances_for(scenario, tolerance),
+            paths.bindings,
+            paths.inputs,
+            scenario.eps,
+            paths.probe,
+            triggers,
+        )
+        for (scenario, paths), triggers in zip(judged, met, strict=True)
+    ]
+    verdicts = judge_all(cases)
+    for index, ((scenario, paths), verdict) in enumerate(zip(judged, verdicts, strict=True)):
+        asked = _twins_wanted(paths, verdict)
+        if asked and paths.twins is not None:
+            twins = paths.twins(asked)
+            if twins:  # judged again with them: a compiled Hessian alone against its eager form is an eager/jit split
+                judged[index] = (scenario, replace(paths, paths={**paths.paths, **twins}))
+                verdicts[index] = judge_all([replace(cases[index], results=judged[index][1].paths)])[0]
     diagnoses = [
         diagnose(_evidence(paths, verdict, triggers))
         for (_, paths), verdict, triggers in zip(judged, verdicts, met, strict=True)
     ]
     share = (time.perf_counter() - started) / max(1, len(judged))
-    found = iter(zip(verdicts, diagnoses, strict=True))
+    found = iter((*pair, verdict, found) for pair, verdict, found in zip(judged, verdicts, diagnoses, strict=True))
     return [
-        _failed(scenario, paths) if paths.failure is not None else _result(scenario, paths, *next(found), share)
+        _failed(scenario, paths) if paths.failure is not None else _result(*next(found), share)
         for scenario, paths in computed
     ]
+
+
+def _twins_wanted(computed: Computed, verdict: Verdict) -> set[str]:
+    """The compiled Hessian paths (`paths.EAGER_TWINS`) on a side of a disagreement whose eager twin
+    was not computed: the judge cannot yet tell whether compiling or the rule is wrong there."""
+    return {
+        name
+        for finding in verdict.findings
+        if finding.kind == DISAGREEMENT
+        for name in finding.paths
+        if base_name(name) in EAGER_TWINS
+        and primary_name(name) == name
+        and name.replace(base_name(name), EAGER_TWINS[base_name(name)], 1) not in computed.paths
+    }
 
 
 def _evidence(computed: Computed, verdict: Verdict, triggers: Callable[[bool], frozenset[str]] | None) -> Evidence:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,6 +66,9 @@ class Computed:
     probe: Prober | None = None
     """More finite-difference evidence at one entry (`engines.probe`), for the judge to ask where AD
     paths agree with each other against finite differences."""
+    twins: Callable[[Collection[str]], dict[str, PathResult]] | None = None
+    """The eager twins of these compiled Hessian paths (`paths.EAGER_TWINS`), computed when asked:
+    where a compiled Hessian disagrees, to tell an eager/jit split from a wrong rule."""
 
 
 def failed(failure: Failure, seconds: float = 0.0, engine: str = "literal") -> Computed:

@@ -28,6 +28,8 @@ from gradaudit.model.paths import (
     CONSTANT_SUFFIX,
     FINITE_DIFFERENCE,
     HESSIAN_FINITE_DIFFERENCE,
+    HESSIAN_FWD_FWD,
+    HESSIAN_FWD_REV,
     HESSIAN_REV_REV,
     JACFWD,
     JACREV,
@@ -62,6 +64,8 @@ CALLS = {
     JIT_HESSIAN_FWD_REV: "jax.jit(jax.jacfwd(jax.jacrev({f}, argnums=ARGNUMS), argnums=ARGNUMS))"
     "(*INPUTS, *{fixed}){block}",
     HESSIAN_REV_REV: "jax.jacrev(jax.jacrev({f}, argnums=ARGNUMS), argnums=ARGNUMS)(*INPUTS, *{fixed}){block}",
+    HESSIAN_FWD_REV: "jax.jacfwd(jax.jacrev({f}, argnums=ARGNUMS), argnums=ARGNUMS)(*INPUTS, *{fixed}){block}",
+    HESSIAN_FWD_FWD: "jax.jacfwd(jax.jacfwd({f}, argnums=ARGNUMS), argnums=ARGNUMS)(*INPUTS, *{fixed}){block}",
     JIT_HESSIAN_FWD_FWD: "jax.jit(jax.jacfwd(jax.jacfwd({f}, argnums=ARGNUMS), argnums=ARGNUMS))"
     "(*INPUTS, *{fixed}){block}",
     JIT_HESSIAN_REV_REV: "jax.jit(jax.jacrev(jax.jacrev({f}, argnums=ARGNUMS), argnums=ARGNUMS))"
