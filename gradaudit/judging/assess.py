@@ -13,7 +13,7 @@ from gradaudit.judging.judge import judge_all, twins_agree
 from gradaudit.judging.tolerances import tolerances_for
 from gradaudit.model.computed import Computed
 from gradaudit.model.findings import DISAGREEMENT, ERROR, RAISED, Finding, Verdict, raised_class
-from gradaudit.model.paths import EAGER_TWINS, VALUE, base_name, primary_name
+from gradaudit.model.paths import EAGER_TWINS, HESSIAN_FINITE_DIFFERENCE, VALUE, base_name, primary_name
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 
@@ -67,12 +67,15 @@ def assess_all(
 
 
 def _twins_wanted(computed: Computed, verdict: Verdict) -> set[str]:
-    """The compiled Hessian paths (`paths.EAGER_TWINS`) on a side of a disagreement whose eager twin
-    was not computed: the judge cannot yet tell whether compiling or the rule is wrong there."""
+    """The compiled Hessian paths (`paths.EAGER_TWINS`) in a disagreement whose eager twin was not
+    computed: the judge cannot yet tell whether compiling or the rule is wrong there. Where some
+    disagree with finite differences of the Jacobian, only those: one that agrees with them needs
+    no twin to be judged."""
+    disagreements = [f for f in verdict.findings if f.kind == DISAGREEMENT]
+    against = [f for f in disagreements if any(base_name(p) == HESSIAN_FINITE_DIFFERENCE for p in f.paths)]
     return {
         name
-        for finding in verdict.findings
-        if finding.kind == DISAGREEMENT
+        for finding in against or disagreements
         for name in finding.paths
         if base_name(name) in EAGER_TWINS
         and primary_name(name) == name
