@@ -15,6 +15,7 @@ from gradaudit.jaxenv import FIXED, LEGACY, VARIANTS, installed_rule, select_n_r
 from gradaudit.model.options import Options
 from gradaudit.model.paths import (
     HESSIAN_FINITE_DIFFERENCE,
+    HESSIAN_FWD_FWD,
     HESSIAN_REV_REV,
     JIT_HESSIAN_FWD_FWD,
     JIT_HESSIAN_FWD_REV,
@@ -144,7 +145,7 @@ def test_squared_selection_probe_second_derivative():
     probe = make_scenario(value=2, values=(2.0, 5.0), order=2, output="square")
     hessians = (
         JIT_HESSIAN_FWD_REV,
-        HESSIAN_REV_REV,
+        HESSIAN_FWD_FWD,
         JIT_HESSIAN_FWD_FWD,
         JIT_HESSIAN_REV_REV,
         HESSIAN_FINITE_DIFFERENCE,
@@ -183,7 +184,7 @@ def test_order_and_output_from_yaml_and_hessian_in_json(tmp_path):
     entry = result.json()["results"][0]
     assert entry["scenario"]["order"] == 2 and entry["scenario"]["output"] == "sum_of_squares"
     inputs = entry["inputs"]
-    hessian = entry["paths"]["jacrev_jacrev"]["hessian"]
+    hessian = entry["paths"]["jit_jacrev_jacrev"]["hessian"]
     assert set(hessian) == {"case 0 d case 0", "case 0 d case 1", "case 1 d case 0", "case 1 d case 1"}
     # sum of squares of the selection: d2/dcase0^2 is 2 on element 0, d2/dcase1^2 is 2 on elements 1 and 2.
     assert hessian["case 0 d case 0"] == [[2.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]

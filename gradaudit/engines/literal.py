@@ -70,15 +70,13 @@ FIRST_ORDER: dict[str, Transform] = {
 }
 SECOND_ORDER: dict[str, Transform] = {
     JIT_HESSIAN_FWD_REV: lambda fn, argnums: jax.jit(jax.jacfwd(jax.jacrev(fn, argnums=argnums), argnums=argnums)),
-    HESSIAN_REV_REV: lambda fn, argnums: jax.jacrev(jax.jacrev(fn, argnums=argnums), argnums=argnums),
+    HESSIAN_FWD_FWD: lambda fn, argnums: jax.jacfwd(jax.jacfwd(fn, argnums=argnums), argnums=argnums),
     JIT_HESSIAN_FWD_FWD: lambda fn, argnums: jax.jit(jax.jacfwd(jax.jacfwd(fn, argnums=argnums), argnums=argnums)),
     JIT_HESSIAN_REV_REV: lambda fn, argnums: jax.jit(jax.jacrev(jax.jacrev(fn, argnums=argnums), argnums=argnums)),
 }
-
-
 EAGER_HESSIANS: dict[str, Transform] = {
     HESSIAN_FWD_REV: lambda fn, argnums: jax.jacfwd(jax.jacrev(fn, argnums=argnums), argnums=argnums),
-    HESSIAN_FWD_FWD: lambda fn, argnums: jax.jacfwd(jax.jacfwd(fn, argnums=argnums), argnums=argnums),
+    HESSIAN_REV_REV: lambda fn, argnums: jax.jacrev(jax.jacrev(fn, argnums=argnums), argnums=argnums),
 }
 """The eager twins of compiled Hessians (`paths.EAGER_TWINS`), computed only when the judge asks."""
 

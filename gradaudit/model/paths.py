@@ -290,15 +290,16 @@ def label(name: str) -> str:
 FIRST_ORDER_PATHS: tuple[str, ...] = (JACFWD, JIT_JACFWD, JACREV, JIT_JACREV)
 SECOND_ORDER_PATHS: tuple[str, ...] = (
     JIT_HESSIAN_FWD_REV,
-    HESSIAN_REV_REV,
+    HESSIAN_FWD_FWD,
     JIT_HESSIAN_FWD_FWD,
     JIT_HESSIAN_REV_REV,
     HESSIAN_FWD_REV,
-    HESSIAN_FWD_FWD,
+    HESSIAN_REV_REV,
 )
-EAGER_TWINS: dict[str, str] = {JIT_HESSIAN_FWD_REV: HESSIAN_FWD_REV, JIT_HESSIAN_FWD_FWD: HESSIAN_FWD_FWD}
+EAGER_TWINS: dict[str, str] = {JIT_HESSIAN_FWD_REV: HESSIAN_FWD_REV, JIT_HESSIAN_REV_REV: HESSIAN_REV_REV}
 """Compiled Hessians whose eager form is computed only where the compiled one disagrees (each eager
-Hessian compiles a program per primitive): then the judge can tell an eager/jit split from a wrong rule."""
+Hessian compiles a program per primitive; forward over forward, the cheapest, is always computed
+eagerly too): then the judge can tell an eager/jit split from a wrong rule."""
 
 
 @dataclass(frozen=True)
