@@ -562,7 +562,8 @@ def test_an_order_2_audit_names_each_hessian_as_computed_compiled_or_eager():
     compiled = ("jit_jacfwd_jacrev", "jit_jacfwd_jacfwd", "jit_jacrev_jacrev")
     assert all("jit cannot" in (result.paths[name].not_applicable or "") for name in compiled), result.paths
     want = np.diag(2 * np.cos(2 * np.asarray(x)))  # d2/dx2 sin(x)^2 = 2 cos(2x)
-    np.testing.assert_allclose(result.paths["jacfwd_jacfwd"].arrays[0], want, rtol=1e-5)
+    for eager in ("jacfwd_jacfwd", "jacfwd_jacrev", "jacrev_jacrev"):  # the last two as the compiled ones cannot be
+        np.testing.assert_allclose(result.paths[eager].arrays[0], want, rtol=1e-5)
     np.testing.assert_allclose(result.paths["finite_difference_jacobian"].arrays[0], want, rtol=1e-2, atol=1e-3)
     assert result.passed, str(result)
 

@@ -13,7 +13,14 @@ from gradaudit.judging.judge import judge_all, twins_agree
 from gradaudit.judging.tolerances import tolerances_for
 from gradaudit.model.computed import Computed
 from gradaudit.model.findings import DISAGREEMENT, ERROR, RAISED, Finding, Verdict, raised_class
-from gradaudit.model.paths import EAGER_TWINS, HESSIAN_FINITE_DIFFERENCE, VALUE, base_name, primary_name
+from gradaudit.model.paths import (
+    EAGER_TWINS,
+    HESSIAN_FINITE_DIFFERENCE,
+    NOT_APPLICABLE,
+    VALUE,
+    base_name,
+    primary_name,
+)
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 
@@ -67,16 +74,19 @@ def assess_all(
 
 
 def _twins_wanted(computed: Computed, verdict: Verdict) -> set[str]:
-    """The compiled Hessian paths (`paths.EAGER_TWINS`) in a disagreement whose eager twin was not
-    computed: the judge cannot yet tell whether compiling or the rule is wrong there. Where some
-    disagree with finite differences of the Jacobian, only those: one that agrees with them needs
-    no twin to be judged."""
+    """The compiled Hessian paths (`paths.EAGER_TWINS`) whose eager twin was not computed, where the
+    judge needs it: in a disagreement, it cannot yet tell whether compiling or the rule is wrong
+    (where some disagree with finite differences of the Jacobian, only those: one that agrees with
+    them needs no twin to be judged); where jit cannot compile the function, only the eager form
+    can be checked at all."""
     disagreements = [f for f in verdict.findings if f.kind == DISAGREEMENT]
     against = [f for f in disagreements if any(base_name(p) == HESSIAN_FINITE_DIFFERENCE for p in f.paths)]
+    uncompiled = {rule.reason for rule in NOT_APPLICABLE if rule.compiled_only}
+    named = {name for finding in against or disagreements for name in finding.paths}
+    named |= {name for name, path in computed.paths.items() if path.not_applicable in uncompiled}
     return {
         name
-        for finding in against or disagreements
-        for name in finding.paths
+        for name in named
         if base_name(name) in EAGER_TWINS
         and primary_name(name) == name
         and name.replace(base_name(name), EAGER_TWINS[base_name(name)], 1) not in computed.paths
