@@ -55,18 +55,18 @@ def assess_all(
     ]
     verdicts = judge_all(cases)
     for index, ((scenario, paths), verdict) in enumerate(zip(judged, verdicts, strict=True)):
-        asked = _twins_wanted(paths, verdict)
-        if asked and paths.twins is not None:
-            twins = paths.twins(asked)
-            if twins:  # judged again with them: a compiled Hessian alone against its eager form is an eager/jit split
-                judged[index] = (scenario, replace(paths, paths={**paths.paths, **twins}))
-                verdicts[index] = judge_all([replace(cases[index], results=judged[index][1].paths)])[0]
+        asked = _twins_wanted(paths, verdict) if paths.twins is not None else set()
+        twins = paths.twins(asked) if asked and paths.twins is not None else {}
+        if twins:  # judged again with them: a compiled Hessian alone against its eager form is an eager/jit split
+            judged[index] = (scenario, replace(paths, paths={**paths.paths, **twins}))
+            verdicts[index] = judge_all([replace(cases[index], results=judged[index][1].paths)])[0]
     diagnoses = [
         diagnose(_evidence(paths, verdict, triggers))
         for (_, paths), verdict, triggers in zip(judged, verdicts, met, strict=True)
     ]
     share = (time.perf_counter() - started) / max(1, len(judged))
-    found = iter((*pair, verdict, found) for pair, verdict, found in zip(judged, verdicts, diagnoses, strict=True))
+    together = zip(judged, verdicts, diagnoses, strict=True)
+    found = iter((scenario, paths, verdict, diagnosis) for (scenario, paths), verdict, diagnosis in together)
     return [
         _failed(scenario, paths) if paths.failure is not None else _result(*next(found), share)
         for scenario, paths in computed
