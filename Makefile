@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py --grid functions --sizes 1000 --repetitions 1 --out reports/bench-functions
 	$(BIN)/python bench/model_loss.py
 	$(BIN)/python bench/small_jobs.py
+	$(BIN)/python bench/unseen_grid.py
 
 # The catalog ten times in shuffled orders with 0, 1 and 2 workers: one report (bench/order.py writes reports/order.md).
 order: $(STAMP)
