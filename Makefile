@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 # PYTHONWARNINGS=ignore keeps setuptools' editable-install banner (about folders named like the package) out of the way.
 # compileall byte-compiles gradaudit as pip does a regular install (an editable one under PYTHONDONTWRITEBYTECODE=1
-# would compile every module from source at each start: 0.17 s of a 2.1 s one-scenario run).
+# would compile every module from source at each start; docs/performance.md has the measurement).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
