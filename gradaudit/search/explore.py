@@ -286,7 +286,8 @@ class _Search:
         return first
 
     def shrinker(self, kind: FoundKind, number: int, of: int, spent: _Shrinking, each: int) -> Callable[[dict], None]:
-        """Hypothesis's test while shrinking `kind`: each new audit costs `each`, TIMED_OUT_COST if it timed out."""
+        """Hypothesis's test while shrinking `kind`: each new audit costs `each` (TIMED_OUT_COST for a kind
+        that timed out); one that times out while shrinking any other kind spends what is left."""
 
         def shrink(entry: dict) -> None:
             self.outcome.shrinking += 1
@@ -299,7 +300,8 @@ class _Search:
                 spent.cost += each
             result = self.evaluate(entry)
             if new and _timed_out(result):
-                spent.cost += TIMED_OUT_COST - each
+                # a kind that did not time out has wandered into inputs that hang: it settles here
+                spent.cost = SHRINK_COST if each == 1 else spent.cost + TIMED_OUT_COST - each
             if result.status != CONSISTENT and kind_of(result) == kind:
                 raise Disagreement(entry, result)
 
@@ -342,9 +344,10 @@ of the kind audited so far. A count, not seconds, so that a loaded machine shrin
 one and the same seed writes the same files."""
 
 TIMED_OUT_COST = 15
-"""What a new audit that timed out counts against SHRINK_COST, and any new audit shrinking a kind that
-timed out: it takes (or may take) a whole timeout and a fresh worker, where most audits take a
-fraction of a second; shrinking tries four such at most (docs/survey.md, "Isolation")."""
+"""What each new audit shrinking a kind that timed out counts against SHRINK_COST: it may take a whole
+timeout and a fresh worker, where most audits take a fraction of a second; such a kind tries four at
+most. Shrinking a kind that did not time out stops at the first new audit that does: past it, its
+scenarios hang and each costs a timeout (docs/survey.md, "Isolation")."""
 
 HOPELESS_AUDITS = 200
 """Draws the audit found invalid, none valid, after which a search stops exploring: a space whose
