@@ -67,7 +67,8 @@ surface: $(STAMP)
 # JAX's differentiable surface surveyed unaided (docs/survey.md): the report and a reproducer file per kind in
 # reports/survey/. Cold (a fresh compilation cache), one shard per core side by side (each with one worker: a draw
 # that crashes costs a worker, not the survey), merged into the report one process would write; the wall time
-# goes to reports/survey/TIME.md. SURVEY_SHARDS=... picks another split.
+# and where it went (bench/survey_time.py: by phase, timeouts, the slowest) go to reports/survey/TIME.md.
+# SURVEY_SHARDS=... picks another split.
 SURVEY_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
 SURVEY_OPTIONS ?= --budget 30 --seed 0
 survey: $(STAMP)
@@ -88,6 +89,8 @@ survey: $(STAMP)
 		"$(SURVEY_SHARDS) shards side by side on $$(nproc) cores ($$(uname -m), $$($(BIN)/python -c 'import platform, jax; \
 		print(f"Python {platform.python_version()}, JAX {jax.__version__}")')), finished $$(date -u +%Y-%m-%dT%H:%MZ)." \
 		> reports/survey/TIME.md
+	printf '\n' >> reports/survey/TIME.md
+	$(BIN)/python bench/survey_time.py reports/survey/survey.json >> reports/survey/TIME.md
 	rm -rf reports/survey/shards/*.json .gradaudit/survey-cache
 	cat reports/survey/TIME.md
 

@@ -505,6 +505,7 @@ def test_shrinking_through_scenarios_that_time_out_tries_few_each_costing_a_time
     drawn = [found for found in outcome.found if not found.swept]
     assert drawn, "a draw, not the sweep, found a kind"
     met = {kind: n for kind, n in timeouts.items() if kind}
+    assert outcome.timed_out == sum(timeouts.values()), "each audit that timed out is counted, exploring and shrinking"
     assert hangs or met, "shrinking met scenarios that time out"
     assert all(n <= (SHRINK_COST // TIMED_OUT_COST if hangs else 1) for n in met.values()), met
     # A kind that timed out spends TIMED_OUT_COST an audit; another settles on its kind's smallest so far.

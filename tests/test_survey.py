@@ -109,6 +109,9 @@ def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_fil
     kinds = [kind for function in document["functions"] for kind in function["kinds"]]
     assert [f["name"] for f in document["functions"]] == ["lax.select_n", "lax.select_n.2", "lax.select_n.3"]
     assert any("send it nowhere" in finding["message"] for kind in kinds for finding in kind["findings"])
+    for function in document["functions"]:  # where each function's time went, and no draw hung
+        assert set(function["phases"]) == {"explore", "shrink", "confirm"} and function["timeouts"] == 0
+        assert sum(function["phases"].values()) <= function["seconds"] + 0.2, function
     files = sorted(out.glob("*.yaml"))
     assert len(files) == len(kinds) and all(f.read_text().startswith("# Found by `gradaudit survey") for f in files)
     again = run_cli("run", str(out), "--rule", "legacy", "--json", "-", "-q")
@@ -119,10 +122,10 @@ def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_fil
 
 
 def _without_files(document: dict) -> list:
-    """The functions' entries without what differs between processes: files' folders and seconds."""
+    """The functions' entries without what differs between processes: files' folders and times."""
     return [
         {
-            **{k: v for k, v in f.items() if k != "seconds"},
+            **{k: v for k, v in f.items() if k not in ("seconds", "phases")},
             "kinds": [{k: v for k, v in kind.items() if k not in ("file", "script")} for kind in f["kinds"]],
         }
         for f in document["functions"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -205,6 +206,8 @@ class _Search:
                 if key is not None:
                     self.over[key] = _reason(result.message)  # every draw of that key is, too: no more audits of them
             self.judged[text] = None if isinstance(result, InvalidDraw) else result
+            if isinstance(result, ScenarioResult) and _timed_out(result):
+                self.outcome.timed_out += 1
             if isinstance(result, InvalidDraw):
                 self.outcome.skipped[_reason(result.message)] += 1
             self.on_progress(f"{number} of {len(texts)} drawn scenarios audited")
@@ -325,16 +328,20 @@ class _Search:
         return Found(kind, entry, result, shrunk=False, audits=spent.audits, spent=spent.cost >= SHRINK_COST)
 
     def searched(self) -> SearchOutcome:
+        started = time.perf_counter()
         first = self.explored()
         outcome = self.outcome
+        outcome.seconds["explore"] = round(time.perf_counter() - started, 1)
         if not outcome.audited:
             reasons = (
                 "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) or "none could be drawn"
             )
             outcome.problem = f"no valid scenario could be drawn from this space ({reasons})"
             return outcome
+        started = time.perf_counter()
         for number, kind in enumerate(sorted(first), 1):
             outcome.found.append(self.shrunk(kind, number, len(first), *first[kind]))
+        outcome.seconds["shrink"] = round(time.perf_counter() - started, 1)
         return outcome
 
 

@@ -152,10 +152,12 @@ def survey_one(
         limits,
         audit_all=screened_all(auditor.screen_all),
     )
+    confirming = time.perf_counter()
     if outcome.found:
         confirm(outcome, space, auditor.audit)
     files = write_found(outcome, space, out, how) if not outcome.problem else []
     remove_scripts(space, out)
+    outcome.seconds["confirm"] = round(time.perf_counter() - confirming, 1)
     return FunctionSurvey(space, outcome, files, {}, round(time.perf_counter() - started, 1))
 
 
@@ -208,6 +210,8 @@ def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budge
                 "skipped": dict(one.outcome.skipped),
                 "problem": one.outcome.problem,
                 "seconds": one.seconds,
+                "phases": dict(one.outcome.seconds),
+                "timeouts": one.outcome.timed_out,
                 "worst": one.worst,
                 "kinds": [
                     {
