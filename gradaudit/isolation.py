@@ -36,6 +36,10 @@ POISONED = "poisoned"
 """A worker's last message instead of DONE where a time limit fired inside it (`literal.Expiry`): XLA
 still runs what the limit interrupted, so it computes nothing more; its batch's scenarios it did not
 answer go to a fresh worker, one batch each, and are not blamed (the one at fault fails again alone)."""
+STARTING = "starting"
+"""A worker's word, with a scenario's index, that it starts computing that screen batch member on its
+own (its literal paths, after the group engine's quick ones): its clock starts then, as the worker's
+own time limit for it does, and a worker killed past it blames that member alone, not its batch."""
 READY = "ready"
 """A worker's first message, once JAX is imported and its backend started: a scenario's timeout
 counts from then, so that a worker's start-up (seconds) is never blamed on the scenario it was given."""
@@ -111,6 +115,8 @@ def _serve(connection: Connection) -> None:
     bundle = BundleEngine(devices=devices)
     engines: dict[str, Engine] = {LITERAL: literal, GROUP: group, BUNDLE: bundle}
     screener = ScreenEngine(literal, options.tolerance)  # judges as it screens: its verdicts are confirmed later
+    batch: Batch = ()
+    screener.starting = lambda position: connection.send((STARTING, batch[position][0]))
 
     def judged(engine: str, scenarios: list[Scenario]) -> Iterator[tuple[int, ScenarioResult, bool]]:
         """Each scenario's verdict as `engine` computes it, refereed where it is kept (False: a group
@@ -163,8 +169,9 @@ CRASHED, ANSWER = "crashed", "answer"
 
 @dataclass(frozen=True)
 class Heard:
-    """One thing a worker said (`_Worker.hear`): READY, DONE, a scenario's ANSWER (its index, its
-    result or None or why it is left to another engine, the time spent), or CRASHED (why)."""
+    """One thing a worker said (`_Worker.hear`): READY, DONE, POISONED, STARTING a screen member (its
+    index), a scenario's ANSWER (its index, its result or None or why it is left to another engine, the
+    time spent), or CRASHED (why)."""
 
     what: str
     index: int = -1
@@ -189,6 +196,8 @@ class _Worker:
         self.engine = LITERAL
         self.batch: Batch | None = None
         self.pending: set[int] = set()
+        self.current: int | None = None
+        """The screen member it said it is STARTING on, until it answers."""
         self._start()
 
     def _start(self) -> None:
@@ -252,13 +261,17 @@ class _Worker:
             return Heard(DONE)
         if message == POISONED:
             return Heard(POISONED)
+        if message[0] == STARTING:
+            self.current, self.started = message[1], time.monotonic()
+            return Heard(STARTING, message[1])
         index, answer, spent = message
         self.pending.discard(index)
-        self.started = time.monotonic()
+        self.current, self.started = None, time.monotonic()
         return Heard(ANSWER, index, answer, spent)
 
     def give(self, engine: str, batch: Batch) -> None:
         self.engine, self.batch, self.pending = engine, batch, {index for index, _ in batch}
+        self.current = None
         if self.ready:
             self.started = time.monotonic()
         try:
@@ -473,6 +486,13 @@ class WorkerRun:
             self.queue.insert(0, (worker.engine, tuple((index, scenarios[index]) for index in unfinished)))
             return
         if worker.engine == SCREEN and len(unfinished) > 1:
+            if timed_out and worker.current in unfinished:
+                # It was computing one member on its own past that member's timeout: that one is to
+                # blame; the others go back as a batch.
+                notify(worker.current, failure(scenarios[worker.current], _timed_out(self.options.timeout)))
+                rest = tuple((index, scenarios[index]) for index in unfinished if index != worker.current)
+                self.queue.insert(0, (SCREEN, rest))
+                return
             # Members of a screen batch are each computed on their own, but which one it was on the
             # parent cannot tell: each is screened again alone, and one that fails alone is to blame.
             for index in reversed(unfinished):

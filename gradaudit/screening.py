@@ -9,7 +9,7 @@ finding is computed again on the literal engine, every path as a user calls it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from gradaudit.engines.group import GroupEngine
 from gradaudit.engines.literal import LiteralEngine, stop_computing
@@ -29,6 +29,9 @@ class ScreenEngine:
         self.literal, self.tolerance = literal, tolerance
         self.quick = GroupEngine(devices=literal.devices, eager=False, timeout=literal.timeout, limits=literal.limits)
         """Under the literal engine's timeout and limits: a draw over them is left to it, which says so."""
+        self.starting: Callable[[int], None] = lambda position: None
+        """Told each scenario's position as its literal paths start (a worker tells its parent so:
+        `isolation.STARTING`)."""
 
     def screen(self, scenarios: Sequence[Scenario]) -> Iterator[tuple[int, ScenarioResult]]:
         """Each scenario's verdict with its position, as soon as it is settled: SCREEN_BATCH at a
@@ -43,20 +46,21 @@ class ScreenEngine:
                     settled.add(position)
                     if stop_computing():
                         return
-                    yield start + position, self._judged(chunk[position], computed)
+                    yield start + position, self._judged(chunk[position], computed, start + position)
             for position, scenario in enumerate(chunk):
                 if stop_computing():
                     return  # a time limit fired in this worker: the rest are screened in a fresh one
                 if position not in settled:
-                    yield start + position, self._judged(scenario, None)
+                    yield start + position, self._judged(scenario, None, start + position)
 
-    def _judged(self, scenario: Scenario, quick: Computed | None) -> ScenarioResult:
+    def _judged(self, scenario: Scenario, quick: Computed | None, position: int) -> ScenarioResult:
         """The quick verdict, or the literal engine's where there is none or it holds a finding the
         gate lets pass by default (which may hide an eager/jit split)."""
         if quick is not None:
             verdict = assess(scenario, quick, self.tolerance)
             if all(f.fails_by_default for f in verdict.findings):
                 return verdict
+        self.starting(position)
         computed = next(c for batch in self.literal.run([scenario]) for _, c in batch)
         return assess(scenario, computed, self.tolerance)
 

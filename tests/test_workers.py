@@ -475,6 +475,41 @@ def test_a_screen_batch_that_hangs_blames_its_hanging_member_and_screens_the_oth
     assert [r.method for k, r in enumerate(screened) if k != 2] == ["group"] * 5
 
 
+STUCK_AT = """import signal
+import time
+from pathlib import Path
+
+import jax
+
+
+def f(x):
+    inner = x
+    while hasattr(inner, "primal"):  # eager jacfwd and jacrev trace with the value inside
+        inner = inner.primal
+    if isinstance(inner, jax.core.Tracer):
+        bool(x > 100)  # under jit: Python control flow on a traced value, which jit cannot compile
+    elif float(inner) == 2.5:
+        with Path(__file__).with_name('stuck').open('a') as stuck:
+            stuck.write('2.5\\n')
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # as code inside XLA: no alarm stops it
+        time.sleep(120)
+    return x * x
+"""
+
+
+def test_a_screen_member_stuck_past_its_timeout_is_blamed_once_and_the_others_screened_together(
+    tmp_path, monkeypatch
+):
+    """A screen batch's member computed on its own (jit cannot compile its function), stuck where no
+    signal reaches: the worker said it started that member, so the parent blames it alone after one
+    timeout (before, every member was screened again alone and the stuck one hung a second time),
+    and the others are screened as a batch in a fresh worker."""
+    screened = _screened_in_a_worker(tmp_path, monkeypatch, "stuck_at", STUCK_AT, 5, timeout=3.0)
+    assert [r.status for r in screened] == ["consistent"] * 2 + ["error"] + ["consistent"] * 2
+    assert screened[2].findings[0].message.startswith("timed out after 3 s")
+    assert (tmp_path / "stuck").read_text().splitlines() == ["2.5"], "stuck once, not again alone"
+
+
 SLEEPS_AT = """import os
 import time
 from pathlib import Path

@@ -280,19 +280,30 @@ def compute(
         primitives=lambda: primitives(target),
         triggers=functools.partial(triggered, target),
         probe=prober(target, scenario),
-        twins=functools.partial(eager_twins, targets, scenario, timeout, devices[0] if devices else None),
+        twins=functools.partial(
+            eager_twins,
+            targets,
+            scenario,
+            None if timeout is None else start + timeout,
+            devices[0] if devices else None,
+        ),
     )
 
 
 def eager_twins(
-    targets: Sequence[Target], scenario: Scenario, timeout: float | None, device, names: Collection[str]
+    targets: Sequence[Target], scenario: Scenario, deadline: float | None, device, names: Collection[str]
 ) -> dict[str, PathResult]:
     """The eager twin (`paths.EAGER_TWINS`) of each compiled Hessian path in `names` (on `device`, the
-    first device, as those paths ran), under the scenario's timeout; none where that runs out."""
+    first device, as those paths ran), within what is left of the scenario's timeout (`deadline`, on
+    `time.perf_counter`'s clock; a worker's parent counts the scenario's computing and its twins as
+    one); none where that runs out."""
     found = {}
     where = device_name(device) if device is not None else None
+    left = None if deadline is None else deadline - time.perf_counter()
+    if left is not None and left <= 0:
+        return {}
     try:
-        with time_limit(timeout), x64_for(scenario), unfiltered_tracebacks(), jax.default_device(device):
+        with time_limit(left), x64_for(scenario), unfiltered_tracebacks(), jax.default_device(device):
             for name in names:
                 constant = name.endswith(CONSTANT_SUFFIX)
                 target = next(t for t in targets if (t.binding == "constant") == constant)
