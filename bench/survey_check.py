@@ -16,10 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gradaudit.survey.defects import parse_fingerprint
+from gradaudit.survey.explore import SURVEY_TIMEOUT
 
 NUMBER = re.compile(r"-?\d+(\.\d+)?(e[-+]?\d+)?|nan|inf", re.IGNORECASE)
 SCRIPT_SECONDS = 300
-RUN_TIMEOUT = 30
+RUN_TIMEOUT = 2 * SURVEY_TIMEOUT
 """Seconds a reproducer may take: twice a survey draw's, so a defect that timed out in the survey
 times out again (rather than after `run`'s default ten minutes)."""
 

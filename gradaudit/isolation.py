@@ -662,15 +662,17 @@ class IsolatedPool:
         for auditor in self.auditors:
             auditor.worker = None  # lent to the run below, given back after
         given = 0
-        run = WorkerRun(self.options, self.devices, Listener(results.__setitem__, failure), idle=idle)
-        steps = run.steps(SCREEN, _kin_batches(scenarios, len(self.auditors)))
-        try:
+        steps: Generator[None, None, None] | None = None
+        try:  # from here on, the lent workers are given back (or stopped) whatever happens
+            run = WorkerRun(self.options, self.devices, Listener(results.__setitem__, failure), idle=idle)
+            steps = run.steps(SCREEN, _kin_batches(scenarios, len(self.auditors)))
             for _ in steps:
                 while given in results and not cannot:  # in order, as soon as each is known: a search's progress
                     yield results[given]
                     given += 1
         finally:
-            steps.close()  # a caller that stopped early: its workers are stopped, not left running
+            if steps is not None:
+                steps.close()  # a caller that stopped early: its workers are stopped, not left running
             for auditor in self.auditors:
                 auditor.worker = idle.pop() if idle else None
             stop_workers(idle)

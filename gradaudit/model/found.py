@@ -50,5 +50,5 @@ class SearchOutcome:
     """Kinds the literal path did not confirm (it found the minimal scenario consistent): not reported."""
     timed_out: int = 0
     """Audits that timed out, exploring and shrinking: each cost a whole timeout and a fresh worker."""
-    seconds: dict[str, float] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
     """Wall time by phase (`explore`, `shrink`; a survey adds `confirm`): where a slow search spent it."""

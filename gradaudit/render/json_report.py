@@ -246,8 +246,8 @@ holding them would hold every array of the run."""
 
 class RenderedRows:
     """Rows rendered while a run goes on (for its `.partial` file, JSON Lines), kept so that the
-    report written at the end takes them as they are: rendering 10,000 results took as long as
-    writing the report, and is done once."""
+    report written at the end takes them as they are: rendering is as costly as writing the report,
+    and is done once."""
 
     def __init__(self) -> None:
         self._rows: dict[int, tuple[tuple, str]] = {}

@@ -190,8 +190,8 @@ class _Search:
                 self.outcome.skipped[reason] += 1
         return self.loaded[text]
 
-    def settle(self, texts: list[str]) -> None:
-        """Audit `texts` (valid, not yet audited), all at once."""
+    def settle(self, texts: list[str], exploring: bool = True) -> None:
+        """Audit `texts` (valid, not yet audited), all at once (while exploring: saying how many are done)."""
         results = self.audit_all([self.loaded[t] for t in texts])
         for number, (text, result) in enumerate(zip(texts, results, strict=True), 1):
             if (
@@ -210,14 +210,15 @@ class _Search:
                 self.outcome.timed_out += 1
             if isinstance(result, InvalidDraw):
                 self.outcome.skipped[_reason(result.message)] += 1
-            self.on_progress(f"{number} of {len(texts)} drawn scenarios audited")
+            if exploring:
+                self.on_progress(f"{number} of {len(texts)} drawn scenarios audited")
 
     def evaluate(self, entry: dict) -> ScenarioResult:
         from hypothesis import reject
 
         text = scenario_text(entry)
         if self.load(text) is not None and text not in self.judged:
-            self.settle([text])
+            self.settle([text], exploring=False)
         result = self.judged.get(text) if self.loaded[text] is not None else None
         if result is None:
             reject()
@@ -288,9 +289,10 @@ class _Search:
                 first.setdefault(kind_of(result), (entry, result))
         return first
 
-    def shrinker(self, kind: FoundKind, number: int, of: int, spent: _Shrinking, each: int) -> Callable[[dict], None]:
-        """Hypothesis's test while shrinking `kind`: each new audit costs `each` (TIMED_OUT_COST for a kind
-        that timed out); one that times out while shrinking any other kind spends what is left."""
+    def shrinker(self, kind: FoundKind, number: int, of: int, spent: _Shrinking, hangs: bool) -> Callable[[dict], None]:
+        """Hypothesis's test while shrinking `kind`: each new audit costs 1, or TIMED_OUT_COST where the
+        kind `hangs` (timed out); one that times out while shrinking any other kind spends what is left."""
+        each = TIMED_OUT_COST if hangs else 1
 
         def shrink(entry: dict) -> None:
             self.outcome.shrinking += 1
@@ -302,9 +304,8 @@ class _Search:
                 spent.audits += 1
                 spent.cost += each
             result = self.evaluate(entry)
-            if new and _timed_out(result):
-                # a kind that did not time out has wandered into inputs that hang: it settles here
-                spent.cost = SHRINK_COST if each == 1 else spent.cost + TIMED_OUT_COST - each
+            if new and not hangs and _timed_out(result):
+                spent.cost = SHRINK_COST  # a kind that did not time out has wandered into inputs that hang
             if result.status != CONSISTENT and kind_of(result) == kind:
                 raise Disagreement(entry, result)
 
@@ -320,8 +321,7 @@ class _Search:
         folder = self.database / hashlib.sha256(repr(kind).encode()).hexdigest()[:16] if self.database else None
         spent = _Shrinking()
         try:
-            each = TIMED_OUT_COST if _timed_out(result) else 1
-            test = self.shrinker(kind, number, of, spent, each)
+            test = self.shrinker(kind, number, of, spent, _timed_out(result))
             self.run(test, (Phase.reuse, Phase.generate, Phase.shrink), folder)
         except Disagreement as minimal:
             return Found(kind, minimal.entry, minimal.result, audits=spent.audits, spent=spent.cost >= SHRINK_COST)
@@ -331,7 +331,7 @@ class _Search:
         started = time.perf_counter()
         first = self.explored()
         outcome = self.outcome
-        outcome.seconds["explore"] = round(time.perf_counter() - started, 1)
+        outcome.phases["explore"] = round(time.perf_counter() - started, 1)
         if not outcome.audited:
             reasons = (
                 "; ".join(f"{reason}: {n}" for reason, n in outcome.skipped.most_common(3)) or "none could be drawn"
@@ -341,7 +341,7 @@ class _Search:
         started = time.perf_counter()
         for number, kind in enumerate(sorted(first), 1):
             outcome.found.append(self.shrunk(kind, number, len(first), *first[kind]))
-        outcome.seconds["shrink"] = round(time.perf_counter() - started, 1)
+        outcome.phases["shrink"] = round(time.perf_counter() - started, 1)
         return outcome
 
 

@@ -55,9 +55,9 @@ def write_found(outcome: SearchOutcome, space: SearchSpace, out: Path, how: str)
             shrunk = "as the edge sweep drew it: the plainest case with one edge changed"
         elif found.shrunk and found.spent:
             shrunk = (
-                f"shrunk by hypothesis until its {SHRINK_COST} audits were spent (each counting {TIMED_OUT_COST} "
-                "for a kind that timed out; any other kind's first audit that timed out spends the rest), "
-                "perhaps short of minimal"
+                f"shrunk by hypothesis until what it may spend ({SHRINK_COST}: an audit counts 1, or "
+                f"{TIMED_OUT_COST} for a kind that timed out; any other kind's first audit that timed out spends the "
+                "rest) was spent, perhaps short of minimal"
             )
         elif found.shrunk:
             shrunk = "shrunk by hypothesis to this minimal scenario"

@@ -129,7 +129,7 @@ class FunctionSurvey:
     """Each kind's file -> its plain-JAX script, where its result has a disagreement a script can show
     (written by the caller: `render.repro.write_beside`)."""
     seconds: float = 0.0
-    """Wall time of its search, shrinking, confirming and writing."""
+    """Wall time of its search, shrinking, confirming and writing its files (its scripts are written after)."""
 
     @property
     def worst(self) -> str:
@@ -157,7 +157,7 @@ def survey_one(
         confirm(outcome, space, auditor.audit)
     files = write_found(outcome, space, out, how) if not outcome.problem else []
     remove_scripts(space, out)
-    outcome.seconds["confirm"] = round(time.perf_counter() - confirming, 1)
+    outcome.phases["confirm"] = round(time.perf_counter() - confirming, 1)
     return FunctionSurvey(space, outcome, files, {}, round(time.perf_counter() - started, 1))
 
 
@@ -210,7 +210,7 @@ def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budge
                 "skipped": dict(one.outcome.skipped),
                 "problem": one.outcome.problem,
                 "seconds": one.seconds,
-                "phases": dict(one.outcome.seconds),
+                "phases": dict(one.outcome.phases),
                 "timeouts": one.outcome.timed_out,
                 "worst": one.worst,
                 "kinds": [
