@@ -88,6 +88,18 @@ def test_list_and_unknown_names():
         assert nowhere.exit_code == 2 and option in nowhere.stderr and "does not exist" in nowhere.stderr
 
 
+def test_a_survey_refuses_to_replace_files_it_did_not_write(tmp_path):
+    """A folder holding a user's own `numpy.sin-1.yaml`, or a `numpy.sin-1.py` beside no file a survey
+    wrote: exit 2 before any function is surveyed, saying which file, and the file is left as it was."""
+    for name in ("numpy.sin-1.yaml", "numpy.sin-2.py"):
+        out = tmp_path / name.replace(".", "_")
+        out.mkdir()
+        (out / name).write_text("mine = 1\n")
+        refused = run_cli("survey", "jax.numpy.sin", "--out", str(out))
+        assert refused.exit_code == 2 and name in refused.stderr and "not written by gradaudit" in refused.stderr
+        assert (out / name).read_text() == "mine = 1\n" and len(list(out.iterdir())) == 1
+
+
 @pytest.mark.slow
 def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_files_reproduce(tmp_path):
     out = tmp_path / "found"

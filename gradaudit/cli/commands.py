@@ -488,6 +488,7 @@ def survey(
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
     from gradaudit.render.repro import write_beside
+    from gradaudit.search import foreign_files
     from gradaudit.service import environment, isolated, prepare, remembered_interrupt
     from gradaudit.survey.explore import report_document, survey_each
 
@@ -495,6 +496,12 @@ def survey(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise click.BadParameter(f"cannot create folder {out}: {exc.strerror or exc}", param_hint="--out") from None
+    foreign = [path for space in chosen for path in foreign_files(out, space.name, scripts=True)]
+    if foreign:
+        raise click.BadParameter(
+            f"{foreign[0]} was not written by gradaudit survey and would be replaced; choose another folder",
+            param_hint="--out",
+        )
     devices, warnings = prepare(options)
     for warning in warnings:
         session.err.print(f"warning: {warning}", highlight=False)

@@ -23,25 +23,32 @@ FOUND_HEADER = "# Found by `gradaudit "
 """How a file written by a search or a survey begins (`how` is the command, in backquotes)."""
 
 
-def _numbered(out: Path, name: str) -> list[Path]:
-    """The files a search of space `name` writes in `out`: `<name>-<n>.yaml`."""
-    pattern = re.compile(re.escape(name) + r"-[0-9]+\.yaml")
-    return [path for path in out.glob(f"{name}-*.yaml") if pattern.fullmatch(path.name)]
+def numbered(out: Path, name: str, suffix: str = ".yaml") -> list[Path]:
+    """The files a search of space `name` writes in `out`: `<name>-<n>.yaml` (and a survey's plain-JAX
+    scripts beside them, `<name>-<n>.py`)."""
+    pattern = re.compile(re.escape(name) + r"-[0-9]+" + re.escape(suffix))
+    return [path for path in out.glob(f"{name}-*{suffix}") if pattern.fullmatch(path.name)]
 
 
-def foreign_files(out: Path, name: str) -> list[Path]:
-    """Files in `out` with the names a search of `name` writes that no search wrote: never overwritten."""
-    return [
-        path
-        for path in _numbered(out, name)
-        if not path.read_text(encoding="utf-8", errors="replace").startswith(FOUND_HEADER)
-    ]
+def foreign_files(out: Path, name: str, scripts: bool = False) -> list[Path]:
+    """Files in `out` with the names a search of `name` writes that no search wrote: never overwritten.
+    With `scripts`, also any `<name>-<n>.py` not beside a scenario file a search wrote (a survey
+    writes its scripts only there)."""
+    ours = {path for path in numbered(out, name) if _written_by_us(path)}
+    foreign = [path for path in numbered(out, name) if path not in ours]
+    if scripts:
+        foreign += [path for path in numbered(out, name, ".py") if path.with_suffix(".yaml") not in ours]
+    return foreign
+
+
+def _written_by_us(path: Path) -> bool:
+    return path.read_text(encoding="utf-8", errors="replace").startswith(FOUND_HEADER)
 
 
 def write_found(outcome: SearchOutcome, space: SearchSpace, out: Path, how: str) -> list[Path]:
     """Each minimal scenario as `out/<space name>-<n>.yaml`, with a comment saying how it was found."""
     out.mkdir(parents=True, exist_ok=True)
-    for stale in _numbered(out, space.name):
+    for stale in numbered(out, space.name):
         # an earlier search's file of this space (foreign_files refused any other): its kinds may be gone
         stale.unlink()
     home = Path(space.file).parent.resolve()

@@ -9,7 +9,6 @@ function is smooth (the judge's kink-aware comparison keeps documented conventio
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from gradaudit.model.found import SearchOutcome
 from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
 from gradaudit.search import InvalidDraw, confirm, search, write_found
+from gradaudit.search.found_files import numbered
 from gradaudit.sources.saved_reports import ReportError, read_json
 from gradaudit.survey import defects
 from gradaudit.survey.strategy import SurveySpace
@@ -188,11 +188,10 @@ def survey_each(
 
 
 def remove_scripts(space: SurveySpace, out: Path) -> None:
-    """An earlier survey's plain-JAX scripts of this function (`<name>-<n>.py`): its kinds may be gone."""
-    pattern = re.compile(re.escape(space.name) + r"-[0-9]+\.py")
-    for stale in out.glob(f"{space.name}-*.py"):
-        if pattern.fullmatch(stale.name):
-            stale.unlink()
+    """An earlier survey's plain-JAX scripts of this function (`<name>-<n>.py`): its kinds may be gone
+    (the survey refused to start where any was not its own: `foreign_files`)."""
+    for stale in numbered(out, space.name, ".py"):
+        stale.unlink()
 
 
 def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budget: int, seed: int) -> dict:
