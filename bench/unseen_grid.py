@@ -62,7 +62,7 @@ def main() -> None:
         shutil.copy(Path(__file__).parent / "unseen" / "fns.py", here / "fns.py")
         (here / "grid.yaml").write_text(yaml.safe_dump({"scenarios": grid()}, sort_keys=False, width=200))
         for _ in range(args.repetitions):
-            ours.append(timed([sys.executable, "-m", "gradaudit", "run", "grid.yaml", "--no-cache", "-q"], here, True))
+            ours.append(timed([sys.executable, "-m", "gradaudit", "run", "grid.yaml", "--no-cache", "-q"], here))
             peer.append(timed([sys.executable, str(Path(__file__).parent / "function_peer.py"), "grid.yaml"], here))
     import jax
 
