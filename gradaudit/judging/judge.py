@@ -79,6 +79,7 @@ from gradaudit.model.paths import (
     FAMILIES,
     JACFWD,
     JACREV,
+    JIT_PREFIX,
     JIT_VALUE,
     ORDERS,
     VALUE,
@@ -89,6 +90,7 @@ from gradaudit.model.paths import (
     label,
     path_name,
     primary_name,
+    transform_of,
 )
 from gradaudit.numerics.finite_differences import rounding, step_size
 
@@ -387,7 +389,7 @@ def twins_agree(results: dict[str, PathResult], tolerances: Tolerances) -> bool:
     `jit_value`, per binding) to AD tolerance, entry by entry, or both raised the same exception
     type or do not apply for the same reason."""
     for name, path in results.items():
-        twin = results.get("jit_" + name)
+        twin = results.get(JIT_PREFIX + name)
         if base_name(name) not in (VALUE, JACFWD, JACREV) or twin is None:
             continue
         if path.ok and twin.ok:
@@ -715,7 +717,7 @@ class _Comparison:
         """Whether one path is on one side and its eager or jit twin (same mode) on the other."""
 
         def twins(paths: Sequence[PathResult]) -> set[str]:
-            return {base_name(p.name).removeprefix("jit_") for p in paths}
+            return {transform_of(p.name) for p in paths}
 
         return bool(twins(self.side) & twins(self.reference))
 
@@ -1054,8 +1056,8 @@ def _twin_elsewhere(side: Sequence[PathResult], ad_paths: Sequence[PathResult]) 
     a side that disagrees with finite differences alone, without its twin, is one transform giving
     two answers."""
     names = {p.name for p in side}
-    elsewhere = {base_name(p.name).removeprefix("jit_") for p in ad_paths if p.name not in names}
-    return all(base_name(path.name).removeprefix("jit_") in elsewhere for path in side)
+    elsewhere = {transform_of(p.name) for p in ad_paths if p.name not in names}
+    return all(transform_of(path.name) in elsewhere for path in side)
 
 
 def _value_notes(value: PathResult) -> list[Note]:

@@ -268,6 +268,16 @@ def path_name(base: str, binding: str) -> str:
     return base + CONSTANT_SUFFIX if binding == "constant" else base
 
 
+JIT_PREFIX = "jit_"
+"""What a compiled path's name adds to its eager twin's (`jit_jacrev`, `jit_jacfwd_jacrev`)."""
+
+
+def transform_of(name: str) -> str:
+    """The transform a path computes, eager or compiled, binding and device aside: `jacrev` for
+    `jit_jacrev:const@cpu:1`. A path and its eager/jit twin share it."""
+    return base_name(name).removeprefix(JIT_PREFIX)
+
+
 def base_name(name: str) -> str:
     """The path without its binding and device: `jacrev` for `jacrev:const@cpu:1`."""
     return primary_name(name).removesuffix(CONSTANT_SUFFIX)
