@@ -54,17 +54,21 @@ def assess_all(
         for (scenario, paths), triggers in zip(judged, met, strict=True)
     ]
     verdicts = judge_all(cases)
+    computing = 0.0  # eager Hessians computed on demand: the scenario's computing time, not the judge's
     for index, ((scenario, paths), verdict) in enumerate(zip(judged, verdicts, strict=True)):
         asked = _twins_wanted(paths, verdict) if paths.twins is not None else set()
+        before = time.perf_counter()
         twins = paths.twins(asked) if asked and paths.twins is not None else {}
+        spent = time.perf_counter() - before
+        computing += spent
         if twins:  # judged again with them: a compiled Hessian alone against its eager form is an eager/jit split
-            judged[index] = (scenario, replace(paths, paths={**paths.paths, **twins}))
+            judged[index] = (scenario, replace(paths, paths={**paths.paths, **twins}, seconds=paths.seconds + spent))
             verdicts[index] = judge_all([replace(cases[index], results=judged[index][1].paths)])[0]
     diagnoses = [
         diagnose(_evidence(paths, verdict, triggers))
         for (_, paths), verdict, triggers in zip(judged, verdicts, met, strict=True)
     ]
-    share = (time.perf_counter() - started) / max(1, len(judged))
+    share = (time.perf_counter() - started - computing) / max(1, len(judged))
     together = zip(judged, verdicts, diagnoses, strict=True)
     found = iter((scenario, paths, verdict, diagnosis) for (scenario, paths), verdict, diagnosis in together)
     return [
