@@ -62,22 +62,34 @@ from gradaudit.targets.triggers import triggered
 Transform = Callable[[Callable[..., object], tuple[int, ...]], Callable[..., object]]
 """Maps (function, argnums) to a function returning its derivative blocks, nested per argnum."""
 
-FIRST_ORDER: dict[str, Transform] = {
+EAGER: dict[str, Transform] = {
     JACFWD: lambda fn, argnums: jax.jacfwd(fn, argnums=argnums),
-    JIT_JACFWD: lambda fn, argnums: jax.jit(jax.jacfwd(fn, argnums=argnums)),
     JACREV: lambda fn, argnums: jax.jacrev(fn, argnums=argnums),
-    JIT_JACREV: lambda fn, argnums: jax.jit(jax.jacrev(fn, argnums=argnums)),
-}
-SECOND_ORDER: dict[str, Transform] = {
-    JIT_HESSIAN_FWD_REV: lambda fn, argnums: jax.jit(jax.jacfwd(jax.jacrev(fn, argnums=argnums), argnums=argnums)),
     HESSIAN_FWD_FWD: lambda fn, argnums: jax.jacfwd(jax.jacfwd(fn, argnums=argnums), argnums=argnums),
-    JIT_HESSIAN_FWD_FWD: lambda fn, argnums: jax.jit(jax.jacfwd(jax.jacfwd(fn, argnums=argnums), argnums=argnums)),
-    JIT_HESSIAN_REV_REV: lambda fn, argnums: jax.jit(jax.jacrev(jax.jacrev(fn, argnums=argnums), argnums=argnums)),
-}
-EAGER_HESSIANS: dict[str, Transform] = {
     HESSIAN_FWD_REV: lambda fn, argnums: jax.jacfwd(jax.jacrev(fn, argnums=argnums), argnums=argnums),
     HESSIAN_REV_REV: lambda fn, argnums: jax.jacrev(jax.jacrev(fn, argnums=argnums), argnums=argnums),
 }
+"""Each AD transform as a user writes it; its compiled path is `jax.jit` of it (`compiled`)."""
+
+
+def compiled(eager: str) -> Transform:
+    """The path `jit_<eager>`: jax.jit of the eager transform."""
+    return lambda fn, argnums: jax.jit(EAGER[eager](fn, argnums))
+
+
+FIRST_ORDER: dict[str, Transform] = {
+    JACFWD: EAGER[JACFWD],
+    JIT_JACFWD: compiled(JACFWD),
+    JACREV: EAGER[JACREV],
+    JIT_JACREV: compiled(JACREV),
+}
+SECOND_ORDER: dict[str, Transform] = {
+    JIT_HESSIAN_FWD_REV: compiled(HESSIAN_FWD_REV),
+    HESSIAN_FWD_FWD: EAGER[HESSIAN_FWD_FWD],
+    JIT_HESSIAN_FWD_FWD: compiled(HESSIAN_FWD_FWD),
+    JIT_HESSIAN_REV_REV: compiled(HESSIAN_REV_REV),
+}
+EAGER_HESSIANS: dict[str, Transform] = {eager: EAGER[eager] for eager in EAGER_TWINS.values()}
 """The eager twins of compiled Hessians (`paths.EAGER_TWINS`), computed only when the judge asks."""
 
 
