@@ -1,8 +1,8 @@
-"""scipy.special.expn: [wrong] jacfwd, jit(jacfwd), jacrev, jit(jacrev), jacfwd with constants, jit(jacfwd) with constants, jacrev with constants and jit(jacrev) with constants disagree with finite differences on 1 of 1 entries; at d out/d x0: -0.0173264 from finite differences, 0 from jacfwd, jit(jacfwd), jacrev, jit(jacrev), jacfwd with constants, jit(jacfwd) with constants, jacrev with constants and jit(jacrev) with constants (difference 0.0173, relative 1; tolerance 0.00142)
+"""scipy.special.expn: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 1 of 2 entries; at d out/d x0: -0.129862 from finite differences, -0 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 0.13, relative 1; tolerance 0.00162)
 
-Why: inputs and output finite (x0 = 0.62; out = 0.05488); finite differences -0.01733 (slope -0.01734 from the left, -0.01732 from the right), both sides agree; the split persists in float64 (0 from jacfwd, 0 from jit_jacfwd, 0 from jacrev, 0 from jit_jacrev, 0 from jacfwd:const, 0 from jit_jacfwd:const, 0 from jacrev:const, 0 from jit_jacrev:const, -0.0173300531 from finite_difference)
+Why: inputs and output finite (x0 = 0.62; out = 0.2615); finite differences -0.1299 (slope -0.13 from the left, -0.1297 from the right), both sides agree; the split persists in float64 (-0 from jacfwd, -0 from jit_jacfwd, 0 from jacrev, 0 from jit_jacrev, -0.129840802 from finite_difference)
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacfwd 0, jit(jacfwd) 0, jacrev 0, jit(jacrev) 0, jacfwd with constants 0, jit(jacfwd) with constants 0, jacrev with constants 0, jit(jacrev) with constants 0, finite differences -0.0173264.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacfwd -0, jit(jacfwd) -0, jacrev -0, jit(jacrev) -0, finite differences -0.129862.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.expn-7.py
 """
 
@@ -62,10 +62,10 @@ KWARGS = {}
 
 # Each positional argument and how it reaches the function: d differentiated, h held fixed (passed
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
-PATTERN = 'dc'
+PATTERN = 'dd'
 ARGUMENTS = [
     np.array(0.6200000047683716, dtype=np.float32),
-    np.array(2, dtype=np.int32),
+    np.array(1.001953125, dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -98,8 +98,4 @@ print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], 
 print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], ()), sep=': ')
 print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], ()), sep=': ')
 print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], ()), sep=': ')
-print('jacfwd with constants', entry(jax.jacfwd(with_constants, argnums=ARGNUMS)(*INPUTS, *HELD)[0], ()), sep=': ')
-print('jit(jacfwd) with constants', entry(jax.jit(jax.jacfwd(with_constants, argnums=ARGNUMS))(*INPUTS, *HELD)[0], ()), sep=': ')
-print('jacrev with constants', entry(jax.jacrev(with_constants, argnums=ARGNUMS)(*INPUTS, *HELD)[0], ()), sep=': ')
-print('jit(jacrev) with constants', entry(jax.jit(jax.jacrev(with_constants, argnums=ARGNUMS))(*INPUTS, *HELD)[0], ()), sep=': ')
 print('finite differences', entry(finite_difference(traced, PASSED, 0, (), (), 0.00390625), ()), sep=': ')
