@@ -497,9 +497,7 @@ def f(x):
 """
 
 
-def test_a_screen_member_stuck_past_its_timeout_is_blamed_once_and_the_others_screened_together(
-    tmp_path, monkeypatch
-):
+def test_a_screen_member_stuck_past_its_timeout_is_blamed_once_and_the_others_screened_together(tmp_path, monkeypatch):
     """A screen batch's member computed on its own (jit cannot compile its function), stuck where no
     signal reaches: the worker said it started that member, so the parent blames it alone after one
     timeout (before, every member was screened again alone and the stuck one hung a second time),
