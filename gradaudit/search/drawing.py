@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import yaml
@@ -30,6 +30,15 @@ def assume(condition: object) -> None:
     from hypothesis import assume as hypothesis_assume
 
     hypothesis_assume(condition)
+
+
+def flat(value) -> Iterable:
+    """The numbers of a nested list (an entry's `value`), in order."""
+    if isinstance(value, list):
+        for item in value:
+            yield from flat(item)
+    elif value is not None:
+        yield value
 
 
 def _nested(draw, element: Callable, shape: list[int]):

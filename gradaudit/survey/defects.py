@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from gradaudit.model import dtypes
 from gradaudit.model.findings import CLASSES, FindingClass
+from gradaudit.search.drawing import flat
 
 PLUMBING = frozenset(
     {
@@ -258,15 +259,6 @@ def regime_of(entry: dict) -> str:
         ("near an integer or half-integer", any(_near_half(v) for v, _ in floats)),
     )
     return next((name for name, holds in checks if holds), "ordinary inputs")
-
-
-def flat(value) -> Iterable:
-    """The numbers of a nested list, in order."""
-    if isinstance(value, list):
-        for item in value:
-            yield from flat(item)
-    elif value is not None:
-        yield value
 
 
 def _leading(entry: dict) -> int | None:

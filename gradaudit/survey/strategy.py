@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gradaudit.model import dtypes
+from gradaudit.search.drawing import flat as numbers
 from gradaudit.survey.edges import (
     LONG_AXIS,
     SURVEY_INDICES,
@@ -214,7 +215,7 @@ def sweep(surveyed: Surveyed, name: str) -> list[dict]:
     first_float = next((k for k, role in enumerate(surveyed.signature) if role in FLOATING), None)
     if first_float is not None and "value" in plain["inputs"][first_float]:
         spec = plain["inputs"][first_float]
-        flat = _flat(spec["value"])
+        flat = list(numbers(spec["value"]))
         where = min(1, len(flat) - 1)
         for edge in (*float_edges(spec["dtype"]), flat[0]):
             values = list(flat)
@@ -257,7 +258,7 @@ def regimes(surveyed: Surveyed, name: str) -> list[dict]:
         spec = plain["inputs"][position]
         if "value" not in spec:
             continue
-        flat = _flat(spec["value"])
+        flat = list(numbers(spec["value"]))
         where = min(1, len(flat) - 1)
         for dtype in surveyed.floats:
             values = decades(dtype) if dtype != spec["dtype"] else (*decades(dtype), *near_integers(dtype))
@@ -286,10 +287,6 @@ def _in_dtype(entry: dict, surveyed: Surveyed, dtype: str) -> dict:
         for spec, role in zip(entry["inputs"], surveyed.signature, strict=True)
     ]
     return {**entry, "inputs": inputs}
-
-
-def _flat(value) -> list:
-    return [v for item in value for v in _flat(item)] if isinstance(value, list) else [value]
 
 
 def _reshaped(values: list, like):
