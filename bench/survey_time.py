@@ -24,6 +24,14 @@ def summary(document: dict) -> list[str]:
     by_phase = ", ".join(f"{phase} {spent:,.0f} s" for phase, spent in phases.items())
     recorded = all("timeouts" in f for f in functions)
     timeouts = f"{sum(f['timeouts'] for f in functions)} audits timed out" if recorded else "timeouts not recorded"
+    left = {f["name"]: sum(f["not_audited"].values()) for f in functions if f.get("not_audited")}
+    if left:
+        timeouts += (
+            f"; {sum(left.values())} drawn scenarios of {len(left)} functions not audited, further out than three "
+            "that timed out ("
+            + ", ".join(f"`{name}` {n}" for name, n in sorted(left.items(), key=lambda i: -i[1]))
+            + ")"
+        )
     lines = [
         f"The {len(functions)} functions' times sum to {sum(seconds):,.0f} s ({by_phase or 'phases not recorded'}); "
         f"median {statistics.median(seconds) if seconds else 0:.1f} s; {timeouts}.",
@@ -35,6 +43,8 @@ def summary(document: dict) -> list[str]:
         parts = [f"{phase} {spent:.0f} s" for phase, spent in function.get("phases", {}).items()]
         if "timeouts" in function:
             parts.append(f"{function['timeouts']} timed out")
+        if function.get("not_audited"):
+            parts.append(f"{sum(function['not_audited'].values())} not audited")
         parts.append(f"{len(function['kinds'])} kinds")
         lines.append(f"- `{function['name']}` {function.get('seconds', 0.0):.0f} s ({', '.join(parts)})")
     return lines

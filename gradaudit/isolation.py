@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
@@ -350,6 +350,8 @@ class Listener:
     totals: dict[str, float] | None = None
     """What the workers report of their time added up (JAX's trace, lower and compile seconds,
     programs and cache reads, judge and audit seconds)."""
+    unaudited: Callable[[int], None] | None = None
+    """Each scenario not audited: `skip` (WorkerRun.steps) said so when its turn came."""
 
 
 class WorkerRun:
@@ -385,15 +387,20 @@ class WorkerRun:
         self.workers: list[_Worker] = []
         self.failed_starts = 0
         """Workers in a row that died or hung before they were ready."""
+        self.skip: Callable[[int], bool] | None = None
 
     def run(self, engine: str, batches: Sequence[Batch]) -> None:
         """Audit `batches` on `engine`; each result reaches the listener."""
         for _ in self.steps(engine, batches):
             pass
 
-    def steps(self, engine: str, batches: Sequence[Batch]) -> Generator[None, None, None]:
+    def steps(
+        self, engine: str, batches: Sequence[Batch], skip: Callable[[int], bool] | None = None
+    ) -> Generator[None, None, None]:
         """`run`, pausing after each round of the workers' messages (so that a caller can pass on the
-        results the listener has had so far); stopping early stops the workers."""
+        results the listener has had so far); stopping early stops the workers. A scenario that
+        `skip(index)` says, as its batch is given out, is not to be audited goes to `listener.unaudited`."""
+        self.skip = skip
         self.queue = [(engine, batch) for batch in batches]
         self.scenarios = {index: scenario for batch in batches for index, scenario in batch}
         self.retried, self.failed_starts = {}, 0
@@ -427,8 +434,20 @@ class WorkerRun:
 
     def _give_out(self) -> None:
         for position, worker in enumerate(self.workers):
-            if worker.batch is None and self.queue:
-                worker.give(*self.queue.pop(_stretch(position, len(self.workers), len(self.queue))))
+            while worker.batch is None and self.queue:
+                engine, batch = self.queue.pop(_stretch(position, len(self.workers), len(self.queue)))
+                wanted = self._wanted(batch)
+                if wanted:
+                    worker.give(engine, wanted)
+
+    def _wanted(self, batch: Batch) -> Batch:
+        """The batch's scenarios `skip` does not leave out (those it does go to `listener.unaudited`)."""
+        if self.skip is None or self.listener.unaudited is None:
+            return batch
+        left = [index for index, _ in batch if self.skip(index)]
+        for index in left:
+            self.listener.unaudited(index)
+        return tuple((index, scenario) for index, scenario in batch if index not in left)
 
     def _heard(self, worker: _Worker, heard: Heard) -> None:
         if heard.what == CRASHED:
@@ -640,17 +659,21 @@ class IsolatedPool:
             return self.here_audit(scenario, self.options)
         return self.auditors[0].audit(scenario)
 
-    def screen_all(self, scenarios: Sequence[Scenario]) -> Iterator[ScenarioResult]:
+    def screen_all(
+        self, scenarios: Sequence[Scenario], skip: Callable[[int, Mapping[int, object]], bool] = lambda p, known: False
+    ) -> Iterator[ScenarioResult | None]:
+        """Each scenario's screen, in order; None for one that `skip(position, known)` says, when its turn
+        comes, not to audit, `known` the results so far by position (with jobs 0 every one is audited)."""
         if not self.auditors:
             yield from self.here_screen_all(scenarios, self.options)
             return
         if len(scenarios) <= 1:
-            yield from map(self.screen, scenarios)
+            yield from (None if skip(position, {}) else self.screen(s) for position, s in enumerate(scenarios))
             return
         from gradaudit.judging.assess import assess
         from gradaudit.model.computed import failed
 
-        results: dict[int, ScenarioResult] = {}
+        results: dict[int, ScenarioResult | None] = {}
         cannot: list[Failure] = []
 
         def failure(scenario: Scenario, why: Failure) -> ScenarioResult:
@@ -664,8 +687,9 @@ class IsolatedPool:
         given = 0
         steps: Generator[None, None, None] | None = None
         try:  # from here on, the lent workers are given back (or stopped) whatever happens
-            run = WorkerRun(self.options, self.devices, Listener(results.__setitem__, failure), idle=idle)
-            steps = run.steps(SCREEN, _kin_batches(scenarios, len(self.auditors)))
+            listener = Listener(results.__setitem__, failure, unaudited=lambda index: results.__setitem__(index, None))
+            run = WorkerRun(self.options, self.devices, listener, idle=idle)
+            steps = run.steps(SCREEN, _kin_batches(scenarios, len(self.auditors)), lambda index: skip(index, results))
             for _ in steps:
                 while given in results and not cannot:  # in order, as soon as each is known: a search's progress
                     yield results[given]

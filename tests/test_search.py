@@ -469,9 +469,11 @@ def test_a_search_whose_function_rejects_everything_stops_and_says_so():
 
 
 @pytest.mark.parametrize("hangs", [True, False])
-def test_shrinking_through_scenarios_that_time_out_tries_few_each_costing_a_timeout(hangs):
+def test_shrinking_through_scenarios_that_time_out_tries_few_each_costing_a_timeout(hangs, monkeypatch):
     """Every audit shrinking a kind that timed out counts TIMED_OUT_COST against what it may spend (four
-    at most); shrinking a kind that did not stops at the first scenario that times out on its way."""
+    at most); shrinking a kind that did not stops at the first scenario that times out on its way. (Here
+    every scalar hangs, which would stop the search auditing after three: that limit is lifted.)"""
+    monkeypatch.setattr("gradaudit.search.explore.HANGS_PER_ARGUMENT", 10**6)
     from gradaudit.model.findings import CONSISTENT, ERROR, MISMATCH, RAISED, Finding, FindingClass
     from gradaudit.model.paths import JACREV, VALUE
     from gradaudit.model.results import ScenarioResult
@@ -511,3 +513,100 @@ def test_shrinking_through_scenarios_that_time_out_tries_few_each_costing_a_time
     # A kind that timed out spends TIMED_OUT_COST an audit; another settles on its kind's smallest so far.
     assert not hangs or all(found.audits <= SHRINK_COST // TIMED_OUT_COST for found in drawn)
     assert hangs or all(outcome.found[k - 1].spent and outcome.found[k - 1].result.status == MISMATCH for k in met)
+
+
+def _timing_out_past(limit: float):
+    """A search's audit (and what it audited) where every scenario with a value past `limit` times out."""
+    from gradaudit.model.findings import CONSISTENT, ERROR, RAISED, Finding, FindingClass
+    from gradaudit.model.paths import VALUE
+    from gradaudit.model.results import ScenarioResult
+
+    timed_out = replace(
+        Finding(RAISED, (VALUE,), "value raised TimeoutError", error_type="TimeoutError"),
+        finding_class=FindingClass.TIMED_OUT,
+    )
+    audited: list[np.ndarray] = []
+    timeouts: Counter = Counter()
+
+    def audit(scenario) -> ScenarioResult:
+        array = scenario.target.inputs[0].array()
+        x = np.asarray(array, dtype=np.float64)
+        audited.append(x)
+        with np.errstate(invalid="ignore"):
+            if np.any(~np.isfinite(x) | (np.abs(x) >= limit)):
+                timeouts[str(array.dtype), x.shape] += 1  # every place a hang can be: input 1, large
+                return ScenarioResult(scenario, (), (), ERROR, {}, (timed_out,), None, 0.0)
+        return ScenarioResult(scenario, (), (), CONSISTENT, {}, (), None, 0.0)
+
+    return audit, audited, timeouts
+
+
+def test_a_function_that_hangs_far_out_costs_three_timeouts_an_input_and_everything_nearer_in_is_audited():
+    """A function that loops for ever once its argument is large hangs on every decade past that: the search
+    audits nearest values first, stops an input's further-out values after three timeouts there, and counts
+    what it left; the same seed leaves the same."""
+    from gradaudit.search import search
+    from gradaudit.search.explore import HANGS_PER_ARGUMENT
+    from gradaudit.survey.explore import spaces
+
+    space = spaces(["jax.numpy.exp2"])[0]
+    outcomes = []
+    for _ in range(2):
+        audit, audited, timeouts = _timing_out_past(1e8)
+        outcomes.append(search(space, 5, 0, audit, None))
+    outcome = outcomes[0]
+    far = [
+        entry
+        for entry in space.sweep()
+        if any(abs(v) >= 1e8 or v != v for v in np.ravel(np.asarray(entry["inputs"][0]["value"], dtype=float)))
+    ]
+    assert len(far) > 20, "the sweep has decades and non-finite values past 1e8"
+    assert outcome.timed_out == sum(timeouts.values()) == HANGS_PER_ARGUMENT, timeouts
+    assert sum(outcome.not_audited.values()) >= len(far) - outcome.timed_out - 5  # a draw may land far out too
+    assert all(re.fullmatch(r"input 1, large", place) for place in outcome.not_audited)
+    seen = {repr(x.tolist()) for x in audited}
+    for entry in space.sweep():
+        values = np.asarray(entry["inputs"][0]["value"], dtype=float)
+        if np.all(np.abs(values) < 1e8):  # tiny ones too: large values that hang do not stop small ones
+            assert repr(values.astype(entry["inputs"][0]["dtype"]).astype(float).tolist()) in seen, entry
+    assert outcomes[1].not_audited == outcome.not_audited and outcomes[1].timed_out == outcome.timed_out
+
+
+@pytest.mark.slow
+def test_workers_left_hanging_stop_after_three_timeouts_and_the_search_says_what_it_did_not_audit(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "slow.py").write_text(
+        "import time\n\n\ndef slow_past_ten(x):\n    if abs(float(x)) > 10:\n        time.sleep(600)\n    return x * 2.0\n"
+    )
+    write_yaml(
+        tmp_path,
+        "space.yaml",
+        """
+        search:
+          name: slow
+          fn: slow:slow_past_ten
+          bind: constant
+          inputs:
+            - {dtype: float32, value: {min: -1000.0, max: 1000.0}}
+        """,
+    )
+    command = [sys.executable, "-m", "gradaudit", "search", "space.yaml", "--budget", "12", "--out", "found"]
+    command += [
+        "--jobs",
+        "1",
+        "--timeout",
+        "5",
+        "--no-database",
+    ]  # an audit of x * 2 takes well under 5 s, loaded or not
+    result = subprocess.run(command, capture_output=True, text=True, timeout=400, env={**os.environ, "NO_COLOR": "1"})
+    assert result.returncode == 1, result.stdout + result.stderr
+    left = re.search(
+        r"(\d+) drawn scenarios not audited, further out in an input than audits that timed out", result.stdout
+    )
+    assert left and int(left[1]) > 0, result.stdout
+    assert "(input 1, large: " in result.stdout
+    assert any("timed out after 5 s" in found.read_text() for found in (tmp_path / "found").glob("*.yaml")), (
+        result.stdout
+    )

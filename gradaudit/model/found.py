@@ -50,5 +50,9 @@ class SearchOutcome:
     """Kinds the literal path did not confirm (it found the minimal scenario consistent): not reported."""
     timed_out: int = 0
     """Audits that timed out, exploring and shrinking: each cost a whole timeout and a fresh worker."""
+    not_audited: Counter = field(default_factory=Counter)
+    """Drawn scenarios not audited, by the input their furthest-out value lies in and its side of 1
+    (`input 1, large`), where audits with theirs there, nearer in, timed out too often
+    (`search.explore.HANGS_PER_ARGUMENT`)."""
     phases: dict[str, float] = field(default_factory=dict)
     """Wall time by phase (`explore`, `shrink`; a survey adds `confirm`): where a slow search spent it."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -694,7 +694,7 @@ def print_search(
     """What a search tried and skipped, and each minimal scenario it wrote with its findings."""
     skipped = sum(outcome.skipped.values())
     line = f"search {name}: {outcome.audited} scenarios audited (budget {budget}"
-    line += ")" if outcome.audited >= budget else ": the space holds no more)"
+    line += ")" if outcome.audited + sum(outcome.not_audited.values()) >= budget else ": the space holds no more)"
     line += f", {outcome.shrinking} more while shrinking"
     if skipped:
         line += (
@@ -703,6 +703,8 @@ def print_search(
             + ")"
         )
     console.print(line, highlight=False)
+    if outcome.not_audited:
+        console.print(not_audited_line(outcome.not_audited), highlight=False)
     for found in outcome.unconfirmed:
         console.print(
             f"not confirmed: the fast path saw {found.kind[0]} ({', '.join(found.kind[1])}), but the literal path "
@@ -729,6 +731,13 @@ def print_search(
         f"{reproduce}",
         highlight=False,
     )
+
+
+def not_audited_line(not_audited: Mapping[str, int]) -> str:
+    """What a search left unaudited where its audits kept timing out (`search.explore.HANGS_PER_ARGUMENT`)."""
+    where = "; ".join(f"{place}: {count}" for place, count in not_audited.items())
+    total = sum(not_audited.values())
+    return f"{total} drawn scenarios not audited, further out in an input than audits that timed out ({where})"
 
 
 def print_survey_table(console: Console, spaces: Sequence) -> None:
@@ -784,6 +793,9 @@ def print_survey(console: Console, surveyed: Sequence, reproduce: str) -> None:
             "\n".join(p.name for p in one.files),
         )
     console.print(table)
+    for one in surveyed:
+        if one.outcome.not_audited:
+            console.print(f"{one.space.name}: {not_audited_line(one.outcome.not_audited)}", highlight=False)
     kinds = sum(len(one.outcome.found) for one in surveyed)
     found = sum(1 for one in surveyed if one.outcome.found)
     console.print(

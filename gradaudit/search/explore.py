@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import math
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from gradaudit.model.findings import CONSISTENT, FindingClass
 from gradaudit.model.found import Found, FoundKind, SearchOutcome, kind_of
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
-from gradaudit.search.drawing import scenario_text
+from gradaudit.search.drawing import flat, scenario_text
 from gradaudit.search.spaces import SearchSpace
 from gradaudit.sources.scenario_files import load_text
 
@@ -49,10 +50,11 @@ def search(
     on_progress: Callable[[str], None] = lambda message: None,
     limits: Limits | None = None,
     storage: Path | None = None,
-    audit_all: Callable[[list[Scenario]], Iterable[ScenarioResult | InvalidDraw]] | None = None,
+    audit_all: AuditAll | None = None,
 ) -> SearchOutcome:
     """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario
-    (or raises InvalidDraw), `audit_all(scenarios)` many at once (several workers), in order.
+    (or raises InvalidDraw), `audit_all(scenarios, skip)` many at once (several workers), in order,
+    None for any that `skip(position)` said, when its turn came, not to audit (HANGS_PER_ARGUMENT).
 
     Exploring audits the space's sweep, then `budget` more distinct valid scenarios drawn by
     hypothesis (fewer only when the space holds fewer), and notes the first of each kind. The
@@ -75,15 +77,28 @@ def search(
         return _Search(space, budget, seed, audit_all, database, on_progress, limits).searched()
 
 
-def _one_by_one(
-    audit: Callable[..., ScenarioResult],
-) -> Callable[[list[Scenario]], Iterator[ScenarioResult | InvalidDraw]]:
-    def audit_all(scenarios: list[Scenario]) -> Iterator[ScenarioResult | InvalidDraw]:
-        for scenario in scenarios:
+Skip = Callable[[int, Mapping[int, object]], bool]
+"""Whether the scenario at a position of those being audited is no longer to be audited, given the results
+known so far by position, in any order (HANGS_PER_ARGUMENT)."""
+
+AuditAll = Callable[[list[Scenario], Skip], Iterable[ScenarioResult | InvalidDraw | None]]
+"""Many scenarios audited at once, results in order: None for each that `skip` said not to audit."""
+
+
+def _one_by_one(audit: Callable[..., ScenarioResult]) -> AuditAll:
+    def audit_all(scenarios: list[Scenario], skip: Skip) -> Iterator[ScenarioResult | InvalidDraw | None]:
+        known: dict[int, object] = {}
+        for position, scenario in enumerate(scenarios):
+            if skip(position, known):
+                yield None
+                continue
+            result: ScenarioResult | InvalidDraw
             try:
-                yield audit(scenario)
+                result = audit(scenario)
             except InvalidDraw as exc:
-                yield exc
+                result = exc
+            known[position] = result
+            yield result
 
     return audit_all
 
@@ -171,6 +186,13 @@ class _Search:
         """Each audited scenario's text: its result, or None where the audit found the draw invalid."""
         self.over: dict[tuple, str] = {}
         """Why draws of each `Scenario.limits_key` are over the limits, once an audit found one that is."""
+        self.entries: dict[str, dict] = {}
+        """Each drawn scenario's entry, by its text."""
+        self.hangs: dict[Place, list[float]] = {}
+        """How far out the audits that timed out lay, by where their furthest-out value lies (`outermost`)."""
+        self.unaudited: set[str] = set()
+        """Drawn scenarios not audited: HANGS_PER_ARGUMENT audits with their furthest-out value in the same
+        argument, nearer in, had timed out."""
         self.swept = {scenario_text(entry) for entry in space.sweep()}
         self.total = budget + len(self.swept)
         self.drawn: dict[str, dict] = {}
@@ -191,9 +213,31 @@ class _Search:
         return self.loaded[text]
 
     def settle(self, texts: list[str], exploring: bool = True) -> None:
-        """Audit `texts` (valid, not yet audited), all at once (while exploring: saying how many are done)."""
-        results = self.audit_all([self.loaded[t] for t in texts])
-        for number, (text, result) in enumerate(zip(texts, results, strict=True), 1):
+        """Audit `texts` (valid, not yet audited), all at once (while exploring: saying how many are done),
+        the nearest to ordinary values first; none whose furthest-out value lies in an argument that has
+        timed out HANGS_PER_ARGUMENT times already."""
+        order = sorted(texts, key=lambda text: outermost(self.entries[text])[0])
+        where = [outermost(self.entries[text]) for text in order]
+
+        counted = 0  # positions the account below has taken (their timeouts are in self.hangs)
+
+        def skip(position: int, known: Mapping[int, object]) -> bool:
+            """Whether the account below will leave it out for sure: with the timeouts known so far before it
+            at its place (in any order), it does whether or not those are audited themselves."""
+            place = where[position][1]
+            hung = [
+                where[j][0] for j, r in known.items() if counted <= j < position and where[j][1] == place and _hung(r)
+            ]
+            return self.hung(*where[position], hung)
+
+        results = self.audit_all([self.loaded[t] for t in order], skip)
+        for number, (text, (distance, place), result) in enumerate(zip(order, where, results, strict=True), 1):
+            counted = number
+            if self.hung(distance, place):
+                self.unaudited.add(text)
+                self.outcome.not_audited[f"input {place[0] + 1}, {place[1]}"] += 1
+                continue
+            assert result is not None, "only a scenario of an argument that hung is left unaudited"
             if (
                 isinstance(result, ScenarioResult)
                 and result.findings
@@ -206,18 +250,25 @@ class _Search:
                 if key is not None:
                     self.over[key] = _reason(result.message)  # every draw of that key is, too: no more audits of them
             self.judged[text] = None if isinstance(result, InvalidDraw) else result
-            if isinstance(result, ScenarioResult) and _timed_out(result):
+            if _hung(result):
                 self.outcome.timed_out += 1
+                self.hangs.setdefault(place, []).append(distance)
             if isinstance(result, InvalidDraw):
                 self.outcome.skipped[_reason(result.message)] += 1
             if exploring:
                 self.on_progress(f"{number} of {len(texts)} drawn scenarios audited")
 
+    def hung(self, distance: float, place: Place, also: Sequence[float] = ()) -> bool:
+        """Whether HANGS_PER_ARGUMENT audits with their furthest-out value at `place`, `distance` or nearer in,
+        have timed out (those settled, and `also`: how far out others lay)."""
+        return sum(nearer <= distance for nearer in (*self.hangs.get(place, ()), *also)) >= HANGS_PER_ARGUMENT
+
     def evaluate(self, entry: dict) -> ScenarioResult:
         from hypothesis import reject
 
         text = scenario_text(entry)
-        if self.load(text) is not None and text not in self.judged:
+        self.entries.setdefault(text, entry)
+        if self.load(text) is not None and text not in self.judged and text not in self.unaudited:
             self.settle([text], exploring=False)
         result = self.judged.get(text) if self.loaded[text] is not None else None
         if result is None:
@@ -257,6 +308,7 @@ class _Search:
         if self.load(text) is None or (text in self.judged and self.judged[text] is None):
             reject()
         self.drawn.setdefault(text, entry)
+        self.entries.setdefault(text, entry)
         self.on_progress(f"{len(self.drawn)} of {self.total} scenarios drawn")
 
     def explored(self) -> dict[FoundKind, tuple[dict, ScenarioResult]]:
@@ -273,16 +325,18 @@ class _Search:
                 self.run(self.explore, (Phase.explicit, Phase.generate), None, examples=self.budget * EXPLORE_DRAWS)
             except (Unsatisfiable, BudgetSpent):
                 pass
-            new = [text for text in self.drawn if text not in self.judged]
+            new = [text for text in self.drawn if text not in self.judged and text not in self.unaudited]
             self.settle(new)
-            if all(self.judged[text] is not None for text in new):
+            if all(text in self.unaudited or self.judged[text] is not None for text in new):
                 break  # every draw hypothesis took as valid was: the pass stands
             if len(self.judged) >= HOPELESS_AUDITS and all(result is None for result in self.judged.values()):
                 self.outcome.audited = 0
                 return {}  # the function rejects everything drawn: the space, not the draws, is wrong
-        self.outcome.audited = len(self.drawn)
+        self.outcome.audited = sum(text not in self.unaudited for text in self.drawn)
         first: dict[FoundKind, tuple[dict, ScenarioResult]] = {}
         for text, entry in self.drawn.items():
+            if text in self.unaudited:
+                continue
             result = self.judged[text]
             assert result is not None, "the last pass drew only scenarios audited as valid"
             if result.status != CONSISTENT:
@@ -356,6 +410,43 @@ timeout and a fresh worker, where most audits take a fraction of a second; such 
 most. Shrinking a kind that did not time out stops at the first new audit that does: past it, its
 scenarios hang and each costs a timeout (docs/survey.md, "Isolation")."""
 
+HANGS_PER_ARGUMENT = 3
+"""Audits that may time out with their furthest-out value (`outermost`) in one input, on one side of 1,
+before a search audits none whose furthest-out value lies there as far out or further. Each costs a
+timeout and a fresh worker, and a function that loops for ever once an argument is large enough hangs on
+every value past that, in every dtype and shape: its sweep of decades alone would spend an hour. A search
+audits the scenarios it has nearest to ordinary values first, so those it leaves out lie further out than
+three that hung; the outcome counts them (`SearchOutcome.not_audited`). A count, not seconds: the same
+seed leaves out the same scenarios on any machine where the same audits time out."""
+
+
+def outermost(entry: dict) -> tuple[float, Place]:
+    """How far out an entry's values lie, in decades from 1 (a non-finite value infinitely far), and where
+    the furthest lies: its input's position, and which side of 1 (`large` or `small`: a function that
+    hangs on large values may be fine on tiny ones)."""
+    furthest, place = -1.0, (0, "small")
+    for position, spec in enumerate(entry.get("inputs", [])):
+        for value in flat(spec.get("value")):
+            if _decades(value) > furthest:
+                side = "small" if _decades(value) and abs(float(value)) < 1 else "large"
+                furthest, place = _decades(value), (position, side)
+    return max(furthest, 0.0), place
+
+
+Place = tuple[int, str]
+"""Where in a scenario its furthest-out value lies: its input's position, and `large` or `small`."""
+
+
+def _decades(value) -> float:
+    try:
+        size = abs(float(value))
+    except (TypeError, ValueError):
+        return 0.0
+    if not math.isfinite(size):
+        return math.inf
+    return abs(math.log10(size)) if size else 0.0
+
+
 HOPELESS_AUDITS = 200
 """Draws the audit found invalid, none valid, after which a search stops exploring: a space whose
 function rejects whatever it is given would otherwise draw and audit on for thousands."""
@@ -371,6 +462,11 @@ class _Shrinking:
 
 def _timed_out(result: ScenarioResult) -> bool:
     return any(f.finding_class == FindingClass.TIMED_OUT for f in result.findings)
+
+
+def _hung(result: object) -> bool:
+    """Whether an audit's answer is a result that timed out."""
+    return isinstance(result, ScenarioResult) and _timed_out(result)
 
 
 class BudgetSpent(Exception):

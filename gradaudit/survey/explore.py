@@ -21,6 +21,7 @@ from gradaudit.model.found import SearchOutcome
 from gradaudit.model.paths import VALUE
 from gradaudit.model.results import ScenarioResult
 from gradaudit.search import InvalidDraw, confirm, search, write_found
+from gradaudit.search.explore import AuditAll, Skip
 from gradaudit.search.found_files import numbered
 from gradaudit.sources.saved_reports import ReportError, read_json
 from gradaudit.survey import defects
@@ -106,14 +107,12 @@ def screened(audit: Callable[..., ScenarioResult]) -> Callable[..., ScenarioResu
     return judged
 
 
-def screened_all(
-    audit_all: Callable[[list], Iterable[ScenarioResult]],
-) -> Callable[[list], Iterator[ScenarioResult | InvalidDraw]]:
+def screened_all(audit_all: Callable[[list, Skip], Iterable[ScenarioResult | None]]) -> AuditAll:
     """`audit_all`, with each draw whose plain value raises given as an InvalidDraw."""
 
-    def judged(scenarios: list) -> Iterator[ScenarioResult | InvalidDraw]:
-        for result in audit_all(scenarios):
-            yield _invalid(result) or result
+    def judged(scenarios: list, skip: Skip) -> Iterator[ScenarioResult | InvalidDraw | None]:
+        for result in audit_all(scenarios, skip):
+            yield result if result is None else _invalid(result) or result
 
     return judged
 
@@ -211,6 +210,7 @@ def report_document(surveyed: Sequence[FunctionSurvey], environment: dict, budge
                 "seconds": one.seconds,
                 "phases": dict(one.outcome.phases),
                 "timeouts": one.outcome.timed_out,
+                **({"not_audited": dict(one.outcome.not_audited)} if one.outcome.not_audited else {}),
                 "worst": one.worst,
                 "kinds": [
                     {
