@@ -433,9 +433,19 @@ class WorkerRun:
         stop_workers(self.idle)
 
     def _give_out(self) -> None:
+        """Each idle worker its next batch. With `skip`, the batch holding the lowest position goes first, to
+        every worker: a search gives its scenarios in the order its account takes them (nearest to ordinary
+        values first), and a scenario audited out of that order may be one the account leaves out."""
+        if self.skip is not None:
+            self.queue.sort(key=lambda queued: min((index for index, _ in queued[1]), default=0), reverse=True)
         for position, worker in enumerate(self.workers):
             while worker.batch is None and self.queue:
-                engine, batch = self.queue.pop(_stretch(position, len(self.workers), len(self.queue)))
+                where = (
+                    len(self.queue) - 1
+                    if self.skip is not None
+                    else _stretch(position, len(self.workers), len(self.queue))
+                )
+                engine, batch = self.queue.pop(where)
                 wanted = self._wanted(batch)
                 if wanted:
                     worker.give(engine, wanted)
