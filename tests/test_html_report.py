@@ -203,6 +203,7 @@ def test_a_survey_page_links_each_matrix_cell_to_its_findings():
                 "function": "jax.numpy.sin",
                 "audited": 15,
                 "skipped": {},
+                "not_audited": {"input 1, large": 40, "input 1, small": 2},
                 "problem": None,
                 "worst": "consistent",
                 "kinds": [],
@@ -210,8 +211,10 @@ def test_a_survey_page_links_each_matrix_cell_to_its_findings():
             },
         ],
     }
-    page = Page("".join(survey_html(document, {"found/lax.select_n-1.yaml": result})))
+    html = "".join(survey_html(document, {"found/lax.select_n-1.yaml": result}))
+    page = Page(html)
     cells = page.with_class("td", "cell")
+    assert "not audited</th>" in html and '<td class="num">42</td>' in html  # numpy.sin's left out, summed
     assert {(c["data-function"], c["data-dtype"]) for c in cells} == {
         (f, d) for f in ("lax.select_n", "numpy.sin") for d in ("float16", "bfloat16", "float32", "float64")
     }

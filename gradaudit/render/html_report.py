@@ -366,6 +366,8 @@ class SurveyRow:
     function: str
     audited: int
     skipped: int
+    not_audited: int
+    """Drawn scenarios left unaudited further out than audits that timed out (`SearchOutcome.not_audited`)."""
     worst: str
     problem: str | None
     cells: dict[str, list[SurveyKind]]
@@ -418,6 +420,7 @@ def survey_html(document: Mapping, results: Mapping[str, ScenarioResult] | None 
                 function.get("function", ""),
                 int(function.get("audited", 0)),
                 sum(function.get("skipped", {}).values()),
+                sum(function.get("not_audited", {}).values()),
                 function.get("worst", CONSISTENT),
                 function.get("problem"),
                 cells,

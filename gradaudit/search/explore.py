@@ -54,7 +54,7 @@ def search(
 ) -> SearchOutcome:
     """Explore, then shrink each kind of disagreement found; `audit(scenario)` judges one scenario
     (or raises InvalidDraw), `audit_all(scenarios, skip)` many at once (several workers), in order,
-    None for any that `skip(position)` said, when its turn came, not to audit (HANGS_PER_ARGUMENT).
+    None for any that `skip(position, known)` said, when its turn came, not to audit (HANGS_PER_ARGUMENT).
 
     Exploring audits the space's sweep, then `budget` more distinct valid scenarios drawn by
     hypothesis (fewer only when the space holds fewer), and notes the first of each kind. The
@@ -191,8 +191,8 @@ class _Search:
         self.hangs: dict[Place, list[float]] = {}
         """How far out the audits that timed out lay, by where their furthest-out value lies (`outermost`)."""
         self.unaudited: set[str] = set()
-        """Drawn scenarios not audited: HANGS_PER_ARGUMENT audits with their furthest-out value in the same
-        argument, nearer in, had timed out."""
+        """Drawn scenarios not audited: HANGS_PER_ARGUMENT audits with their furthest-out value at the same
+        place (`outermost`), as far out or nearer in, had timed out."""
         self.swept = {scenario_text(entry) for entry in space.sweep()}
         self.total = budget + len(self.swept)
         self.drawn: dict[str, dict] = {}
@@ -214,8 +214,8 @@ class _Search:
 
     def settle(self, texts: list[str], exploring: bool = True) -> None:
         """Audit `texts` (valid, not yet audited), all at once (while exploring: saying how many are done),
-        the nearest to ordinary values first; none whose furthest-out value lies in an argument that has
-        timed out HANGS_PER_ARGUMENT times already."""
+        the nearest to ordinary values first; none further out at a place (`outermost`) than HANGS_PER_ARGUMENT
+        audits there that timed out."""
         order = sorted(texts, key=lambda text: outermost(self.entries[text])[0])
         where = [outermost(self.entries[text]) for text in order]
 
