@@ -483,26 +483,37 @@ class WorkerRun:
         """A time limit fired in the worker (POISONED): a fresh one takes its place, and its scenarios
         it did not answer go back one batch each, blaming none; the only one of a batch of one is the
         one that ran past the limit."""
-        batch = worker.batch
-        assert batch is not None, "only a busy worker says POISONED"
-        worker.stop()
-        self.workers[self.workers.index(worker)] = _Worker(self.context, self.settings)
-        unfinished = [index for index, _ in batch if index in worker.pending]
-        if len(batch) == 1 and unfinished:
-            (index,) = unfinished
-            self.listener.notify(index, self.listener.failure(self.scenarios[index], _timed_out(self.options.timeout)))
+        assert worker.batch is not None, "only a busy worker says POISONED"
+        unfinished = self._stopped(worker)
+        self._replace(worker)
+        if len(worker.batch) == 1 and unfinished:
+            self._blame_timeout(*unfinished)
             return
-        for index in reversed(unfinished):
-            self.queue.insert(0, (worker.engine, ((index, self.scenarios[index]),)))
+        self._each_again(worker.engine, unfinished)
+
+    def _stopped(self, worker: _Worker) -> list[int]:
+        """Stop a busy worker: the positions of its batch it did not answer, in the batch's order."""
+        assert worker.batch is not None, "only a busy worker (one with a batch) is stopped"
+        worker.stop()
+        return [index for index, _ in worker.batch if index in worker.pending]
+
+    def _replace(self, worker: _Worker) -> None:
+        self.workers[self.workers.index(worker)] = _Worker(self.context, self.settings)
+
+    def _each_again(self, engine: str, indices: Sequence[int]) -> None:
+        """Each of `indices` back at the front of the queue, in a batch of its own, in their order."""
+        for index in reversed(indices):
+            self.queue.insert(0, (engine, ((index, self.scenarios[index]),)))
+
+    def _blame_timeout(self, index: int) -> None:
+        self.listener.notify(index, self.listener.failure(self.scenarios[index], _timed_out(self.options.timeout)))
 
     def _lost(self, worker: _Worker, reason: str, timed_out: bool) -> None:
         """The worker's batch did not finish: the scenario it was on (the first unfinished, as a batch
         runs in order) is retried once or fails; the rest go back in the queue, one each. A worker
         that was not ready yet blames no scenario: its batch goes back whole, up to START_TRIES."""
-        batch, notify, failure, scenarios = worker.batch, self.listener.notify, self.listener.failure, self.scenarios
-        assert batch is not None, "only a busy worker (one with a batch) is lost"
-        worker.stop()
-        unfinished = [index for index, _ in batch if index in worker.pending]
+        notify, failure, scenarios = self.listener.notify, self.listener.failure, self.scenarios
+        unfinished = self._stopped(worker)
         self.failed_starts = 0 if worker.ready else self.failed_starts + 1
         if self.failed_starts >= START_TRIES:
             for index in [*unfinished, *(index for _, queued in self.queue for index, _ in queued)]:
@@ -510,7 +521,7 @@ class WorkerRun:
             self.queue.clear()
             worker.batch = None
             return
-        self.workers[self.workers.index(worker)] = _Worker(self.context, self.settings)
+        self._replace(worker)
         if not worker.ready:
             self.queue.insert(0, (worker.engine, tuple((index, scenarios[index]) for index in unfinished)))
             return
@@ -518,14 +529,13 @@ class WorkerRun:
             if timed_out and worker.current in unfinished:
                 # It was computing one member on its own past that member's timeout: that one is to
                 # blame; the others go back as a batch.
-                notify(worker.current, failure(scenarios[worker.current], _timed_out(self.options.timeout)))
+                self._blame_timeout(worker.current)
                 rest = tuple((index, scenarios[index]) for index in unfinished if index != worker.current)
                 self.queue.insert(0, (SCREEN, rest))
                 return
             # Members of a screen batch are each computed on their own, but which one it was on the
             # parent cannot tell: each is screened again alone, and one that fails alone is to blame.
-            for index in reversed(unfinished):
-                self.queue.insert(0, (SCREEN, ((index, scenarios[index]),)))
+            self._each_again(SCREEN, unfinished)
             return
         for position, index in enumerate(unfinished):
             alone = (SCREEN if worker.engine == SCREEN else LITERAL, ((index, scenarios[index]),))
@@ -536,7 +546,7 @@ class WorkerRun:
             elif position > 0:
                 self.queue.insert(0, alone)
             elif timed_out:
-                notify(index, failure(scenarios[index], _timed_out(self.options.timeout)))
+                self._blame_timeout(index)
             elif index not in self.retried:
                 self.retried[index] = reason
                 self.queue.insert(0, alone)
