@@ -4,7 +4,10 @@ Exploring thousands of draws, a search cannot afford every eager path of each; t
 jit paths settle most draws. But some classes of finding the gate lets pass (`non-finite`,
 `non-differentiable`) hide what an eager path and its jit twin tell apart: `jacrev` NaN where
 `jit(jacrev)` is 0 is an `eager-jit` or `leak` finding. So a draw whose quick verdict holds such a
-finding is computed again on the literal engine, every path as a user calls it.
+finding gets its eager paths on the literal engine, each as a user calls it; its compiled paths and
+finite differences stay those the group program computed at its inputs (each path records its
+engine), which the literal engine would only compile and compute again. A kind a search reports is
+confirmed on the literal engine alone (`search.confirm`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from gradaudit.engines.group import GroupEngine
 from gradaudit.engines.literal import LiteralEngine, stop_computing
 from gradaudit.judging.assess import assess
 from gradaudit.model.computed import Computed
+from gradaudit.model.paths import COMPILED, FINITE_DIFFERENCE, base_name
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 
@@ -55,15 +59,21 @@ class ScreenEngine:
 
     def _judged(self, scenario: Scenario, quick: Computed | None, position: int) -> ScenarioResult:
         """The quick verdict, or the literal engine's where there is none or it holds a finding the
-        gate lets pass by default (which may hide an eager/jit split)."""
+        gate lets pass by default (which may hide an eager/jit split): then its paths the quick
+        one lacks (the eager ones) are computed, the others taken from it (`QUICK_PATHS`)."""
+        given = {}
         if quick is not None:
             verdict = assess(scenario, quick, self.tolerance)
             if all(f.fails_by_default for f in verdict.findings):
                 return verdict
+            given = {name: path for name, path in quick.paths.items() if base_name(name) in QUICK_PATHS}
         self.starting(position)
-        computed = next(c for batch in self.literal.run([scenario]) for _, c in batch)
-        return assess(scenario, computed, self.tolerance)
+        return assess(scenario, self.literal.completed(scenario, given), self.tolerance)
 
+
+QUICK_PATHS = COMPILED | {FINITE_DIFFERENCE}
+"""The quick verdict's paths a draw sent on to the literal engine keeps: the group program's jit paths
+and finite differences, computed at the draw's inputs by the transforms they are named after."""
 
 SCREEN_BATCH = 16
 """Scenarios screened at a time: a group's program serves them all (and the next batch's, compiled

@@ -11,7 +11,7 @@ import functools
 import signal
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -168,17 +168,19 @@ def run_paths(
     order: int = 1,
     devices: Sequence = (),
     modes: Sequence[str] = ("fwd", "rev"),
+    given: Mapping[str, PathResult] | None = None,
 ) -> dict[str, PathResult]:
     """Every path up to `order` for each binding of the target, in the order reports show them;
-    a derivative path only where it uses none but `modes`.
+    a derivative path only where it uses none but `modes`; one in `given` (by name) taken as it is.
 
     With devices, every path runs on the first; value and the AD paths run again on each further
     device, named `path@device` (finite differences are the oracle and need running only once).
     """
+    given = given or {}
     with unfiltered_tracebacks():
         if not devices:
             return {
-                name: replace(run_path(name, compute), binding=binding)
+                name: given[name] if name in given else replace(run_path(name, compute), binding=binding)
                 for name, binding, compute in _paths(targets, eps, order, modes)
             }
         results = {}
@@ -187,7 +189,8 @@ def run_paths(
             suffix = "" if index == 0 else DEVICE_SEPARATOR + where
             with jax.default_device(device):
                 for name, binding, compute in _paths(targets, eps, order, modes, references=index == 0):
-                    results[name + suffix] = replace(run_path(name + suffix, compute, where), binding=binding)
+                    named = name + suffix
+                    results[named] = given.get(named) or replace(run_path(named, compute, where), binding=binding)
         return results
 
 
@@ -265,12 +268,17 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 
 
 def compute(
-    scenario: Scenario, timeout: float | None = None, devices: Sequence = (), limits: Limits | None = None
+    scenario: Scenario,
+    timeout: float | None = None,
+    devices: Sequence = (),
+    limits: Limits | None = None,
+    given: Mapping[str, PathResult] | None = None,
 ) -> Computed:
     """Every path of one scenario (on each of `devices`), or a timeout after `timeout` seconds.
 
     With `limits`, the scenario is first checked against them with its function traced (under the
-    timeout too); one too large is a LimitExceeded failure, unaudited."""
+    timeout too); one too large is a LimitExceeded failure, unaudited. Paths in `given` (by name:
+    another engine computed them for this scenario) are taken as they are, the others computed."""
     start = time.perf_counter()
     module_state.fresh()
     try:
@@ -279,7 +287,7 @@ def compute(
             if problems:
                 return failed(Failure(problems[0].message, LIMIT_EXCEEDED), time.perf_counter() - start)
             targets = build_targets(scenario)
-            results = run_paths(targets, scenario.eps, scenario.order, devices, scenario.modes)
+            results = run_paths(targets, scenario.eps, scenario.order, devices, scenario.modes, given)
     except ScenarioTimeout as stopped:
         return failed(timed_out(stopped, timeout), time.perf_counter() - start)
     target = targets[0]
@@ -348,4 +356,8 @@ class LiteralEngine:
 
     def run(self, scenarios: Sequence[Scenario]) -> Iterator[list[tuple[int, Computed]]]:
         for index, scenario in enumerate(scenarios):
-            yield [(index, compute(scenario, self.timeout, self.devices, self.limits))]
+            yield [(index, self.completed(scenario))]
+
+    def completed(self, scenario: Scenario, given: Mapping[str, PathResult] | None = None) -> Computed:
+        """One scenario's paths, those in `given` taken as another engine computed them."""
+        return compute(scenario, self.timeout, self.devices, self.limits, given)
