@@ -609,3 +609,56 @@ def test_workers_left_hanging_stop_after_three_timeouts_and_the_search_says_what
     assert any("timed out after 5 s" in found.read_text() for found in (tmp_path / "found").glob("*.yaml")), (
         result.stdout
     )
+
+
+SLOW_FIRST_CALL = """
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+MARKER = Path(__file__).with_name("called")
+
+
+@jax.custom_jvp
+def doubled_slope(x):
+    if not isinstance(x, jax.core.Tracer) and not MARKER.exists():
+        MARKER.touch()  # the first eager call anywhere is slow, as a cold compilation can be
+        time.sleep(30)
+    return jnp.sin(x)
+
+
+@doubled_slope.defjvp
+def _jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return doubled_slope(x), 2.0 * jnp.cos(x) * t  # twice the true slope: a wrong rule
+"""
+
+
+@pytest.mark.slow
+def test_a_kind_whose_confirmation_times_out_once_is_confirmed_again_and_reported_as_found(tmp_path, monkeypatch):
+    # The screen computes jit paths only, so the kind is found quickly; confirming it calls the function
+    # eagerly for the first time, which takes past the timeout once. Reported as found, not as a timeout.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "slow_first.py").write_text(SLOW_FIRST_CALL)
+    write_yaml(
+        tmp_path,
+        "space.yaml",
+        """
+        search:
+          name: wrong-rule
+          fn: slow_first:doubled_slope
+          inputs:
+            - {dtype: float32, value: {min: 0.5, max: 1.0}}
+        """,
+    )
+    command = [sys.executable, "-m", "gradaudit", "search", "space.yaml", "--budget", "3", "--out", "found"]
+    command += ["--jobs", "1", "--timeout", "5", "--no-database"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=400, env={**os.environ, "NO_COLOR": "1"})
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (tmp_path / "called").exists()  # the slow first call happened
+    (found,) = (tmp_path / "found").glob("*.yaml")
+    text = found.read_text()
+    assert "# Status: mismatch." in text and "timed out" not in text, text
+    assert re.search(r"#\s+wrong:disagreement:", text), text

@@ -485,10 +485,16 @@ def _reason(message: str) -> str:
 
 def confirm(outcome: SearchOutcome, space: SearchSpace, audit: Callable[..., ScenarioResult]) -> None:
     """Each minimal scenario audited again by `audit` (the literal path), whose result is what is
-    reported; one the literal path finds consistent is set aside as unconfirmed."""
+    reported; one the literal path finds consistent is set aside as unconfirmed. A kind found without a
+    timeout whose audit here times out is audited once more: compiling every path alone, cold, can take
+    longer than the screen that found it (a fresh worker then reads what the first try compiled from the
+    run's compilation cache); a second timeout is reported."""
     confirmed: list[Found] = []
     for found in outcome.found:
         scenarios, _ = load_text(scenario_text(found.entry), space.file)
+        hung = _timed_out(found.result)
         found.result = audit(scenarios[0])
+        if _timed_out(found.result) and not hung:
+            found.result = audit(scenarios[0])
         (confirmed if found.result.status != CONSISTENT else outcome.unconfirmed).append(found)
     outcome.found = confirmed
