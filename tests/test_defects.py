@@ -212,6 +212,27 @@ def test_a_defect_leads_with_its_plainest_variants_finding_in_words_and_numbers(
     )
 
 
+def test_the_defects_page_says_which_functions_left_drawn_scenarios_unaudited_and_how_many():
+    from gradaudit.render.defects_markdown import defects_markdown
+
+    document = {
+        "environment": {"jax": "0.10.2", "backend": "cpu", "rule": "installed"},
+        "budget": 30,
+        "seed": 0,
+        "functions": [
+            {"name": "numpy.sin", "kinds": []},
+            {"name": "numpy.linalg.svd", "kinds": [{}], "not_audited": {"input 1, large": 40, "input 1, small": 19}},
+            {"name": "scipy.special.hyp2f1", "kinds": [{}], "not_audited": {"input 2, large": 108}},
+        ],
+        "defects": [],
+    }
+    (said,) = [line for line in defects_markdown(document).splitlines() if line.startswith("Not audited")]
+    assert said.startswith("Not audited: 167 drawn scenarios of 2 functions,")
+    assert said.endswith(": scipy.special.hyp2f1 108, numpy.linalg.svd 59.")
+    quiet = {**document, "functions": document["functions"][:1]}
+    assert "Not audited" not in defects_markdown(quiet)
+
+
 def test_the_survey_schema_names_every_heading_a_defect_ranks_under():
     from gradaudit.render.schemas import schema
 
