@@ -24,8 +24,9 @@ from gradaudit.model.scenario import Scenario
 
 
 class ScreenEngine:
-    """The group engine's jit paths, or the literal engine's every path where they do not apply or
-    the quick verdict holds a finding the gate lets pass by default; each scenario judged."""
+    """The group engine's jit paths; the literal engine's every path where they do not apply, and its
+    eager paths beside them where the quick verdict holds a finding the gate lets pass by default;
+    each scenario judged."""
 
     name = "screen"
 

@@ -63,3 +63,25 @@ def test_a_draw_whose_quick_verdict_lets_a_finding_pass_gets_its_eager_paths_and
     np.testing.assert_allclose(split.paths["jit_value"].arrays[0], [0.0, 3.0])
     assert split.paths["jit_value"].engine == "group"
     assert "eager-jit" in {str(f.finding_class) for f in split.findings}, str(split)
+
+
+def test_a_quick_path_bound_otherwise_than_the_literal_one_of_its_name_is_computed_again():
+    # The group engine passes a select_n selector in traced; the literal engine captures it as a
+    # constant, under the same path names. Eager paths with the selector captured must meet jit paths
+    # with it captured too, so none of the group's paths is kept.
+    from gradaudit.engines.group import GroupEngine
+    from gradaudit.engines.literal import LiteralEngine
+    from gradaudit.screening import QUICK_PATHS
+    from gradaudit.sources.scenario_files import load_text
+
+    scenarios, errors = load_text(
+        "scenarios:\n  - {name: s, selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n", "s.yaml"
+    )
+    assert not errors
+    (quick,) = [computed for batch in GroupEngine(eager=False).run(scenarios) for _, computed in batch]
+    assert {path.binding for path in quick.paths.values()} == {"traced"}
+    given = {name: path for name, path in quick.paths.items() if name in QUICK_PATHS}
+    assert set(given) == {"jit_value", "jit_jacfwd", "jit_jacrev", "finite_difference"}
+    completed = LiteralEngine().completed(scenarios[0], given)
+    assert {(path.engine, path.binding) for path in completed.paths.values()} == {("literal", "constant")}
+    assert set(given) < set(completed.paths)

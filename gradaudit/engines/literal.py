@@ -1,4 +1,5 @@
-"""The literal engine: each path of one scenario on its own, as a user would call it.
+"""The literal engine: each path of one scenario on its own, as a user would call it (those another
+engine already computed alike for the scenario, handed in as `given`, kept as they are).
 
 Every path returns a PathResult holding either its arrays or the exception it raised, so one
 failing path never hides what the others say. Finite differences use only evaluations of the
@@ -171,7 +172,9 @@ def run_paths(
     given: Mapping[str, PathResult] | None = None,
 ) -> dict[str, PathResult]:
     """Every path up to `order` for each binding of the target, in the order reports show them;
-    a derivative path only where it uses none but `modes`; one in `given` (by name) taken as it is.
+    a derivative path only where it uses none but `modes`; one in `given` taken as it is where it has
+    this path's name and binding (`_reusable`: a select_n selector the group engine passed traced is
+    captured here, under the same name).
 
     With devices, every path runs on the first; value and the AD paths run again on each further
     device, named `path@device` (finite differences are the oracle and need running only once).
@@ -180,7 +183,7 @@ def run_paths(
     with unfiltered_tracebacks():
         if not devices:
             return {
-                name: given[name] if name in given else replace(run_path(name, compute), binding=binding)
+                name: _reusable(given, name, binding) or replace(run_path(name, compute), binding=binding)
                 for name, binding, compute in _paths(targets, eps, order, modes)
             }
         results = {}
@@ -190,8 +193,15 @@ def run_paths(
             with jax.default_device(device):
                 for name, binding, compute in _paths(targets, eps, order, modes, references=index == 0):
                     named = name + suffix
-                    results[named] = given.get(named) or replace(run_path(named, compute, where), binding=binding)
+                    computed = _reusable(given, named, binding) or run_path(named, compute, where)
+                    results[named] = replace(computed, binding=binding)
         return results
+
+
+def _reusable(given: Mapping[str, PathResult], name: str, binding: str) -> PathResult | None:
+    """The path another engine computed under `name`, where it bound the discrete inputs as this one does."""
+    path = given.get(name)
+    return path if path is not None and path.binding == binding else None
 
 
 def _paths(
@@ -277,8 +287,9 @@ def compute(
     """Every path of one scenario (on each of `devices`), or a timeout after `timeout` seconds.
 
     With `limits`, the scenario is first checked against them with its function traced (under the
-    timeout too); one too large is a LimitExceeded failure, unaudited. Paths in `given` (by name:
-    another engine computed them for this scenario) are taken as they are, the others computed."""
+    timeout too); one too large is a LimitExceeded failure, unaudited. Paths in `given` (another
+    engine computed them for this scenario) are taken as they are where their name and binding are
+    this engine's (`run_paths`), the others computed."""
     start = time.perf_counter()
     module_state.fresh()
     try:

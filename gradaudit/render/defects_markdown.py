@@ -34,10 +34,11 @@ def defects_markdown(document: dict, relative_to: Path | None = None) -> str:
     ]
     left = {f["name"]: sum(f["not_audited"].values()) for f in document["functions"] if f.get("not_audited")}
     if left:
+        functions = f"{len(left)} function" + ("s" if len(left) > 1 else "")
         listed = ", ".join(f"{name} {count}" for name, count in sorted(left.items(), key=lambda item: -item[1]))
         lines += [
             "",
-            f"Not audited: {sum(left.values())} drawn scenarios of {len(left)} functions, each further out in an "
+            f"Not audited: {sum(left.values())} drawn scenarios of {functions}, each further out in an "
             'input than three audits there that timed out (docs/survey.md, "Isolation"); defects there are not '
             f"listed: {listed}.",
         ]
