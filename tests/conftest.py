@@ -62,3 +62,31 @@ def catalog_report():
 
     scenarios = load_paths([str(ROOT / "scenarios")]).scenarios
     return audit(scenarios, Options(rule="legacy", jobs=0, cache=None))
+
+
+@pytest.fixture(scope="session")
+def legacy_survey(tmp_path_factory):
+    """`gradaudit survey` of select_n (one, two and three cases) and clamp under select_n's legacy rule,
+    as a user runs it, with every output it writes (reproducers, scripts, JSON, DEFECTS.md, HTML):
+    the tests of the survey, its defects and its page each read what they check from this one run."""
+    from tests.helpers import run_cli
+
+    folder = tmp_path_factory.mktemp("legacy-survey")
+    result = run_cli(
+        "survey",
+        "jax.lax.select_n",
+        "jax.lax.clamp",
+        "--budget",
+        "12",
+        "--rule",
+        "legacy",  # select_n's pre-#40814 rule, whatever the installed JAX has
+        "--out",
+        str(folder / "found"),
+        "--json",
+        str(folder / "survey.json"),
+        "--defects",
+        str(folder / "DEFECTS.md"),
+        "--html",
+        str(folder / "survey.html"),
+    )
+    return result, folder

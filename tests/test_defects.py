@@ -10,7 +10,7 @@ import pytest
 
 from gradaudit.survey import defects
 from gradaudit.survey.defects import Variant, group, parse_fingerprint, regime_of
-from tests.helpers import run_cli
+from tests.helpers import LEGACY_SURVEY, run_cli
 
 
 def _variant(function, file, finding_class="wrong", paths=("jacrev",), wrong="nowhere", regime="an exact zero", **more):
@@ -149,25 +149,10 @@ def test_defects_in_ordinary_regimes_outrank_those_at_ieee_edges():
 
 
 @pytest.mark.slow
-def test_a_survey_lists_its_defects_with_reproducers_and_scripts_that_print_their_numbers(tmp_path):
-    out, report, markdown = tmp_path / "found", tmp_path / "survey.json", tmp_path / "DEFECTS.md"
-    result = run_cli(
-        "survey",
-        "jax.lax.select_n",
-        "jax.lax.clamp",
-        "--budget",
-        "4",
-        "--rule",
-        "legacy",  # select_n's pre-#40814 rule, whatever the installed JAX has
-        "--out",
-        str(out),
-        "--json",
-        str(report),
-        "--defects",
-        str(markdown),
-        "--html",
-        str(tmp_path / "survey.html"),
-    )
+@pytest.mark.xdist_group(LEGACY_SURVEY)
+def test_a_survey_lists_its_defects_with_reproducers_and_scripts_that_print_their_numbers(legacy_survey):
+    result, folder = legacy_survey
+    report, markdown = folder / "survey.json", folder / "DEFECTS.md"
     assert result.exit_code == 1, result.output
     document = json.loads(report.read_text())
     found = document["defects"]
@@ -179,7 +164,7 @@ def test_a_survey_lists_its_defects_with_reproducers_and_scripts_that_print_thei
     text = markdown.read_text()
     assert "## Wrong derivatives at finite inputs" in text and "lax.select_n.3" in text
     assert "defects, most severe first" in result.stdout
-    page = (tmp_path / "survey.html").read_text()
+    page = (folder / "survey.html").read_text()
     assert "Defects, most severe first" in page and "lax.select_n.3" in page
     reproduced = run_cli("run", select_n[0]["reproducer"], "--rule", "legacy")
     assert reproduced.exit_code == 1

@@ -19,7 +19,7 @@ from gradaudit.model.findings import Provenance
 from gradaudit.model.results import AuditReport, ScenarioResult
 from gradaudit.render.html_report import report_html, survey_html
 from gradaudit.render.pictures import MAX_SIDE
-from tests.helpers import ROOT, make_scenario, path_results, run_cli, write_yaml
+from tests.helpers import LEGACY_SURVEY, ROOT, make_scenario, path_results, run_cli, write_yaml
 
 SEED = ROOT / "scenarios" / "select_n"
 BROWSERS = ("chromium", "chromium-headless-shell", "google-chrome", "chromium-browser")
@@ -328,25 +328,13 @@ def test_the_seed_page_opens_in_headless_chromium(seed, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_survey_that_finds_kinds_links_them_from_its_matrix(tmp_path):
-    found = run_cli(
-        "survey",
-        "jax.lax.select_n",
-        "--budget",
-        "2",
-        "--rule",
-        "legacy",
-        "--out",
-        str(tmp_path / "found"),
-        "--html",
-        str(tmp_path / "s.html"),
-        "--json",
-        str(tmp_path / "s.json"),
-    )
+@pytest.mark.xdist_group(LEGACY_SURVEY)
+def test_a_survey_that_finds_kinds_links_them_from_its_matrix(legacy_survey):
+    found, folder = legacy_survey
     assert found.exit_code == 1, found.stdout + found.stderr
-    document = json.loads((tmp_path / "s.json").read_text())
+    document = json.loads((folder / "survey.json").read_text())
     kinds = sum(len(f["kinds"]) for f in document["functions"])
-    page = Page((tmp_path / "s.html").read_text(encoding="utf-8"))
+    page = Page((folder / "survey.html").read_text(encoding="utf-8"))
     links = [a["href"] for t, a in page.elements if t == "a" and a.get("href", "").startswith("#k")]
     # each kind from its matrix cell, and each defect from the defects table to its plainest kind
     assert kinds and len(links) == kinds + len(document["defects"])

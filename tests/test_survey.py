@@ -13,7 +13,7 @@ from gradaudit.sources.user_modules import resolve
 from gradaudit.survey import edges, strategy, surface, table, wrappers
 from gradaudit.survey.explore import estimated_cost, shard, spaces
 from gradaudit.survey.table import ROLES, SHAPES, TABLE
-from tests.helpers import ROOT, run_cli
+from tests.helpers import LEGACY_SURVEY, ROOT, run_cli
 
 
 def test_the_table_holds_600_public_functions_that_import_with_known_roles():
@@ -101,25 +101,16 @@ def test_a_survey_refuses_to_replace_files_it_did_not_write(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_files_reproduce(tmp_path):
-    out = tmp_path / "found"
-    legacy = run_cli(
-        "survey",
-        "jax.lax.select_n",
-        "--budget",
-        "12",
-        "--rule",
-        "legacy",
-        "--out",
-        str(out),
-        "--json",
-        str(tmp_path / "survey.json"),
-    )
+@pytest.mark.xdist_group(LEGACY_SURVEY)
+def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_files_reproduce(legacy_survey, tmp_path):
+    legacy, folder = legacy_survey
+    out = folder / "found"
     assert legacy.exit_code == 1, legacy.stdout
-    document = json.loads((tmp_path / "survey.json").read_text())
+    document = json.loads((folder / "survey.json").read_text())
     assert document["schema"] == "gradaudit.survey/1" and document["environment"]["rule"] == "legacy"
     kinds = [kind for function in document["functions"] for kind in function["kinds"]]
-    assert [f["name"] for f in document["functions"]] == ["lax.select_n", "lax.select_n.2", "lax.select_n.3"]
+    names = [f["name"] for f in document["functions"]]
+    assert names == ["lax.clamp", "lax.select_n", "lax.select_n.2", "lax.select_n.3"]
     assert any("send it nowhere" in finding["message"] for kind in kinds for finding in kind["findings"])
     for function in document["functions"]:  # where each function's time went, and no draw hung
         assert set(function["phases"]) == {"explore", "shrink", "confirm"} and function["timeouts"] == 0
