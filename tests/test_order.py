@@ -175,20 +175,25 @@ def test_a_module_that_cannot_be_imported_twice_is_kept_as_it_was_and_later_scen
         "CALLS = []\n\n\ndef f(x):\n    CALLS.append(1)\n    return x * 2.0\n",
         encoding="utf-8",
     )
-    path = write_yaml(
-        tmp_path,
-        "s.yaml",
-        "scenarios:\n"
-        + "".join(
-            f"  - {{name: s{i}, fn: 'registers:f', inputs: [{{dtype: float32, value: {i}.0}}]}}\n" for i in range(3)
-        ),
-    )
+    # A neighbour whose state a scenario writes, dropped with it: it alone is kept as it was, the
+    # neighbour is still imported afresh for each scenario (its reader sees the factor at one).
+    (tmp_path / "stateful_fns.py").write_text(STATEFUL, encoding="utf-8")
+    registers = [
+        f"  - {{name: s{i}, fn: 'registers:f', inputs: [{{dtype: float32, value: {i}.0}}]}}\n" for i in range(3)
+    ]
+    neighbour = [
+        f"  - {{name: {name}, fn: 'stateful_fns:{name}', inputs: [{{dtype: float32, value: [0.5, -1.0, 2.0]}}]}}\n"
+        for name in ("scales", "reads_the_scale")
+    ]
+    path = write_yaml(tmp_path, "s.yaml", "scenarios:\n" + "".join(neighbour[:1] + registers + neighbour[1:]))
     try:
         report = audit(load_paths([str(path)]).scenarios, Options(jobs=0, literal=True, cache=None))
-        assert [str(r.status) for r in report.results] == ["consistent"] * 3
-        assert "registers" in module_state.unimportable
+        assert [str(r.status) for r in report.results] == ["consistent"] * 5
+        assert "registers" in module_state.unimportable and "stateful_fns" not in module_state.unimportable
+        assert _readers(report) == {"reads_the_scale": ("consistent", (0.5, -1.0, 2.0))}
     finally:
-        sys.modules.pop("registers", None)
+        for name in ("registers", "stateful_fns"):
+            sys.modules.pop(name, None)
 
 
 def test_neighbours_of_one_name_in_two_folders_stay_each_their_folders_after_a_fresh_import(tmp_path):
@@ -296,7 +301,26 @@ def test_the_catalog_gives_one_report_in_any_order_with_any_number_of_workers(ca
             "-q",
         )
         assert run.exit_code == 1, run.stderr
-        assert _comparable(run.json()) == reference, (jobs, seed)
+        assert _differences(_comparable(run.json()), reference) == [], (jobs, seed)
+
+
+def _differences(got, expected, where: str = "") -> list[str]:
+    """Where two JSON reports differ, as `results[name].field: got != expected` lines (results keyed by name)."""
+    if isinstance(got, dict) and isinstance(expected, dict):
+        return [
+            line
+            for key in sorted(set(got) | set(expected))
+            for line in _differences(got.get(key), expected.get(key), f"{where}.{key}")
+        ]
+    if isinstance(got, list) and isinstance(expected, list) and where == ".results":
+        return _differences({r["name"]: r for r in got}, {r["name"]: r for r in expected}, where)
+    if isinstance(got, list) and isinstance(expected, list) and len(got) == len(expected):
+        return [
+            line
+            for i, (g, e) in enumerate(zip(got, expected, strict=True))
+            for line in _differences(g, e, f"{where}[{i}]")
+        ]
+    return [] if got == expected else [f"{where}: {got!r:.200} != {expected!r:.200}"]
 
 
 def test_a_lazily_imported_neighbour_counts_as_the_users(tmp_path):

@@ -83,19 +83,31 @@ def importing(root: str | Path) -> Iterator[None]:
                 _kept.pop(name, None)
 
 
-def put_back() -> bool:
-    """After importing again failed: the modules last dropped back as they were, state and all,
-    and never dropped again (a module that registers a pytree for a type it does not define, an
-    FFI target or a config option can be imported once per process). True if there were any."""
-    if not _kept:
-        return False
-    for name, module in _kept.items():
-        sys.modules[name] = module
-        _foreign.add(name)
-        _lazy.discard(name)
-        unimportable.add(name)
-    _kept.clear()
-    return True
+def put_back(name: str, file: Path | None = None) -> bool:
+    """After importing `name` (from `file`) again failed: it, and the packages above it that did not
+    import either, back as they were, state and all, and never dropped again (a module that registers
+    a pytree for a type it does not define, an FFI target or a config option can be imported once per
+    process). Only those: the other modules dropped with them are imported afresh when asked for, so
+    one module that cannot be imported twice does not keep every other module's state from one
+    scenario to the next. True if there were any."""
+    parts = name.split(".")
+    chain = {".".join(parts[: k + 1]) for k in range(len(parts))}
+    back = [
+        kept
+        for kept, module in _kept.items()
+        if kept not in sys.modules and (kept in chain or (file is not None and _file_of(module) == file))
+    ]
+    for kept in back:
+        sys.modules[kept] = _kept.pop(kept)
+        _foreign.add(kept)
+        _lazy.discard(kept)
+        unimportable.add(kept)
+    return bool(back)
+
+
+def _file_of(module: types.ModuleType) -> Path | None:
+    file = getattr(module, "__file__", None)
+    return Path(file).resolve() if isinstance(file, str) else None
 
 
 def fresh() -> bool:

@@ -87,7 +87,11 @@ def _import_from(module_name: str, root: Path):
             )
             module = importlib.util.module_from_spec(spec)
             sys.modules[private] = module
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[private]  # as a failed import leaves it: not half made for the next try
+                raise
         return sys.modules[private]
     # The folder stays importable: the user's functions may import their neighbours when called.
     # First on the path whenever one of its modules is imported, so that a neighbour's name means
@@ -105,7 +109,7 @@ def _imported(module_name: str, root: Path):
         with module_state.importing(root):
             return _import_from(module_name, root)
     except (Exception, SystemExit):
-        if not module_state.put_back():
+        if not module_state.put_back(module_name, _module_file(module_name, root)):
             raise
     with module_state.importing(root):
         return _import_from(module_name, root)
