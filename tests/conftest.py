@@ -10,13 +10,17 @@ variables; a test that names its own cache folder (--cache-dir, or the default .
 of a subprocess in tmp_path) still gets that folder, as a user would.
 """
 
+import json
 import os
+import pickle
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
 import pytest
+from filelock import FileLock
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
@@ -51,17 +55,38 @@ def _session_cache():
     _use_session_cache()
 
 
-@pytest.fixture(scope="session")
-def catalog_report():
-    """The whole catalog audited once, as a default run does (groups, bundles, literal functions),
-    under the legacy rule, in this process: shared by the tests that compare other routes with it."""
-    from gradaudit.model.options import Options
-    from gradaudit.service import audit
-    from gradaudit.sources.scenario_files import load_paths
-    from tests.helpers import ROOT
+def _made_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder `make` fills once a session: under pytest-xdist the first worker that asks makes it
+    while the others wait at its lock, then all read it, so a shared run costs one worker, not each."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's own
+    folder = root / name
+    with FileLock(str(root / f"{name}.lock")):
+        if not (folder / ".made").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what a worker that failed left half made
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").touch()
+    return folder
 
-    scenarios = load_paths([str(ROOT / "scenarios")]).scenarios
-    return audit(scenarios, Options(rule="legacy", jobs=0, cache=None))
+
+@pytest.fixture(scope="session")
+def catalog_report(tmp_path_factory):
+    """The whole catalog audited once, as a default run does (groups, bundles, literal functions),
+    under the legacy rule, in a test process: shared by the tests that compare other routes with it."""
+
+    def make(folder: Path) -> None:
+        from gradaudit.model.options import Options
+        from gradaudit.service import audit
+        from gradaudit.sources.scenario_files import load_paths
+        from tests.helpers import ROOT
+
+        scenarios = load_paths([str(ROOT / "scenarios")]).scenarios
+        report = audit(scenarios, Options(rule="legacy", jobs=0, cache=None))
+        (folder / "report.pickle").write_bytes(pickle.dumps(report))
+
+    return pickle.loads((_made_once(tmp_path_factory, "catalog", make) / "report.pickle").read_bytes())
 
 
 @pytest.fixture(scope="session")
@@ -69,24 +94,30 @@ def legacy_survey(tmp_path_factory):
     """`gradaudit survey` of select_n (one, two and three cases) and clamp under select_n's legacy rule,
     as a user runs it, with every output it writes (reproducers, scripts, JSON, DEFECTS.md, HTML):
     the tests of the survey, its defects and its page each read what they check from this one run."""
-    from tests.helpers import run_cli
+    from tests.helpers import CliResult, run_cli
 
-    folder = tmp_path_factory.mktemp("legacy-survey")
-    result = run_cli(
-        "survey",
-        "jax.lax.select_n",
-        "jax.lax.clamp",
-        "--budget",
-        "12",
-        "--rule",
-        "legacy",  # select_n's pre-#40814 rule, whatever the installed JAX has
-        "--out",
-        str(folder / "found"),
-        "--json",
-        str(folder / "survey.json"),
-        "--defects",
-        str(folder / "DEFECTS.md"),
-        "--html",
-        str(folder / "survey.html"),
-    )
-    return result, folder
+    def make(folder: Path) -> None:
+        result = run_cli(
+            "survey",
+            "jax.lax.select_n",
+            "jax.lax.clamp",
+            "--budget",
+            "12",
+            "--rule",
+            "legacy",  # select_n's pre-#40814 rule, whatever the installed JAX has
+            "--out",
+            str(folder / "found"),
+            "--json",
+            str(folder / "survey.json"),
+            "--defects",
+            str(folder / "DEFECTS.md"),
+            "--html",
+            str(folder / "survey.html"),
+        )
+        said = {"exit_code": result.exit_code, "stdout": result.stdout, "stderr": result.stderr}
+        (folder / "cli.json").write_text(json.dumps({**said, "exception": repr(result.exception)}))
+
+    folder = _made_once(tmp_path_factory, "legacy-survey", make)
+    said = json.loads((folder / "cli.json").read_text())
+    exception = said.pop("exception")
+    return CliResult(**said, exception=None if exception == "None" else RuntimeError(exception)), folder

@@ -30,11 +30,6 @@ class CliResult:
         return json.loads(self.stdout)
 
 
-LEGACY_SURVEY = "legacy-survey"
-"""The xdist group of the tests that read the session fixture `legacy_survey`: under `--dist loadgroup`
-one worker runs them all, so the survey runs once a session; otherwise once per worker that needs it."""
-
-
 def run_cli(*args: str) -> CliResult:
     """Invoke `gradaudit ARGS` in-process, as a user would from a shell (no colour); scenarios are
     audited in this process (GRADAUDIT_JOBS=0) unless a test asks for workers with --jobs."""

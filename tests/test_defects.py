@@ -10,7 +10,7 @@ import pytest
 
 from gradaudit.survey import defects
 from gradaudit.survey.defects import Variant, group, parse_fingerprint, regime_of
-from tests.helpers import LEGACY_SURVEY, run_cli
+from tests.helpers import run_cli
 
 
 def _variant(function, file, finding_class="wrong", paths=("jacrev",), wrong="nowhere", regime="an exact zero", **more):
@@ -149,7 +149,6 @@ def test_defects_in_ordinary_regimes_outrank_those_at_ieee_edges():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group(LEGACY_SURVEY)
 def test_a_survey_lists_its_defects_with_reproducers_and_scripts_that_print_their_numbers(legacy_survey):
     result, folder = legacy_survey
     report, markdown = folder / "survey.json", folder / "DEFECTS.md"

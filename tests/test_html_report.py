@@ -19,7 +19,7 @@ from gradaudit.model.findings import Provenance
 from gradaudit.model.results import AuditReport, ScenarioResult
 from gradaudit.render.html_report import report_html, survey_html
 from gradaudit.render.pictures import MAX_SIDE
-from tests.helpers import LEGACY_SURVEY, ROOT, make_scenario, path_results, run_cli, write_yaml
+from tests.helpers import ROOT, make_scenario, path_results, run_cli, write_yaml
 
 SEED = ROOT / "scenarios" / "select_n"
 BROWSERS = ("chromium", "chromium-headless-shell", "google-chrome", "chromium-browser")
@@ -328,7 +328,6 @@ def test_the_seed_page_opens_in_headless_chromium(seed, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group(LEGACY_SURVEY)
 def test_a_survey_that_finds_kinds_links_them_from_its_matrix(legacy_survey):
     found, folder = legacy_survey
     assert found.exit_code == 1, found.stdout + found.stderr

@@ -13,7 +13,7 @@ from gradaudit.sources.user_modules import resolve
 from gradaudit.survey import edges, strategy, surface, table, wrappers
 from gradaudit.survey.explore import estimated_cost, shard, spaces
 from gradaudit.survey.table import ROLES, SHAPES, TABLE
-from tests.helpers import LEGACY_SURVEY, ROOT, run_cli
+from tests.helpers import ROOT, run_cli
 
 
 def test_the_table_holds_600_public_functions_that_import_with_known_roles():
@@ -101,7 +101,6 @@ def test_a_survey_refuses_to_replace_files_it_did_not_write(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group(LEGACY_SURVEY)
 def test_a_survey_of_select_n_finds_the_legacy_rules_defects_unaided_and_its_files_reproduce(legacy_survey, tmp_path):
     legacy, folder = legacy_survey
     out = folder / "found"
