@@ -11,6 +11,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from gradaudit.model.found import HANGS_PER_ARGUMENT
+
 SLOWEST = 10
 
 
@@ -27,8 +29,8 @@ def summary(document: dict) -> list[str]:
     left = {f["name"]: sum(f["not_audited"].values()) for f in functions if f.get("not_audited")}
     if left:
         timeouts += (
-            f"; {sum(left.values())} drawn scenarios of {len(left)} functions not audited, further out than three "
-            "that timed out ("
+            f"; {sum(left.values())} drawn scenarios of {len(left)} functions not audited, further out than "
+            f"{HANGS_PER_ARGUMENT} that timed out ("
             + ", ".join(f"`{name}` {n}" for name, n in sorted(left.items(), key=lambda i: -i[1]))
             + ")"
         )

@@ -545,8 +545,8 @@ def test_a_function_that_hangs_far_out_costs_three_timeouts_an_input_and_everyth
     """A function that loops for ever once its argument is large hangs on every decade past that: the search
     audits nearest values first, stops an input's further-out values after three timeouts there, and counts
     what it left; the same seed leaves the same."""
+    from gradaudit.model.found import HANGS_PER_ARGUMENT
     from gradaudit.search import search
-    from gradaudit.search.explore import HANGS_PER_ARGUMENT
     from gradaudit.survey.explore import spaces
 
     space = spaces(["jax.numpy.exp2"])[0]

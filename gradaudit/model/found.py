@@ -18,6 +18,17 @@ def kind_of(result: ScenarioResult) -> FoundKind:
     return result.status, tuple(sorted({f.signature for f in result.findings}))
 
 
+HANGS_PER_ARGUMENT = 3
+"""Audits that may time out with their furthest-out value (`search.explore.outermost`) in one input, on
+one side of 1, before a search audits none whose furthest-out value lies there as far out or further.
+Each costs a timeout and a fresh worker, and a function that loops for ever once an argument is large
+enough hangs on every value past that, in every dtype and shape: its sweep of decades alone would spend
+an hour. A search audits the scenarios it has nearest to ordinary values first, so those it leaves out
+lie further out than that many that hung; the outcome counts them (`SearchOutcome.not_audited`). A
+count, not seconds: the same seed leaves out the same scenarios on any machine where the same audits
+time out. Here, not in the search, because reports say it too."""
+
+
 @dataclass
 class Found:
     kind: FoundKind
@@ -53,6 +64,6 @@ class SearchOutcome:
     not_audited: Counter = field(default_factory=Counter)
     """Drawn scenarios not audited, by the input their furthest-out value lies in and its side of 1
     (`input 1, large`), where audits with theirs there, nearer in, timed out too often
-    (`search.explore.HANGS_PER_ARGUMENT`)."""
+    (`HANGS_PER_ARGUMENT`)."""
     phases: dict[str, float] = field(default_factory=dict)
     """Wall time by phase (`explore`, `shrink`; a survey adds `confirm`): where a slow search spent it."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gradaudit.model.found import HANGS_PER_ARGUMENT
+
 
 def defects_markdown(document: dict, relative_to: Path | None = None) -> str:
     """The report's defects, grouped under their severity in rank order; paths relative to `relative_to`."""
@@ -39,8 +41,8 @@ def defects_markdown(document: dict, relative_to: Path | None = None) -> str:
         lines += [
             "",
             f"Not audited: {sum(left.values())} drawn scenarios of {functions}, each further out in an "
-            'input than three audits there that timed out (docs/survey.md, "Isolation"); defects there are not '
-            f"listed: {listed}.",
+            f'input than {HANGS_PER_ARGUMENT} audits there that timed out (docs/survey.md, "Isolation"); defects '
+            f"there are not listed: {listed}.",
         ]
     heading = None
     for defect in defects:

@@ -734,7 +734,7 @@ def print_search(
 
 
 def not_audited_line(not_audited: Mapping[str, int]) -> str:
-    """What a search left unaudited where its audits kept timing out (`search.explore.HANGS_PER_ARGUMENT`)."""
+    """What a search left unaudited where its audits kept timing out (`model.found.HANGS_PER_ARGUMENT`)."""
     where = "; ".join(f"{place}: {count}" for place, count in not_audited.items())
     total = sum(not_audited.values())
     return f"{total} drawn scenarios not audited, further out in an input than audits that timed out ({where})"

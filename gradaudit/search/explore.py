@@ -15,7 +15,7 @@ from pathlib import Path
 from gradaudit.limits import LIMIT_EXCEEDED, Limits, check_limits
 from gradaudit.model.errors import InputError
 from gradaudit.model.findings import CONSISTENT, FindingClass
-from gradaudit.model.found import Found, FoundKind, SearchOutcome, kind_of
+from gradaudit.model.found import HANGS_PER_ARGUMENT, Found, FoundKind, SearchOutcome, kind_of
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 from gradaudit.search.drawing import flat, scenario_text
@@ -409,15 +409,6 @@ TIMED_OUT_COST = 15
 timeout and a fresh worker, where most audits take a fraction of a second; such a kind tries four at
 most. Shrinking a kind that did not time out stops at the first new audit that does: past it, its
 scenarios hang and each costs a timeout (docs/survey.md, "Isolation")."""
-
-HANGS_PER_ARGUMENT = 3
-"""Audits that may time out with their furthest-out value (`outermost`) in one input, on one side of 1,
-before a search audits none whose furthest-out value lies there as far out or further. Each costs a
-timeout and a fresh worker, and a function that loops for ever once an argument is large enough hangs on
-every value past that, in every dtype and shape: its sweep of decades alone would spend an hour. A search
-audits the scenarios it has nearest to ordinary values first, so those it leaves out lie further out than
-three that hung; the outcome counts them (`SearchOutcome.not_audited`). A count, not seconds: the same
-seed leaves out the same scenarios on any machine where the same audits time out."""
 
 
 def outermost(entry: dict) -> tuple[float, Place]:
