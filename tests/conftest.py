@@ -7,7 +7,9 @@ keyed by the program itself, so a hit is the very executable a compile would giv
 change. It lives in a fresh folder per session (removed at its end), shared with every process
 the tests start (workers, subprocesses, pytest-xdist's workers) through JAX's environment
 variables; a test that names its own cache folder (--cache-dir, or the default .gradaudit/cache
-of a subprocess in tmp_path) still gets that folder, as a user would.
+of a subprocess in tmp_path) still gets that folder, as a user would, and one run with --no-cache
+compiles everything itself, its workers too; a command-line run in a test about something else than
+compiling takes the session's cache with `session_cache()`.
 """
 
 import json
@@ -22,10 +24,9 @@ import jax
 import pytest
 from filelock import FileLock
 
-jax.config.update("jax_numpy_rank_promotion", "raise")
+from tests.helpers import SESSION_CACHE
 
-SESSION_CACHE = "GRADAUDIT_TEST_CACHE"
-"""The session's cache folder, made by the first pytest process (xdist's controller) for its workers."""
+jax.config.update("jax_numpy_rank_promotion", "raise")
 
 
 def pytest_configure(config):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,17 @@ class CliResult:
 
     def json(self) -> dict:
         return json.loads(self.stdout)
+
+
+SESSION_CACHE = "GRADAUDIT_TEST_CACHE"
+"""The environment variable naming the test session's compilation cache (conftest.py makes it)."""
+
+
+def session_cache() -> list[str]:
+    """Flags that give a command-line run the session's compilation cache, for a test about something
+    else than compiling: its workers read what other tests compiled instead of compiling it all again."""
+    folder = os.environ.get(SESSION_CACHE)
+    return ["--cache-dir", folder] if folder else ["--no-cache"]
 
 
 def run_cli(*args: str) -> CliResult:

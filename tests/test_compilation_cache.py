@@ -25,7 +25,7 @@ scenarios:
 """
 
 
-def _run(tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProcess, dict]:
+def _run(tmp_path: Path, *options: str, **environment: str) -> tuple[subprocess.CompletedProcess, dict]:
     report = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
     proc = subprocess.run(
         [
@@ -42,7 +42,7 @@ def _run(tmp_path: Path, *options: str) -> tuple[subprocess.CompletedProcess, di
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "NO_COLOR": "1", "GRADAUDIT_JOBS": "0", "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "NO_COLOR": "1", "GRADAUDIT_JOBS": "0", "PYTHONPATH": str(ROOT), **environment},
         timeout=300,
     )
     return proc, json.loads(report.read_text())
@@ -78,6 +78,12 @@ def test_no_cache_writes_nothing_and_cache_dir_moves_it(tmp_path):
     write_yaml(tmp_path, "s.yaml", SCENARIOS)
     proc, _ = _run(tmp_path, "--no-cache")
     assert proc.returncode == 1 and not (tmp_path / ".gradaudit").exists()
+    # Not JAX's own cache either, where its environment names one, in this process or a worker.
+    own = tmp_path / "jax-own"
+    for jobs in ("0", "1"):
+        proc, _ = _run(tmp_path, "--no-cache", "--jobs", jobs, JAX_COMPILATION_CACHE_DIR=str(own))
+        assert proc.returncode == 1 and _cached(proc.stderr) == 0, proc.stderr
+        assert not own.exists() or not any(own.iterdir()), jobs
     proc, _ = _run(tmp_path, "--cache-dir", "elsewhere")
     assert proc.returncode == 1 and any((tmp_path / "elsewhere").iterdir())
     assert not (tmp_path / ".gradaudit").exists()

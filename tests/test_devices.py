@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import run_cli, write_yaml
+from tests.helpers import run_cli, session_cache, write_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,7 +41,18 @@ def _gradaudit(tmp_path: Path, *args: str, devices: int = 2) -> tuple[subprocess
     report = tmp_path / "report.json"
     report.unlink(missing_ok=True)
     proc = subprocess.run(
-        [sys.executable, "-m", "gradaudit", "run", *args, "--json", str(report), "--json-detail", "full", "--no-cache"],
+        [
+            sys.executable,
+            "-m",
+            "gradaudit",
+            "run",
+            *args,
+            "--json",
+            str(report),
+            "--json-detail",
+            "full",
+            *session_cache(),
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gradaudit.jaxenv import cache_unsupported
-from tests.helpers import ROOT, run_cli, write_yaml
+from tests.helpers import ROOT, run_cli, session_cache, write_yaml
 
 KILLERS = """
 import os
@@ -80,7 +80,7 @@ def test_a_killed_worker_is_retried_once_then_reported_as_crashed_and_the_run_go
           - {name: fine-b, fn: "killers:triple", inputs: [{dtype: float32, value: [1.0, 2.0]}]}
         """,
     )
-    result = run_cli("run", str(path), "--jobs", "2", "--no-cache", "--json", "-")
+    result = run_cli("run", str(path), "--jobs", "2", *session_cache(), "--json", "-")
     assert result.exit_code == 1, result.stderr
     by_name = {r["name"]: r for r in result.json()["results"]}
     assert set(by_name) == {"killed-once", "killed-always", "fine-a", "fine-b"}
@@ -137,7 +137,7 @@ def _group_of(function: str, count: int) -> str:
 def test_a_group_that_crashes_its_worker_falls_back_to_each_scenario_alone(tmp_path):
     (tmp_path / "grouped.py").write_text(GROUPED)
     path = write_yaml(tmp_path, "s.yaml", _group_of("aborts_once", 4))
-    result = run_cli("run", str(path), "--jobs", "1", "--no-cache", "--json", "-")
+    result = run_cli("run", str(path), "--jobs", "1", *session_cache(), "--json", "-")
     assert result.exit_code == 0, result.stderr
     results = result.json()["results"]
     assert [(r["status"], r["method"]) for r in results] == [("consistent", "literal")] * 4
@@ -160,7 +160,7 @@ def test_a_group_that_hangs_is_a_timeout_of_each_scenario_it_held_and_the_run_en
     (tmp_path / "grouped.py").write_text(GROUPED)
     path = write_yaml(tmp_path, "s.yaml", _group_of(function, 4))
     start = time.perf_counter()
-    result = run_cli("run", str(path), "--jobs", jobs, "--timeout", timeout, "--no-cache", "--json", "-")
+    result = run_cli("run", str(path), "--jobs", jobs, "--timeout", timeout, *session_cache(), "--json", "-")
     assert time.perf_counter() - start < 90
     assert result.exit_code == 1, result.stderr
     results = result.json()["results"]

@@ -15,7 +15,7 @@ from gradaudit.render.json_report import dump, report_to_json
 from gradaudit.service import audit
 from gradaudit.sources import module_state
 from gradaudit.sources.scenario_files import load_paths
-from tests.helpers import ROOT, run_cli, write_yaml
+from tests.helpers import ROOT, run_cli, session_cache, write_yaml
 
 STATEFUL = """
 import jax
@@ -297,7 +297,7 @@ def test_the_catalog_gives_one_report_in_any_order_with_any_number_of_workers(ca
             "-",
             "--json-detail",
             "full",
-            "--no-cache",
+            *session_cache(),
             "-q",
         )
         assert run.exit_code == 1, run.stderr

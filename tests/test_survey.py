@@ -13,7 +13,7 @@ from gradaudit.sources.user_modules import resolve
 from gradaudit.survey import edges, strategy, surface, table, wrappers
 from gradaudit.survey.explore import estimated_cost, shard, spaces
 from gradaudit.survey.table import ROLES, SHAPES, TABLE
-from tests.helpers import ROOT, run_cli
+from tests.helpers import ROOT, run_cli, session_cache
 
 
 def test_the_table_holds_600_public_functions_that_import_with_known_roles():
@@ -391,7 +391,7 @@ def test_an_interrupted_survey_writes_the_reports_of_the_functions_it_finished(t
     report, defects = tmp_path / "survey.json", tmp_path / "DEFECTS.md"
     result = run_cli(
         "survey", "jax.lax.abs", "jax.lax.neg", "--budget", "2", "--out", str(tmp_path / "found"),
-        "--json", str(report), "--defects", str(defects), "--no-cache",
+        "--json", str(report), "--defects", str(defects), *session_cache(),
     )  # fmt: skip
     assert result.exit_code == 2 and "interrupted: 1 of 2 functions surveyed whole" in result.stderr
     document = json.loads(report.read_text())

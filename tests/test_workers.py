@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.helpers import ROOT, run_cli, write_yaml
+from tests.helpers import ROOT, run_cli, session_cache, write_yaml
 
 WHOSE = "import os\nfrom pathlib import Path\n\n\ndef f(x):\n    with Path(__file__).with_name('pids').open('a') as pids:\n        pids.write(f'{os.getpid()}\\n')\n    return x * x\n"
 """A module whose `f` records, in `pids` beside it, the process that called it."""
@@ -115,7 +115,7 @@ def test_one_worker_serves_every_engine_of_a_run(tmp_path):
     rows += "  - {name: second, fn: 'whose:f', order: 2, inputs: [{dtype: float32, value: 2.0}]}\n"
     rows += "  - {name: pick, selector: {dtype: int32, value: 1}, cases: 2, dtype: float32, shape: []}\n"
     path = write_yaml(tmp_path, "s.yaml", "scenarios:\n" + rows)
-    result = run_cli("run", str(path), "--jobs", "1", "--no-cache", "--json", "-")
+    result = run_cli("run", str(path), "--jobs", "1", *session_cache(), "--json", "-")
     assert result.exit_code in (0, 1), result.stderr
     methods = {r["name"]: r["method"] for r in result.json()["results"]}
     assert methods["g0"] == "group" and methods["second"] == "literal", methods
@@ -152,7 +152,7 @@ def test_workers_that_cannot_start_blame_no_scenario_and_the_run_says_why(tmp_pa
             timeout=300,
         )
 
-    run = gradaudit("run", "s.yaml", "--jobs", "2", "--literal", "--no-cache", "--json", "-")
+    run = gradaudit("run", "s.yaml", "--jobs", "2", "--literal", *session_cache(), "--json", "-")
     assert run.returncode == 1, run.stderr
     findings = [(r["status"], r["findings"][0]["message"]) for r in json.loads(run.stdout)["results"]]
     assert all(
@@ -357,7 +357,7 @@ def test_workers_started_ahead_see_the_folders_loading_added(tmp_path):
         "scenarios:\n  - {name: in-b, fn: 'helper_b:g', inputs: [{dtype: float32, value: 3.0}]}\n",
     )
     (tmp_path / "b" / "helper_b.py").write_text("def k():\n    return 2.0\n\n\ndef g(x):\n    return x * k()\n")
-    result = run_cli("run", str(tmp_path / "a"), str(tmp_path / "b"), "--jobs", "1", "--no-cache", "--json", "-")
+    result = run_cli("run", str(tmp_path / "a"), str(tmp_path / "b"), "--jobs", "1", *session_cache(), "--json", "-")
     assert result.exit_code == 0, result.stderr
     assert {r["name"]: r["status"] for r in result.json()["results"]} == {"uses-b": "consistent", "in-b": "consistent"}
 
@@ -540,7 +540,7 @@ def test_a_worker_whose_own_time_limit_fired_is_replaced_and_blames_no_other_sce
           - {name: after, fn: "sleeps_at:f", inputs: [{dtype: float32, value: 3.5}]}
         """,
     )
-    result = run_cli("run", str(path), "--jobs", "1", "--timeout", "3", "--json", "-", "--no-cache")
+    result = run_cli("run", str(path), "--jobs", "1", "--timeout", "3", "--json", "-", *session_cache())
     by_name = {r["name"]: r for r in result.json()["results"]}
     assert by_name["sleeps"]["status"] == "error", by_name["sleeps"]
     assert by_name["sleeps"]["findings"][0]["message"].startswith("timed out after 3 s")

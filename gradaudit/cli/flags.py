@@ -93,7 +93,8 @@ AUDIT = (
 
 
 def options_from(flags_given: dict) -> Options:
-    """Options from the configuration and the command line's flags (None: not given)."""
+    """Options from the configuration and the command line's flags (None: not given). A command owns
+    its process: without a cache (--no-cache, `cache = false`) JAX's own is turned off there too."""
     given = {name: value for name, value in flags_given.items() if name in KEYS and value is not None}
     if flags_given.get("no_cache"):
         given["cache"] = False
@@ -101,7 +102,12 @@ def options_from(flags_given: dict) -> Options:
         if not str(flags_given["cache_dir"]).strip():
             raise click.BadParameter("give a folder (or --no-cache for none)", param_hint="--cache-dir")
         given["cache"] = flags_given["cache_dir"]
-    return resolve(configured(), check(given, "keyword"))
+    options = resolve(configured(), check(given, "keyword"))
+    if options.cache is None:
+        from gradaudit.jaxenv import disable_cache
+
+        disable_cache()
+    return options
 
 
 def output_setting(name: str, given):
