@@ -23,13 +23,15 @@ audit: $(STAMP)
 	$(BIN)/gradaudit run scenarios/
 
 # Lint, formatting and types first (ruff and mypy, configured in pyproject.toml): seconds, and a failure names the line.
-# Then the tests on every core (pytest-xdist): most of their time is XLA compiling, which uses one; the 15 slowest
-# are listed at the end, so a test that grew slow shows.
+# Then the tests on every core (pytest-xdist): most of their time is XLA compiling, which uses one; one worker more
+# than cores, since some tests wait out timeouts and sleeping processes while another could compile. The 15
+# slowest are listed at the end, so a test that grew slow shows.
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 test: $(STAMP)
 	$(BIN)/ruff check gradaudit tests bench
 	$(BIN)/ruff format --check gradaudit tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n auto --durations=15
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=15
 
 # The quick loop while editing the judge or the loaders: their tests (not those marked slow) on every core,
 # stopping at the first failure; `make test` runs everything.
