@@ -155,7 +155,7 @@ CACHE_SETTINGS: dict[str, str | float | bool | None] = {
     "jax_persistent_cache_min_entry_size_bytes": -1,
 }
 """Every program is cached: the audit's programs compile in milliseconds each, but there are hundreds.
-Enabled as well as named: a run before it in this process may have turned the cache off (`disable_cache`)."""
+Enabled as well as named: a command before it in this process may have turned the cache off (--no-cache)."""
 
 
 OLDEST_JAXLIB = (0, 10)
@@ -194,14 +194,6 @@ def enable_cache(folder: Path) -> str | None:
         jax.config.update(name, value)
         os.environ[name.upper()] = str(value)
     return None
-
-
-def disable_cache() -> None:
-    """No compilation cache in this process or the workers it starts, whatever JAX's own settings say
-    (JAX_COMPILATION_CACHE_DIR in the environment names one that JAX would read and write otherwise).
-    JAX decides once a process, at its first compilation, so this holds from the start of a command."""
-    jax.config.update("jax_enable_compilation_cache", False)
-    os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
 
 
 def as_jax_arrays(arrays: Iterable) -> tuple:

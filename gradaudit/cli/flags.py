@@ -4,6 +4,8 @@ which beats the default."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 
 import click
@@ -104,10 +106,18 @@ def options_from(flags_given: dict) -> Options:
         given["cache"] = flags_given["cache_dir"]
     options = resolve(configured(), check(given, "keyword"))
     if options.cache is None:
-        from gradaudit.jaxenv import disable_cache
-
-        disable_cache()
+        _without_jax_cache()
     return options
+
+
+def _without_jax_cache() -> None:
+    """No compilation cache in this process or the workers it starts, whatever JAX's own settings say
+    (JAX_COMPILATION_CACHE_DIR in the environment names one that JAX would read and write otherwise).
+    JAX reads the variable when imported and decides at its first compilation; a command that audits
+    nothing (`list`) imports no JAX for it."""
+    os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+    if "jax" in sys.modules:
+        sys.modules["jax"].config.update("jax_enable_compilation_cache", False)
 
 
 def output_setting(name: str, given):
