@@ -7,8 +7,8 @@ boolean leaves held fixed (as traced arguments and as captured constants, `bind`
 leaves by their pytree path (`params['w'][2, 0]`). Above `directional_above` Jacobian entries the
 paths are compared along seeded directions instead (`numerics.directions`).
 
-The function runs in this process (`jobs` 0), as the test calling it does; no compilation cache is
-written unless `cache` names one.
+The function runs in this process (`jobs` 0), as the test calling it does; gradaudit turns on no
+compilation cache unless `cache` names one, and leaves JAX's own settings in the process as they are.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from gradaudit.numerics.directions import Directions
 SCENARIO_KEYWORDS = (*fields.KEYWORDS, "probes", "modes", "argnums")
 """What one audit asks, as a scenario file says it; every other keyword is an option (`KEYS`)."""
 API_DEFAULTS: dict[str, Any] = {"jobs": 0, "cache": None}
-"""The Python API audits in the calling process and writes no compilation cache unless asked."""
+"""The Python API audits in the calling process and turns on no compilation cache unless asked."""
 
 
 class GradientInconsistency(AssertionError):
