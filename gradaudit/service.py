@@ -11,9 +11,9 @@ engine) and applies the gate (expectations, baseline). Which engine computes a s
    with --jobs (a group a batch). Its eager paths are one eager vmap of the group; its jit paths
    each scenario's own call, on its own inputs, of one jax.jit program of the function, jax.jacfwd
    and jax.jacrev. A scenario is reported from it when each eager path agrees with its jit twin
-   (`judging.assess.one_story`), so that the jit paths, the user's function called on that scenario
-   alone, reproduce every finding. Any other (an answer only the batched run gave: a NaN that
-   batched XLA code turns into 0) goes on to the next engine.
+   and, for a user's function, it found nothing (`judging.assess.one_story`). Any other (an answer
+   only the batched run gave: a NaN that batched XLA code turns into 0; a finding, whose class the
+   jit paths compiled together may not tell as the user's own programs would) goes on to the next engine.
 2. Every other select_n scenario: the bundle engine, with its selector captured as a user writes
    it, in worker processes with --jobs (a bundle a batch); what it finds is reported.
 3. Everything else (functions in smaller groups, second order, several devices, a bundle that

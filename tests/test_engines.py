@@ -309,7 +309,19 @@ def test_a_step_too_small_for_bfloat16_is_raised_to_one_it_can_resolve(literal):
 
 
 FUNCTION_GROUPS = """
+import jax
 import jax.numpy as jnp
+
+
+@jax.custom_jvp
+def doubled_slope(x):
+    return jnp.sin(x)
+
+
+@doubled_slope.defjvp
+def _doubled_slope_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return doubled_slope(x), 2.0 * jnp.cos(x) * t  # a wrong rule: every AD path agrees, finite differences do not
 
 
 def max_all(x):
@@ -326,7 +338,8 @@ def scaled_take(x, i):
 def test_function_groups_give_the_literal_engines_verdicts(tmp_path, jobs):
     """A user's function called at many points forms a group (here with NaN inputs, whose batched
     derivative may differ from the unbatched one, and integer inputs captured and traced); every
-    verdict equals the literal engine's, and what a group reports, its jit paths reproduce."""
+    verdict equals the literal engine's, and a group reports only what found nothing: a finding and
+    its class come from each path computed as named (a group's jit paths are compiled together)."""
     (tmp_path / "fns.py").write_text(FUNCTION_GROUPS)
     rng = np.random.default_rng(3)
     lines = ["scenarios:"]
@@ -338,6 +351,11 @@ def test_function_groups_give_the_literal_engines_verdicts(tmp_path, jobs):
             f"  - name: max-{n}",
             "    fn: fns:max_all",
             f"    inputs: [{{dtype: float32, value: [{', '.join(map(str, values))}]}}]",
+        ]
+        lines += [
+            f"  - name: slope-{n}",
+            "    fn: fns:doubled_slope",
+            f"    inputs: [{{dtype: float32, value: [{', '.join(map(str, np.abs(values[1:])))}, 0.5]}}]",
         ]
         lines += [
             f"  - name: take-{n}",
@@ -353,6 +371,9 @@ def test_function_groups_give_the_literal_engines_verdicts(tmp_path, jobs):
         assert [f.fingerprint for f in ours.findings] == [f.fingerprint for f in theirs.findings], ours.scenario.name
     grouped = [r for r in default.results if r.method == "group"]
     assert default.timings["groups"] >= 2 and len(grouped) >= GROUP_MIN
+    assert all(r.status == CONSISTENT for r in grouped)
+    found = [r for r in default.results if r.findings]
+    assert found and {r.method for r in found} == {"literal"}
     assert {p.binding for r in grouped if r.scenario.name.startswith("take") for p in r.paths.values()} == {
         "traced",
         "constant",

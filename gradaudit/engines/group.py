@@ -16,8 +16,8 @@ user's `jax.jit(jax.jacrev(f))` is a program of its own: the same transforms and
 compilation that may fuse differently (rounding). A member whose function gives another value
 at its centre within the program than called on its own is not yielded (its points would not be its
 function's). Paths record the binding the group used (a select_n selector is `traced` here); the
-service keeps a member's result where its eager and jit paths tell one story, and audits any other
-again as the user writes it.
+service keeps a member's result where its eager and jit paths tell one story and, for a user's
+function, it found nothing (`judging.assess.one_story`), and audits any other again as the user writes it.
 """
 
 from __future__ import annotations

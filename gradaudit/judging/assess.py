@@ -164,9 +164,15 @@ def _result(
 
 
 def one_story(result: ScenarioResult, tolerance: tuple[float | None, ...] = ()) -> bool:
-    """Whether each eager path agrees with its jit twin (`twins_agree`). The group engine's results
-    are kept only then: its eager paths ran vmapped over the group, its jit paths are the user's
-    function compiled and called on this scenario alone, so where they agree the jit paths
-    reproduce every finding, and where they do not, the batched run may have said something the
-    function alone does not."""
+    """Whether a group engine's result may be reported as it is. Its eager paths ran vmapped over the
+    group, and its jit paths in one program of the function, jax.jacfwd and jax.jacrev compiled
+    together (`engines.group`), where a user's `jax.jit(jax.jacrev(f))` is a program of its own that
+    XLA may compile to other answers, not only by rounding (a fused program can read an input as a
+    NaN that the function's own program does not). A user's function's result is therefore kept only
+    where it found nothing and each eager path agrees with its jit twin; one with a finding is
+    audited again, each path as named, before the finding and its class are reported. select_n's own
+    programs (selections, a case times a constant) keep theirs where the twins agree, as the bundle
+    engine's compiled-together paths report theirs."""
+    if result.findings and result.scenario.target.kind == "function":
+        return False
     return twins_agree(result.paths, tolerances_for(result.scenario, tolerance))
