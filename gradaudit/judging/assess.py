@@ -170,9 +170,9 @@ def one_story(result: ScenarioResult, tolerance: tuple[float | None, ...] = ()) 
     XLA may compile to other answers, not only by rounding (a fused program can read an input as a
     NaN that the function's own program does not). A user's function's result is therefore kept only
     where it found nothing and each eager path agrees with its jit twin; one with a finding is
-    audited again, each path as named, before the finding and its class are reported. select_n's own
-    programs (selections, a case times a constant) keep theirs where the twins agree, as the bundle
-    engine's compiled-together paths report theirs."""
-    if result.findings and result.scenario.target.kind == "function":
+    audited again, each path as named, before the finding and its class are reported. A kind whose
+    paths may be compiled together (`bundled`: select_n's selections) keeps its findings where the
+    twins agree."""
+    if result.findings and not result.scenario.target.bundled:
         return False
     return twins_agree(result.paths, tolerances_for(result.scenario, tolerance))

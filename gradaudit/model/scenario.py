@@ -83,7 +83,9 @@ class SelectN:
     refereed: ClassVar[bool] = False
     """A select_n scenario asks where values are routed, not how precisely: no float64 referee."""
     bundled: ClassVar[bool] = True
-    """Its literal paths can run many selectors in one program (engines/bundle.py)."""
+    """Its literal paths can run many selectors in one program (engines/bundle.py), and its findings
+    may come from paths compiled together (a group's too: judging.assess.one_story): selections, a
+    case times a constant, which such a program computes as a program of each path's own does."""
     reduction: ClassVar[int] = 1
 
     @property
@@ -240,6 +242,8 @@ class FunctionCall:
     refereed: ClassVar[bool] = True
     """Narrow floating inputs may be judged again in float64 (judging/referee.py)."""
     bundled: ClassVar[bool] = False
+    """A user's function's paths each run as their own program for what they report: no bundles, and
+    a group's finding is audited again path by path (judging.assess.one_story)."""
 
     @property
     def named_dtypes(self) -> tuple[str, ...]:
