@@ -31,6 +31,24 @@ class CliResult:
         return json.loads(self.stdout)
 
 
+WRONG_SLOPE = """
+import jax
+import jax.numpy as jnp
+
+
+@jax.custom_jvp
+def double_slope(x):
+    return jnp.sin(x)
+
+
+@double_slope.defjvp
+def _double_slope_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return double_slope(x), 2.0 * jnp.cos(x) * t  # a wrong rule: every AD path agrees, finite differences do not
+"""
+"""A user's module whose `double_slope` has a wrong derivative rule, twice the true slope."""
+
+
 SESSION_CACHE = "GRADAUDIT_TEST_CACHE"
 """The environment variable naming the test session's compilation cache (conftest.py makes it)."""
 

@@ -22,7 +22,7 @@ from gradaudit.model.findings import CONSISTENT
 from gradaudit.model.options import Options
 from gradaudit.service import audit
 from gradaudit.sources.scenario_files import load_paths
-from tests.helpers import ROOT, make_scenario, write_yaml
+from tests.helpers import ROOT, WRONG_SLOPE, make_scenario, write_yaml
 
 
 def run_audit(scenarios, rule, literal=False):
@@ -308,21 +308,9 @@ def test_a_step_too_small_for_bfloat16_is_raised_to_one_it_can_resolve(literal):
     assert {r.method for r in report.results} == {"literal" if literal else "bundle"}
 
 
-FUNCTION_GROUPS = """
-import jax
-import jax.numpy as jnp
-
-
-@jax.custom_jvp
-def doubled_slope(x):
-    return jnp.sin(x)
-
-
-@doubled_slope.defjvp
-def _doubled_slope_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return doubled_slope(x), 2.0 * jnp.cos(x) * t  # a wrong rule: every AD path agrees, finite differences do not
-
+FUNCTION_GROUPS = (
+    WRONG_SLOPE
+    + """
 
 def max_all(x):
     return jnp.max(x)
@@ -331,6 +319,7 @@ def max_all(x):
 def scaled_take(x, i):
     return 2.0 * jnp.take(x, i, mode="clip")
 """
+)
 
 
 @pytest.mark.slow
@@ -354,7 +343,7 @@ def test_function_groups_give_the_literal_engines_verdicts(tmp_path, jobs):
         ]
         lines += [
             f"  - name: slope-{n}",
-            "    fn: fns:doubled_slope",
+            "    fn: fns:double_slope",
             f"    inputs: [{{dtype: float32, value: [{', '.join(map(str, np.abs(values[1:])))}, 0.5]}}]",
         ]
         lines += [

@@ -19,7 +19,7 @@ from gradaudit.model.findings import Provenance
 from gradaudit.model.results import AuditReport, ScenarioResult
 from gradaudit.render.html_report import report_html, survey_html
 from gradaudit.render.pictures import MAX_SIDE
-from tests.helpers import ROOT, make_scenario, path_results, run_cli, write_yaml
+from tests.helpers import ROOT, WRONG_SLOPE, make_scenario, path_results, run_cli, write_yaml
 
 SEED = ROOT / "scenarios" / "select_n"
 BROWSERS = ("chromium", "chromium-headless-shell", "google-chrome", "chromium-browser")
@@ -341,25 +341,7 @@ def test_a_survey_that_finds_kinds_links_them_from_its_matrix(legacy_survey):
 
 
 def test_a_function_with_a_300_by_300_jacobian_audits_into_a_downsampled_page(tmp_path):
-    write_yaml(
-        tmp_path,
-        "wrong.py",
-        """
-        import jax
-        import jax.numpy as jnp
-
-
-        @jax.custom_jvp
-        def double_slope(x):
-            return jnp.sin(x)
-
-
-        @double_slope.defjvp
-        def _jvp(primals, tangents):
-            (x,), (t,) = primals, tangents
-            return jnp.sin(x), 2.0 * jnp.cos(x) * t
-        """,
-    )
+    write_yaml(tmp_path, "wrong.py", WRONG_SLOPE)
     write_yaml(
         tmp_path,
         "big.yaml",

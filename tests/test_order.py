@@ -281,7 +281,7 @@ def _comparable(report: dict) -> dict:
 
 @pytest.mark.slow
 def test_the_catalog_gives_one_report_in_any_order_with_any_number_of_workers(catalog_report):
-    """The shared catalog run (file order, this process) against shuffled runs in one and two worker processes."""
+    """The shared catalog run (file order, in a test process) against shuffled runs in one and two worker processes."""
     reference = _comparable(json.loads(dump(report_to_json(catalog_report, "full"))))
     for jobs, seed in ((1, 5), (2, 9)):
         run = run_cli(
