@@ -34,8 +34,35 @@ from function_grid import grid as function_grid  # noqa: E402
 from grid import grid  # noqa: E402
 
 
+def _reap_outliving(seconds: float = 60.0) -> float:
+    """The peak RSS in MB of the measured process's descendants that outlived it, once they end: a run's
+    workers are forked from multiprocessing's fork server, which the run never waits for, so its
+    wait status holds neither the server's memory nor that of the workers the server waited for.
+    Orphaned, they come to this process (`_adopt_orphans`), which waits for them here."""
+    peak, end = 0.0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            pid, _, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            time.sleep(0.01)
+            continue
+        peak = max(peak, usage.ru_maxrss / 1024)
+    return peak
+
+
+def _adopt_orphans() -> None:
+    """Become the subreaper of what this process starts (Linux): orphaned descendants are reparented here."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
 def measure(command: list[str], cache: Path) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, last output line) of one whole process using JAX's cache in `cache`."""
+    """(wall seconds, peak RSS in MB of its largest process, last output line) of one whole process using
+    JAX's cache in `cache`."""
     env = {
         **os.environ,
         "JAX_COMPILATION_CACHE_DIR": str(cache),
@@ -49,7 +76,7 @@ def measure(command: list[str], cache: Path) -> tuple[float, float, str]:
     wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     lines = [line for line in output.splitlines() if line.strip()]
-    return wall, usage.ru_maxrss / 1024, lines[-1] if lines else ""
+    return wall, max(usage.ru_maxrss / 1024, _reap_outliving()), lines[-1] if lines else ""
 
 
 def _cell(value, form: str, unit: str = "") -> str:
@@ -87,6 +114,7 @@ def markdown(document: dict) -> str:
 
 
 def main() -> None:
+    _adopt_orphans()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--repetitions", type=int, default=3)

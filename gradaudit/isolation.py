@@ -24,6 +24,8 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from typing import Any
 
 from gradaudit.model.computed import Failure
 from gradaudit.model.findings import Note
@@ -57,6 +59,78 @@ START_TRIES = 3
 scenario left is then an error saying workers cannot start here (`--jobs 0` runs without them)."""
 
 
+WORKER_MODULES = (
+    "jax",
+    "gradaudit.engines.bundle",
+    "gradaudit.engines.group",
+    "gradaudit.engines.literal",
+    "gradaudit.jaxenv",
+    "gradaudit.judging.assess",
+    "gradaudit.refereeing",
+    "gradaudit.screening",
+)
+"""What a worker imports before it is ready (`_serve`): a fork server imports them once, and each
+worker forked from it starts with them imported instead of importing JAX itself. None of them may
+start JAX's backend: its threads would not survive the fork (a test checks). Not `__main__`, which
+multiprocessing's server imports by default: a user's script may compute with JAX as it is imported;
+each worker imports it after the fork, as a spawned one does."""
+
+NOT_READ_ON_IMPORT = frozenset({"PYTEST_CURRENT_TEST", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "GRADAUDIT_JOBS"})
+"""Variables that change while a process runs and that nothing a worker imports reads (which test
+pytest is on, how a run's output looks, its worker count): a fork server started under other values
+of them still serves. So do JAX's cache variables, which each worker sets itself (`use_cache_config`)."""
+
+
+def _imports_alike(server: dict[str, str], now: Mapping[str, str]) -> bool:
+    """Whether a worker forked from a server started under `server` imported what it would under `now`."""
+    differ = {name for name in server.keys() | now.keys() if server.get(name) != now.get(name)} - NOT_READ_ON_IMPORT
+    if not differ:
+        return True  # no need to import JAX here to read its cache's names (a run may still be loading)
+    from gradaudit.jaxenv import CACHE_SETTINGS
+
+    return differ <= {name.upper() for name in CACHE_SETTINGS}
+
+
+class _Starts:
+    """How this process starts workers: forked from multiprocessing's fork server, which imported
+    WORKER_MODULES once, where the platform has one; spawned (each importing them itself) where it
+    has none, where the fork server could not start (a broken environment: it is not tried again),
+    and where the environment is no longer the one the server started under (JAX reads its
+    variables as it is imported: a worker must import it under the run's). A fork server another
+    part of the program started first is used as it is."""
+
+    def __init__(self) -> None:
+        self.environment: dict[str, str] | None = None
+        """The environment the fork server started under (None: not started by us yet)."""
+        self.broken = False
+
+    def context(self) -> Any:
+        spawn = multiprocessing.get_context("spawn")
+        if self.broken or "forkserver" not in multiprocessing.get_all_start_methods():
+            return spawn
+        if self.environment is None:
+            self.environment = dict(os.environ)
+            multiprocessing.get_context("forkserver").set_forkserver_preload(list(WORKER_MODULES))
+        return multiprocessing.get_context("forkserver") if _imports_alike(self.environment, os.environ) else spawn
+
+    def start(self, process_of: Callable[[Any], BaseProcess]) -> BaseProcess:
+        """`process_of(context)`, started; spawned if the fork server cannot start."""
+        context = self.context()
+        process = process_of(context)
+        try:
+            process.start()
+        except Exception:  # the fork server died as it started (it runs sitecustomize, imports JAX)
+            if context.get_start_method() != "forkserver":
+                raise
+            self.broken = True
+            process = process_of(self.context())
+            process.start()
+        return process
+
+
+_starts = _Starts()
+
+
 Batch = tuple[tuple[int, Scenario], ...]
 """Scenarios, with their positions in the run, that one worker audits one after another."""
 
@@ -79,10 +153,10 @@ ahead of loading would otherwise miss the scenario folders (and any variables) l
 
 
 def _serve(connection: Connection) -> None:
-    """The worker's loop: import JAX, receive the run's Settings (a worker started ahead of its
-    run waits here), say READY, then receive (engine, Batch) and send back (index, result, time
-    spent) per scenario, then DONE (or POISONED, and it exits); the result is None, or why (a str), for
-    one left to another engine.
+    """The worker's loop: import JAX (WORKER_MODULES: one forked from the fork server has them),
+    receive the run's Settings (a worker started ahead of its run waits here), say READY, then
+    receive (engine, Batch) and send back (index, result, time spent) per scenario, then DONE (or
+    POISONED, and it exits); the result is None, or why (a str), for one left to another engine.
     Ctrl-C is the run's to handle: it stops its workers."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import jax
@@ -190,8 +264,8 @@ def signal_name(exitcode: int | None) -> str:
 
 
 class _Worker:
-    def __init__(self, context, settings: Settings | None):
-        self.context, self.settings = context, settings
+    def __init__(self, settings: Settings | None):
+        self.settings = settings
         """None for a worker started ahead of its run (`start_ahead`) until `configure`."""
         self.engine = LITERAL
         self.batch: Batch | None = None
@@ -201,9 +275,8 @@ class _Worker:
         self._start()
 
     def _start(self) -> None:
-        self.connection, child = self.context.Pipe()
-        self.process = self.context.Process(target=_serve, args=(child,), daemon=True)
-        self.process.start()
+        self.connection, child = multiprocessing.Pipe()
+        self.process = _starts.start(lambda context: context.Process(target=_serve, args=(child,), daemon=True))
         child.close()
         self.started = time.monotonic()
         self.ready = False
@@ -310,7 +383,7 @@ def start_ahead(jobs: int) -> None:
     """Start `jobs` workers now, so that they import JAX while this process loads scenarios; the
     next `taken_ahead` hands them to a run, and any never taken are stopped at exit."""
     if jobs > 0 and not _ahead:
-        _ahead.extend(_Worker(multiprocessing.get_context("spawn"), None) for _ in range(jobs))
+        _ahead.extend(_Worker(None) for _ in range(jobs))
 
 
 def taken_ahead() -> list[_Worker]:
@@ -377,7 +450,6 @@ class WorkerRun:
         idle: list[_Worker] | None = None,
     ):
         self.options, self.listener = options, listener
-        self.context = multiprocessing.get_context("spawn")
         self.settings = _settings(options, devices, lighten)
         self.idle: list[_Worker] = idle if idle is not None else []
         self.queue: list[tuple[str, Batch]] = []
@@ -405,7 +477,7 @@ class WorkerRun:
         self.scenarios = {index: scenario for batch in batches for index, scenario in batch}
         self.retried, self.failed_starts = {}, 0
         count = min(self.options.jobs, len(self.queue))
-        self.workers = [self.idle.pop() if self.idle else _Worker(self.context, self.settings) for _ in range(count)]
+        self.workers = [self.idle.pop() if self.idle else _Worker(self.settings) for _ in range(count)]
         for worker in self.workers:
             worker.configure(self.settings)
         finished = False
@@ -498,7 +570,7 @@ class WorkerRun:
         return [index for index, _ in worker.batch if index in worker.pending]
 
     def _replace(self, worker: _Worker) -> None:
-        self.workers[self.workers.index(worker)] = _Worker(self.context, self.settings)
+        self.workers[self.workers.index(worker)] = _Worker(self.settings)
 
     def _each_again(self, engine: str, indices: Sequence[int]) -> None:
         """Each of `indices` back at the front of the queue, in a batch of its own, in their order."""
@@ -588,7 +660,6 @@ class IsolatedAuditor:
 
     def __init__(self, options: Options, devices: tuple[str, ...] = ()):
         self.options, self.settings = options, (options, devices)
-        self.context = multiprocessing.get_context("spawn")
         self.worker: _Worker | None = None
 
     def screen(self, scenario: Scenario) -> ScenarioResult:
@@ -616,7 +687,7 @@ class IsolatedAuditor:
         from gradaudit.model.computed import failed
 
         if self.worker is None:
-            self.worker = _Worker(self.context, _settings(*self.settings))
+            self.worker = _Worker(_settings(*self.settings))
         worker = self.worker
         worker.give(engine, ((0, scenario),))
         result: ScenarioResult | None = None

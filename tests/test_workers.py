@@ -126,10 +126,12 @@ def test_one_worker_serves_every_engine_of_a_run(tmp_path):
     not os.path.exists("/proc/self/cmdline"), reason="tells worker processes apart by /proc/self/cmdline"
 )
 def test_workers_that_cannot_start_blame_no_scenario_and_the_run_says_why(tmp_path):
-    # Every worker process dies as it starts, before it is ready (a broken environment, not a scenario).
+    # Every worker process dies as it starts, before it is ready (a broken environment, not a scenario):
+    # the fork server workers are forked from, and each worker spawned instead.
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(
-        'import os\nif b"spawn_main" in open("/proc/self/cmdline", "rb").read():\n    os._exit(3)\n'
+        "import os\ncommand = open('/proc/self/cmdline', 'rb').read()\n"
+        "if b'spawn_main' in command or b'multiprocessing.forkserver' in command:\n    os._exit(3)\n"
     )
     write_yaml(
         tmp_path,
@@ -166,6 +168,61 @@ def test_workers_that_cannot_start_blame_no_scenario_and_the_run_says_why(tmp_pa
         in search.stderr
     )
     assert not (tmp_path / "found").exists() or not list((tmp_path / "found").iterdir())
+
+
+def test_workers_are_forked_from_one_server_that_imported_jax_without_starting_it(tmp_path):
+    # A spawned worker imports JAX itself; forked from multiprocessing's fork server, which imported it
+    # once, each starts with it. JAX warns at a fork once its backend (and its threads) started.
+    (tmp_path / "whose.py").write_text(WHOSE.replace("os.getpid()}", "os.getpid()} {os.getppid()}"))
+    rows = "".join(f"  - {{name: s{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: {i}.0}}]}}\n" for i in range(4))
+    write_yaml(tmp_path, "s.yaml", "scenarios:\n" + rows)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gradaudit",
+            "run",
+            "s.yaml",
+            "--jobs",
+            "2",
+            "--literal",
+            *session_cache(),
+            "--json",
+            "-",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stdout, stderr = run.communicate(timeout=300)
+    assert run.returncode == 0, stderr
+    assert [r["status"] for r in json.loads(stdout)["results"]] == ["consistent"] * 4
+    assert "os.fork()" not in stderr
+    callers = {tuple(line.split()) for line in (tmp_path / "pids").read_text().splitlines()}
+    workers, parents = {pid for pid, _ in callers}, {parent for _, parent in callers}
+    assert len(workers) == 2 and len(parents) == 1 and str(run.pid) not in parents | workers, callers
+
+
+def test_a_worker_imports_jax_under_the_environment_of_its_run(tmp_path, monkeypatch):
+    # JAX reads its variables as it is imported: a worker started after one changed does not come from a
+    # fork server that imported JAX before.
+    (tmp_path / "reads.py").write_text(
+        "from pathlib import Path\n\nimport jax\n\n\ndef f(x):\n"
+        "    Path(__file__).with_name('read').write_text(jax.config.jax_default_prng_impl)\n    return x * x\n"
+    )
+    path = write_yaml(
+        tmp_path, "s.yaml", "scenarios:\n  - {name: s, fn: 'reads:f', inputs: [{dtype: float32, value: 2.0}]}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("JAX_DEFAULT_PRNG_IMPL", raising=False)
+    first = run_cli("run", str(path), "--jobs", "1", "--literal", *session_cache())
+    assert first.exit_code == 0 and (tmp_path / "read").read_text() == "threefry2x32", first.stderr
+    monkeypatch.setenv("JAX_DEFAULT_PRNG_IMPL", "rbg")
+    second = run_cli("run", str(path), "--jobs", "1", "--literal", *session_cache())
+    assert second.exit_code == 0 and (tmp_path / "read").read_text() == "rbg", second.stderr
 
 
 def test_only_large_files_start_workers_ahead_of_loading(tmp_path):
