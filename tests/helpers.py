@@ -107,3 +107,72 @@ def path_results(per_path: dict) -> dict[str, PathResult]:
         else PathResult(name=name, arrays=tuple(np.asarray(a, dtype=np.float32) for a in arrays))
         for name, arrays in per_path.items()
     }
+
+
+_SCRIPT_RUNNER = r"""
+import json, os, runpy, sys, tempfile, traceback
+import jax, numpy  # once, here: each script's process is forked from this one, JAX's backend not started
+
+for line in sys.stdin:
+    script = json.loads(line)
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:  # as `python SCRIPT` runs it, from the script's folder: a module named __main__, argv[0]
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        os.chdir(os.path.dirname(script))
+        sys.argv, sys.path[0] = [script], os.path.dirname(script)
+        code = 0
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    said = []
+    for stream in (out, err):
+        stream.seek(0)
+        said.append(stream.read().decode(errors="replace"))
+    print(json.dumps([os.waitstatus_to_exitcode(status), *said]), flush=True)
+"""
+
+
+class _ScriptRunner:
+    """A process that imported JAX and NumPy, and nothing of gradaudit, forking one fresh process a script."""
+
+    def __init__(self) -> None:
+        import atexit
+        import subprocess
+        import sys
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _SCRIPT_RUNNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        atexit.register(self.process.kill)
+
+    def run(self, script: Path) -> tuple[int, str, str]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(str(Path(script).resolve())) + "\n")
+        self.process.stdin.flush()
+        returncode, stdout, stderr = json.loads(self.process.stdout.readline())
+        return returncode, stdout, stderr
+
+
+_runner: list[_ScriptRunner] = []
+
+
+def run_script(script: Path | str):
+    """A plain-JAX script run as `python SCRIPT` runs it, from its folder, in a fresh process of its own: one
+    forked from a process that imported JAX and NumPy once, so that each script does not import them
+    again. Returns a subprocess.CompletedProcess."""
+    import subprocess
+
+    if not _runner or _runner[0].process.poll() is not None:
+        _runner[:] = [_ScriptRunner()]
+    returncode, stdout, stderr = _runner[0].run(Path(script))
+    return subprocess.CompletedProcess([str(script)], returncode, stdout, stderr)

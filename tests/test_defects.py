@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from gradaudit.survey import defects
 from gradaudit.survey.defects import Variant, group, parse_fingerprint, regime_of
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_script
 
 
 def _variant(function, file, finding_class="wrong", paths=("jacrev",), wrong="nowhere", regime="an exact zero", **more):
@@ -170,7 +168,7 @@ def test_a_survey_lists_its_defects_with_reproducers_and_scripts_that_print_thei
     scripts = [d["script"] for d in found if d["script"]]
     assert scripts
     for script in scripts:
-        printed = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
+        printed = run_script(script)
         assert printed.returncode == 0 and any(ch.isdigit() for ch in printed.stdout), printed.stderr
     assert defects.describe(select_n[0]["reproducer"])["regime"] == select_n[0]["regime"]
 

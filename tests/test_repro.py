@@ -2,8 +2,6 @@
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -12,7 +10,7 @@ import pytest
 
 import gradaudit
 from gradaudit.model.paths import label
-from tests.helpers import ROOT, run_cli
+from tests.helpers import ROOT, run_cli, run_script
 
 FOUND = ROOT / "tests" / "data" / "survey"
 """Reproducer files an earlier survey wrote, kept here: a new survey renumbers its own."""
@@ -28,7 +26,7 @@ FILES = [
 
 def printed(script: Path) -> tuple[str, dict[str, float]]:
     """What a script prints when run on its own, in a fresh process: its entry and each path's number."""
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=script.parent)
+    done = run_script(script)
     assert done.returncode == 0, done.stderr
     first, *lines = done.stdout.strip().splitlines()
     return first.removeprefix("at ").removesuffix(":"), {
