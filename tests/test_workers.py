@@ -177,20 +177,9 @@ def test_workers_are_forked_from_one_server_that_imported_jax_without_starting_i
     rows = "".join(f"  - {{name: s{i}, fn: 'whose:f', inputs: [{{dtype: float32, value: {i}.0}}]}}\n" for i in range(4))
     write_yaml(tmp_path, "s.yaml", "scenarios:\n" + rows)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    command = [sys.executable, "-m", "gradaudit", "run", "s.yaml", "--jobs", "2", "--literal", "--json", "-"]
     run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gradaudit",
-            "run",
-            "s.yaml",
-            "--jobs",
-            "2",
-            "--literal",
-            *session_cache(),
-            "--json",
-            "-",
-        ],
+        [*command, *session_cache()],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
