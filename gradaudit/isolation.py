@@ -24,14 +24,13 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
-from typing import Any
 
 from gradaudit.model.computed import Failure
 from gradaudit.model.findings import Note
 from gradaudit.model.options import OptionError, Options
 from gradaudit.model.results import ScenarioResult, lightened
 from gradaudit.model.scenario import Scenario
+from gradaudit.worker_starts import starts
 
 DONE = "done"
 POISONED = "poisoned"
@@ -59,78 +58,6 @@ START_TRIES = 3
 scenario left is then an error saying workers cannot start here (`--jobs 0` runs without them)."""
 
 
-WORKER_MODULES = (
-    "jax",
-    "gradaudit.engines.bundle",
-    "gradaudit.engines.group",
-    "gradaudit.engines.literal",
-    "gradaudit.jaxenv",
-    "gradaudit.judging.assess",
-    "gradaudit.refereeing",
-    "gradaudit.screening",
-)
-"""What a worker imports before it is ready (`_serve`): a fork server imports them once, and each
-worker forked from it starts with them imported instead of importing JAX itself. None of them may
-start JAX's backend: its threads would not survive the fork (a test checks). Not `__main__`, which
-multiprocessing's server imports by default: a user's script may compute with JAX as it is imported;
-each worker imports it after the fork, as a spawned one does."""
-
-NOT_READ_ON_IMPORT = frozenset({"PYTEST_CURRENT_TEST", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "GRADAUDIT_JOBS"})
-"""Variables that change while a process runs and that nothing a worker imports reads (which test
-pytest is on, how a run's output looks, its worker count): a fork server started under other values
-of them still serves. So do JAX's cache variables, which each worker sets itself (`use_cache_config`)."""
-
-
-def _imports_alike(server: dict[str, str], now: Mapping[str, str]) -> bool:
-    """Whether a worker forked from a server started under `server` imported what it would under `now`."""
-    differ = {name for name in server.keys() | now.keys() if server.get(name) != now.get(name)} - NOT_READ_ON_IMPORT
-    if not differ:
-        return True  # no need to import JAX here to read its cache's names (a run may still be loading)
-    from gradaudit.jaxenv import CACHE_SETTINGS
-
-    return differ <= {name.upper() for name in CACHE_SETTINGS}
-
-
-class _Starts:
-    """How this process starts workers: forked from multiprocessing's fork server, which imported
-    WORKER_MODULES once, where the platform has one; spawned (each importing them itself) where it
-    has none, where the fork server could not start (a broken environment: it is not tried again),
-    and where the environment is no longer the one the server started under (JAX reads its
-    variables as it is imported: a worker must import it under the run's). A fork server another
-    part of the program started first is used as it is."""
-
-    def __init__(self) -> None:
-        self.environment: dict[str, str] | None = None
-        """The environment the fork server started under (None: not started by us yet)."""
-        self.broken = False
-
-    def context(self) -> Any:
-        spawn = multiprocessing.get_context("spawn")
-        if self.broken or "forkserver" not in multiprocessing.get_all_start_methods():
-            return spawn
-        if self.environment is None:
-            self.environment = dict(os.environ)
-            multiprocessing.get_context("forkserver").set_forkserver_preload(list(WORKER_MODULES))
-        return multiprocessing.get_context("forkserver") if _imports_alike(self.environment, os.environ) else spawn
-
-    def start(self, process_of: Callable[[Any], BaseProcess]) -> BaseProcess:
-        """`process_of(context)`, started; spawned if the fork server cannot start."""
-        context = self.context()
-        process = process_of(context)
-        try:
-            process.start()
-        except Exception:  # the fork server died as it started (it runs sitecustomize, imports JAX)
-            if context.get_start_method() != "forkserver":
-                raise
-            self.broken = True
-            process = process_of(self.context())
-            process.start()
-        return process
-
-
-_starts = _Starts()
-
-
 Batch = tuple[tuple[int, Scenario], ...]
 """Scenarios, with their positions in the run, that one worker audits one after another."""
 
@@ -153,7 +80,7 @@ ahead of loading would otherwise miss the scenario folders (and any variables) l
 
 
 def _serve(connection: Connection) -> None:
-    """The worker's loop: import JAX (WORKER_MODULES: one forked from the fork server has them),
+    """The worker's loop: import JAX (`worker_starts.WORKER_MODULES`: one forked from the fork server has them),
     receive the run's Settings (a worker started ahead of its run waits here), say READY, then
     receive (engine, Batch) and send back (index, result, time spent) per scenario, then DONE (or
     POISONED, and it exits); the result is None, or why (a str), for one left to another engine.
@@ -276,7 +203,7 @@ class _Worker:
 
     def _start(self) -> None:
         self.connection, child = multiprocessing.Pipe()
-        self.process = _starts.start(lambda context: context.Process(target=_serve, args=(child,), daemon=True))
+        self.process = starts.start(lambda context: context.Process(target=_serve, args=(child,), daemon=True))
         child.close()
         self.started = time.monotonic()
         self.ready = False

@@ -32,7 +32,8 @@ ALLOWED: dict[str, set[str]] = {
     "survey": {"model", "sources", "jaxenv", "search", "merge"},
     "screening": {"model", "engines", "judging"},
     "refereeing": {"model", "engines", "judging"},
-    "isolation": {"model", "targets", "engines", "jaxenv", "judging", "screening", "refereeing"},
+    "worker_starts": {"jaxenv"},
+    "isolation": {"model", "targets", "engines", "jaxenv", "judging", "screening", "refereeing", "worker_starts"},
     "service": {
         "model",
         "collector",
