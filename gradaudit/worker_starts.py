@@ -80,4 +80,3 @@ class _Starts:
 
 starts = _Starts()
 """How this process starts its workers."""
-
