@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import subprocess
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +130,8 @@ for line in sys.stdin:
             runpy.run_path(script, run_name="__main__")
         except SystemExit as stop:
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+            if not isinstance(stop.code, (int, type(None))):
+                print(stop.code, file=sys.stderr)  # as the interpreter prints sys.exit("why")
         except BaseException:
             traceback.print_exc()
             code = 1
@@ -146,10 +151,6 @@ class _ScriptRunner:
     """A process that imported JAX and NumPy, and nothing of gradaudit, forking one fresh process a script."""
 
     def __init__(self) -> None:
-        import atexit
-        import subprocess
-        import sys
-
         self.process = subprocess.Popen(
             [sys.executable, "-c", _SCRIPT_RUNNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
@@ -170,8 +171,6 @@ def run_script(script: Path | str):
     """A plain-JAX script run as `python SCRIPT` runs it, from its folder, in a fresh process of its own: one
     forked from a process that imported JAX and NumPy once, so that each script does not import them
     again. Returns a subprocess.CompletedProcess."""
-    import subprocess
-
     if not _runner or _runner[0].process.poll() is not None:
         _runner[:] = [_ScriptRunner()]
     returncode, stdout, stderr = _runner[0].run(Path(script))
