@@ -9,11 +9,12 @@ engine) and applies the gate (expectations, baseline). Which engine computes a s
    selector passed in; calls of one user function with the same shapes, dtypes and binding, each
    captured value computed for the members capturing it): the group engine, in worker processes
    with --jobs (a group a batch). Its eager paths are one eager vmap of the group; its jit paths
-   each scenario's own call, on its own inputs, of one jax.jit program of the function, jax.jacfwd
-   and jax.jacrev. A scenario is reported from it when each eager path agrees with its jit twin
-   and, for a user's function, it found nothing (`judging.assess.one_story`). Any other (an answer
-   only the batched run gave: a NaN that batched XLA code turns into 0; a finding, whose class the
-   jit paths compiled together may not tell as the user's own programs would) goes on to the next engine.
+   each scenario's own calls, on its own inputs, of jax.jit programs compiled once for the group
+   (for a user's function each path its own program, as the user's). A scenario is reported from it
+   when each eager path agrees with its jit twin and, for a user's function, it found nothing
+   (`judging.assess.one_story`). Any other (an answer only the batched run gave: a NaN that batched
+   XLA code turns into 0; a finding, whose class the batched eager paths may not tell as the user's
+   own calls would) goes on to the next engine.
 2. Every other select_n scenario: the bundle engine, with its selector captured as a user writes
    it, in worker processes with --jobs (a bundle a batch); what it finds is reported.
 3. Everything else (functions in smaller groups, second order, several devices, a bundle that

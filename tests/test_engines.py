@@ -22,6 +22,7 @@ from gradaudit.model.findings import CONSISTENT
 from gradaudit.model.options import Options
 from gradaudit.service import audit
 from gradaudit.sources.scenario_files import load_paths
+from gradaudit.sources.user_modules import resolve
 from tests.helpers import ROOT, WRONG_SLOPE, make_scenario, write_yaml
 
 
@@ -237,22 +238,25 @@ def test_a_member_whose_eager_and_jit_paths_split_is_audited_again_as_written(mo
 def test_a_member_whose_batched_value_is_not_its_own_is_left_to_another_engine(monkeypatch):
     """The first member's function, mapped over its points, gives another value at its centre than
     called on its own: its finite differences would not be its function's, so it is not taken."""
-    real = group._program
-    calls = []
+    real = group._programs
+    called = []
 
     def shifted(*key):
-        program, failures = real(*key)
+        calls, failures = real(*key)
 
-        def call(inputs, stacks):
-            answers = program(inputs, stacks)
-            calls.append(1)
-            if len(calls) == 1:
-                answers = {**answers, group.POINTS: answers[group.POINTS].at[0].add(1.0)}
-            return answers
+        def shifting(call):
+            def at_points(inputs, stacks):
+                answers = call(inputs, stacks)
+                called.append(1)
+                if len(called) == 1:
+                    answers = {**answers, group.POINTS: answers[group.POINTS].at[0].add(1.0)}
+                return answers
 
-        return call, failures
+            return at_points
 
-    monkeypatch.setattr(group, "_program", shifted)
+        return [(names, shifting(call) if group.POINTS in names else call) for names, call in calls], failures
+
+    monkeypatch.setattr(group, "_programs", shifted)
     scenarios = _large_group_and_others()[:16]
     with select_n_rule(LEGACY):
         taken = computed_by(GroupEngine(), scenarios)
@@ -464,28 +468,106 @@ def test_eager_programs_compile_once_for_groups_and_parts_of_sizes_that_differ_a
 def test_a_group_whose_points_cannot_be_evaluated_leaves_every_member(monkeypatch):
     """The function mapped over its finite-difference points fails (the function alone, point by
     point, might not): no member is taken, each goes on to the next engine."""
-    real = group._program
+    real = group._programs
 
     def without_points(*key):
-        program, failures = real(*key)
+        calls, failures = real(*key)
 
-        def call(inputs, stacks):
-            return {name: answer for name, answer in program(inputs, stacks).items() if name != group.POINTS}
+        def dropping(call):
+            return lambda inputs, stacks: {k: v for k, v in call(inputs, stacks).items() if k != group.POINTS}
 
-        return call, {**failures, group.POINTS: RuntimeError("the function mapped over its points fails")}
+        failed = RuntimeError("the function mapped over its points fails")
+        return [(names, dropping(call)) for names, call in calls], {**failures, group.POINTS: failed}
 
-    monkeypatch.setattr(group, "_program", without_points)
+    monkeypatch.setattr(group, "_programs", without_points)
     with select_n_rule(LEGACY):
         assert computed_by(GroupEngine(), _large_group_and_others()[:16]) == {}
 
 
-def test_a_group_whose_program_cannot_be_built_leaves_every_member(monkeypatch):
+def test_a_group_whose_one_program_cannot_be_built_leaves_every_member(monkeypatch):
+    """select_n's jit paths are one program (selections, which it computes as each path's own
+    program does): XLA refusing it leaves every member to the next engine."""
+
     def broken(*key):
         raise RuntimeError("XLA could not compile the group's program")
 
-    monkeypatch.setattr(group, "_program", broken)
+    monkeypatch.setattr(group, "_programs", broken)
     with select_n_rule(LEGACY):
         assert computed_by(GroupEngine(), _large_group_and_others()[:16]) == {}
+
+
+def _sine_calls(folder) -> list:
+    lines = ["scenarios:"] + [
+        f"  - {{name: sin-{n}, fn: 'jax.numpy:sin', inputs: [{{dtype: float32, value: [{n}.5, -1.25]}}]}}"
+        for n in range(GROUP_MIN + 2)
+    ]
+    return load_paths([str(write_yaml(folder, "sines.yaml", "\n".join(lines) + "\n"))]).scenarios
+
+
+def test_a_jit_path_whose_own_program_cannot_be_built_is_that_paths_error_for_every_member(tmp_path, monkeypatch):
+    """A user's function: each jit path is its own program, and one XLA refuses is that path's error
+    for each member, as a user's `jax.jit(jax.jacrev(f))` raises; the other paths are computed."""
+    real = group._programs
+
+    def without_reverse(*key):
+        calls, failures = real(*key)
+        assert len(calls) == 4  # value, jacfwd, jacrev, points: each its own program
+        refused = RuntimeError("XLA could not compile jit(jacrev)")
+        return [(names, call) for names, call in calls if group.REVERSE not in names], {
+            **failures,
+            group.REVERSE: refused,
+        }
+
+    monkeypatch.setattr(group, "_programs", without_reverse)
+    scenarios = _sine_calls(tmp_path)
+    found = computed_by(GroupEngine(min_size=GROUP_MIN), scenarios)
+    assert sorted(found) == list(range(len(scenarios)))
+    for computed in found.values():
+        assert computed.paths["jit_jacrev"].error.message == "XLA could not compile jit(jacrev)"
+        assert computed.paths["jit_jacfwd"].error is None and computed.paths["jacrev"].error is None
+
+
+FAITHFUL_CALLS = [
+    ("jax.numpy:ldexp", [[1.5, -2.0, 5.877471754111438e-39, 1e-40, 0.25, -3e-39], "int32", [0, 3, 0, 2, -1, 1]]),
+    ("jax.numpy:sin", [[0.5, -1e-39, 3.0, 1e-42, -2.5, 7.0], None, None]),
+    ("jax.numpy:arctan2", [[1.0, -1e-39, 0.0, 2.0, 1e-41, -3.0], "float32", [2.0, 3.0, -1e-40, 0.5, 1e-39, 4.0]]),
+]
+
+
+def test_each_jit_path_of_a_group_member_is_the_users_own_jit_of_that_transform(tmp_path):
+    """A group calls one program per jit path, compiled once for its members: each member's
+    jit_value, jit_jacfwd and jit_jacrev equal, bit for bit, what `jax.jit(jax.jacrev(f))` and the
+    others give the user at its inputs, subnormal ones included (XLA may compile a program holding
+    several transforms to other answers than each alone)."""
+    import jax
+
+    lines = ["scenarios:"]
+    for fn, (xs, other, others) in FAITHFUL_CALLS:
+        for n, x in enumerate(xs):
+            second = "" if other is None else f", {{dtype: {other}, value: {others[n]}}}"
+            lines.append(f"  - {{name: '{fn}-{n}', fn: '{fn}', inputs: [{{dtype: float32, value: {x}}}{second}]}}")
+    scenarios = load_paths([str(write_yaml(tmp_path, "calls.yaml", "\n".join(lines) + "\n"))]).scenarios
+    found = computed_by(GroupEngine(min_size=GROUP_MIN), scenarios)
+    assert len(found) == len(scenarios)
+    for index, scenario in enumerate(scenarios):
+        fn = resolve(scenario.target.fn, scenario.target.root)
+        inputs = [np.asarray(spec.array()) for spec in scenario.target.inputs]
+        argnums = (0, 1) if np.issubdtype(inputs[-1].dtype, np.floating) and len(inputs) == 2 else (0,)
+        users = {
+            "jit_value": (jax.jit(fn)(*inputs),),
+            "jit_jacfwd": jax.jit(jax.jacfwd(fn, argnums=argnums))(*inputs),
+            "jit_jacrev": jax.jit(jax.jacrev(fn, argnums=argnums))(*inputs),
+        }
+        for name, theirs in users.items():
+            ours = found[index].paths[name].arrays
+            assert len(ours) == len(theirs), (scenario.name, name)
+            for mine, user in zip(ours, theirs, strict=True):
+                assert np.array_equal(np.asarray(mine), np.asarray(user), equal_nan=True), (
+                    scenario.name,
+                    name,
+                    mine,
+                    user,
+                )
 
 
 def test_eager_and_jit_twins_must_agree_entry_by_entry():
@@ -532,12 +614,12 @@ def test_an_engine_lets_go_of_its_programs_every_release_every_groups_and_gives_
                 results[index] = [
                     (path.name, *map(np.ndarray.tobytes, path.ok_arrays)) for path in computed.paths.values() if path.ok
                 ]
-            held.append(group._program.cache_info().currsize)
+            held.append(group._programs.cache_info().currsize)
         return results, held
 
     group.release_programs()
     kept, held = run()
-    assert held == [1, 2, 3]  # one program a group, all kept
+    assert held == [1, 2, 3]  # one set of programs a group, all kept
     group.release_programs()
     monkeypatch.setattr(group, "RELEASE_EVERY", 2)
     released, held = run()

@@ -5,16 +5,18 @@ in, or a user's function with the same input shapes, dtypes and binding) form a 
 with captured constants is computed together for the members that capture the same ones.
 The eager paths (`value`, `jacfwd`, `jacrev`) run for the whole group as one eager `jax.vmap`, op
 by op as eager calls run (for a binding with captured values, one per part), over a batch padded
-to a power of two (`_padded`). The jit paths and the finite-difference points are one program per group,
-compiled once: under jax.jit, the function, jax.jacfwd and jax.jacrev of it at one scenario's
-inputs, unbatched, and the function mapped over that scenario's centre and points (`jax.lax.map`:
-called at each point on its own, as the literal engine's finite differences call it; a vmap over
-the points runs every branch of a batched `lax.cond`, and jax.scipy.special.expn on an array
-holding an infinite order loops for ever where it returns NaN called on that entry alone); each
-member calls it on its own inputs. XLA compiles the three jit paths together (as a bundle's), where a
-user's `jax.jit(jax.jacrev(f))` is a program of its own: the same transforms and inputs, a
-compilation that may fuse differently (rounding). A member whose function gives another value
-at its centre within the program than called on its own is not yielded (its points would not be its
+to a power of two (`_padded`). The jit paths and the finite-difference points are compiled once per
+group: under jax.jit, the function, jax.jacfwd and jax.jacrev of it at one scenario's inputs,
+unbatched, and the function mapped over that scenario's centre and points (`jax.lax.map`: called
+at each point on its own, as the literal engine's finite differences call it; a vmap over the
+points runs every branch of a batched `lax.cond`, and jax.scipy.special.expn on an array holding
+an infinite order loops for ever where it returns NaN called on that entry alone); each member
+calls them on its own inputs. For a user's function each jit path is a program of its own, as a
+user's `jax.jit(jax.jacrev(f))` is: XLA compiled a program holding all three to other answers
+than each alone (jnp.ldexp's fused jit(jacrev) read a subnormal input as NaN where its own gives
+1). Selections (a `bundled` target: select_n) are one program, which computes them as each
+path's own does, in one compilation. A member whose function gives another value at its centre
+within the points program than called on its own is not yielded (its points would not be its
 function's). Paths record the binding the group used (a select_n selector is `traced` here); the
 service keeps a member's result where its eager and jit paths tell one story and, for a user's
 function, it found nothing (`judging.assess.one_story`), and audits any other again as the user writes it.
@@ -92,30 +94,60 @@ def _batched(fn: Callable, n: int) -> dict[str, Callable]:
 POINTS = "points"
 
 
+Call = tuple[tuple[str, ...], Callable[[tuple, tuple], dict]]
+"""A compiled program of a group and the computations it answers: called on a member's (inputs,
+stacks), it gives those computations' answers by name."""
+
+
 @per_function(maxsize=256)
-def _program(fn: Callable, n: int, signature: tuple, context: tuple) -> tuple[Callable, dict[str, BaseException]]:
-    """One scenario's jit paths and finite-difference points as one program, compiled once per
-    function and shapes so that every member of a group calls it on its own inputs: jax.jit of the
-    function, of jax.jacfwd and of jax.jacrev of it at the scenario's inputs (unbatched, as a user
-    calls them), and the function at its centre and every point, one call each (`jax.lax.map`). A computation that
-    raises while tracing (which sees shapes and dtypes only, which members share) is left out of
-    the program and its exception kept, as each member's. `signature`: (shape, dtype) of each input,
-    then of each point stack; `context`: jaxenv.tracing_context() (part of the cache's key only)."""
+def _programs(
+    fn: Callable, n: int, signature: tuple, context: tuple, together: bool
+) -> tuple[list[Call], dict[str, BaseException]]:
+    """One scenario's jit paths and finite-difference points as compiled programs, made once per
+    function and shapes so that every member of a group calls them on its own inputs: each its own
+    program, or one where `together` (see the module's docstring), which raises where XLA cannot
+    build it (each member then goes on alone). A computation that raises while tracing (which sees
+    shapes and dtypes only, which members share) is left out and its exception kept, as each
+    member's; so is a program of its own that cannot be built, as a user's raises. `signature`:
+    (shape, dtype) of each input, then of each point stack; `context`: jaxenv.tracing_context()
+    (part of the cache's key only)."""
+    shapes = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in signature]
+    inputs, stacks = tuple(shapes[: len(signature) - n]), tuple(shapes[len(signature) - n :])
     failures: dict[str, BaseException] = {}
     compute = computations(fn, n)
 
-    def program(inputs, stacks):
-        answers = _answers(compute, inputs, failures)
+    def at_points(inputs, stacks):
         fixed = inputs[n:]
-        try:
-            answers[POINTS] = jax.lax.map(lambda p: fn(*p, *fixed), tuple(stacks))
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - as in _answers
-            failures[POINTS] = exc
-        return answers
+        return jax.lax.map(lambda p: fn(*p, *fixed), tuple(stacks))
 
-    shapes = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in signature]
-    inputs = len(signature) - n
-    return jax.jit(program).lower(tuple(shapes[:inputs]), tuple(shapes[inputs:])).compile(), failures
+    if together:
+
+        def program(inputs, stacks):
+            answers = _answers(compute, inputs, failures)
+            try:
+                answers[POINTS] = at_points(inputs, stacks)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - as in _answers
+                failures[POINTS] = exc
+            return answers
+
+        fused = jax.jit(program).lower(inputs, stacks).compile()
+        return [((*compute, POINTS), fused)], failures
+    calls: list[Call] = []
+    for name, function in {**compute, POINTS: at_points}.items():
+        try:
+            given = (inputs, stacks) if name == POINTS else inputs
+            calls.append(((name,), _answering(name, jax.jit(function).lower(*given).compile())))
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - as in _answers
+            failures[name] = exc
+    return calls, failures
+
+
+def _answering(name: str, program: Callable) -> Callable[[tuple, tuple], dict]:
+    """A separate program called as a member's computation `name`: the points program on the
+    member's inputs and stacks, a jit path on its inputs alone, as the user calls it."""
+    if name == POINTS:
+        return lambda inputs, stacks: {name: program(inputs, stacks)}
+    return lambda inputs, stacks: {name: program(*inputs)}
 
 
 def _same(a, b) -> bool:
@@ -131,14 +163,18 @@ def _same(a, b) -> bool:
 
 
 def _member(
-    program: Callable, failures: dict[str, BaseException], inputs: Sequence, stacks: Sequence
+    calls: list[Call], failures: dict[str, BaseException], inputs: Sequence, stacks: Sequence
 ) -> tuple[dict, dict[str, BaseException]]:
-    """One member's call of its group's program: its answers, and the exception of each computation
-    that did not give one (raised while tracing, or this call raised)."""
-    try:
-        return jax.device_get(program(tuple(inputs), tuple(stacks))), dict(failures)
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the call's exception is every computation's
-        return {}, {**dict.fromkeys((VALUE, FORWARD, REVERSE, POINTS), exc), **failures}
+    """One member's calls of its group's programs: its answers, and the exception of each computation
+    that did not give one (raised while tracing, its program could not be built, or this call raised)."""
+    answers: dict = {}
+    failed = dict(failures)
+    for names, call in calls:
+        try:
+            answers.update(call(tuple(inputs), tuple(stacks)))
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the call's exception is each of its computations'
+            failed.update({name: exc for name in names if name not in failures})
+    return jax.device_get(answers), failed
 
 
 def _group(members: Sequence[Scenario], started: float, device: str | None, with_eager: bool) -> list[Computed | None]:
@@ -147,6 +183,7 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
     function (a binding with captured values: the members capturing the same ones); None for a
     member left to another engine (see `_binding`)."""
     targets = [group_targets(m) for m in members]
+    together = members[0].target.bundled  # selections: their jit paths may share one program
     paths: list[dict | None] = [{} for _ in members]
     for t in range(len(targets[0])):
         sharing: dict[int, list[int]] = {}
@@ -156,7 +193,9 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
             1 << (max(map(len, sharing.values())) - 1).bit_length()
         )  # the largest part, to a power of two (`_padded`)
         for part in sharing.values():
-            computed = _binding([targets[b][t] for b in part], members[0].eps, with_eager, t == 0, device, rows)
+            computed = _binding(
+                [targets[b][t] for b in part], members[0].eps, with_eager, t == 0, device, rows, together
+            )
             for b, found in zip(part, computed, strict=True):
                 before = paths[b]
                 paths[b] = None if found is None or before is None else {**before, **found}
@@ -187,13 +226,20 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
 
 
 def _binding(
-    targets: Sequence[Target], eps: float | None, with_eager: bool, with_value: bool, device: str | None, rows: int = 0
+    targets: Sequence[Target],
+    eps: float | None,
+    with_eager: bool,
+    with_value: bool,
+    device: str | None,
+    rows: int,
+    together: bool,
 ) -> list[dict | None]:
     """One binding's first-order paths for members whose targets share one function: per member its
     paths, or None where its function gave another value at its centre within the program than
     called on its own (the points would not be its function's), or its points could not be evaluated, or the
     program could not be built (the function alone, point by point, might do). The eager paths run
-    over at least `rows` members (`_padded`)."""
+    over at least `rows` members (`_padded`); the jit paths are one program where `together`, else
+    each its own (`_programs`)."""
     first = targets[0]
     n = len(first.args)
     args = [np.stack([target.args[i] for target in targets]) for i in range(n)]
@@ -212,11 +258,11 @@ def _binding(
     ]
     signature = tuple((a.shape[1:], a.dtype) for a in (*args, *fixed, *stacks))
     try:
-        program, traced_failures = _program(first.fn, n, signature, tracing_context())
+        calls, traced_failures = _programs(first.fn, n, signature, tracing_context(), together)
     except Exception:  # noqa: BLE001 - the program could not be built: each member goes on alone
         return [None] * len(targets)
     answers = [
-        _member(program, traced_failures, (*target.args, *target.fixed), [stack[b] for stack in stacks])
+        _member(calls, traced_failures, (*target.args, *target.fixed), [stack[b] for stack in stacks])
         for b, target in enumerate(targets)
     ]
     usable = [

@@ -164,15 +164,13 @@ def _result(
 
 
 def one_story(result: ScenarioResult, tolerance: tuple[float | None, ...] = ()) -> bool:
-    """Whether a group engine's result may be reported as it is. Its eager paths ran vmapped over the
-    group, and its jit paths in one program of the function, jax.jacfwd and jax.jacrev compiled
-    together (`engines.group`), where a user's `jax.jit(jax.jacrev(f))` is a program of its own that
-    XLA may compile to other answers, not only by rounding (a fused program can read an input as a
-    NaN that the function's own program does not). A user's function's result is therefore kept only
-    where it found nothing and each eager path agrees with its jit twin; one with a finding is
-    audited again, each path as named, before the finding and its class are reported. A kind whose
-    paths may be compiled together (`bundled`: select_n's selections) keeps its findings where the
-    twins agree."""
+    """Whether a group engine's result may be reported as it is. Its jit paths are a user's own
+    programs (one program for selections, `bundled`: `engines.group`), but its eager paths ran as one
+    eager vmap over the group, which may answer otherwise than a user's eager call (batched XLA code
+    can turn a NaN into 0). A user's function's result is therefore kept only where it found nothing
+    and each eager path agrees with its jit twin; one with a finding is audited again, each path as
+    named, before the finding and its class are reported. A `bundled` kind (select_n's selections,
+    which a batch computes as one call does) keeps its findings where the twins agree."""
     if result.findings and not result.scenario.target.bundled:
         return False
     return twins_agree(result.paths, tolerances_for(result.scenario, tolerance))

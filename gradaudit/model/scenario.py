@@ -83,9 +83,9 @@ class SelectN:
     refereed: ClassVar[bool] = False
     """A select_n scenario asks where values are routed, not how precisely: no float64 referee."""
     bundled: ClassVar[bool] = True
-    """Its literal paths can run many selectors in one program (engines/bundle.py), and its findings
-    may come from paths compiled together (a group's too: judging.assess.one_story): selections, a
-    case times a constant, which such a program computes as a program of each path's own does."""
+    """Its literal paths can run many selectors in one program (engines/bundle.py), a group's jit paths
+    are one program (engines/group.py), and its findings may come from either (judging.assess.one_story):
+    selections, a case times a constant, which such a program computes as a program of each path's own does."""
     reduction: ClassVar[int] = 1
 
     @property
