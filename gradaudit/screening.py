@@ -6,8 +6,12 @@ jit paths settle most draws. But some classes of finding the gate lets pass (`no
 `jit(jacrev)` is 0 is an `eager-jit` or `leak` finding. So a draw whose quick verdict holds such a
 finding gets its eager paths on the literal engine, each as a user calls it; its compiled paths and
 finite differences stay those the group program computed at its inputs (each path records its
-engine), which the literal engine would only compile and compute again. A kind a search reports is
-confirmed on the literal engine alone (`search.confirm`).
+engine), which the literal engine would only compile and compute again. The group program holds all
+the jit paths of a draw's function in one compilation (each alone, as a run's group compiles a user's
+function, made a survey slower: docs/performance.md), so its answers may differ from
+a user's own programs: a kind a search reports is confirmed on the literal engine alone
+(`search.confirm`), and a draw one program calls consistent where a user's own would not is a miss
+this screen can make.
 """
 
 from __future__ import annotations

@@ -15,11 +15,13 @@ calls them on its own inputs. For a user's function each jit path is a program o
 user's `jax.jit(jax.jacrev(f))` is: XLA compiled a program holding all three to other answers
 than each alone (jnp.ldexp's fused jit(jacrev) read a subnormal input as NaN where its own gives
 1). Selections (a `bundled` target: select_n) are one program, which computes them as each
-path's own does, in one compilation. A member whose function gives another value at its centre
-within the points program than called on its own is not yielded (its points would not be its
-function's). Paths record the binding the group used (a select_n selector is `traced` here); the
-service keeps a member's result where its eager and jit paths tell one story and, for a user's
-function, it found nothing (`judging.assess.one_story`), and audits any other again as the user writes it.
+path's own does, in one compilation; so are a search's quick screen's (no eager paths:
+screening.py), whose findings are audited again on the literal engine before any is reported. A
+member whose function gives another value at its centre within the points program than called on
+its own is not yielded (its points would not be its function's). Paths record the binding the
+group used (a select_n selector is `traced` here); the service keeps a member's result where its
+eager and jit paths tell one story and, for a user's function, it found nothing
+(`judging.assess.one_story`), and audits any other again as the user writes it.
 """
 
 from __future__ import annotations
@@ -183,7 +185,8 @@ def _group(members: Sequence[Scenario], started: float, device: str | None, with
     function (a binding with captured values: the members capturing the same ones); None for a
     member left to another engine (see `_binding`)."""
     targets = [group_targets(m) for m in members]
-    together = members[0].target.bundled  # selections: their jit paths may share one program
+    # One program for selections, and for a screen (its findings are audited again on the literal engine)
+    together = members[0].target.bundled or not with_eager
     paths: list[dict | None] = [{} for _ in members]
     for t in range(len(targets[0])):
         sharing: dict[int, list[int]] = {}
