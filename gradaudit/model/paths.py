@@ -214,7 +214,8 @@ class PathResult:
     engine: str = "literal"
     """What computed it: `literal` (this scenario alone, by jax.jacfwd, jax.jacrev and jax.jit),
     `bundle` (jit paths of many scenarios' functions in one program; eager paths one scenario at a
-    time) or `group` (vmapped over scenarios that share a program, eagerly and under jit)."""
+    time) or `group` (scenarios that share a program: the eager paths one eager vmap of them, the jit paths
+    compiled once and called by each on its own inputs, a user's function's each its own program)."""
     binding: str = "none"
     """How the scenario's discrete inputs (a select_n selector, a function's integer and boolean
     inputs) reached the function: `constant` (captured, as a user writes it), `traced` (passed as
