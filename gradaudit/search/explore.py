@@ -276,16 +276,14 @@ class _Search:
         return result
 
     def run(self, test: Callable, phases: tuple, folder: Path | None, examples: int | None = None) -> None:
-        """`test` under hypothesis with the space's strategy and the search's seed (the sweep first,
-        as explicit examples, when `phases` has them)."""
-        from hypothesis import HealthCheck, Phase, Verbosity, example, given, settings
+        """`test` under hypothesis with the space's strategy and the search's seed. The sweep is not
+        given to hypothesis as explicit examples: it pretty-prints each of those whatever the verbosity
+        (slower than noting the entry), and they change nothing it draws."""
+        from hypothesis import HealthCheck, Verbosity, given, settings
         from hypothesis import seed as seeded
         from hypothesis.database import DirectoryBasedExampleDatabase
 
         test = given(self.space.strategy())(test)
-        if Phase.explicit in phases:
-            for entry in reversed(self.space.sweep()):  # `example` decorators run innermost first
-                test = example(entry)(test)
         settings(
             max_examples=self.budget if examples is None else examples,
             database=DirectoryBasedExampleDatabase(str(folder)) if folder else None,
@@ -301,15 +299,21 @@ class _Search:
         """One draw of the exploring pass: noted if valid and new, until the budget is drawn."""
         from hypothesis import reject
 
+        if not self.noted(entry):
+            reject()
+
+    def noted(self, entry: dict) -> bool:
+        """Note an entry of the exploring pass (swept or drawn); whether it is valid."""
         if len(self.drawn) >= self.total:
             raise BudgetSpent  # hypothesis replays the example that stopped it: it stops there again
         self.outcome.tried += 1
         text = scenario_text(entry)
         if self.load(text) is None or (text in self.judged and self.judged[text] is None):
-            reject()
+            return False
         self.drawn.setdefault(text, entry)
         self.entries.setdefault(text, entry)
         self.on_progress(f"{len(self.drawn)} of {self.total} scenarios drawn")
+        return True
 
     def explored(self) -> dict[FoundKind, tuple[dict, ScenarioResult]]:
         """Explore until a pass's draws all audit as valid; the first draw of each kind found."""
@@ -322,7 +326,9 @@ class _Search:
             try:
                 # Draws that repeat a scenario, or are invalid, do not count: draw until `budget`
                 # distinct ones are audited.
-                self.run(self.explore, (Phase.explicit, Phase.generate), None, examples=self.budget * EXPLORE_DRAWS)
+                for entry in self.space.sweep():
+                    self.noted(entry)
+                self.run(self.explore, (Phase.generate,), None, examples=self.budget * EXPLORE_DRAWS)
             except (Unsatisfiable, BudgetSpent):
                 pass
             new = [text for text in self.drawn if text not in self.judged and text not in self.unaudited]
