@@ -9,8 +9,9 @@ The rule variants are written from the seed's description of JAX PR #40814, not 
   choose between two cases (so a single case raises IndexError).
 - `fixed`: the same, after clamping an integer selector to [0, cases - 1] in its own dtype, and
   with a single case receiving the incoming cotangent directly.
-Only the `select_n` entry of JAX's transpose registry is replaced, never an installed file; JAX's
-caches are cleared on the way in and out so no compiled program of one rule serves another.
+Only the `select_n` entry of JAX's transpose registry is replaced, never an installed file. The rule
+in force is a JAX config state that JAX keys its traces and compiled programs on, so no program
+traced under one rule serves another, and one rule's programs stay cached while another runs.
 
 The compilation cache keeps XLA's executables under `.gradaudit/cache` (like pytest's and ruff's
 caches): an audit is mostly compiling small programs that are the same from one run to the next.
@@ -34,6 +35,7 @@ import jax
 import numpy as np
 from jax import lax
 from jax._src import ad_util
+from jax._src import config as jax_config
 from jax._src.interpreters import ad
 from jax._src.lax import lax as lax_internal
 
@@ -87,30 +89,44 @@ def installed_rule() -> TransposeRule:
 def tracing_context() -> tuple:
     """What decides a trace besides the function and its inputs' shapes and dtypes: the select_n
     rule in force and x64. A cache of programs gradaudit compiles itself keys on it, so a program
-    traced under one rule is never run under another (JAX's own caches are cleared instead)."""
+    traced under one rule is never run under another (JAX's own caches key on `_RULE_IN_FORCE`)."""
     # Config defines each flag as an attribute at run time
     return (installed_rule(), bool(jax.config.jax_enable_x64))  # type: ignore[attr-defined]
+
+
+_RULE_IN_FORCE = jax_config.enum_state(
+    "gradaudit_select_n_rule",
+    [INSTALLED, *VARIANTS],
+    INSTALLED,
+    help="Which select_n transpose rule gradaudit has put in JAX's registry (gradaudit sets it, never a user).",
+    include_in_jit_key=True,
+    include_in_trace_context=True,
+)
+"""Part of JAX's trace context, so JAX's caches (traces, lowerings, compiled programs) key on the rule
+in force rather than being cleared each time it changes."""
+jax.config.update(_RULE_IN_FORCE.name, INSTALLED)  # whatever GRADAUDIT_SELECT_N_RULE says: the registry is JAX's
 
 
 @contextmanager
 def select_n_rule(rule: str) -> Iterator[None]:
     """Run the body with `rule` as select_n's transpose rule; the original is restored on every exit.
 
-    `installed` changes nothing. For the others, JAX's caches are cleared on entering and on
-    leaving, and the registry entry is put back even on exceptions and KeyboardInterrupt.
+    `installed` changes nothing. For the others, the registry entry and the config state JAX keys
+    its caches on change together, and both are put back even on exceptions and KeyboardInterrupt.
     """
     if rule == INSTALLED:
         yield
         return
     registry = ad.primitive_transposes
     original = registry[lax_internal.select_n_p]
-    jax.clear_caches()
+    previous = _RULE_IN_FORCE.value
+    jax.config.update(_RULE_IN_FORCE.name, rule)
     registry[lax_internal.select_n_p] = VARIANTS[rule]
     try:
         yield
     finally:
         registry[lax_internal.select_n_p] = original
-        jax.clear_caches()
+        jax.config.update(_RULE_IN_FORCE.name, previous)
 
 
 # --- x64 --------------------------------------------------------------------------------------

@@ -49,6 +49,21 @@ def test_rules_route_as_the_seed_describes():
         assert [float(g) for g in grads] == [0.0, 1.0]
 
 
+def test_a_program_compiled_under_one_rule_never_serves_another():
+    """JAX's caches key on the rule in force, so the same jitted function alternating between rules
+    gives each rule's gradient (not the first one traced), eagerly and compiled."""
+    compiled = jax.jit(jax.grad(lambda a: lax.select_n(jnp.int32(2), a, 2 * a)))
+    wanted = {LEGACY: 0.0, FIXED: 2.0}
+    for rule in (FIXED, LEGACY, FIXED, LEGACY):
+        with select_n_rule(rule):
+            assert float(compiled(1.5)) == wanted[rule], rule
+            assert float(jax.grad(lambda a: lax.select_n(jnp.int32(2), a, 2 * a))(1.5)) == wanted[rule], rule
+            assert (
+                float(jax.vjp(jax.jit(lambda a: lax.select_n(jnp.int32(-1), 2 * a, a)), 1.5)[1](1.0)[0])
+                == (wanted[rule])
+            ), rule
+
+
 @pytest.mark.parametrize("interrupt", [RuntimeError("boom"), KeyboardInterrupt()])
 def test_rule_is_restored_after_a_failing_run(interrupt):
     original = installed_rule()
