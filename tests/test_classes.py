@@ -77,6 +77,52 @@ def test_a_kink_is_non_differentiable_and_outranks_an_eager_jit_split():
     assert _classes(here, reference, [0, 3], [1.0, 2.0], [0.0, 1.0]) == ["non-differentiable", "wrong"]
 
 
+def test_a_kink_excuses_a_derivative_between_its_one_sided_slopes_and_nothing_outside_them():
+    here = _surroundings([0.0], [0.0])
+    kink = _reference((1, 1), kink=[0])
+
+    def slopes(half, usual):
+        names = ("left_half", "right_half", "left", "right")
+        estimates = {name: (np.asarray([[v]]),) for name, v in zip(names, (*half, *usual), strict=True)}
+        return Reference(kink=kink.kink, undefined=kink.undefined, estimates=estimates)
+
+    # abs at 0: slopes -1 and 1 at the usual step and half of it; AD's 0 or 1 is a subgradient, 5 or -3 is not.
+    absolute = slopes((-1.0, 1.0), (-1.0, 1.0))
+    for got, expected in ((0.0, "non-differentiable"), (1.0, "non-differentiable"), (5.0, "wrong"), (-3.0, "wrong")):
+        assert _classes(here, absolute, [0], [got], [0.0]) == [expected], got
+    # One-sided slopes that part by rounding only (111.4 and 112.5) excuse nothing of the opposite sign.
+    noisy = slopes((112.5, 111.4), (112.4, 111.5))
+    assert _classes(here, noisy, [0], [-111.8], [111.9]) == ["wrong"]
+    # A pole the step crosses (1/x next to 0): slopes that grow as the step halves bound nothing.
+    pole = slopes((2e6, -2e6), (1e6, -1e6))
+    assert _classes(here, pole, [0], [-1e9], [0.0]) == ["non-differentiable"]
+
+
+def test_a_wrong_rule_is_wrong_at_a_kink_and_along_random_directions(tmp_path):
+    import jax
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    @jax.custom_jvp
+    def steep_abs(x):
+        return jnp.abs(x)
+
+    steep_abs.defjvp(lambda primals, tangents: (steep_abs(primals[0]), 5.0 * tangents[0]))
+    at_kink = gradaudit.audit(steep_abs, np.float32(0.0))
+    assert not at_kink.passed and {str(f.finding_class) for f in at_kink.findings} == {"wrong"}
+
+    @jax.custom_jvp
+    def flipped_sin(w):
+        return jnp.sin(w)
+
+    flipped_sin.defjvp(lambda primals, tangents: (flipped_sin(primals[0]), -jnp.cos(primals[0]) * tangents[0]))
+    directional = gradaudit.audit(
+        lambda w: jnp.sum(flipped_sin(w)), np.linspace(-2, 2, 50, dtype=np.float32), directional_above=0
+    )
+    assert not directional.passed and "wrong" in {str(f.finding_class) for f in directional.findings}
+
+
 def test_a_derivative_beyond_the_dtypes_range_or_without_an_estimate_at_the_edge_is_non_finite():
     here = _surroundings([1e30], [1e30])
     # Finite differences (float64 arithmetic) put the derivative past float32's largest value.
@@ -183,8 +229,8 @@ def test_a_probe_settles_by_the_numbers_it_holds():
     def probe(central, left=None, right=None, tied=(), along=None):
         return Probe(h, steps, tuple(central), tuple(left or central), tuple(right or central), tied, along)
 
-    def outcome(found, got, want, predicted=None):
-        settled = settle(found, got=got, want=want, predicted=predicted, rtol=1e-3, atol=1e-3, rounding_at=0.0)
+    def outcome(found, got, want, predicted=None, followed=None):
+        settled = settle(found, got, want, predicted, rtol=1e-3, atol=1e-3, rounding_at=0.0, followed=followed)
         return None if settled is None else settled.outcome
 
     # A line of slope 1 at every step where AD says 0: nothing to settle, the entry stays wrong.
@@ -198,10 +244,18 @@ def test_a_probe_settles_by_the_numbers_it_holds():
     # One-sided slopes that part at the finest steps and do not close: a jump finer than the step.
     jump = probe([5.0] * 6, left=[5.0, 5.0, 5.0, 5.0, 1e3, 1e6], right=[5.0, 5.0, 5.0, 5.0, 0.0, 0.0])
     assert outcome(jump, 0.0, 5.0) == "non-differentiable"
+    # A kink finer than the step (slopes 1 and 9): AD's 5 lies between them, AD's -5 outside: wrong, kink or not.
+    kink = probe([5.0] * 6, left=[5.0, 5.0, 5.0, 5.0, 1.0, 1.0], right=[5.0, 5.0, 5.0, 5.0, 9.0, 9.0])
+    assert outcome(kink, 5.0, 4.0) == "non-differentiable"
+    assert outcome(kink, -5.0, 4.0) is None
     # Tied inputs whose diagonal slope is not the sum of their partial slopes: no derivative.
     tie = probe([0.0] * 6, tied=((0, 0), (0, 1)), along=1.0)
     assert outcome(tie, 1.0, 0.0, predicted=0.0) == "non-differentiable"
     assert outcome(tie, 1.0, 0.0, predicted=1.0) is None
+    # AD's partials summed over the tie give its slope there (sort's one-sided choice): still no derivative.
+    assert outcome(tie, 1.0, 0.0, predicted=0.0, followed=1.0) == "non-differentiable"
+    # AD's partials sum to -1 along a tie whose slope is 1: wrong along the tie as well.
+    assert outcome(tie, -1.0, 0.0, predicted=0.0, followed=-1.0) is None
     # The function changes by about its whole range over every step that moves the input (sin at 1e12
     # in float32): no step resolves a slope, so nothing can be said either way.
     aliased = probe([(-1) ** k * 0.7 / s for k, s in enumerate(steps)])

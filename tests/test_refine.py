@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from gradaudit.judging.refine import converged
 from gradaudit.model.computed import Probe
 from tests.helpers import run_cli, write_yaml
@@ -84,3 +86,28 @@ def test_slopes_converge_only_where_both_sides_agree_at_two_finer_steps():
     noisy = _probe([3.0, 2.0, 2.0, 2.0], [1.0, 1.0, 1.5, 2.0], [5.0, 3.0, 2.5, 2.0])
     assert converged(noisy, 0.0, 0.0, silent) is None
     assert converged(noisy, 0.0, 0.0, lambda step: 0.5 / step) is not None
+
+
+def test_a_kink_that_holds_is_not_undone_by_a_step_the_function_no_longer_resolves():
+    silent = lambda step: 0.0  # noqa: E731
+    # abs-like slopes -1 and 1 at every step down to where the function stops changing (a norm's squares
+    # underflow): the flat reading below them is rounding, not a derivative of 0.
+    norm = _probe([0.0] * 6, [-1.0, -1.0, -1.0, -1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0, 0.0, 0.0])
+    assert converged(norm, 0.01, 0.01, silent) is None
+    # A jump the usual step straddles: the slopes grow as the step shrinks, then the function is flat below
+    # the jump's distance (a staircase): 0 is its derivative there.
+    stair = _probe([4.0, 8.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0], [8.0, 16.0, 0.0, 0.0, 0.0])
+    found = converged(stair, 0.01, 0.01, silent)
+    assert found is not None and found.central == 0.0
+
+
+def test_a_norm_at_the_origin_is_a_kink_not_a_derivative_of_zero():
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    audit = gradaudit.audit(jnp.linalg.norm, np.zeros(3, np.float32))
+    assert audit.passed and not audit.findings
+    kinks = [n for n in audit.notes if n.message.startswith("kink or jump")]
+    assert kinks and kinks[0].values == {"left": -1.0, "right": 1.0}
+    assert not any("no disagreement" in n.message for n in audit.notes)

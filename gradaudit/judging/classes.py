@@ -13,7 +13,10 @@ not excuse a wrong derivative at an entry whose own numbers are all finite. In o
   number that `jnp.where` then discards; not inside a custom rule, evaluated whole);
 - `non-finite` again: such a split where the entry's row or column holds an infinite derivative
   (0 × inf: `1/x` at `[0, 1]` has jacrev NaN at d out[1]/d x[0], beside d out[0]/d x[0] = -inf);
-- `non-differentiable`: finite differences see a kink or jump there (one-sided slopes disagree);
+- `non-differentiable`: finite differences see a kink or jump there (one-sided slopes disagree) and
+  the AD side lies between the one-sided slopes, as a subgradient does (`between_slopes`): a
+  derivative outside them is wrong at a kink too, and a 'kink' that is rounding noise in the
+  slopes does not excuse it;
 - `eager-jit`: the split is between a path and its own eager/jit or binding twin;
 - `wrong`: everything else: a derivative that disagrees where the function is smooth and finite.
 
@@ -117,6 +120,34 @@ class Surroundings:
         return element, []
 
 
+SUBGRADIENT_MARGIN = 0.25
+"""How far outside the one-sided slopes, as a share of their gap, a derivative still counts as between
+them: a kink's one-sided estimates at a finite step bend towards each other."""
+DIVERGING = 1.5
+"""One-sided slopes whose gap grows by more than this factor as the step halves diverge: a jump's or a
+crossed pole's gap doubles, a kink's holds and curvature's halves."""
+
+
+def between_slopes(got, left, right, coarser=None):
+    """Whether `got` lies between the one-sided slopes `left` and `right` (arrays or floats), give or
+    take SUBGRADIENT_MARGIN of their gap: at a kink AD may answer any subgradient (relu's 0 at 0,
+    abs's 0), but nothing outside them. `coarser`: the one-sided slopes at twice the step; where their
+    gap grew as the step halved (DIVERGING), the entry is a jump or a pole the step crossed, whose
+    slopes bound nothing (1/x next to 0 is steeper than either), and nothing is excluded; nor where the slopes are
+    equal (the entry was judged a kink for estimates that do not settle) or one is NaN or inf."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        got, left, right = (np.asarray(v, dtype=np.float64) for v in (got, left, right))
+        low, high = np.minimum(left, right), np.maximum(left, right)
+        margin = SUBGRADIENT_MARGIN * (high - low)
+        inside = (got >= low - margin) & (got <= high + margin)
+        gap = high - low
+        bounded = np.isfinite(left) & np.isfinite(right) & (gap > 0)
+        if coarser is not None:
+            wide_left, wide_right = (np.asarray(v, dtype=np.float64) for v in coarser)
+            bounded &= gap <= DIVERGING * np.abs(wide_right - wide_left)
+        return inside | ~bounded | ~np.isfinite(got)
+
+
 @dataclass(frozen=True)
 class Reference:
     """What finite differences said at each entry of one family's blocks (the judge's `Trust`)."""
@@ -124,7 +155,19 @@ class Reference:
     kink: tuple[np.ndarray, ...]
     undefined: tuple[np.ndarray, ...]
     estimates: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
-    """`left_half`, `right_half` and `extrapolated` per block, where the reference has them."""
+    """`left_half`, `right_half`, `left`, `right` and `extrapolated` per block, where the reference has them."""
+
+    def between(self, block: int, flat: np.ndarray, got: np.ndarray) -> np.ndarray:
+        """Per entry `flat` of `block`, whether `got` lies between the one-sided slopes at half the
+        usual step, as they held from the usual step (`between_slopes`); True where the reference has no
+        one-sided slopes."""
+        named = [self.estimates.get(name) for name in ("left_half", "right_half", "left", "right")]
+        if any(arrays is None for arrays in named):
+            return np.ones(np.shape(flat), bool)
+        left, right, wide_left, wide_right = (
+            np.asarray(arrays[block], dtype=np.float64).reshape(-1)[flat] for arrays in named if arrays is not None
+        )
+        return between_slopes(got, left, right, (wide_left, wide_right))
 
     def at(self, name: str, block: int, flat: int) -> float | None:
         arrays = self.estimates.get(name)
@@ -171,7 +214,8 @@ def classify(
             classes = np.full(flat.shape, EAGER_JIT.value if twins else WRONG.value, dtype=object)
             if reference is not None:
                 undefined = np.asarray(reference.undefined[block]).reshape(-1)[flat]
-                classes[np.asarray(reference.kink[block]).reshape(-1)[flat]] = NON_DIFFERENTIABLE.value
+                kink = np.asarray(reference.kink[block]).reshape(-1)[flat] & reference.between(block, flat, got)
+                classes[kink] = NON_DIFFERENTIABLE.value
                 extrapolated = reference.estimates.get("extrapolated")
                 if extrapolated is not None:
                     estimate = np.asarray(extrapolated[block], dtype=np.float64).reshape(-1)[flat]
@@ -192,7 +236,7 @@ def classify(
         undefined = kink = np.zeros(flat.shape, bool)
         if reference is not None:
             undefined = np.asarray(reference.undefined[block]).reshape(-1)[flat]
-            kink = np.asarray(reference.kink[block]).reshape(-1)[flat]
+            kink = np.asarray(reference.kink[block]).reshape(-1)[flat] & reference.between(block, flat, got)
             extrapolated = reference.estimates.get("extrapolated")
             if extrapolated is not None:
                 estimate = np.asarray(extrapolated[block], dtype=np.float64).reshape(-1)[flat]
@@ -350,16 +394,26 @@ class Settled:
 
 
 def settle(
-    probe: Probe, got: float, want: float, predicted: float | None, rtol: float, atol: float, rounding_at: float
+    probe: Probe,
+    got: float,
+    want: float,
+    predicted: float | None,
+    rtol: float,
+    atol: float,
+    rounding_at: float,
+    followed: float | None = None,
 ) -> Settled | None:
     """The outcome at an entry where every AD path gives `got` and finite differences at the usual
     step `want`, from the `probe` there; None: the probe changes nothing (the entry stays `wrong`).
     `predicted`: the sum of finite differences' partial slopes over the tied inputs (the slope a
     derivative would give along their diagonal); `rounding_at`: 4 eps |out[i]|, the rounding of
-    the function's value there, so a step s carries noise rounding_at / s. In order:
+    the function's value there, so a step s carries noise rounding_at / s; `followed`: the AD
+    side's partial derivatives summed over the tied inputs (None: not known). In order:
 
     - a tie: moving the tied inputs together moves out[i] at a slope their partial slopes do not
-      sum to: no derivative exists (sort, median, top_k at equal inputs): `non-differentiable`;
+      sum to: no derivative exists (sort, median, top_k at equal inputs): `non-differentiable`,
+      where the AD side's partials sum to that slope (any of a tie's one-sided choices does);
+      where they do not, the AD side is wrong along the tie as well;
     - a jump at a finer step: the one-sided slopes part at the two finest steps finite
       differences can resolve, and do not close up (floor_divide at a multiple of a tiny divisor);
     - finer steps agree with the AD paths: the usual step spans the function's periods or steps
@@ -377,7 +431,12 @@ def settle(
         return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= tolerance(a, b, step)
 
     h = probe.step
-    if probe.along_tie is not None and predicted is not None and not close(probe.along_tie, predicted, h):
+    if (
+        probe.along_tie is not None
+        and predicted is not None
+        and not close(probe.along_tie, predicted, h)
+        and (followed is None or close(probe.along_tie, followed, h))
+    ):
         return Settled(
             NON_DIFFERENTIABLE.value,
             f"a tie: {len(probe.tied)} inputs are equal here; moved together they move the output at slope "
@@ -396,7 +455,7 @@ def settle(
             and abs(r2 - l2) > tolerance(l2, r2, s2)
             and abs(r1 - l1) > tolerance(l1, r1, s1)
         )
-        if parted and abs(r2 - l2) >= 0.75 * abs(r1 - l1):
+        if parted and abs(r2 - l2) >= 0.75 * abs(r1 - l1) and between_slopes(got, l2, r2, (l1, r1)):
             return Settled(
                 NON_DIFFERENTIABLE.value,
                 f"a jump or kink finer than the usual step {h:.3g}: at step {s2:.3g} the slope is {_number(l2)} from "

@@ -36,6 +36,7 @@ from gradaudit.judging.classes import (
     Reference,
     Settled,
     Surroundings,
+    between_slopes,
     classify,
     crossing_infinities,
     explain,
@@ -194,6 +195,7 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
     fd_atol = np.array([[case.tolerances.fd_atol] for case in cases])
     fd_rtol = np.array([[case.tolerances.fd_rtol] for case in cases])
     larger = np.zeros(undefined_flat.shape, dtype=bool)
+    slopes: tuple | None = None
     if references[0].estimates is None:
         kink = moves = np.zeros(undefined_flat.shape, dtype=bool)
         spread = noise = np.zeros(undefined_flat.shape)
@@ -203,6 +205,7 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
         estimates = read_estimates(stacked, undefined_flat, fd_rtol, fd_atol, hidden)
         kink, moves, spread, larger = estimates.kink, estimates.moves, estimates.spread, estimates.larger
         noise = estimates.noise
+        slopes = (stacked["left_half"], stacked["right_half"], (stacked["left"], stacked["right"]))
     allowance = noise + np.where(moves, spread, 0.0)
     absorbed = np.zeros(undefined_flat.shape, dtype=bool)
     if np.any(larger):
@@ -228,7 +231,11 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
             fd_rtol,
             fd_atol,
             allowance,
-            lambda got: kink | undefined_flat | (moves & ~np.isfinite(got)),
+            lambda got: (
+                (kink if slopes is None else kink & between_slopes(got, *slopes))
+                | undefined_flat
+                | (moves & ~np.isfinite(got))
+            ),
         )
         if closeness is not None:
             bad[name] = closeness.bad
@@ -445,6 +452,13 @@ def wrong_class(got: np.ndarray, want: np.ndarray) -> str:
     return "value"
 
 
+def _summed_over(blocks: Sequence[np.ndarray], tied: tuple[tuple[int, int], ...], out: int, out_size: int) -> float:
+    """First-order blocks' d out[out]/d x_k[j] summed over the (k, j) pairs `tied`: the slope along their diagonal
+    that those partial derivatives predict."""
+    rows = [np.asarray(b, dtype=np.float64).reshape(max(1, int(out_size)), -1) for b in blocks]
+    return float(sum(rows[k][out, j] for k, j in tied if k < len(rows)))
+
+
 @dataclass(frozen=True)
 class _Classifying:
     """What a comparison's entries are classed by (`classes.classify`): the case's numbers, finite
@@ -469,8 +483,18 @@ class _Classifying:
     def crossed(self, block: int, flat: int) -> bool:
         return self.crossing is not None and bool(np.asarray(self.crossing[block]).reshape(-1)[flat])
 
-    def settled(self, block: int, order: int, block_size: int, flat: int, got: float, want: float) -> Settled | None:
-        """What a probe at the entry says (`classes.settle`), or None: no probe, or it changes nothing."""
+    def settled(
+        self,
+        block: int,
+        order: int,
+        block_size: int,
+        flat: int,
+        got: float,
+        want: float,
+        side_blocks: Sequence[np.ndarray] | None = None,
+    ) -> Settled | None:
+        """What a probe at the entry says (`classes.settle`), or None: no probe, or it changes nothing.
+        `side_blocks`: the AD side's derivative blocks, summed over tied inputs for the probe."""
         if (
             self.probe is None
             or self.reference is None
@@ -487,14 +511,14 @@ class _Classifying:
         probe = self.probe(argument, at, out)
         if probe is None:
             return None
-        predicted = None
+        predicted = followed = None
         extrapolated = self.reference.estimates.get("extrapolated")
         if extrapolated is not None and len(probe.tied) > 1:
-            out_size = max(1, int(s.output.size))
-            rows = [np.asarray(b, dtype=np.float64).reshape(out_size, -1) for b in extrapolated]
-            predicted = float(sum(rows[k][out, j] for k, j in probe.tied if k < len(rows)))
+            predicted = _summed_over(extrapolated, probe.tied, out, s.output.size)
+            if side_blocks is not None:
+                followed = _summed_over(side_blocks, probe.tied, out, s.output.size)
         value = abs(float(s.output.reshape(-1)[out])) if s.output.size else 0.0
-        return settle(probe, got, want, predicted, *self.tolerance, 4.0 * s.rounding * value)
+        return settle(probe, got, want, predicted, *self.tolerance, 4.0 * s.rounding * value, followed)
 
 
 @dataclass(frozen=True)
@@ -574,7 +598,9 @@ class _Comparison:
             if c.probe is not None:
                 for k in np.flatnonzero(classes == WRONG.value)[: max(0, PROBED - probed)]:
                     probed += 1
-                    settled = c.settled(block, order, size, int(indices[k]), float(got[k]), float(want[k]))
+                    settled = c.settled(
+                        block, order, size, int(indices[k]), float(got[k]), float(want[k]), self.side[0].ok_arrays
+                    )
                     if settled is not None:
                         classes[k] = settled.outcome
                         self.probed[block, int(indices[k])] = settled
@@ -1044,7 +1070,7 @@ def _limits(dtype: np.dtype) -> tuple[float, float]:
 def _reference_evidence(reference: PathResult, trusted: Trust) -> Reference:
     """What finite differences said at each entry, as `classes` reads it."""
     estimates = (
-        {name: estimate_of(reference, name) for name in ("left_half", "right_half", "extrapolated")}
+        {name: estimate_of(reference, name) for name in ("left_half", "right_half", "left", "right", "extrapolated")}
         if reference.estimates is not None
         else {}
     )

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gradaudit.judging.classes import between_slopes
 from gradaudit.judging.tolerances import tolerances_for
 from gradaudit.model import dtypes
 from gradaudit.model.findings import (
@@ -237,7 +238,7 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
         if found.finding_class == finding.finding_class:
             return _with_reason(finding, f"the split persists in float64 ({shown})")
         words = f"the float64 referee at the same inputs finds it {found.finding_class}: {found.reason}"
-        if found.finding_class in FAIL_ON_DEFAULT:
+        if found.finding_class in FAIL_ON_DEFAULT or _outside_slopes(finding, here):
             # A failing class in float64 confirms the finding, and a narrow non-differentiable one
             # rests on the narrow probe's own evidence (float64's finer step may not reach a
             # staircase's step): kept in its class, float64's word shown.
@@ -274,6 +275,11 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
             ),
             finding_class=FindingClass.NON_FINITE,
         )
+    finite = {math.isfinite(v) for v in there.values() if v is not None}
+    if len(finite) > 1:
+        # NaN or inf on some paths and a number on others is a disagreement in any dtype, whether or not
+        # float64's own judge compares that entry (it may leave a kink's entry out): it stands.
+        return _with_reason(finding, f"the split persists in float64 ({shown})")
     narrow_shown = ", ".join(f"{_number(here[p])} from {p}" for p in finding.paths)
     found_words = f"a split {scaled} ({shown})" if scaled else f"no disagreement ({shown})"
     return Note(
@@ -291,6 +297,17 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
             **{f"{p} (float64)": v for p, v in there.items() if v is not None},
         },
     )
+
+
+def _outside_slopes(finding: Finding, here: dict) -> bool:
+    """Whether `finding` is wrong with its AD paths outside the one-sided slopes that finite differences
+    took at its entry (which part, `classes.between_slopes`): evidence at the narrow dtype's own step
+    that float64's finer probe, whose steps its rounding may make part like a jump, does not undo."""
+    left, right = finding.evidence.get("slope_left"), finding.evidence.get("slope_right")
+    if finding.finding_class != FindingClass.WRONG or left is None or right is None or left == right:
+        return False
+    ad = [v for p, v in here.items() if base_name(p) not in REFERENCES and v is not None]
+    return bool(ad) and not any(bool(between_slopes(v, left, right)) for v in ad)
 
 
 def _scaled_split(finding: Finding, here: dict, there: dict, dtype: str) -> str:

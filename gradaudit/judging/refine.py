@@ -54,8 +54,25 @@ def converged(probe: Probe, rtol: float, atol: float, noise: Callable[[float], f
             return max(abs(s - centre) for s in slopes) <= allowed
 
         if agree(i, probe.central[i]) and agree(j, probe.central[i]):
+            if probe.left[i] == probe.right[i] == 0.0 and _kink_held(probe, finer[: finer.index(i)], agree):
+                return None  # flat only where the function stops resolving the step: the kink above stands
             return Converged(probe.steps[i], probe.step, probe.central[i], probe.left[i], probe.right[i])
     return None
+
+
+def _kink_held(probe: Probe, coarser: list[int], agree: Callable[[int, float], bool]) -> bool:
+    """Whether at two successive steps of `coarser` the one-sided slopes parted and held their values (a
+    kink's do as the step shrinks, `abs` at 0 or a norm at the origin; a jump's grow like 1 / step): a
+    function flat only at finer steps then rounds the step away (a norm's squares underflow) rather
+    than being flat there."""
+    for a, b in zip(coarser, coarser[1:], strict=False):
+        left, right = (probe.left[a], probe.left[b]), (probe.right[a], probe.right[b])
+        if not all(math.isfinite(v) for v in (*left, *right)) or agree(a, probe.central[a]):
+            continue
+        tolerance = 0.25 * abs(probe.right[a] - probe.left[a])
+        if abs(left[0] - left[1]) <= tolerance and abs(right[0] - right[1]) <= tolerance:
+            return True
+    return False
 
 
 def _quotient_noise(hidden: float, step: float) -> float:
