@@ -96,6 +96,8 @@ def test_a_kink_excuses_a_derivative_between_its_one_sided_slopes_and_nothing_ou
     # A pole the step crosses (1/x next to 0): slopes that grow as the step halves bound nothing.
     pole = slopes((2e6, -2e6), (1e6, -1e6))
     assert _classes(here, pole, [0], [-1e9], [0.0]) == ["non-differentiable"]
+    # AD's NaN at a kink (a norm at the origin) is the kink's, not a wrong derivative nor a leak.
+    assert _classes(here, absolute, [0], [NAN], [0.0]) == ["non-differentiable"]
 
 
 def test_a_wrong_rule_is_wrong_at_a_kink_and_along_random_directions(tmp_path):

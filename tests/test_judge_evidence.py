@@ -183,3 +183,24 @@ def test_non_finite_against_finite_is_a_disagreement_between_eager_and_jit_and_b
     # split confined to non-finite numbers (the eager -inf is itself the disagreement).
     assert value["class"] == jacobian["class"] == "eager-jit"
     assert code == 1
+
+
+def test_strong_curvature_widens_the_tolerance_by_the_central_estimates_not_the_one_sided_slopes():
+    """exp at 30 in float32: the usual step (0.12) parts the one-sided slopes by 6%, the central
+    estimates by a fraction of a percent; a JVP 5% too large is found, the plain exp is consistent."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    @jax.custom_jvp
+    def steep(x):
+        return jnp.exp(x)
+
+    steep.defjvp(lambda primals, tangents: (steep(primals[0]), 1.05 * jnp.exp(primals[0]) * tangents[0]))
+    at = np.float32(30.0)
+    wrong = gradaudit.audit(steep, at)
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+    plain = gradaudit.audit(jnp.exp, at)
+    assert plain.passed and not plain.findings

@@ -101,13 +101,15 @@ def test_a_kink_that_holds_is_not_undone_by_a_step_the_function_no_longer_resolv
     assert found is not None and found.central == 0.0
 
 
-def test_a_norm_at_the_origin_is_a_kink_not_a_derivative_of_zero():
+def test_a_norm_at_the_origin_is_a_kink_where_ad_has_no_number_not_a_derivative_of_zero():
     import jax.numpy as jnp
 
     import gradaudit
 
     audit = gradaudit.audit(jnp.linalg.norm, np.zeros(3, np.float32))
-    assert audit.passed and not audit.findings
-    kinks = [n for n in audit.notes if n.message.startswith("kink or jump")]
-    assert kinks and kinks[0].values == {"left": -1.0, "right": 1.0}
+    # Not failed (a point with no derivative), but said: AD's NaN there, against slopes -1 and 1.
+    assert audit.passed and {str(f.finding_class) for f in audit.findings} == {"non-differentiable"}
+    finding = audit.findings[0]
+    assert finding.evidence["slope_left"] == -1.0 and finding.evidence["slope_right"] == 1.0
+    assert all(np.isnan(v) for path, v in finding.values.items() if path != "finite_difference")
     assert not any("no disagreement" in n.message for n in audit.notes)

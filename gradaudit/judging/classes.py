@@ -134,7 +134,8 @@ def between_slopes(got, left, right, coarser=None):
     abs's 0), but nothing outside them. `coarser`: the one-sided slopes at twice the step; where their
     gap grew as the step halved (DIVERGING), the entry is a jump or a pole the step crossed, whose
     slopes bound nothing (1/x next to 0 is steeper than either), and nothing is excluded; nor where the slopes are
-    equal (the entry was judged a kink for estimates that do not settle) or one is NaN or inf."""
+    equal (the entry was judged a kink for estimates that do not settle) or one is NaN or inf. A NaN or
+    infinite `got` between slopes that do bound is outside them: AD has no number at the kink."""
     with np.errstate(invalid="ignore", over="ignore"):
         got, left, right = (np.asarray(v, dtype=np.float64) for v in (got, left, right))
         low, high = np.minimum(left, right), np.maximum(left, right)
@@ -145,7 +146,7 @@ def between_slopes(got, left, right, coarser=None):
         if coarser is not None:
             wide_left, wide_right = (np.asarray(v, dtype=np.float64) for v in coarser)
             bounded &= gap <= DIVERGING * np.abs(wide_right - wide_left)
-        return inside | ~bounded | ~np.isfinite(got)
+        return inside | ~bounded
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,9 @@ def classify(
         undefined = kink = np.zeros(flat.shape, bool)
         if reference is not None:
             undefined = np.asarray(reference.undefined[block]).reshape(-1)[flat]
-            kink = np.asarray(reference.kink[block]).reshape(-1)[flat] & reference.between(block, flat, got)
+            with np.errstate(invalid="ignore"):
+                at_kink = reference.between(block, flat, got) | ~np.isfinite(got)
+            kink = np.asarray(reference.kink[block]).reshape(-1)[flat] & at_kink
             extrapolated = reference.estimates.get("extrapolated")
             if extrapolated is not None:
                 estimate = np.asarray(extrapolated[block], dtype=np.float64).reshape(-1)[flat]

@@ -24,7 +24,7 @@ Masks = tuple[np.ndarray, ...]
 
 ESTIMATES = tuple(name for name in finite_differences.ESTIMATES if name != "undefined")
 """The estimates the rules read (numerics.finite_differences makes them)."""
-SPREAD_ESTIMATES = ("extrapolated", "central", "central_half", "left_half", "right_half")
+SPREAD_ESTIMATES = ("extrapolated", "central", "central_half")
 """The estimates whose spread bounds the derivative where the central estimate moves with the step."""
 
 
@@ -59,10 +59,12 @@ class Trust:
     the step changes each by at most SETTLED of itself, beyond the tolerance) and the central
     estimate converges (it moved by at most CONVERGING of itself), the point is smooth enough to
     judge: compared, with the tolerance widened by `spread`, the range of the central, half-step
-    one-sided and extrapolated estimates, so only AD paths far outside what every estimate says
-    are findings (an infinite AD value there is not compared: finite differences cannot confirm a
-    vertical tangent). Where they have not (a jump or a pole the step straddles, a slope that grows
-    as the step shrinks, a period shorter than the step), the entry is a kink: not compared.
+    central and extrapolated estimates (the smooth model c(s) = f' + C s^2 they follow; the one-sided
+    slopes' first-order error would let a rule several percent wrong pass), so only AD paths outside
+    what every estimate says are findings (an infinite AD value there is not compared: finite
+    differences cannot confirm a vertical tangent). Where they have not (a jump or a pole the step
+    straddles, a slope that grows as the step shrinks, a period shorter than the step), the entry
+    is a kink: not compared.
     undefined: no finite estimate (non-finite inputs or outputs, or a step past the dtype's range).
     absorbed: the function's larger terms cancel there (`_rounding_of_terms` over CANCELLED times
     the value's own noise), and the rounding a difference quotient can hide is UNCHECKED times the
