@@ -569,6 +569,17 @@ def test_an_order_2_audit_names_each_hessian_as_computed_compiled_or_eager():
     assert result.passed, str(result)
 
 
+def test_a_slice_bounded_by_a_traced_input_is_checked_eagerly_not_failed():
+    def head_energy(x, n):
+        return jnp.sum(x[:n] ** 2)  # an input as a slice bound: jit cannot compile it, eager can
+
+    result = gradaudit.audit(head_energy, jnp.array([0.5, -1.0, 2.0]), jnp.int32(2))
+    assert result.passed and not result.findings and result.diagnosis.id == "GA009"
+    assert "slice" in (result.paths["jit_jacrev"].not_applicable or "")
+    np.testing.assert_allclose(result.paths["jacrev"].arrays[0], [1.0, -2.0, 0.0])
+    np.testing.assert_allclose(result.paths["finite_difference"].arrays[0], [1.0, -2.0, 0.0], atol=1e-3)
+
+
 def test_a_compiled_hessian_alone_against_its_eager_form_is_an_eager_jit_split():
     def bent(x):
         # Second derivatives compiled are 1.5 times the true ones: a stand-in for a compiler's error.

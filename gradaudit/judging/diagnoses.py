@@ -416,12 +416,13 @@ CATALOG: tuple[Diagnosis, ...] = (
     ),
     Diagnosis(
         id="GA009",
-        title="jit cannot compile this function: Python control flow or conversions on traced values",
+        title="jit cannot compile this function: Python control flow, conversions or slice bounds on traced values",
         evidence="jit paths do not apply: tracing raised a concretization or tracer conversion error",
         explanation=(
-            "The function branches with a Python `if` on an input, or converts an input with float(), int() or "
-            "bool(). jit traces with abstract values and cannot compile either, so the compiled paths are not "
-            "applicable and finite differences run eagerly. A branch still works eagerly (eager jacfwd and jacrev "
+            "The function branches with a Python `if` on an input, converts an input with float(), int() or "
+            "bool(), or slices with an input as a bound (`x[:n]`). jit traces with abstract values and cannot "
+            "compile any of them, so the compiled paths are not applicable and finite differences run eagerly. "
+            "A branch still works eagerly (eager jacfwd and jacrev "
             "see concrete values); a float() or int() conversion breaks eager differentiation too, which then "
             "shows as an error of jacfwd and jacrev."
         ),
@@ -429,6 +430,8 @@ CATALOG: tuple[Diagnosis, ...] = (
             "Express the branch with jnp.where, lax.select or lax.cond instead of a Python `if`.",
             "Write loops over values with lax.fori_loop, lax.while_loop or lax.scan.",
             "If the input is configuration rather than data, make it static: jax.jit(f, static_argnums=…).",
+            "Slice by a traced bound with lax.dynamic_slice (a fixed size) or a mask: "
+            "jnp.where(jnp.arange(len(x)) < n, x, 0).",
         ),
         references=("https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerBoolConversionError",),
         matches=_not_applicable("jit cannot compile"),

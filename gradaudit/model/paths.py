@@ -140,6 +140,12 @@ class Inapplicable:
     """Only for these paths (base names); empty: for any."""
     tells: bool = False
     """The exception's message is evidence (what a step away gave): the reason quotes it."""
+    qualified: str = ""
+    """The exception as a script names it; empty: `jax.errors.<type>`."""
+
+    @property
+    def exception_name(self) -> str:
+        return self.qualified or f"jax.errors.{self.type}"
 
     def why(self, exc: BaseException) -> str:
         return f"{self.reason} ({exc})" if self.tells else self.reason
@@ -176,6 +182,13 @@ NOT_APPLICABLE: tuple[Inapplicable, ...] = (
         "",
         "jit cannot compile code that converts a traced value to a Python int",
         compiled_only=True,
+    ),
+    Inapplicable(
+        "IndexError",
+        "Slice entries must be static integers",
+        "jit cannot compile a slice whose bounds are traced inputs (`x[:n]` with n an argument)",
+        compiled_only=True,
+        qualified="IndexError",
     ),
     Inapplicable(
         "OutputShapeChanges",

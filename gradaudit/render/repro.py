@@ -109,7 +109,7 @@ def finite_difference(f, fixed, k, at, out, h):
 
     return (4 * central(h / 2) - central(h)) / 3
 '''.replace(
-    "{uncompilable}", "".join(f"\n        jax.errors.{rule.type}," for rule in NOT_APPLICABLE if rule.compiled_only)
+    "{uncompilable}", "".join(f"\n        {rule.exception_name}," for rule in NOT_APPLICABLE if rule.compiled_only)
 )
 
 
