@@ -204,3 +204,25 @@ def test_strong_curvature_widens_the_tolerance_by_the_central_estimates_not_the_
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
     plain = gradaudit.audit(jnp.exp, at)
     assert plain.passed and not plain.findings
+
+
+def test_the_absolute_tolerance_scales_with_derivatives_all_smaller_than_it_unless_the_user_sets_it():
+    """A loss scaled by 1e-4: its gradient is below float32's absolute tolerance (0.0014) everywhere, so a
+    rule twice too large passed unchecked; scaled to the derivatives' size it is wrong, the plain loss
+    consistent, and an --atol the user gives is kept as given."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    @jax.custom_jvp
+    def small(x):
+        return 1e-4 * jnp.sin(x)
+
+    small.defjvp(lambda primals, tangents: (small(primals[0]), 2e-4 * jnp.cos(primals[0]) * tangents[0]))
+    at = np.array([0.3, 1.0], np.float32)
+    wrong = gradaudit.audit(small, at)
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+    assert gradaudit.audit(lambda x: 1e-4 * jnp.sin(x), at).passed
+    assert gradaudit.audit(small, at, atol=1e-3).passed

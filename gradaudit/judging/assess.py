@@ -44,7 +44,7 @@ def assess_all(
         Case(
             paths.paths,
             paths.arg_names,
-            tolerances_for(scenario, tolerance),
+            tolerances_for(scenario, tolerance, paths.paths),
             paths.bindings,
             paths.inputs,
             scenario.eps,
@@ -173,4 +173,4 @@ def one_story(result: ScenarioResult, tolerance: tuple[float | None, ...] = ()) 
     which a batch computes as one call does) keeps its findings where the twins agree."""
     if result.findings and not result.scenario.target.bundled:
         return False
-    return twins_agree(result.paths, tolerances_for(result.scenario, tolerance))
+    return twins_agree(result.paths, tolerances_for(result.scenario, tolerance, result.paths))

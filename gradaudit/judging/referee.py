@@ -94,7 +94,7 @@ def beyond_reconciling(result: ScenarioResult) -> Finding | None:
     arrays = [*result.inputs, *(value.ok_arrays[:1] if value is not None and value.ok else ())]
     if not arrays or not all(_ordinary(a, dtype) for a in arrays):
         return None
-    tolerances = tolerances_for(result.scenario)
+    tolerances = tolerances_for(result.scenario, paths=result.paths)
     rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
     for finding in result.findings:
         if (
@@ -245,7 +245,7 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
             return _with_reason(finding, words)
         return replace(_with_reason(finding, words), finding_class=found.finding_class)
     scaled = _scaled_split(finding, here, there, dtype)
-    tolerances = tolerances_for(narrow.scenario)
+    tolerances = tolerances_for(narrow.scenario, paths=narrow.paths)
     rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
     largest = dtypes.largest(dtype)
     strays: list[str] = []

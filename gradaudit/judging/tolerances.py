@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from gradaudit.model import dtypes
+from gradaudit.model.paths import PathResult
 from gradaudit.model.scenario import Scenario
 
 
@@ -19,12 +23,39 @@ class Tolerances:
     ad_atol: float
 
 
-def tolerances_for(scenario: Scenario, default: tuple[float | None, ...] = ()) -> Tolerances:
+def function_scale(paths: Mapping[str, PathResult]) -> float:
+    """The largest finite |entry| of any path that ran, values and derivatives (AD or finite
+    differences) alike; 0 where none."""
+    largest = 0.0
+    for path in paths.values():
+        if not path.ok:
+            continue
+        for block in path.ok_arrays:
+            values = np.abs(np.asarray(block, dtype=np.float64))
+            finite = values[np.isfinite(values)]
+            if finite.size:
+                largest = max(largest, float(finite.max()))
+    return largest
+
+
+def tolerances_for(
+    scenario: Scenario, default: tuple[float | None, ...] = (), paths: Mapping[str, PathResult] | None = None
+) -> Tolerances:
     """The scenario's own tolerance, else the run's default (`Options.tolerance`: --rtol/--atol,
     then --ad-rtol/--ad-atol), else its dtype's. AD against AD: the user's, else the dtype's
-    rounding scaled by the square root of the reduction's length."""
+    rounding scaled by the square root of the reduction's length.
+
+    The dtype's absolute tolerance against finite differences is scaled down to the function's own
+    size where its value and every derivative are smaller than 1 (`paths`, `function_scale`):
+    4 sqrt(eps) absolute would check nothing of a function whose numbers are all below it (a loss
+    divided by its batch size: a gradient of 1e-4 twice what it should be). The value counts too:
+    a derivative of 0 reached by cancelling terms (a logistic map at its critical point) carries
+    AD's rounding of those terms, which a value of ordinary size bounds and a zero Jacobian does not.
+    Finite differences' rounding is allowed for separately (`numerics.finite_differences`)."""
     given = (*default, None, None, None, None)[:4]
     fd_rtol, fd_atol = dtypes.default_tolerance(scenario.precision_dtype)
+    if paths is not None:
+        fd_atol *= min(1.0, function_scale(paths))
     fd_rtol = fd_rtol if given[0] is None else given[0]
     fd_atol = fd_atol if given[1] is None else given[1]
     if scenario.tolerance is not None:

@@ -554,7 +554,7 @@ def _judged_reference(
     if judged is not None:
         rtol, atol = judged.rtol, judged.atol
     else:
-        tolerances = tolerances_for(result.scenario)
+        tolerances = tolerances_for(result.scenario, paths=result.paths)
         rtol, atol = (
             (tolerances.fd_rtol, tolerances.fd_atol)
             if reference is not None
