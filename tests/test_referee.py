@@ -111,6 +111,9 @@ def test_a_split_is_rounding_only_when_it_shrinks_with_the_epsilon():
     # A split that stays (a wrong rule) or hardly shrinks is not rounding.
     assert not _scaled_split(ad, {JACFWD: 1.0, JACREV: 1.03}, {JACFWD: 1.0, JACREV: 1.03}, "float32")
     assert not _scaled_split(ad, {JACFWD: 0.0, JACREV: -2.5e-5}, {JACFWD: 0.0, JACREV: 1e-9}, "float32")
+    # A split float64 does not have at all is said so, not as "inf times smaller".
+    gone = _scaled_split(ad, {JACFWD: 0.3, JACREV: 0.2998}, {JACFWD: 0.3, JACREV: 0.3}, "float32")
+    assert gone.startswith("no split where float32 parts by 0.0002") and "inf" not in gone
     # Against finite differences: an inverse's rounded zero (-8.5e37 in float32, -1.8e16 in float64)
     # shrinks with the epsilons; a wrong rule's 0 against 1 stays in float64.
     against = _finding(JACFWD, FINITE_DIFFERENCE)

@@ -281,7 +281,7 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
         # float64's own judge compares that entry (it may leave a kink's entry out): it stands.
         return _with_reason(finding, f"the split persists in float64 ({shown})")
     narrow_shown = ", ".join(f"{_number(here[p])} from {p}" for p in finding.paths)
-    found_words = f"a split {scaled} ({shown})" if scaled else f"no disagreement ({shown})"
+    found_words = f"{scaled} ({shown})" if scaled else f"no disagreement ({shown})"
     return Note(
         paths=finding.paths,
         message=(
@@ -322,8 +322,9 @@ def _scaled_split(finding: Finding, here: dict, there: dict, dtype: str) -> str:
     ratio = dtypes.machine_epsilon("float64") / dtypes.machine_epsilon(dtype)
     if not (math.isfinite(narrow_gap) and math.isfinite(wide_gap)) or wide_gap > SCALED * ratio * narrow_gap:
         return ""
-    shrank = narrow_gap / max(wide_gap, math.ulp(0.0))
-    return f"{shrank:.3g} times smaller, as rounding is (the epsilons' ratio {1 / ratio:.3g})"
+    if wide_gap == 0:
+        return f"no split where {dtype} parts by {narrow_gap:.3g}, as rounding's can vanish"
+    return f"a split {narrow_gap / wide_gap:.3g} times smaller, as rounding is (the epsilons' ratio {1 / ratio:.3g})"
 
 
 def _strays(mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float) -> int | None:
