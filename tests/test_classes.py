@@ -289,3 +289,10 @@ def test_nan_born_inside_the_function_is_a_leak_and_the_evaluation_is_asked_only
         inputs=(np.array([-1.0, 4.0]),), output=np.array(2.0), arg_names=("x",), largest=F32_MAX, inside_of=lambda: None
     )
     assert _classes(plain, None, [0], [NAN], [0.0]) == ["wrong"]
+
+
+def test_a_hessian_diagonal_entry_names_its_input_once():
+    # d2 out/d x[1] d x[1] of a scalar function of x = [0.3, 1]: one input element, named once.
+    here = _surroundings([0.3, 1.0], 0.84)
+    why, evidence = explain(FindingClass.WRONG, here, None, 0, 2, 4, 3, (0.0, -0.84))
+    assert why.count("x[1] = 1") == 1 and evidence["input x[1]"] == 1.0

@@ -301,7 +301,11 @@ def explain(
     element, own_inputs = surroundings.own(block, order, np.asarray([flat]), block_size)
     evidence: dict[str, float] = {}
     shown = []
+    seen: set[tuple[int, int]] = set()
     for argument, elements in own_inputs:
+        if (argument, int(elements[0])) in seen:
+            continue  # a second derivative by the same element twice (a Hessian's diagonal) names it once
+        seen.add((argument, int(elements[0])))
         array = np.asarray(surroundings.inputs[argument])
         name = surroundings.arg_names[argument] if argument < len(surroundings.arg_names) else f"x{argument}"
         value = float(array.reshape(-1)[int(elements[0])])
