@@ -141,3 +141,24 @@ def test_a_run_with_many_failing_scenarios_groups_findings_by_kind_and_names_a_f
         and "scenarios with findings" not in verbose.stdout
     )
     assert len(grouped.stdout) < len(verbose.stdout) / 2
+
+
+def test_a_path_with_no_finite_number_reads_nan_not_ok(tmp_path):
+    from tests.helpers import run_cli, write_yaml
+
+    (tmp_path / "overflowing.py").write_text(
+        "import jax.numpy as jnp\n\n\ndef sigmoid(x):\n    return jnp.exp(x) / (1 + jnp.exp(x))\n"
+    )
+    path = write_yaml(
+        tmp_path,
+        "s.yaml",
+        "scenarios:\n"
+        "  - {name: overflows, fn: 'overflowing:sigmoid', inputs: [{dtype: float32, value: 100.0}]}\n"
+        "  - {name: ordinary, fn: 'overflowing:sigmoid', inputs: [{dtype: float32, value: 1.0}]}\n",
+    )
+    rows = {
+        line.split("│")[1].strip(): line for line in run_cli("run", str(path), "-v").stdout.splitlines() if "│" in line
+    }
+    # exp(100) / (1 + exp(100)) is inf / inf in float32: every path agrees on NaN, which is not "ok" to read.
+    assert rows["overflows"].count(" nan ") == 5 and " ok " not in rows["overflows"]
+    assert rows["ordinary"].count(" ok ") == 5

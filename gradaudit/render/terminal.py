@@ -288,6 +288,18 @@ def _blamed(result: ScenarioResult, name: str) -> bool:
     )
 
 
+def _no_number(path: PathResult) -> str:
+    """`nan` or `inf` where a path that ran gave no finite number at all (the value overflowed: paths
+    that agree on NaN are not 'ok' to the eye), else empty."""
+    if not path.ok or not path.ok_arrays:
+        return ""
+    with np.errstate(invalid="ignore"):
+        blocks = [np.asarray(b, dtype=np.float64) for b in path.ok_arrays]
+        if not any(b.size for b in blocks) or any(np.isfinite(b).any() for b in blocks):
+            return ""
+        return "nan" if any(np.isnan(b).any() for b in blocks) else "inf"
+
+
 def _binding_cell(result: ScenarioResult, base: str) -> Text:
     """A function scenario's path across its bindings: ok, differs, n/a or the exception raised."""
     parts = []
@@ -304,6 +316,8 @@ def _binding_cell(result: ScenarioResult, base: str) -> Text:
             parts.append(Text("differs" + suffix, style="red"))
         elif base == FINITE_DIFFERENCE and any(name in n.paths and "kink" in n.message for n in result.notes):
             parts.append(Text("kink" + suffix, style="yellow"))
+        elif _no_number(path):
+            parts.append(Text(_no_number(path) + suffix, style="yellow"))
         elif not suffix:
             parts.append(Text("ok", style="green"))
     return Text(" / ").join(parts) if parts else Text("")
