@@ -186,3 +186,18 @@ def test_a_split_no_float64_answer_reconciles_at_ordinary_values_is_not_refereed
     assert beyond_reconciling(selected) is not None and not wanted(selected)
     logistic = results["logistic"]
     assert logistic.findings and beyond_reconciling(logistic) is None and wanted(logistic)
+
+
+def test_a_staircase_kept_non_differentiable_says_why_float64_calling_it_wrong_does_not_decide():
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    import gradaudit
+
+    # A straight-through round: value a staircase, derivative 1 (a surrogate).
+    audit = gradaudit.audit(lambda x: x + lax.stop_gradient(jnp.round(x) - x), np.float32(0.3))
+    assert audit.passed and {str(f.finding_class) for f in audit.findings} == {"non-differentiable"}
+    reason = audit.findings[0].reason
+    assert "staircase" in reason
+    assert "finds it wrong" not in reason or "kept non-differentiable" in reason

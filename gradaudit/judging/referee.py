@@ -241,7 +241,12 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
         if found.finding_class in FAIL_ON_DEFAULT or _outside_slopes(finding, here):
             # A failing class in float64 confirms the finding, and a narrow non-differentiable one
             # rests on the narrow probe's own evidence (float64's finer step may not reach a
-            # staircase's step): kept in its class, float64's word shown.
+            # staircase's step): kept in its class, float64's word shown, and why it does not decide.
+            if finding.finding_class not in FAIL_ON_DEFAULT and found.finding_class in FAIL_ON_DEFAULT:
+                words += (
+                    f"; kept {finding.finding_class}: this run's probe saw it at steps float64's finer ones "
+                    "need not reach (a staircase's)"
+                )
             return _with_reason(finding, words)
         return replace(_with_reason(finding, words), finding_class=found.finding_class)
     scaled = _scaled_split(finding, here, there, dtype)
