@@ -24,6 +24,9 @@ from gradaudit.model.paths import PathResult
 
 PROBED = 8
 """Most kink entries of one scenario refined (each probe evaluates the function about 40 times)."""
+HELD = 0.25
+"""A kink's one-sided slopes hold from one finer step to the next within this share of their gap (a jump's
+grow like 1 / step, so they change by half of it)."""
 ESTIMATES = ("extrapolated", "central", "central_half")
 """Finite-difference estimates an entry's refined central slope replaces."""
 
@@ -69,7 +72,7 @@ def _kink_held(probe: Probe, coarser: list[int], agree: Callable[[int, float], b
         left, right = (probe.left[a], probe.left[b]), (probe.right[a], probe.right[b])
         if not all(math.isfinite(v) for v in (*left, *right)) or agree(a, probe.central[a]):
             continue
-        tolerance = 0.25 * abs(probe.right[a] - probe.left[a])
+        tolerance = HELD * abs(probe.right[a] - probe.left[a])
         if abs(left[0] - left[1]) <= tolerance and abs(right[0] - right[1]) <= tolerance:
             return True
     return False

@@ -316,8 +316,8 @@ def _binding_cell(result: ScenarioResult, base: str) -> Text:
             parts.append(Text("differs" + suffix, style="red"))
         elif base == FINITE_DIFFERENCE and any(name in n.paths and "kink" in n.message for n in result.notes):
             parts.append(Text("kink" + suffix, style="yellow"))
-        elif _no_number(path):
-            parts.append(Text(_no_number(path) + suffix, style="yellow"))
+        elif none_finite := _no_number(path):
+            parts.append(Text(none_finite + suffix, style="yellow"))
         elif not suffix:
             parts.append(Text("ok", style="green"))
     return Text(" / ").join(parts) if parts else Text("")
