@@ -304,7 +304,11 @@ def test_a_step_too_small_for_bfloat16_is_raised_to_one_it_can_resolve(literal):
     step, tiny = report.results
     for result in report.results:
         assert result.status == CONSISTENT, [f.message for f in result.findings]
-        assert not result.notes, [n.message for n in result.notes]
+        # The unselected case (2.0) takes a step of 0.18, and the value near 284 rounds by 1: finite
+        # differences there cannot tell its derivative from a hundred, and say so.
+        assert all(n.location == "d out/d case 1" and "cannot check 1 of 2" in n.message for n in result.notes), [
+            n.message for n in result.notes
+        ]
     assert [float(b) for b in step.paths["finite_difference"].arrays] == [1.0, 0.0]
     assert float(tiny.paths["finite_difference"].arrays[0]) == pytest.approx(
         2 * 292, rel=0.05

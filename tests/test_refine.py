@@ -82,10 +82,27 @@ def test_slopes_converge_only_where_both_sides_agree_at_two_finer_steps():
     # Agreeing at one finer step but not the next is not convergence.
     once = _probe([3.0, 2.0, 7.0], [1.0, 2.0, 1.0], [5.0, 2.0, 13.0])
     assert converged(once, 0.01, 0.01, silent) is None
-    # The rounding a difference quotient hides at a step counts: noise of 1 / step lets 0.25 and 0.125 agree.
-    noisy = _probe([3.0, 2.0, 2.0, 2.0], [1.0, 1.0, 1.5, 2.0], [5.0, 3.0, 2.5, 2.0])
+    # The rounding a difference quotient hides at a step counts: noise of 0.5 / step lets 0.5 and 0.25 agree.
+    noisy = _probe([3.0, 2.0, 2.0, 2.0], [1.0, 1.2, 1.2, 1.2], [5.0, 2.8, 2.8, 2.8])
     assert converged(noisy, 0.0, 0.0, silent) is None
     assert converged(noisy, 0.0, 0.0, lambda step: 0.5 / step) is not None
+
+
+def test_slopes_that_part_as_a_smooth_function_s_do_converge_and_a_jump_s_do_not():
+    silent = lambda step: 0.0  # noqa: E731
+    # logsumexp at logits near 1000 in float32 (probed): the usual step 3.9 straddles its curvature; at 0.244 the
+    # one-sided slopes part by f'' h = 0.035, at 0.0153 by 16 times less, and the central slope holds.
+    steps = (3.90625, 0.244140625, 0.0152587890625)
+    lse = Probe(3.90625, steps, (0.310086, 0.172875, 0.172), (0.0472344, 0.1555, 0.17), (0.572937, 0.19025, 0.174))
+    found = converged(lse, 0.0014, 0.0014, silent)
+    assert found is not None and found.shrinking and found.step == steps[1] and found.central == 0.172875
+    assert abs(found.spread - 0.000875) < 1e-9
+    # A jump the steps straddle: the gap grows as the step shrinks, and the central slope moves with it.
+    jump = Probe(3.9, steps, (1.0, 4.0, 64.0), (0.0, 0.0, 0.0), (2.0, 8.0, 128.0))
+    assert converged(jump, 0.0014, 0.0014, silent) is None
+    # A kink near x, inside the coarser step only: the gap shrinks, but the central slope does not hold.
+    near = Probe(3.9, steps, (0.5, -0.41, -1.0), (0.0, -1.0, -1.0), (1.0, 0.18, -1.0))
+    assert converged(near, 0.0014, 0.0014, silent) is None
 
 
 def test_a_kink_that_holds_is_not_undone_by_a_step_the_function_no_longer_resolves():
@@ -113,3 +130,40 @@ def test_a_norm_at_the_origin_is_a_kink_where_ad_has_no_number_not_a_derivative_
     assert finding.evidence["slope_left"] == -1.0 and finding.evidence["slope_right"] == 1.0
     assert all(np.isnan(v) for path, v in finding.values.items() if path != "finite_difference")
     assert not any("no disagreement" in n.message for n in audit.notes)
+
+
+def _off_by(f, factor):
+    import jax
+
+    wrapped = jax.custom_jvp(f)
+    wrapped.defjvp(lambda primals, tangents: (f(*primals), factor * jax.jvp(f, primals, tangents)[1]))
+    return wrapped
+
+
+def test_strong_curvature_for_the_usual_step_is_checked_where_the_slopes_part_as_a_smooth_function_s():
+    """At logits near 1000 float32's usual step is 3.9 (relative to the input), which straddles logsumexp's
+    curvature: every entry looked like a kink and was refined only at a step whose rounding (0.03) hid a
+    rule 6% wrong. The slopes part by f'' h at 0.24 and by 16 times less at 0.015: smooth, checked at 0.24."""
+    import jax
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    logits = np.array([1000.0, 1000.5, 999.2, 1001.0], np.float32)
+    wrong = gradaudit.audit(_off_by(lambda x: jax.nn.logsumexp(x), 1.06), logits)
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+    softmax = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    values = wrong.findings[0].values  # the largest gap: the refined estimate against the rule's 1.06 softmax
+    assert min(abs(values["finite_difference"] - p) for p in softmax) < 0.003
+    assert min(abs(values["jacfwd"] - 1.06 * p) for p in softmax) < 1e-4
+    (note,) = [n for n in wrong.notes if n.message.startswith("finite differences refined")]
+    assert "shrinking with the step as a smooth function's do" in note.message and note.count == 4
+    assert gradaudit.audit(jax.nn.logsumexp, logits).passed
+
+    def layer_norm(x):
+        mean = jnp.mean(x)
+        return (x - mean) / jnp.sqrt(jnp.mean((x - mean) ** 2) + 1e-5)
+
+    plain = gradaudit.audit(layer_norm, np.float32(1000.0) + np.linspace(-2.0, 2.0, 4, dtype=np.float32))
+    assert plain.passed and not plain.findings
+    assert not [n for n in plain.notes if n.message.startswith("kink or jump")]  # all 16 entries compared

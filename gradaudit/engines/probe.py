@@ -12,6 +12,8 @@ decides what they mean.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import ml_dtypes
 import numpy as np
 
@@ -31,28 +33,60 @@ TIED = 0.0
 
 def prober(target: Target, scenario: Scenario) -> Prober:
     """The probe of `target`'s function at its inputs, with the scenario's eps (None: its dtypes')
-    and x64 as its paths had it (so the function compiled for them serves)."""
+    and x64 as its paths had it (so the function compiled for them serves). Each input element is
+    evaluated once: its steps give every output's slopes, so the entries of one column cost one probe."""
+    columns: dict[tuple[int, int], _Column | None] = {}
 
     def probe(argument: int, element: int, output: int) -> Probe | None:
-        try:
-            with x64_for(scenario):
-                return _probe(target, scenario.eps, argument, element, output)
-        # a function that cannot be evaluated here gives no more evidence, which the judge says
-        except Exception:  # noqa: BLE001
-            return None
+        if (argument, element) not in columns:
+            try:
+                with x64_for(scenario):
+                    columns[argument, element] = _column(target, scenario.eps, argument, element)
+            # a function that cannot be evaluated here gives no more evidence, which the judge says
+            except Exception:  # noqa: BLE001
+                columns[argument, element] = None
+        column = columns[argument, element]
+        return None if column is None else column.at(output)
 
     return probe
 
 
-def _probe(target: Target, eps: float | None, argument: int, element: int, output: int) -> Probe:
+@dataclass(frozen=True)
+class _Column:
+    """The function's outputs at one input element moved by each probe step (and its ties moved together)."""
+
+    step: float
+    steps: tuple[float, ...]
+    base: np.ndarray
+    plus: tuple[np.ndarray, ...]
+    minus: tuple[np.ndarray, ...]
+    moves: tuple[tuple[float, float], ...]
+    tied: tuple[tuple[int, int], ...]
+    along: tuple[np.ndarray, np.ndarray, float] | None
+
+    def at(self, output: int) -> Probe:
+        central, left, right = [], [], []
+        base = float(self.base[output])
+        for f_plus, f_minus, (up, down) in zip(self.plus, self.minus, self.moves, strict=True):
+            plus, minus = float(f_plus[output]), float(f_minus[output])
+            central.append((plus - minus) / (up - down))
+            right.append((plus - base) / up)
+            left.append((base - minus) / -down)
+        along = None
+        if self.along is not None:
+            f_plus, f_minus, span = self.along
+            along = (float(f_plus[output]) - float(f_minus[output])) / span
+        return Probe(self.step, self.steps, tuple(central), tuple(left), tuple(right), self.tied, along)
+
+
+def _column(target: Target, eps: float | None, argument: int, element: int) -> _Column:
     import jax
 
     args = [np.asarray(a) for a in target.args]
     compiled = jax.jit(target.fn)
 
-    def at(points: list[np.ndarray]) -> float:
-        value = np.asarray(compiled(*points, *target.fixed), dtype=np.float64).reshape(-1)
-        return float(value[output])
+    def at(points: list[np.ndarray]) -> np.ndarray:
+        return np.asarray(compiled(*points, *target.fixed), dtype=np.float64).reshape(-1)
 
     x = args[argument].reshape(-1)
     dtype = x.dtype
@@ -73,7 +107,7 @@ def _probe(target: Target, eps: float | None, argument: int, element: int, outpu
         return points, made
 
     base = at(args)
-    steps, central, left, right = [], [], [], []
+    steps, plus_values, minus_values, moves = [], [], [], []
     here = ((argument, element),)
     for power in SCALES:
         step = h * 2.0**power
@@ -88,11 +122,10 @@ def _probe(target: Target, eps: float | None, argument: int, element: int, outpu
             or _subnormal(minus[argument].reshape(-1)[element])
         ):
             continue
-        f_plus, f_minus = at(plus), at(minus)
         steps.append(step)
-        central.append((f_plus - f_minus) / (up - down))
-        right.append((f_plus - base) / up)
-        left.append((base - f_minus) / -down)
+        plus_values.append(at(plus))
+        minus_values.append(at(minus))
+        moves.append((up, down))
     value = np.float64(x[element])
     tied = tuple(
         (k, j)
@@ -106,8 +139,8 @@ def _probe(target: Target, eps: float | None, argument: int, element: int, outpu
         plus, up = moved_to(h, tied)
         minus, down = moved_to(-h, tied)
         if up != 0 and down != 0:
-            along = (at(plus) - at(minus)) / (up - down)
-    return Probe(h, tuple(steps), tuple(central), tuple(left), tuple(right), tied, along)
+            along = (at(plus), at(minus), up - down)
+    return _Column(h, tuple(steps), base, tuple(plus_values), tuple(minus_values), tuple(moves), tied, along)
 
 
 def _subnormal(value) -> bool:

@@ -43,7 +43,14 @@ from gradaudit.judging.classes import (
     ranked,
     settle,
 )
-from gradaudit.judging.fd_trust import ESTIMATES, Masks, Trust, absorbed_by_rounding, read_estimates
+from gradaudit.judging.fd_trust import (
+    ESTIMATES,
+    Masks,
+    Trust,
+    absorbed_by_rounding,
+    drowned_in_rounding,
+    read_estimates,
+)
 from gradaudit.judging.provenance import provenances, routing_findings
 from gradaudit.judging.refine import Refined, refined
 from gradaudit.judging.scale import below_resolution, beyond_scale
@@ -220,6 +227,16 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
                 np.fmax, [np.where(np.isfinite(m), m, np.nan) for m in magnitudes if m.shape == undefined_flat.shape]
             )
         absorbed = absorbed_by_rounding(larger, allowance, largest, fd_atol) & ~undefined_flat & ~kink
+    blocks = len(references[0].ok_arrays)
+    scales = [
+        stacks.largest(name)
+        for name in paths
+        if all(case.results[name].ok and len(case.results[name].ok_arrays) == blocks for case in cases)
+        and stacks.path(name).shape == undefined_flat.shape
+    ]
+    if scales:
+        derivatives = functools.reduce(np.maximum, scales)[:, None]
+        absorbed |= drowned_in_rounding(allowance, derivatives, fd_atol) & ~undefined_flat & ~kink
     kinked: np.ndarray = np.asarray(np.asarray(kink).any(axis=1))
     unchecked = np.count_nonzero(kink | undefined_flat | absorbed, axis=1)
     bad: dict[str, list[list[np.ndarray | None]]] = {}
@@ -804,9 +821,15 @@ def _first_entry(masks: Masks) -> tuple[int, int] | None:
 
 
 def _finite_difference_notes(
-    reference: PathResult, trusted: Trust, output_shape: tuple[int, ...], names: tuple[str, ...], order: int
+    reference: PathResult,
+    trusted: Trust,
+    noise: Masks | None,
+    output_shape: tuple[int, ...],
+    names: tuple[str, ...],
+    order: int,
 ) -> list[Note]:
-    """What finite differences could not judge (kinks, no finite estimate) or judged loosely (moving estimates)."""
+    """What finite differences could not judge (kinks, no finite estimate, rounding of `noise` that
+    drowns the derivative) or judged loosely (moving estimates)."""
     total = sum(np.size(m) for m in trusted.kink)
     label_ = label(reference.name)
 
@@ -851,13 +874,15 @@ def _finite_difference_notes(
     )
     absorbed = note(
         trusted.absorbed,
-        lambda: {"finite_difference": estimate_of(reference, "extrapolated")},
-        lambda location, count, finite_difference: (
+        lambda: {
+            "finite_difference": estimate_of(reference, "extrapolated"),
+            "rounding": noise if noise is not None else tuple(np.full(np.shape(m), np.nan) for m in trusted.absorbed),
+        },
+        lambda location, count, finite_difference, rounding: (
             f"finite differences cannot check {count} of {total} entries, first at {location} ({finite_difference:g} "
-            "there): "
-            "the step is lost in the rounding of the function's larger terms, which cancel there (inputs many times "
-            "the step, "
-            f"times their derivatives); compared with {label_} only within that rounding"
+            f"there, give or take {rounding:.3g}): the step is lost in the rounding of the function's value or of its "
+            "larger terms, which cancel there (inputs many times the step, times their derivatives), ten times the "
+            f"derivatives AD gives; compared with {label_} only within that rounding"
         ),
     )
     count = sum(int(np.count_nonzero(u)) for u in trusted.undefined)
@@ -1161,13 +1186,28 @@ def _refinement_note(refinement: Refined, output_shape: tuple[int, ...], names: 
     (block, flat), first = next(iter(refinement.entries.items()))
     location = _location(refinement.reference.ok_arrays[block], output_shape, names[block], 1, flat)
     count = len(refinement.entries)
+    slopes = f"{first.left:g} from the left, {first.right:g} from the right"
+    if first.shrinking:
+        how = (
+            f"at {first.step:.3g} they part by {abs(first.right - first.left):.3g} ({slopes}) and at "
+            f"{first.finer_step:.3g} by {first.finer_gap:.3g}, shrinking with the step as a smooth function's do, "
+            f"while the central slope holds within {first.spread:.3g}"
+        )
+    else:
+        how = f"at {first.step:.3g} and the next finer step the slopes agree ({slopes})"
+    tolerance = refinement.tolerance(first)
+    unresolved = (
+        f"; rounding there can hide {first.hidden:.3g} in a slope, more than the tolerance ({tolerance:.3g}): finite "
+        "differences do not resolve the slope, and the entries are compared with that allowance"
+        if first.hidden > tolerance
+        else ""
+    )
     return Note(
         paths=(refinement.reference.name,),
         message=(
             f"finite differences refined at {count} {'entry' if count == 1 else 'entries'} where the usual step saw a "
-            f"kink, first at {location}: at step {first.usual:.3g} the one-sided slopes part; at {first.step:.3g} and "
-            f"the next finer step the slopes agree ({first.left:g} from the left, {first.right:g} from the right), so "
-            f"{first.central:g} is compared there"
+            f"kink, first at {location}: at step {first.usual:.3g} the one-sided slopes part; {how}, so "
+            f"{first.central:g} is compared there{unresolved}"
         ),
         count=count,
         of=sum(int(np.size(b)) for b in refinement.reference.ok_arrays),
@@ -1295,7 +1335,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                     [s | a for s, a in zip(skip, trusted.absorbed, strict=True)] if trusted.absorbed else list(skip)
                 )
                 unchecked = (sum(int(np.sum(s)) for s in skipped), sum(int(np.size(s)) for s in skipped))
-            notes += _finite_difference_notes(reference, trusted, output_shape, names, family.order)
+            notes += _finite_difference_notes(reference, trusted, noise, output_shape, names, family.order)
             # Every AD path on one side against finite differences: the signature of a step finite
             # differences cannot take (or of a wrong rule): a probe may settle which.
             consensus = case.probe if len(classes) == 1 else None

@@ -3,11 +3,16 @@
 A step can straddle what it should resolve: a layer norm at constant input is smooth, but its
 variance term grows like the step squared and reaches the epsilon under the square root within the
 usual float32 step, so the one-sided slopes part and every entry looks like a kink; a custom rule
-3% wrong there would pass unchecked. For up to PROBED such entries the judge asks the probe
+3% wrong there would pass unchecked. For such entries of up to PROBED input elements the judge asks the probe
 (`engines/probe.py`) for the slopes at finer steps; where, at two successive finer steps, the
 central and both one-sided slopes agree within the tolerance (plus the rounding a difference
 quotient at that step can hide) and the central slope holds, that slope is the entry's estimate
-and the entry is compared like any other. A kink or jump never converges so: it stays a kink.
+and the entry is compared like any other. A smooth function whose curvature is strong for the step
+(logsumexp at logits near 1000, where the usual step is relative to the input's size) parts its
+one-sided slopes by about f'' h at every step, a gap that shrinks with the step; a kink's holds. So
+where the gap shrinks from one finer step to the next (`SHRINKS`) and the central slopes of the two
+agree, the larger step's central slope is the estimate too, its rounding smaller than at finer
+steps. A kink or jump never converges so: it stays a kink.
 """
 
 from __future__ import annotations
@@ -23,12 +28,17 @@ from gradaudit.model.computed import Probe, Prober
 from gradaudit.model.paths import PathResult
 
 PROBED = 8
-"""Most kink entries of one scenario refined (each probe evaluates the function about 40 times)."""
+"""Most input elements probed to refine one scenario's kink entries: a probe evaluates the function about
+40 times at one element, which gives the slopes of every output there (the entries of one column)."""
 HELD = 0.25
 """A kink's one-sided slopes hold from one finer step to the next within this share of their gap (a jump's
 grow like 1 / step, so they change by half of it)."""
 ESTIMATES = ("extrapolated", "central", "central_half")
 """Finite-difference estimates an entry's refined central slope replaces."""
+SHRINKS = 0.5
+"""A smooth function's one-sided slopes part by about f'' h, a kink's by the same gap at every step: between
+two steps a ratio r apart, a gap that shrinks to at most r ** SHRINKS of itself (the geometric middle of
+the two) is read as smooth."""
 
 
 @dataclass(frozen=True)
@@ -40,26 +50,60 @@ class Converged:
     central: float
     left: float
     right: float
+    spread: float = 0.0
+    """How far the central slope at the next finer step is from `central`: what truncation may hide."""
+    finer_step: float = 0.0
+    finer_gap: float = 0.0
+    """The next finer step and how far its one-sided slopes part there."""
+    shrinking: bool = False
+    """Whether the one-sided slopes part at `step`, by a gap that shrinks with the step (else they agree)."""
+    hidden: float = 0.0
+    """The rounding a difference quotient at `step` can hide."""
 
 
 def converged(probe: Probe, rtol: float, atol: float, noise: Callable[[float], float]) -> Converged | None:
-    """The largest step below the usual one where the central and one-sided slopes agree, and agree
-    again at the next finer step with the central slope held; `noise(step)`: the rounding a
-    difference quotient at that step can hide. None where no such step exists (a kink, a jump)."""
+    """The largest step below the usual one where the central and one-sided slopes agree, or part by a
+    gap that shrinks as a smooth function's does (`SHRINKS`), and the central slope holds at the next
+    finer step; `noise(step)`: the rounding a difference quotient at that step can hide. None where no
+    such step exists (a kink, a jump)."""
     finer = [i for i, step in enumerate(probe.steps) if step < probe.step]
+
+    def allowed(k: int, centre: float) -> float:
+        return atol + rtol * abs(centre) + noise(probe.steps[k])
+
+    def agree(k: int, centre: float) -> bool:
+        slopes = (probe.central[k], probe.left[k], probe.right[k])
+        if not all(math.isfinite(s) for s in slopes):
+            return False
+        return max(abs(s - centre) for s in slopes) <= allowed(k, centre)
+
+    def shrinks(i: int, j: int) -> bool:
+        slopes = (probe.left[i], probe.right[i], probe.left[j], probe.right[j], probe.central[j])
+        if not all(math.isfinite(s) for s in slopes):
+            return False
+        gap_i, gap_j = abs(probe.right[i] - probe.left[i]), abs(probe.right[j] - probe.left[j])
+        held = abs(probe.central[j] - probe.central[i]) <= allowed(j, probe.central[i])
+        return held and gap_j <= (probe.steps[j] / probe.steps[i]) ** SHRINKS * gap_i + noise(probe.steps[j])
+
     for i, j in zip(finer, finer[1:], strict=False):
-
-        def agree(k: int, centre: float) -> bool:
-            slopes = (probe.central[k], probe.left[k], probe.right[k])
-            if not all(math.isfinite(s) for s in slopes):
-                return False
-            allowed = atol + rtol * abs(centre) + noise(probe.steps[k])
-            return max(abs(s - centre) for s in slopes) <= allowed
-
-        if agree(i, probe.central[i]) and agree(j, probe.central[i]):
-            if probe.left[i] == probe.right[i] == 0.0 and _kink_held(probe, finer[: finer.index(i)], agree):
-                return None  # flat only where the function stops resolving the step: the kink above stands
-            return Converged(probe.steps[i], probe.step, probe.central[i], probe.left[i], probe.right[i])
+        settles = agree(i, probe.central[i]) and agree(j, probe.central[i])
+        if not math.isfinite(probe.central[i]) or not (settles or shrinks(i, j)):
+            continue
+        flat = [k for k in (i, j) if probe.left[k] == probe.right[k] == 0.0]
+        if flat and _kink_held(probe, finer[: finer.index(flat[0])], agree):
+            return None  # flat only where the function stops resolving the step: the kink above stands
+        return Converged(
+            probe.steps[i],
+            probe.step,
+            probe.central[i],
+            probe.left[i],
+            probe.right[i],
+            spread=abs(probe.central[j] - probe.central[i]),
+            finer_step=probe.steps[j],
+            finer_gap=abs(probe.right[j] - probe.left[j]),
+            shrinking=not settles,
+            hidden=noise(probe.steps[i]),
+        )
     return None
 
 
@@ -95,6 +139,12 @@ class Refined:
     noise: tuple[np.ndarray, ...] | None
     entries: dict[tuple[int, int], Converged]
     """(block, flat index) -> the slopes that replaced the usual estimate."""
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    def tolerance(self, slopes: Converged) -> float:
+        """The tolerance an entry's refined slope is compared with, rounding apart."""
+        return self.atol + self.rtol * abs(slopes.central)
 
 
 def refined(
@@ -107,16 +157,20 @@ def refined(
     atol: float,
     rounding: Callable[[int], float],
 ) -> Refined | None:
-    """`reference` refined at its first PROBED kink entries that converge at a finer step;
+    """`reference` refined at the kink entries of its first PROBED input elements that converge at a finer step;
     `locate(block, flat)`: the (argument, element, output) the entry differentiates, None where
     the block's layout does not say; `rounding(output)`: the value's rounding there (a difference
     quotient at step s hides up to 4 rounding / s). None where nothing converged."""
     entries: dict[tuple[int, int], Converged] = {}
     kinks = [(b, int(f)) for b, mask in enumerate(kink) for f in np.flatnonzero(np.asarray(mask).reshape(-1))]
-    for block, flat in kinks[:PROBED]:
+    elements: set[tuple[int, int]] = set()
+    for block, flat in kinks:
         where = locate(block, flat)
-        found = probe(*where) if where is not None else None
-        if found is None or where is None:
+        if where is None or (where[:2] not in elements and len(elements) >= PROBED):
+            continue
+        elements.add(where[:2])
+        found = probe(*where)
+        if found is None:
             continue
         hidden = 4.0 * rounding(where[2])
         slopes = converged(found, rtol, atol, functools.partial(_quotient_noise, hidden))
@@ -145,10 +199,13 @@ def refined(
     cleared = [np.array(m, dtype=bool, copy=True) for m in kink]
     for block, flat in entries:
         cleared[block].reshape(-1)[flat] = False
-    louder = put(noise, lambda s, was: was * s.usual / s.step) if noise is not None else None
+    quiet = noise if noise is not None else tuple(np.zeros(np.shape(b)) for b in reference.ok_arrays)
+    louder = put(quiet, lambda s, was: was * s.usual / s.step + s.spread)
     return Refined(
         reference=replace(reference, arrays=arrays, estimates=estimates),
         kink=tuple(cleared),
         noise=louder,
         entries=entries,
+        rtol=rtol,
+        atol=atol,
     )
