@@ -306,9 +306,14 @@ def test_a_step_too_small_for_bfloat16_is_raised_to_one_it_can_resolve(literal):
         assert result.status == CONSISTENT, [f.message for f in result.findings]
         # The unselected case (2.0) takes a step of 0.18, and the value near 284 rounds by 1: finite
         # differences there cannot tell its derivative from a hundred, and say so.
-        assert all(n.location == "d out/d case 1" and "cannot check 1 of 2" in n.message for n in result.notes), [
-            n.message for n in result.notes
-        ]
+        # And bfloat16's default tolerance (0.35) is said to be coarse.
+        said = [n.message for n in result.notes]
+        assert any(m.startswith("finite differences check these derivatives only within 0.354") for m in said), said
+        assert all(
+            n.location == "d out/d case 1" and "cannot check 1 of 2" in n.message
+            for n in result.notes
+            if "rtol" not in n.values
+        ), said
     assert [float(b) for b in step.paths["finite_difference"].arrays] == [1.0, 0.0]
     assert float(tiny.paths["finite_difference"].arrays[0]) == pytest.approx(
         2 * 292, rel=0.05

@@ -226,3 +226,27 @@ def test_the_absolute_tolerance_scales_with_derivatives_all_smaller_than_it_unle
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
     assert gradaudit.audit(lambda x: 1e-4 * jnp.sin(x), at).passed
     assert gradaudit.audit(small, at, atol=1e-3).passed
+
+
+def test_a_coarse_tolerance_is_said_where_a_rule_a_few_percent_wrong_would_pass():
+    """float16's default tolerance against finite differences is 4 sqrt(eps) = 0.125: a tanh rule 10% too
+    large passes, and the audit says how coarsely it checked; float32's passes nothing of the kind."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    @jax.custom_jvp
+    def tanh(x):
+        return jnp.tanh(x)
+
+    tanh.defjvp(lambda primals, tangents: (tanh(primals[0]), 1.1 * (1 - jnp.tanh(primals[0]) ** 2) * tangents[0]))
+    at = np.linspace(-1.0, 1.0, 5)
+    half = gradaudit.audit(tanh, at.astype(np.float16))
+    assert half.passed
+    (note,) = [n for n in half.notes if "rtol" in n.values]
+    assert note.values["rtol"] == 0.125 and "float16" in note.message and "a rule wrong by less passes" in note.message
+    assert not [n for n in gradaudit.audit(tanh, at.astype(np.float16), rtol=0.01).notes if "rtol" in n.values]
+    single = gradaudit.audit(tanh, at.astype(np.float32))
+    assert not single.passed and not [n for n in single.notes if "rtol" in n.values]

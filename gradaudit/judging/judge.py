@@ -54,7 +54,7 @@ from gradaudit.judging.fd_trust import (
 from gradaudit.judging.provenance import provenances, routing_findings
 from gradaudit.judging.refine import Refined, refined
 from gradaudit.judging.scale import below_resolution, beyond_scale
-from gradaudit.judging.tolerances import Tolerances
+from gradaudit.judging.tolerances import Tolerances, coarse_notes
 from gradaudit.judging.wording import (
     entries_summary,
     grouped_by_said,
@@ -1328,6 +1328,8 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 notes.append(_refinement_note(refinement, output_shape, names))
             skip = trusted.skipped
             families.append(Compared(family.order, reference, tolerances.fd_rtol, tolerances.fd_atol, skip))
+            if family.order == 1:
+                notes += coarse_notes(tolerances, case.inputs)
             if family.order == 1 and refinement is None:
                 unchecked = compared.unchecked
             elif family.order == 1:

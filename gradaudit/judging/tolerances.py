@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from gradaudit.model import dtypes
+from gradaudit.model.findings import Note
 from gradaudit.model.paths import PathResult
 from gradaudit.model.scenario import Scenario
 
@@ -21,6 +22,28 @@ class Tolerances:
     fd_atol: float
     ad_rtol: float
     ad_atol: float
+
+
+COARSE = 0.05
+"""A relative tolerance against finite differences from which a rule wrong by a few percent passes
+(float16's default is 0.125, bfloat16's 0.35): a note says so, where the user may not know."""
+
+
+def coarse_notes(tolerances: Tolerances, inputs: Sequence[np.ndarray]) -> list[Note]:
+    """A note where derivatives are checked against finite differences only coarsely (`COARSE`)."""
+    if tolerances.fd_rtol < COARSE:
+        return []
+    names = sorted({np.asarray(x).dtype.name for x in inputs})
+    return [
+        Note(
+            message=(
+                f"finite differences check these derivatives only within {tolerances.fd_rtol:.3g} relative "
+                f"({', '.join(names) or 'this dtype'}: 4 sqrt(eps) unless rtol is set); a rule wrong by less passes: "
+                "audit the function in float32 too to check it more closely"
+            ),
+            values={"rtol": tolerances.fd_rtol},
+        )
+    ]
 
 
 def function_scale(paths: Mapping[str, PathResult]) -> float:
