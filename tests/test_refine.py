@@ -167,3 +167,21 @@ def test_strong_curvature_for_the_usual_step_is_checked_where_the_slopes_part_as
     plain = gradaudit.audit(layer_norm, np.float32(1000.0) + np.linspace(-2.0, 2.0, 4, dtype=np.float32))
     assert plain.passed and not plain.findings
     assert not [n for n in plain.notes if n.message.startswith("kink or jump")]  # all 16 entries compared
+
+
+def test_an_entry_refined_is_judged_by_its_refined_estimate_alone(tmp_path):
+    """tan at 1e7 in float64: the usual step (76) spans 24 periods, so the slopes there part at random and
+    AD lies outside them, which put the entry among the disagreeing before it was refined; at 7e-5 the
+    slopes part as a smooth function's and the central slope is tan' there. The refined estimate decides."""
+    path = write_yaml(
+        tmp_path,
+        "tan.yaml",
+        "scenarios:\n- name: tan-far\n  fn: jax.numpy:tan\n  inputs:\n  - {dtype: float64, value: [10000000.0, 20000000.0]}\n",
+    )
+    ran = run_cli("run", str(path), "--json", "-")
+    (result,) = ran.json()["results"]
+    assert ran.exit_code == 0 and result["status"] == "consistent" and not result["findings"], result["findings"]
+    (note,) = [n for n in result["notes"] if n["message"].startswith("finite differences refined")]
+    assert note["count"] == 2 and note["values"]["step"] < 1e-3
+    derivative = 1 + np.tan(1e7) ** 2
+    assert abs(note["values"]["central"] - derivative) < 1e-6 * derivative

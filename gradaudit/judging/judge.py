@@ -1164,20 +1164,24 @@ def _refined_bad(
     results: dict[str, PathResult],
     name: str,
 ) -> list[np.ndarray | None] | None:
-    """A side's entries not close to finite differences (`bad[name]`) with the refined entries
-    judged against their refined estimates added."""
+    """A side's entries not close to finite differences (`bad[name]`), the refined entries judged
+    against their refined estimates instead of the usual step's."""
     known = bad.get(name)
     if known is None or name not in results or not results[name].ok:
         return known
     side = results[name].ok_arrays
+    refined_in: dict[int, list[int]] = {}
     extra: dict[int, list[int]] = {}
     for (block, flat), slopes in refinement.entries.items():
+        refined_in.setdefault(block, []).append(flat)
         got = np.asarray([np.asarray(side[block], dtype=np.float64).reshape(-1)[flat]])
         noise = None if refinement.noise is None else np.asarray([refinement.noise[block].reshape(-1)[flat]])
         if not _close(got, np.asarray([slopes.central]), tolerances.fd_rtol, tolerances.fd_atol, noise)[0]:
             extra.setdefault(block, []).append(flat)
     return [
-        b if block not in extra or b is None else np.union1d(b, np.asarray(extra[block], dtype=b.dtype))
+        None
+        if b is None
+        else np.union1d(np.setdiff1d(b, refined_in.get(block, [])), extra.get(block, [])).astype(b.dtype)
         for block, b in enumerate(known)
     ]
 
