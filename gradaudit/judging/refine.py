@@ -35,6 +35,9 @@ HELD = 0.25
 grow like 1 / step, so they change by half of it)."""
 ESTIMATES = ("extrapolated", "central", "central_half")
 """Finite-difference estimates an entry's refined central slope replaces."""
+RESOLVES = 4.0
+"""A step settles nothing where the rounding a difference quotient there can hide is more than this many
+times the tolerance: a kink's slopes (truncnorm's cdf at its upper bound: 0.57 and 0) agree within it."""
 SHRINKS = 0.5
 """A smooth function's one-sided slopes part by about f'' h, a kink's by the same gap at every step: between
 two steps a ratio r apart, a gap that shrinks to at most r ** SHRINKS of itself (the geometric middle of
@@ -83,11 +86,16 @@ def converged(probe: Probe, rtol: float, atol: float, noise: Callable[[float], f
             return False
         gap_i, gap_j = abs(probe.right[i] - probe.left[i]), abs(probe.right[j] - probe.left[j])
         held = abs(probe.central[j] - probe.central[i]) <= allowed(j, probe.central[i])
-        return held and gap_j <= (probe.steps[j] / probe.steps[i]) ** SHRINKS * gap_i + noise(probe.steps[j])
+        return held and gap_j <= (probe.steps[j] / probe.steps[i]) ** SHRINKS * gap_i
+
+    def resolves(k: int) -> bool:
+        return noise(probe.steps[k]) <= RESOLVES * (atol + rtol * abs(probe.central[k]))
 
     for i, j in zip(finer, finer[1:], strict=False):
+        if not math.isfinite(probe.central[i]) or not resolves(i):
+            continue
         settles = agree(i, probe.central[i]) and agree(j, probe.central[i])
-        if not math.isfinite(probe.central[i]) or not (settles or shrinks(i, j)):
+        if not (settles or shrinks(i, j)):
             continue
         flat = [k for k in (i, j) if probe.left[k] == probe.right[k] == 0.0]
         if flat and _kink_held(probe, finer[: finer.index(flat[0])], agree):
