@@ -174,3 +174,19 @@ def test_derivatives_below_what_the_value_s_rounding_lets_a_step_show_are_said_t
     # The same value with derivatives of ordinary size is checked: its rounding (0.1 a slope) is far below them.
     ordinary = gradaudit.audit(lambda x: 1000.0 + jnp.sin(x), np.linspace(-1.0, 1.0, 3, dtype=np.float32))
     assert ordinary.passed and not [n for n in ordinary.notes if "cannot check" in n.message]
+
+
+def test_terms_that_share_a_sign_are_no_cancelling_sum_and_the_entries_they_touch_are_checked():
+    # exp near 7: d out[0]/d x[1] is 0 and finite differences give exactly 0. The terms' bound read
+    # x[0] exp(x[0]) = 4300 as a term of out[0] = 665 cancelling to it, and said 6 of 9 entries could not
+    # be checked; exp(x) is no such sum. A wrong rule among them is found, as before.
+    plain = gradaudit.audit(jnp.exp, np.linspace(6.5, 7.5, 3, dtype=np.float32))
+    assert plain.passed and not [n for n in plain.notes if "cannot check" in n.message]
+
+    @jax.custom_jvp
+    def steep(x):
+        return jnp.exp(x)
+
+    steep.defjvp(lambda primals, tangents: (steep(primals[0]), jnp.exp(primals[0]) * tangents[0] * 1.01))
+    wrong = gradaudit.audit(steep, np.linspace(6.5, 7.5, 3, dtype=np.float32))
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}

@@ -44,6 +44,7 @@ from gradaudit.judging.classes import (
     settle,
 )
 from gradaudit.judging.fd_trust import (
+    CANCELLED,
     ESTIMATES,
     Masks,
     Trust,
@@ -154,28 +155,38 @@ def _rounding_of_terms(
     derivatives.append(stacks.estimate(reference, "extrapolated"))
     with np.errstate(invalid="ignore", over="ignore"):
         largest = functools.reduce(np.maximum, [np.nan_to_num(np.abs(d), nan=0.0, posinf=0.0) for d in derivatives])
-        inputs = [
+        points = [
             np.nan_to_num(
-                np.abs(np.stack([np.asarray(case.inputs[k], dtype=np.float64).reshape(-1) for case in cases])),
+                np.stack([np.asarray(case.inputs[k], dtype=np.float64).reshape(-1) for case in cases]),
                 nan=0.0,
                 posinf=0.0,
+                neginf=0.0,
             )
             for k in range(len(like))
         ]
+        inputs = [np.abs(x) for x in points]
         sizes = [x.shape[1] for x in inputs]
         out_size = math.prod(np.shape(like[0])) // max(1, sizes[0]) if sizes[0] else 0
         if not out_size or any(
             math.prod(np.shape(block)) != out_size * size for block, size in zip(like, sizes, strict=True)
         ):
             return None
-        blocks = [
-            b.reshape(len(cases), out_size, size)
-            for b, size in zip(
-                np.split(largest, np.cumsum([out_size * size for size in sizes])[:-1], axis=1), sizes, strict=True
-            )
-        ]
-        own = [block * x[:, None, :] for block, x in zip(blocks, inputs, strict=True)]
+
+        def blocked(flat: np.ndarray) -> list[np.ndarray]:
+            cuts = np.cumsum([out_size * size for size in sizes])[:-1]
+            return [
+                b.reshape(len(cases), out_size, size)
+                for b, size in zip(np.split(flat, cuts, axis=1), sizes, strict=True)
+            ]
+
+        own = [block * x[:, None, :] for block, x in zip(blocked(largest), inputs, strict=True)]
         terms = sum(term.sum(axis=2) for term in own)
+        # Terms that cancel: signed, they sum to far less than their sizes (an FFT's 3e38 - 3e38, a layer
+        # norm's x - mean). A row whose terms share a sign is no sum of them (exp at 7: x exp(x) is no
+        # term of exp(x)), and its value's own rounding is all a step must beat.
+        signed = np.nan_to_num(derivatives[0], nan=0.0, posinf=0.0, neginf=0.0)
+        net = sum((block * x[:, None, :]).sum(axis=2) for block, x in zip(blocked(signed), points, strict=True))
+        cancel = (CANCELLED * np.abs(net) <= terms)[:, :, None]
         steps = []
         for k, size in enumerate(sizes):
             dtype = np.asarray(first.inputs[k]).dtype
@@ -185,7 +196,7 @@ def _rounding_of_terms(
         out_rounding = rounding(np.asarray(value_of(first.results, first.bindings).ok_arrays[0]).dtype)
         # The other terms only: x[j] itself is exact, and its own term moves with the step.
         hidden = [
-            4.0 * out_rounding * np.maximum(terms[:, :, None] - term, 0.0) / step
+            np.where(cancel, 4.0 * out_rounding * np.maximum(terms[:, :, None] - term, 0.0) / step, 0.0)
             for term, step in zip(own, steps, strict=True)
         ]
     return np.concatenate([h.reshape(len(cases), -1) for h in hidden], axis=1)
