@@ -250,3 +250,23 @@ def test_a_coarse_tolerance_is_said_where_a_rule_a_few_percent_wrong_would_pass(
     assert not [n for n in gradaudit.audit(tanh, at.astype(np.float16), rtol=0.01).notes if "rtol" in n.values]
     single = gradaudit.audit(tanh, at.astype(np.float32))
     assert not single.passed and not [n for n in single.notes if "rtol" in n.values]
+
+
+def test_a_custom_jvp_rule_wrong_only_at_second_order_is_diagnosed_as_the_rule():
+    """A JVP rule whose tangent goes through stop_gradient is right at first order and wrong at second: every
+    Hessian path follows it against finite differences of the Jacobian, which is the custom_jvp diagnosis."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    @jax.custom_jvp
+    def sine(x):
+        return jnp.sin(x)
+
+    sine.defjvp(lambda primals, tangents: (sine(primals[0]), jnp.cos(jax.lax.stop_gradient(primals[0])) * tangents[0]))
+    audit = gradaudit.audit(sine, np.array([0.3, 1.0], np.float32), order=2)
+    assert not audit.passed and {str(f.finding_class) for f in audit.findings} == {"wrong"}
+    assert audit.diagnosis is not None and audit.diagnosis.id == "GA012"
+    assert gradaudit.audit(sine, np.array([0.3, 1.0], np.float32)).passed  # first order: right

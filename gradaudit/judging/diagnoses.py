@@ -24,10 +24,10 @@ from gradaudit.model.mechanisms import (
 from gradaudit.model.paths import (
     FINITE_DIFFERENCE,
     FIRST_ORDER_PATHS,
+    HESSIAN_FINITE_DIFFERENCE,
     JACFWD,
-    JACREV,
     JIT_JACFWD,
-    JIT_JACREV,
+    MODES_NEEDED,
     PathResult,
     base_name,
 )
@@ -118,22 +118,24 @@ def _raised(type_name: str, fragment: str, where: str = "") -> Callable[[Evidenc
     return match
 
 
-REVERSE_PATHS = frozenset({JACREV, JIT_JACREV})
 FORWARD_PATHS = frozenset({JACFWD, JIT_JACFWD})
 
 
 def _modes(paths: Sequence[str]) -> set[str]:
-    """Which modes ('forward', 'reverse', 'reference') a finding's paths cover."""
+    """Which modes ('forward', 'reverse', 'reference') a finding's paths cover: a Hessian path is
+    reverse where any of its passes is (it goes through the transpose rules), else forward, and
+    finite differences of the Jacobian are the reference as finite differences are."""
     modes = set()
     for path in paths:
         base = base_name(path)
+        needed = MODES_NEEDED.get(base, frozenset())
         modes.add(
             "reverse"
-            if base in REVERSE_PATHS
+            if "rev" in needed
             else "forward"
-            if base in FORWARD_PATHS
+            if "fwd" in needed
             else "reference"
-            if base == FINITE_DIFFERENCE
+            if base in (FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE)
             else "other"
         )
     return modes
@@ -329,10 +331,14 @@ CATALOG: tuple[Diagnosis, ...] = (
             "The function (or something it calls) is a jax.custom_jvp, and forward and reverse mode, which both "
             "follow its hand-written JVP rule, agree with each other but not with finite differences of the function "
             "itself: the rule computes something other than the derivative of the primal output (a wrong sign, "
-            "factor or argument), or is right only on part of the domain."
+            "factor or argument), or is right only on part of the domain. At second order the Hessian paths "
+            "differentiate the rule itself, against finite differences of the Jacobian: a rule right at first "
+            "order can still be wrong there (a tangent computed through stop_gradient or a constant)."
         ),
         fixes=(
             "Check the JVP rule against jax.jvp of the undecorated function at the inputs the finding names.",
+            "For a second-order finding, check that the rule's tangent is differentiable in the primals: no "
+            "stop_gradient, no value computed outside JAX.",
             "Check the rule's tangent output: it must be linear in the tangents and shaped like the primal output.",
             "Where the rule is meant for stability (log-sum-exp, softplus), compare it with the plain formula on both "
             "tails.",
