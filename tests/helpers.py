@@ -78,6 +78,13 @@ def write_yaml(folder: Path, name: str, text: str) -> Path:
     return path
 
 
+def run_one(folder: Path, name: str, text: str) -> tuple[CliResult, dict]:
+    """`gradaudit run` of a one-scenario file written to `folder`: the run, and its result as the JSON report has it."""
+    ran = run_cli("run", str(write_yaml(folder, name, text)), "--json", "-")
+    (result,) = ran.json()["results"]
+    return ran, result
+
+
 def make_scenario(
     selector_dtype: str = "int32",
     value=0,

@@ -6,7 +6,7 @@ import numpy as np
 
 from gradaudit.judging.refine import converged
 from gradaudit.model.computed import Probe
-from tests.helpers import run_cli, write_yaml
+from tests.helpers import run_cli, run_one, write_yaml
 
 LAYER_NORM = """
 import jax
@@ -175,13 +175,11 @@ def test_an_entry_refined_is_judged_by_its_refined_estimate_alone(tmp_path):
     """tan at 1e7 in float64: the usual step (76) spans 24 periods, so the slopes there part at random and
     AD lies outside them, which put the entry among the disagreeing before it was refined; at 7e-5 the
     slopes part as a smooth function's and the central slope is tan' there. The refined estimate decides."""
-    path = write_yaml(
+    ran, result = run_one(
         tmp_path,
         "tan.yaml",
         "scenarios:\n- name: tan-far\n  fn: jax.numpy:tan\n  inputs:\n  - {dtype: float64, value: [10000000.0, 20000000.0]}\n",
     )
-    ran = run_cli("run", str(path), "--json", "-")
-    (result,) = ran.json()["results"]
     assert ran.exit_code == 0 and result["status"] == "consistent" and not result["findings"], result["findings"]
     (note,) = [n for n in result["notes"] if n["message"].startswith("finite differences refined")]
     assert note["count"] == 2 and note["values"]["step"] < 1e-3

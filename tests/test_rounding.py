@@ -16,7 +16,7 @@ import gradaudit
 from gradaudit.judging.judge import judge
 from gradaudit.judging.tolerances import Tolerances
 from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD, JIT_JACREV, VALUE
-from tests.helpers import path_results, run_cli, write_yaml
+from tests.helpers import path_results, run_one
 
 F32_MAX = float(np.finfo(np.float32).max)
 
@@ -118,13 +118,11 @@ def test_a_staircase_with_a_straight_through_rule_is_non_differentiable():
 
 def test_a_period_far_below_the_step_is_checked_at_finer_steps_and_noted(tmp_path):
     # fmod(x, 7e-42) in float64 at x = 0 is x itself below the divisor: the usual step spans 1e36 periods.
-    scenario = write_yaml(
+    ran, result = run_one(
         tmp_path,
         "fmod.yaml",
         "scenarios:\n- name: fmod-tiny-divisor\n  fn: jax.numpy:fmod\n  inputs:\n  - {dtype: float64, value: 0.0}\n  - {dtype: float64, value: 7.1e-42}\n",
     )
-    ran = run_cli("run", str(scenario), "--json", "-")
-    (result,) = ran.json()["results"]
     assert ran.exit_code == 0 and result["status"] == "consistent", ran.stderr
     assert [
         n
