@@ -174,10 +174,10 @@ def test_derivatives_below_what_the_value_s_rounding_lets_a_step_show_are_said_t
     assert ordinary.passed and not [n for n in ordinary.notes if "cannot check" in n.message]
 
 
-def test_terms_that_share_a_sign_are_no_cancelling_sum_and_the_entries_they_touch_are_checked():
+def test_an_entry_no_path_gives_a_derivative_has_no_step_to_lose_in_larger_terms():
     # exp near 7: d out[0]/d x[1] is 0 and finite differences give exactly 0. The terms' bound read
-    # x[0] exp(x[0]) = 4300 as a term of out[0] = 665 cancelling to it, and said 6 of 9 entries could not
-    # be checked; exp(x) is no such sum. A wrong rule among them is found, as before.
+    # x[0] exp(x[0]) = 4300 as a term of out[0] = 665 that x[1]'s step was lost in, and said 6 of 9 entries
+    # could not be checked; x[1] moves out[0] not at all. A wrong rule among them is found, as before.
     plain = gradaudit.audit(jnp.exp, np.linspace(6.5, 7.5, 3, dtype=np.float32))
     assert plain.passed and not [n for n in plain.notes if "cannot check" in n.message]
 
@@ -188,3 +188,33 @@ def test_terms_that_share_a_sign_are_no_cancelling_sum_and_the_entries_they_touc
     steep.defjvp(lambda primals, tangents: (steep(primals[0]), jnp.exp(primals[0]) * tangents[0] * 1.01))
     wrong = gradaudit.audit(steep, np.linspace(6.5, 7.5, 3, dtype=np.float32))
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+
+
+OFFSETS = """
+def cancelled(x, y):
+    return (y + x) - 1e12
+"""
+
+
+def test_a_term_cancelled_by_a_constant_still_hides_the_step_and_a_rule_of_zero_is_not_drowned(tmp_path):
+    # (1e12 + x) - 1e12 in float64 at x = 1: a step of 6e-6 is lost in 1e12's rounding, so finite differences give 0.
+    (tmp_path / "offsets.py").write_text(OFFSETS)
+    ran, result = run_one(
+        tmp_path,
+        "offsets.yaml",
+        "scenarios:\n- name: cancelled\n  fn: 'offsets:cancelled'\n  inputs:\n"
+        "  - {dtype: float64, value: 1.0}\n  - {dtype: float64, value: 1000000000000.0}\n",
+    )
+    assert ran.exit_code == 0 and result["status"] == "consistent", result["findings"]
+    assert any("cannot check" in n["message"] for n in result["notes"])
+    # A rule whose tangent is 0 for 1000 + x: finite differences give 1, and they did check it.
+    audit = gradaudit.audit(_flat_rule, np.float32(0.5))
+    assert not audit.passed and not [n for n in audit.notes if "cannot check" in n.message]
+
+
+@jax.custom_jvp
+def _flat_rule(x):
+    return 1000.0 + x
+
+
+_flat_rule.defjvp(lambda primals, tangents: (_flat_rule(primals[0]), 0.0 * tangents[0]))

@@ -71,7 +71,7 @@ class Trust:
     derivative itself (plus the absolute tolerance), so finite differences cannot tell it from
     zero: the step is lost in them (an FFT of [0, 0, 3e38, 3e38] moves not at all
     when x[0] moves by 0.004), so finite differences cannot check the entry; or that rounding is
-    UNCHECKED times every derivative the AD paths give (`drowned_in_rounding`: the value itself
+    UNCHECKED times every derivative the AD paths and finite differences give (`drowned_in_rounding`: the value itself
     rounds more than a step moves it). Compared within that rounding, and noted.
     """
 
@@ -155,7 +155,8 @@ def absorbed_by_rounding(
 
 def drowned_in_rounding(allowance: np.ndarray, derivatives: np.ndarray, atol: np.ndarray | float) -> np.ndarray:
     """Where the rounding a difference quotient can hide (`allowance`) is UNCHECKED times every
-    derivative the AD paths give (`derivatives`: their largest finite |entry|, a column per case)
+    derivative the AD paths and finite differences give (`derivatives`: their largest finite |entry|, a
+    column per case)
     and the absolute tolerance: the function's value rounds more than its steps move it (1000 +
     1e-4 sin x in float32), so finite differences cannot tell any of its derivatives from zero."""
     with np.errstate(invalid="ignore", over="ignore"):

@@ -44,7 +44,6 @@ from gradaudit.judging.classes import (
     settle,
 )
 from gradaudit.judging.fd_trust import (
-    CANCELLED,
     ESTIMATES,
     Masks,
     Trust,
@@ -155,38 +154,28 @@ def _rounding_of_terms(
     derivatives.append(stacks.estimate(reference, "extrapolated"))
     with np.errstate(invalid="ignore", over="ignore"):
         largest = functools.reduce(np.maximum, [np.nan_to_num(np.abs(d), nan=0.0, posinf=0.0) for d in derivatives])
-        points = [
+        inputs = [
             np.nan_to_num(
-                np.stack([np.asarray(case.inputs[k], dtype=np.float64).reshape(-1) for case in cases]),
+                np.abs(np.stack([np.asarray(case.inputs[k], dtype=np.float64).reshape(-1) for case in cases])),
                 nan=0.0,
                 posinf=0.0,
-                neginf=0.0,
             )
             for k in range(len(like))
         ]
-        inputs = [np.abs(x) for x in points]
         sizes = [x.shape[1] for x in inputs]
         out_size = math.prod(np.shape(like[0])) // max(1, sizes[0]) if sizes[0] else 0
         if not out_size or any(
             math.prod(np.shape(block)) != out_size * size for block, size in zip(like, sizes, strict=True)
         ):
             return None
-
-        def blocked(flat: np.ndarray) -> list[np.ndarray]:
-            cuts = np.cumsum([out_size * size for size in sizes])[:-1]
-            return [
-                b.reshape(len(cases), out_size, size)
-                for b, size in zip(np.split(flat, cuts, axis=1), sizes, strict=True)
-            ]
-
-        own = [block * x[:, None, :] for block, x in zip(blocked(largest), inputs, strict=True)]
+        blocks = [
+            b.reshape(len(cases), out_size, size)
+            for b, size in zip(
+                np.split(largest, np.cumsum([out_size * size for size in sizes])[:-1], axis=1), sizes, strict=True
+            )
+        ]
+        own = [block * x[:, None, :] for block, x in zip(blocks, inputs, strict=True)]
         terms = sum(term.sum(axis=2) for term in own)
-        # Terms that cancel: signed, they sum to far less than their sizes (an FFT's 3e38 - 3e38, a layer
-        # norm's x - mean). A row whose terms share a sign is no sum of them (exp at 7: x exp(x) is no
-        # term of exp(x)), and its value's own rounding is all a step must beat.
-        signed = np.nan_to_num(derivatives[0], nan=0.0, posinf=0.0, neginf=0.0)
-        net = sum((block * x[:, None, :]).sum(axis=2) for block, x in zip(blocked(signed), points, strict=True))
-        cancel = (CANCELLED * np.abs(net) <= terms)[:, :, None]
         steps = []
         for k, size in enumerate(sizes):
             dtype = np.asarray(first.inputs[k]).dtype
@@ -195,9 +184,11 @@ def _rounding_of_terms(
             steps.append((step_size(inputs[k], eps, dtype) / 2).reshape(len(cases), 1, size))
         out_rounding = rounding(np.asarray(value_of(first.results, first.bindings).ok_arrays[0]).dtype)
         # The other terms only: x[j] itself is exact, and its own term moves with the step.
+        # Only where x[j] moves out[i] at all: an entry no path gives a derivative (exp's off-diagonal, where
+        # out[0] = exp(x[0]) holds no x[1]) has no step to lose in out[i]'s terms.
         hidden = [
-            np.where(cancel, 4.0 * out_rounding * np.maximum(terms[:, :, None] - term, 0.0) / step, 0.0)
-            for term, step in zip(own, steps, strict=True)
+            np.where(block > 0, 4.0 * out_rounding * np.maximum(terms[:, :, None] - term, 0.0) / step, 0.0)
+            for block, term, step in zip(blocks, own, steps, strict=True)
         ]
     return np.concatenate([h.reshape(len(cases), -1) for h in hidden], axis=1)
 
@@ -246,6 +237,10 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
         and stacks.path(name).shape == undefined_flat.shape
     ]
     if scales:
+        # Finite differences' own estimate counts too: a rule whose tangent is wrongly 0 drowns nothing.
+        with np.errstate(invalid="ignore"):
+            extrapolated = np.abs(stacks.estimate(reference, "extrapolated"))
+        scales.append(np.max(extrapolated, axis=1, initial=0.0, where=np.isfinite(extrapolated)))
         derivatives = functools.reduce(np.maximum, scales)[:, None]
         absorbed |= drowned_in_rounding(allowance, derivatives, fd_atol) & ~undefined_flat & ~kink
     kinked: np.ndarray = np.asarray(np.asarray(kink).any(axis=1))
