@@ -95,7 +95,7 @@ def test_slopes_that_part_as_a_smooth_function_s_do_converge_and_a_jump_s_do_not
     # logsumexp at logits near 1000 in float32 (probed): the usual step 3.9 straddles its curvature; at 0.244 the
     # one-sided slopes part by f'' h = 0.035, at 0.0153 by 16 times less, and the central slope holds.
     steps = (3.90625, 0.244140625, 0.0152587890625)
-    lse = Probe(3.90625, steps, (0.310086, 0.172875, 0.172), (0.0472344, 0.1555, 0.17), (0.572937, 0.19025, 0.174))
+    lse = Probe(3.90625, steps, (0.310086, 0.172875, 0.172), (0.0472344, 0.1555, 0.172), (0.572937, 0.19025, 0.172))
     found = converged(lse, 0.0014, 0.0014, silent)
     assert found is not None and found.shrinking and found.step == steps[1] and found.central == 0.172875
     assert abs(found.spread - 0.000875) < 1e-9
@@ -185,3 +185,30 @@ def test_an_entry_refined_is_judged_by_its_refined_estimate_alone(tmp_path):
     assert note["count"] == 2 and note["values"]["step"] < 1e-3
     derivative = 1 + np.tan(1e7) ** 2
     assert abs(note["values"]["central"] - derivative) < 1e-6 * derivative
+
+
+KINKS_NEARBY = """
+import jax.numpy as jnp
+
+GAP = 2.4e-7
+KNOTS = [-1.0, -GAP, 0.0, GAP, 1.0]
+VALUES = [1.0 - GAP, 0.0, 0.0, 0.2 * GAP, 0.2 * GAP + 1.2 * (1.0 - GAP)]
+
+
+def three_kinks(x):
+    return jnp.interp(x, jnp.array(KNOTS), jnp.array(VALUES))
+"""
+
+
+def test_a_kink_at_the_point_beside_others_within_the_coarser_step_is_not_refined_as_smooth(tmp_path):
+    # Slopes 0 and 0.2 at 0, with knots 2.4e-7 either side, in float64: at a step of 4.8e-7 the one-sided slopes
+    # part by 1.19, at 3e-8 by 0.2, a gap that shrank, but to 0.2, not toward nothing: the kink stands, and AD's
+    # one-sided slope (0.2) is no `wrong` against the central slope's 0.1.
+    (tmp_path / "kinks.py").write_text(KINKS_NEARBY)
+    ran, result = run_one(
+        tmp_path,
+        "kinks.yaml",
+        "scenarios:\n- name: kinks\n  fn: 'kinks:three_kinks'\n  inputs:\n  - {dtype: float64, value: 0.0}\n",
+    )
+    assert ran.exit_code == 0 and result["status"] == "consistent", result["findings"]
+    assert any(n["message"].startswith("kink or jump") for n in result["notes"])

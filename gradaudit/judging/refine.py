@@ -10,9 +10,9 @@ quotient at that step can hide) and the central slope holds, that slope is the e
 and the entry is compared like any other. A smooth function whose curvature is strong for the step
 (logsumexp at logits near 1000, where the usual step is relative to the input's size) parts its
 one-sided slopes by about f'' h at every step, a gap that shrinks with the step; a kink's holds. So
-where the gap shrinks from one finer step to the next (`SHRINKS`) and the central slopes of the two
-agree, the larger step's central slope is the estimate too, its rounding smaller than at finer
-steps. A kink or jump never converges so: it stays a kink.
+where the gap shrinks from one finer step to the next (`SHRINKS`), toward nothing when drawn out to a
+step of 0, and the central slopes of the two agree, the larger step's central slope is the estimate
+too, its rounding smaller than at finer steps. A kink or jump never converges so: it stays a kink.
 """
 
 from __future__ import annotations
@@ -85,8 +85,12 @@ def converged(probe: Probe, rtol: float, atol: float, noise: Callable[[float], f
         if not all(math.isfinite(s) for s in slopes):
             return False
         gap_i, gap_j = abs(probe.right[i] - probe.left[i]), abs(probe.right[j] - probe.left[j])
+        ratio = probe.steps[j] / probe.steps[i]
         held = abs(probe.central[j] - probe.central[i]) <= allowed(j, probe.central[i])
-        return held and gap_j <= (probe.steps[j] / probe.steps[i]) ** SHRINKS * gap_i
+        # The gap a step of 0 would leave, were it linear in the step: a smooth function's is 0, a kink's
+        # its slopes' parting, even where something nearby parted them more at the larger step.
+        at_zero = (gap_j - ratio * gap_i) / (1.0 - ratio)
+        return held and gap_j <= ratio**SHRINKS * gap_i and at_zero <= allowed(j, probe.central[i])
 
     def resolves(k: int) -> bool:
         return noise(probe.steps[k]) <= RESOLVES * (atol + rtol * abs(probe.central[k]))
