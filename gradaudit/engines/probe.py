@@ -27,6 +27,9 @@ from gradaudit.targets.base import Target
 SCALES = (8, 4, 0, -4, -8, -12, -16, -20, -24, -28, -32, -40, -48, -56, -64, -80, -96, -112, -128, -140)
 """Steps as h times 2 to these powers: up to 256 h, down to where a step no longer moves x."""
 
+KEPT_OUTPUTS = 1 << 16
+"""Outputs up to which a probed element's evaluations (about 40 vectors of them) are kept for the entries of
+its other outputs; a larger function's are evaluated again for each entry asked."""
 TIED = 0.0
 """Inputs tie when they are equal: the relative gap at which two elements count as one value."""
 
@@ -38,14 +41,17 @@ def prober(target: Target, scenario: Scenario) -> Prober:
     columns: dict[tuple[int, int], _Column | None] = {}
 
     def probe(argument: int, element: int, output: int) -> Probe | None:
-        if (argument, element) not in columns:
+        if (argument, element) in columns:
+            column = columns[argument, element]
+        else:
             try:
                 with x64_for(scenario):
-                    columns[argument, element] = _column(target, scenario.eps, argument, element)
+                    column = _column(target, scenario.eps, argument, element)
             # a function that cannot be evaluated here gives no more evidence, which the judge says
             except Exception:  # noqa: BLE001
-                columns[argument, element] = None
-        column = columns[argument, element]
+                column = None
+            if column is None or column.base.size <= KEPT_OUTPUTS:
+                columns[argument, element] = column
         return None if column is None else column.at(output)
 
     return probe
