@@ -250,6 +250,9 @@ def test_a_coarse_tolerance_is_said_where_a_rule_a_few_percent_wrong_would_pass(
     assert not [n for n in gradaudit.audit(tanh, at.astype(np.float16), rtol=0.01).notes if "rtol" in n.values]
     single = gradaudit.audit(tanh, at.astype(np.float32))
     assert not single.passed and not [n for n in single.notes if "rtol" in n.values]
+    # An rtol set wide in float32 is said too, without advice to audit in float32.
+    (wide,) = [n for n in gradaudit.audit(tanh, at.astype(np.float32), rtol=0.2).notes if "rtol" in n.values]
+    assert "the rtol set" in wide.message and "audit the function in float32" not in wide.message
 
 
 def test_a_custom_jvp_rule_wrong_only_at_second_order_is_diagnosed_as_the_rule():

@@ -34,13 +34,16 @@ def coarse_notes(tolerances: Tolerances, inputs: Sequence[np.ndarray]) -> list[N
     if tolerances.fd_rtol < COARSE:
         return []
     names = sorted({np.asarray(x).dtype.name for x in inputs})
+    narrow = [name for name in names if dtypes.machine_epsilon(name) > dtypes.machine_epsilon("float32")]
+    why = (
+        f"{', '.join(narrow)}: 4 sqrt(eps) unless rtol is set); a rule wrong by less passes: audit the function in "
+        "float32 too to check it more closely"
+        if narrow
+        else "the rtol set); a rule wrong by less passes"
+    )
     return [
         Note(
-            message=(
-                f"finite differences check these derivatives only within {tolerances.fd_rtol:.3g} relative "
-                f"({', '.join(names) or 'this dtype'}: 4 sqrt(eps) unless rtol is set); a rule wrong by less passes: "
-                "audit the function in float32 too to check it more closely"
-            ),
+            message=f"finite differences check these derivatives only within {tolerances.fd_rtol:.3g} relative ({why}",
             values={"rtol": tolerances.fd_rtol},
         )
     ]
