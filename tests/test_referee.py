@@ -201,3 +201,18 @@ def test_a_staircase_kept_non_differentiable_says_why_float64_calling_it_wrong_d
     reason = audit.findings[0].reason
     assert "staircase" in reason
     assert "finds it wrong" not in reason or "kept non-differentiable" in reason
+
+
+def test_a_precision_note_does_not_call_parting_float64_numbers_no_disagreement():
+    """tan at 1e7 in float32: float32's neighbours are a third of a period apart, so finite differences there say
+    nothing, and float64 agrees with the AD paths (1.2149). Its finite differences at the usual step (0.0115)
+    part from them; the note said float64 'finds no disagreement' beside those numbers."""
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    audit = gradaudit.audit(jnp.tan, np.float32(1e7))
+    assert audit.passed and not audit.findings
+    (note,) = [n for n in audit.notes if n.message.startswith("precision, not counted")]
+    assert "finds no disagreement it counts" in note.message and "at finer steps or left it uncompared" in note.message
+    assert abs(note.values["jacfwd (float64)"] - (1 + np.tan(1e7) ** 2)) < 1e-6

@@ -286,7 +286,17 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
         # float64's own judge compares that entry (it may leave a kink's entry out): it stands.
         return _with_reason(finding, f"the split persists in float64 ({shown})")
     narrow_shown = ", ".join(f"{_number(here[p])} from {p}" for p in finding.paths)
-    found_words = f"{scaled} ({shown})" if scaled else f"no disagreement ({shown})"
+    numbers = [v for v in there.values() if v is not None and math.isfinite(v)]
+    wide_rtol, wide_atol = dtypes.default_tolerance("float64")
+    parted = bool(numbers) and max(numbers) - min(numbers) > wide_atol + wide_rtol * max(abs(v) for v in numbers)
+    found_words = (
+        f"{scaled} ({shown})"
+        if scaled
+        else f"no disagreement it counts ({shown}; finite differences at its usual step part from the AD paths, "
+        "and its judge refined the entry at finer steps or left it uncompared as a kink)"
+        if parted
+        else f"no disagreement ({shown})"
+    )
     return Note(
         paths=finding.paths,
         message=(
