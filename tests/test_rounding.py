@@ -218,3 +218,18 @@ def _flat_rule(x):
 
 
 _flat_rule.defjvp(lambda primals, tangents: (_flat_rule(primals[0]), 0.0 * tangents[0]))
+
+
+def test_a_rule_twice_too_large_beside_an_offset_rounding_hides_is_said_to_be_unchecked():
+    # 1e4 + x in float32: the value rounds by 1e-3, a step of 0.002 moves it by 0.002, so a slope is known only to
+    # 2.44, more than the derivative (1) itself: a rule twice too large passed with nothing said. At 1000 the
+    # rounding (0.24) is below the derivative and the same rule is found.
+    def doubled(offset):
+        rule = jax.custom_jvp(lambda x: offset + x)
+        rule.defjvp(lambda primals, tangents: (rule(primals[0]), 2.0 * tangents[0]))
+        return rule
+
+    far = gradaudit.audit(doubled(1e4), np.float32(0.5))
+    assert far.passed and [n for n in far.notes if "cannot check 1 of 1" in n.message]
+    near = gradaudit.audit(doubled(1e3), np.float32(0.5))
+    assert not near.passed and {str(f.finding_class) for f in near.findings} == {"wrong"}

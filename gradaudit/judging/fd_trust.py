@@ -40,6 +40,10 @@ this many times its value's own noise: they cancel to a smaller value, whose noi
 UNCHECKED = 10.0
 """Finite differences cannot check an entry whose rounding allowance is this many times the
 derivative there (plus the absolute tolerance): a wrong derivative would vanish in it."""
+DROWNED = 1.0
+"""Finite differences cannot check a function whose rounding allowance is this many times every derivative
+it has (plus the absolute tolerance): a rule of zero, or of twice the derivative, would pass within it
+(1e4 + x in float32: 2.44 against 1)."""
 CHECK_WEIGHT = CHECK**2 * 4 / 3
 """c(CHECK h) = extrapolated + CHECK_WEIGHT (c(h) - c(h/2)) where c(s) = f' + C s^2, as a smooth
 function's central differences are."""
@@ -71,7 +75,7 @@ class Trust:
     derivative itself (plus the absolute tolerance), so finite differences cannot tell it from
     zero: the step is lost in them (an FFT of [0, 0, 3e38, 3e38] moves not at all
     when x[0] moves by 0.004), so finite differences cannot check the entry; or that rounding is
-    UNCHECKED times every derivative the AD paths and finite differences give (`drowned_in_rounding`: the value itself
+    DROWNED times every derivative the AD paths and finite differences give (`drowned_in_rounding`: the value itself
     rounds more than a step moves it). Compared within that rounding, and noted.
     """
 
@@ -154,10 +158,10 @@ def absorbed_by_rounding(
 
 
 def drowned_in_rounding(allowance: np.ndarray, derivatives: np.ndarray, atol: np.ndarray | float) -> np.ndarray:
-    """Where the rounding a difference quotient can hide (`allowance`) is UNCHECKED times every
+    """Where the rounding a difference quotient can hide (`allowance`) is DROWNED times every
     derivative the AD paths and finite differences give (`derivatives`: their largest finite |entry|, a
     column per case)
     and the absolute tolerance: the function's value rounds more than its steps move it (1000 +
     1e-4 sin x in float32), so finite differences cannot tell any of its derivatives from zero."""
     with np.errstate(invalid="ignore", over="ignore"):
-        return allowance > UNCHECKED * (atol + derivatives)
+        return allowance > DROWNED * (atol + derivatives)

@@ -887,8 +887,9 @@ def _finite_difference_notes(
         lambda location, count, finite_difference, rounding: (
             f"finite differences cannot check {count} of {total} entries, first at {location} ({finite_difference:g} "
             f"there, give or take {rounding:.3g}): the step is lost in the rounding of the function's value or of its "
-            "larger terms, which cancel there (inputs many times the step, times their derivatives), ten times the "
-            f"derivatives AD gives; compared with {label_} only within that rounding"
+            "larger terms, which cancel there (inputs many times the step, times their derivatives), more than "
+            f"the derivatives themselves, so a wrong one passes within it; compared with {label_} only within that "
+            "rounding"
         ),
     )
     count = sum(int(np.count_nonzero(u)) for u in trusted.undefined)
