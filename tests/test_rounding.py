@@ -233,3 +233,15 @@ def test_a_rule_twice_too_large_beside_an_offset_rounding_hides_is_said_to_be_un
     assert far.passed and [n for n in far.notes if "cannot check 1 of 1" in n.message]
     near = gradaudit.audit(doubled(1e3), np.float32(0.5))
     assert not near.passed and {str(f.finding_class) for f in near.findings} == {"wrong"}
+
+
+def test_a_kink_that_rounding_alone_can_make_says_so():
+    # 1e7 + x in float32: neighbours 1 apart, so the step's slopes read 0 and 512; rounding parts a slope by
+    # more than either, which the kink note says. A real kink (relu at 0) says nothing of the kind.
+    offset = gradaudit.audit(lambda x: 1e7 + x, np.array([0.5, 1.0], np.float32))
+    (kink,) = [n for n in offset.notes if n.message.startswith("kink or jump")]
+    assert "or rounding: a slope there is known only to" in kink.message
+    assert kink.values["rounding"] > max(abs(kink.values["left"]), abs(kink.values["right"]))
+    relu = gradaudit.audit(jax.nn.relu, np.array([0.0, 1.0], np.float32))
+    (plain,) = [n for n in relu.notes if n.message.startswith("kink or jump")]
+    assert "or rounding" not in plain.message

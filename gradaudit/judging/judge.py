@@ -854,15 +854,29 @@ def _finite_difference_notes(
         message = describe(location=location, count=count, **values)
         return [Note(paths=(reference.name,), message=message, count=count, of=total, location=location, values=values)]
 
+    rounding = noise if noise is not None else tuple(np.full(np.shape(m), np.nan) for m in trusted.kink)
+
+    def kink_words(location: str, count: int, left: float, right: float, rounding: float) -> str:
+        # Slopes rounding can part by more than they are: the step may be lost in it (1e7 + x in float32).
+        lost = (
+            f", or rounding: a slope there is known only to {rounding:.3g}, more than either"
+            if rounding > max(abs(left), abs(right))
+            else ""
+        )
+        return (
+            f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the right (the one-sided "
+            f"slopes disagree, or the estimates do not converge as the step shrinks{lost}); {count} of {total} entries "
+            f"not compared with {label_}"
+        )
+
     kinks = note(
         trusted.kink,
-        lambda: {"left": estimate_of(reference, "left_half"), "right": estimate_of(reference, "right_half")},
-        lambda location, count, left, right: (
-            f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the "
-            f"right (the one-sided slopes disagree, or the estimates do not converge as the step shrinks); {count} of "
-            f"{total} "
-            f"entries not compared with {label_}"
-        ),
+        lambda: {
+            "left": estimate_of(reference, "left_half"),
+            "right": estimate_of(reference, "right_half"),
+            "rounding": rounding,
+        },
+        kink_words,
     )
     moving = note(
         trusted.moving,
@@ -882,7 +896,7 @@ def _finite_difference_notes(
         trusted.absorbed,
         lambda: {
             "finite_difference": estimate_of(reference, "extrapolated"),
-            "rounding": noise if noise is not None else tuple(np.full(np.shape(m), np.nan) for m in trusted.absorbed),
+            "rounding": rounding,
         },
         lambda location, count, finite_difference, rounding: (
             f"finite differences cannot check {count} of {total} entries, first at {location} ({finite_difference:g} "
