@@ -14,7 +14,7 @@ from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV, JIT_JACFWD,
 from gradaudit.model.results import AuditReport, ScenarioResult
 from gradaudit.model.scenario import Scenario, SelectN, Selector
 from gradaudit.render.terminal import print_input_errors, print_report
-from tests.helpers import path_results
+from tests.helpers import path_results, run_cli, write_yaml
 
 TOL = Tolerances(fd_rtol=1e-3, fd_atol=1e-3, ad_rtol=1e-6, ad_atol=1e-6)
 
@@ -162,3 +162,18 @@ def test_a_path_with_no_finite_number_reads_nan_not_ok(tmp_path):
     # exp(100) / (1 + exp(100)) is inf / inf in float32: every path agrees on NaN, which is not "ok" to read.
     assert rows["overflows"].count(" nan ") == 5 and " ok " not in rows["overflows"]
     assert rows["ordinary"].count(" ok ") == 5
+
+
+def test_verbose_shows_what_a_consistent_scenario_could_not_check(tmp_path):
+    # A passing scenario's notes (a coarse tolerance, entries rounding leaves unchecked) were in the JSON report
+    # only: -v prints them under the table, and the plain table stays as it was.
+    path = write_yaml(
+        tmp_path,
+        "half.yaml",
+        "scenarios:\n- name: half-tanh\n  fn: jax.numpy:tanh\n  inputs: [{dtype: float16, value: [0.5, 1.0]}]\n",
+    )
+    verbose = run_cli("run", str(path), "-v")
+    assert verbose.exit_code == 0
+    assert "half-tanh: note: finite differences check these derivatives only within 0.125" in verbose.stdout
+    plain = run_cli("run", str(path))
+    assert plain.exit_code == 0 and "note:" not in plain.stdout

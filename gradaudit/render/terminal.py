@@ -460,7 +460,9 @@ def print_report(
                     highlight=False,
                     soft_wrap=True,
                 )
-            for result in (r for r in shown if r.passed and not r.findings and _unchecked(r)):
+            for result in (
+                r for r in shown if r.passed and not r.findings and (_unchecked(r) or (verbose and r.notes))
+            ):
                 _print_findings(console, result, verbose)
         console.print()
         seen: dict[str, list[str]] = {}
