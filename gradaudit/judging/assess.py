@@ -97,7 +97,7 @@ def _twins_wanted(computed: Computed, verdict: Verdict) -> set[str]:
     }
 
 
-def _evidence(computed: Computed, verdict: Verdict, triggers: Callable[[bool], frozenset[str]] | None) -> Evidence:
+def _evidence(computed: Computed, verdict: Verdict, triggers: Callable[..., frozenset[str]] | None) -> Evidence:
     """What a diagnosis may look at: the verdict, and the function traced or evaluated when asked
     (`triggers`: the computed function's mechanisms, cached for the judge and the diagnoses)."""
     return Evidence(

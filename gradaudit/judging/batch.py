@@ -99,7 +99,7 @@ class Case:
     probe: Prober | None = None
     """More finite-difference evidence at an entry (`engines.probe`), asked where every AD path
     agrees against finite differences; None: none (hand-made results)."""
-    triggers: Callable[[bool], frozenset[str]] | None = None
+    triggers: Callable[..., frozenset[str]] | None = None
     """The mechanisms the function meets at its inputs (`Computed.triggers`), asked where a NaN or
     inf meets a number at an entry whose own numbers are finite; None: none (hand-made results)."""
 

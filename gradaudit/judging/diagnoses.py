@@ -17,6 +17,7 @@ from gradaudit.model.findings import DISAGREEMENT, ROUTING, Finding, Note
 from gradaudit.model.mechanisms import (
     CLAMP_INVERTED,
     NON_FINITE_UNSELECTED,
+    PRIMITIVES,
     READ_OUT_OF_RANGE,
     SELECT_OUT_OF_RANGE,
     TANGENT_TRIGGERS,
@@ -33,7 +34,7 @@ from gradaudit.model.paths import (
 )
 
 
-def nothing_met(tangents: bool) -> frozenset[str]:
+def nothing_met(tangents: bool, checked: frozenset[str] = frozenset()) -> frozenset[str]:
     """What a function that was not evaluated meets: nothing (no diagnosis blames a primitive)."""
     return frozenset()
 
@@ -48,8 +49,9 @@ class Evidence:
     notes: Sequence[Note]
     trace: Callable[[], frozenset[str]] = frozenset
     """The primitives of the function (targets.base.primitives); tracing happens on first use."""
-    evaluate: Callable[[bool], frozenset[str]] = nothing_met
-    """The mechanisms the function meets at its inputs (targets.triggers.triggered), on first use."""
+    evaluate: Callable[..., frozenset[str]] = nothing_met
+    """The mechanisms the function meets at its inputs (targets.triggers.triggered: with tangents, or
+    without them those of the primitives given), on first use."""
 
     def errors(self):
         return [p.error for p in self.paths.values() if p.error is not None]
@@ -66,20 +68,23 @@ class Evidence:
         return any(name in self.primitives for name in names)
 
     @cached_property
-    def _met(self) -> dict[bool, frozenset[str]]:
+    def _met(self) -> dict[tuple[bool, frozenset[str]], frozenset[str]]:
         return {}
 
     def meets(self, *names: str) -> bool:
         """Whether evaluating the function at the scenario's inputs meets any of these mechanisms (a
         primitive with the operands that trigger it, `targets.triggers`): what a diagnosis that
-        blames a primitive must see, not merely the primitive in the jaxpr."""
+        blames a primitive must see, not merely the primitive in the jaxpr. Values alone where they
+        decide, and then only what feeds the primitives these mechanisms name."""
         tangents = any(name in TANGENT_TRIGGERS for name in names)
-        if tangents not in self._met:
+        checked = frozenset().union(*(PRIMITIVES.get(name, frozenset()) for name in names))
+        asked = (True, frozenset()) if tangents else (False, checked)
+        if asked not in self._met:
             try:
-                self._met[tangents] = self.evaluate(tangents)
+                self._met[asked] = self.evaluate(True) if tangents else self.evaluate(False, checked=checked)
             except Exception:  # noqa: BLE001 - a function that cannot be evaluated meets nothing a diagnosis may name
-                self._met[tangents] = frozenset()
-        return any(name in self._met[tangents] for name in names)
+                self._met[asked] = frozenset()
+        return any(name in self._met[asked] for name in names)
 
 
 @dataclass(frozen=True)

@@ -60,9 +60,9 @@ class Computed:
     notes: tuple[Note, ...] = ()
     primitives: Callable[[], frozenset[str]] | None = None
     """The primitives of the scenario's function (traced on first use), for diagnoses."""
-    triggers: Callable[[bool], frozenset[str]] | None = None
+    triggers: Callable[..., frozenset[str]] | None = None
     """The failure mechanisms its function meets at its inputs (`targets.triggers.triggered`; the
-    argument: push tangents too), evaluated on first use, for diagnoses."""
+    arguments: push tangents too, else which primitives to check), evaluated on first use, for diagnoses."""
     probe: Prober | None = None
     """More finite-difference evidence at one entry (`engines.probe`), for the judge to ask where AD
     paths agree with each other against finite differences."""

@@ -19,6 +19,13 @@ finite (`sqrt` of a negative number `jnp.where` then discards): a derivative tha
 equation's primitive (`non_finite_inside`)."""
 TANGENT_TRIGGERS = frozenset({NON_FINITE_UNSELECTED, NON_FINITE_INSIDE})
 """Mechanisms that need tangents pushed through the function (the others need its values alone)."""
+PRIMITIVES = {
+    CLAMP_INVERTED: frozenset({"clamp"}),
+    SELECT_OUT_OF_RANGE: frozenset({"select_n"}),
+    READ_OUT_OF_RANGE: frozenset({"gather", "dynamic_slice"}),
+    NON_FINITE_UNSELECTED: frozenset({"select_n"}),
+}
+"""The primitives whose operands decide each mechanism (`NON_FINITE_INSIDE`: any equation's)."""
 
 
 def non_finite_inside(met: frozenset[str]) -> str | None:

@@ -34,6 +34,7 @@ from gradaudit.model.mechanisms import (
     CLAMP_INVERTED,
     NON_FINITE_INSIDE,
     NON_FINITE_UNSELECTED,
+    PRIMITIVES,
     READ_OUT_OF_RANGE,
     SELECT_OUT_OF_RANGE,
 )
@@ -57,10 +58,22 @@ def traced(target: Target):
     return jax.make_jaxpr(target.fn)(*target.args, *target.fixed)
 
 
-def triggered(target: Target, tangents: bool = False, jaxpr: Callable[[], Any] | None = None) -> frozenset[str]:
+CHECKED = frozenset().union(*PRIMITIVES.values())
+"""The primitives `_check` reads the operands of."""
+
+
+def triggered(
+    target: Target,
+    tangents: bool = False,
+    jaxpr: Callable[[], Any] | None = None,
+    checked: frozenset[str] = CHECKED,
+) -> frozenset[str]:
     """The triggers the target's function meets at its inputs (see the module's docstring); empty where
     it cannot be evaluated equation by equation. `jaxpr`: the function traced once for targets
-    that share it and their shapes (a group's members), else traced here."""
+    that share it and their shapes (a group's members), else traced here. Without tangents, only
+    the primitives in `checked` are checked, and only what feeds them is evaluated (a diagnosis asks
+    about one mechanism: where it needs clamp's bounds, a function's every select_n is not its concern);
+    with tangents, every equation is evaluated and every checked primitive checked."""
     import jax
 
     wide = any(np.asarray(a).dtype.itemsize == 8 for a in (*target.args, *target.fixed))
@@ -77,6 +90,7 @@ def triggered(target: Target, tangents: bool = False, jaxpr: Callable[[], Any] |
                 seeds if tangents else None,
                 found,
                 outputs_needed=False,
+                checked=CHECKED if tangents else checked,
             )
     # a function that cannot be evaluated this way triggers nothing a diagnosis may name
     except Exception:  # noqa: BLE001
@@ -84,11 +98,7 @@ def triggered(target: Target, tangents: bool = False, jaxpr: Callable[[], Any] |
     return frozenset(found)
 
 
-CHECKED = frozenset({"clamp", "select_n", "gather", "dynamic_slice"})
-"""The primitives `_check` reads the operands of."""
-
-
-def _holds_checked(eqn) -> bool:
+def _holds_checked(eqn, checked: frozenset[str]) -> bool:
     """Whether a call or cond evaluates a checked primitive inside (so it is evaluated, not skipped)."""
     bodies = (
         [eqn.params[CALLS[eqn.primitive.name]]]
@@ -97,7 +107,9 @@ def _holds_checked(eqn) -> bool:
     )
     bodies += list(eqn.params.get("branches", ())) if eqn.primitive.name == "cond" else []
     return any(
-        e.primitive.name in CHECKED or _holds_checked(e) for body in bodies for e in getattr(body, "jaxpr", body).eqns
+        e.primitive.name in checked or _holds_checked(e, checked)
+        for body in bodies
+        for e in getattr(body, "jaxpr", body).eqns
     )
 
 
@@ -105,7 +117,7 @@ SKIP, CHECK, RUN = 0, 1, 2
 """What evaluating values alone does with an equation: nothing, check its operands, or run it."""
 
 
-def _needed(jaxpr, outputs_needed: bool) -> list[int]:
+def _needed(jaxpr, outputs_needed: bool, checked: frozenset[str]) -> list[int]:
     """Per equation, SKIP, CHECK (a checked primitive whose result nothing needs) or RUN (it feeds a
     checked primitive, holds one, or with `outputs_needed` feeds the jaxpr's outputs). Most of a
     function is skipped: a select_n's selector and cases are usually inputs already."""
@@ -116,18 +128,26 @@ def _needed(jaxpr, outputs_needed: bool) -> list[int]:
     for i in reversed(range(len(jaxpr.eqns))):
         eqn = jaxpr.eqns[i]
         feeds = any(v in wanted for v in eqn.outvars)
-        if feeds or _holds_checked(eqn) or eqn.primitive.name in CHECKED:
-            flags[i] = RUN if feeds or _holds_checked(eqn) else CHECK
+        holds = _holds_checked(eqn, checked)
+        if feeds or holds or eqn.primitive.name in checked:
+            flags[i] = RUN if feeds or holds else CHECK
             wanted.update(v for v in eqn.invars if not isinstance(v, Literal))
     return flags
 
 
 def _evaluate(
-    jaxpr, consts: Sequence, primals: Sequence, tangents: Sequence | None, found: set[str], outputs_needed: bool = True
+    jaxpr,
+    consts: Sequence,
+    primals: Sequence,
+    tangents: Sequence | None,
+    found: set[str],
+    outputs_needed: bool = True,
+    checked: frozenset[str] = CHECKED,
 ) -> tuple[list, list | None]:
     """The jaxpr's outputs at `primals` (and their tangents, where `tangents` is given), its constants
-    bound to `consts`, recording triggers in `found`. Without tangents only what a check needs is
-    evaluated (`_needed`); outputs not needed are then None."""
+    bound to `consts`, recording in `found` the triggers of the `checked` primitives (and with tangents,
+    `NON_FINITE_INSIDE`). Without tangents only what a check needs is evaluated (`_needed`); outputs
+    not needed are then None."""
     from jax.extend.core import Literal
 
     values: dict = {}
@@ -143,7 +163,7 @@ def _evaluate(
         values[var] = value
     for var, value, tangent in zip(jaxpr.invars, primals, tangents or [None] * len(primals), strict=True):
         values[var], slopes[var] = value, tangent
-    needed = _needed(jaxpr, outputs_needed) if tangents is None else [RUN] * len(jaxpr.eqns)
+    needed = _needed(jaxpr, outputs_needed, checked) if tangents is None else [RUN] * len(jaxpr.eqns)
     for eqn, action in zip(jaxpr.eqns, needed, strict=True):
         if action == SKIP:
             continue
@@ -152,7 +172,7 @@ def _evaluate(
             _check(eqn, ins, None, found)
             continue
         tins = [slope(v) for v in eqn.invars] if tangents is not None else None
-        outs, touts = _equation(eqn, ins, tins, found)
+        outs, touts = _equation(eqn, ins, tins, found, checked)
         for i, var in enumerate(eqn.outvars):
             values[var] = outs[i]
             slopes[var] = None if touts is None else touts[i]
@@ -160,16 +180,18 @@ def _evaluate(
     return outs, ([slope(v) for v in jaxpr.outvars] if tangents is not None else None)
 
 
-def _equation(eqn, ins: list, tins: list | None, found: set[str]) -> tuple[list, list | None]:
+def _equation(eqn, ins: list, tins: list | None, found: set[str], checked: frozenset[str]) -> tuple[list, list | None]:
     name = eqn.primitive.name
     body = eqn.params.get(CALLS.get(name, ""))
     if body is not None:
-        return _evaluate(getattr(body, "jaxpr", body), getattr(body, "consts", ()), ins, tins, found)
+        return _evaluate(getattr(body, "jaxpr", body), getattr(body, "consts", ()), ins, tins, found, checked=checked)
     if name == "cond":
         branches = eqn.params["branches"]
         taken = branches[int(np.clip(np.asarray(ins[0]), 0, len(branches) - 1))]
-        return _evaluate(taken.jaxpr, taken.consts, ins[1:], None if tins is None else tins[1:], found)
-    _check(eqn, ins, tins, found)
+        rest = None if tins is None else tins[1:]
+        return _evaluate(taken.jaxpr, taken.consts, ins[1:], rest, found, checked=checked)
+    if name in checked:
+        _check(eqn, ins, tins, found)
     outs, touts = _bind(eqn, ins, tins)
     first = not any(m.startswith(NON_FINITE_INSIDE + ":") for m in found)
     if tins is not None and first and _turns_non_finite(ins, outs):
