@@ -305,6 +305,29 @@ def test_a_wrong_rule_deep_in_a_large_function_is_found_along_directions():
     assert any("finite differences" in f.message for f in result.findings)
 
 
+def test_a_rule_wrong_at_one_element_of_a_long_float32_sum_is_found_along_directions():
+    # sum(sin(x) x) over 20,000 elements: along a direction as long as the point the one-sided slopes part by
+    # about 220 at the usual step (strong curvature) and the value rounds by about 5 per slope, which moved the
+    # central estimate by 0.25: no pole or jump, so the entries are compared, and a rule that doubles one
+    # element's derivative is found; the function itself passes, with a note of how loosely it was checked.
+    def body(x):
+        return jnp.sum(jnp.sin(x) * x)
+
+    doubled = jax.custom_jvp(body)
+
+    @doubled.defjvp
+    def _(primals, tangents):
+        (x,), (dx,) = primals, tangents
+        slope = (jnp.sin(x) + x * jnp.cos(x)).at[7].multiply(2.0)
+        return body(x), jnp.sum(slope * dx)
+
+    x = jnp.linspace(-3.0, 3.0, 20000)
+    wrong = gradaudit.audit(doubled, x)
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+    plain = gradaudit.audit(body, x)
+    assert plain.passed and [n for n in plain.notes if "only within their rounding" in n.message]
+
+
 def test_an_audit_prints_as_the_table_and_shows_as_html():
     result = gradaudit.audit(layer_wrong, PARAMS, X)
     text = str(result)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gradaudit.judging.tolerances import COARSE
 from gradaudit.numerics import finite_differences
 from gradaudit.numerics.finite_differences import CHECK
 
@@ -84,6 +85,8 @@ class Trust:
     spread: Masks
     undefined: Masks
     absorbed: Masks = ()
+    loose: Masks = ()
+    """Compared, but within rounding above COARSE of the derivative there (`loosely_checked`)."""
 
     @property
     def skipped(self) -> Masks:
@@ -135,7 +138,10 @@ def read_estimates(
             np.abs(right - right_half) <= SETTLED * np.abs(right_half) + slack
         )
         converging = moved <= CONVERGING * np.abs(central_half)
-        kink = (kink | (moves & ~(settled & converging))) & defined
+        # A central estimate that moves by no more than rounding shows no pole or jump: one-sided slopes
+        # that have not settled there are a smooth function's curvature, strong for the step.
+        beyond_rounding = moved > atol + rtol * scale + noise
+        kink = (kink | (moves & beyond_rounding & ~(settled & converging))) & defined
         moves = moves & ~kink & defined
         spreading = [e[name] for name in SPREAD_ESTIMATES]
         spread = np.nan_to_num(
@@ -165,3 +171,17 @@ def drowned_in_rounding(allowance: np.ndarray, derivatives: np.ndarray, atol: np
     1e-4 sin x in float32), so finite differences cannot tell any of its derivatives from zero."""
     with np.errstate(invalid="ignore", over="ignore"):
         return allowance > DROWNED * (atol + derivatives)
+
+
+def loosely_checked(
+    allowance: np.ndarray, largest: np.ndarray, rtol: np.ndarray | float, atol: np.ndarray | float
+) -> np.ndarray:
+    """Where the rounding a difference quotient can hide (`allowance`) is more than COARSE of the derivative
+    (`largest`: any path's or the reference's |entry|, NaN where none is finite) plus the absolute tolerance,
+    under a relative tolerance below COARSE: the tolerance says a few percent, the rounding lets more pass
+    (1e7 + 3000 relu(x) in float32: 2,441 on a slope of 3,000), and nothing else says so. An entry every
+    path and finite differences give as 0 is not: a wrong rule there, or a derivative rounding hides, shows
+    as a number on some side."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = np.nan_to_num(largest, nan=0.0)
+        return (np.asarray(rtol) < COARSE) & (scale > 0) & (allowance > COARSE * scale + atol)

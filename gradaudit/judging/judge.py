@@ -49,6 +49,7 @@ from gradaudit.judging.fd_trust import (
     Trust,
     absorbed_by_rounding,
     drowned_in_rounding,
+    loosely_checked,
     read_estimates,
 )
 from gradaudit.judging.provenance import provenances, routing_findings
@@ -216,18 +217,18 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
         noise = estimates.noise
         slopes = (stacked["left_half"], stacked["right_half"], (stacked["left"], stacked["right"]))
     allowance = noise + np.where(moves, spread, 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        magnitudes = [np.abs(stacks.path(reference))]
+        magnitudes += [
+            np.abs(stacks.path(name))
+            for name in paths
+            if len(cases[0].results[name].ok_arrays) == len(references[0].ok_arrays)
+        ]
+        largest = functools.reduce(
+            np.fmax, [np.where(np.isfinite(m), m, np.nan) for m in magnitudes if m.shape == undefined_flat.shape]
+        )
     absorbed = np.zeros(undefined_flat.shape, dtype=bool)
     if np.any(larger):
-        with np.errstate(invalid="ignore", over="ignore"):
-            magnitudes = [np.abs(stacks.path(reference))]
-            magnitudes += [
-                np.abs(stacks.path(name))
-                for name in paths
-                if len(cases[0].results[name].ok_arrays) == len(references[0].ok_arrays)
-            ]
-            largest = functools.reduce(
-                np.fmax, [np.where(np.isfinite(m), m, np.nan) for m in magnitudes if m.shape == undefined_flat.shape]
-            )
         absorbed = absorbed_by_rounding(larger, allowance, largest, fd_atol) & ~undefined_flat & ~kink
     blocks = len(references[0].ok_arrays)
     scales = [
@@ -243,6 +244,7 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
         scales.append(np.max(extrapolated, axis=1, initial=0.0, where=np.isfinite(extrapolated)))
         derivatives = functools.reduce(np.maximum, scales)[:, None]
         absorbed |= drowned_in_rounding(allowance, derivatives, fd_atol) & ~undefined_flat & ~kink
+    loose = loosely_checked(allowance, largest, fd_rtol, fd_atol) & ~undefined_flat & ~kink & ~absorbed
     kinked: np.ndarray = np.asarray(np.asarray(kink).any(axis=1))
     unchecked = np.count_nonzero(kink | undefined_flat | absorbed, axis=1)
     bad: dict[str, list[list[np.ndarray | None]]] = {}
@@ -270,6 +272,7 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
                 spread=unstack_row(spread[b], mine),
                 undefined=mine,
                 absorbed=unstack_row(absorbed[b], mine),
+                loose=unstack_row(loose[b], mine),
             ),
             noise=unstack_row(allowance[b], mine),
             bad={name: found[b] for name, found in bad.items()},
@@ -856,41 +859,44 @@ def _finite_difference_notes(
 
     rounding = noise if noise is not None else tuple(np.full(np.shape(m), np.nan) for m in trusted.kink)
 
-    def kink_words(location: str, count: int, left: float, right: float, rounding: float) -> str:
-        # Slopes rounding can part by more than they are: the step may be lost in it (1e7 + x in float32).
-        lost = (
-            f", or rounding: a slope there is known only to {rounding:.3g}, more than either"
-            if rounding > max(abs(left), abs(right))
-            else ""
-        )
-        return (
-            f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the right (the one-sided "
-            f"slopes disagree, or the estimates do not converge as the step shrinks{lost}); {count} of {total} entries "
-            f"not compared with {label_}"
-        )
-
+    # Every kink rule asks for more than rounding can do (slack, or a central estimate moving beyond it):
+    # a step lost in rounding (1e7 + x in float32) is the absorbed note's, not a kink.
     kinks = note(
         trusted.kink,
-        lambda: {
-            "left": estimate_of(reference, "left_half"),
-            "right": estimate_of(reference, "right_half"),
-            "rounding": rounding,
-        },
-        kink_words,
+        lambda: {"left": estimate_of(reference, "left_half"), "right": estimate_of(reference, "right_half")},
+        lambda location, count, left, right: (
+            f"kink or jump at {location}: slope {left:g} from the left, {right:g} from the right (the one-sided "
+            f"slopes disagree, or the estimates do not converge as the step shrinks); {count} of {total} entries "
+            f"not compared with {label_}"
+        ),
     )
+
+    def moving_words(location: str, count: int, central: float, central_half: float, spread: float, rounding: float):
+        # The allowance less the spread is the rounding alone: a move within it says nothing of the slopes.
+        alone = rounding - spread
+        how = (
+            f"by no more than rounding can move it ({alone:.3g})"
+            if abs(central_half - central) <= alone
+            else "while the one-sided slopes settled"
+        )
+        return (
+            f"near a pole or strong curvature at {location}: the central estimate moved from {central:g} to "
+            f"{central_half:g} as the step halved, {how}; {count} of {total} entries compared with {label_} within "
+            f"the spread of its estimates ({spread:g} there)"
+        )
+
+    # An entry whose step is lost in rounding is that note's, not a pole's or curvature's.
     moving = note(
-        trusted.moving,
+        tuple(m & ~a for m, a in zip(trusted.moving, trusted.absorbed, strict=True))
+        if trusted.absorbed
+        else trusted.moving,
         lambda: {
             "central": estimate_of(reference, "central"),
             "central_half": estimate_of(reference, "central_half"),
             "spread": trusted.spread,
+            "rounding": rounding,
         },
-        lambda location, count, central, central_half, spread: (
-            f"near a pole or strong curvature at {location}: the central "
-            f"estimate moved from {central:g} to {central_half:g} as the step halved, while the one-sided slopes "
-            f"settled; {count} of "
-            f"{total} entries compared with {label_} within the spread of its estimates ({spread:g} there)"
-        ),
+        moving_words,
     )
     absorbed = note(
         trusted.absorbed,
@@ -905,6 +911,21 @@ def _finite_difference_notes(
             f"the derivatives themselves, so a wrong one passes within it; compared with {label_} only within that "
             "rounding"
         ),
+    )
+
+    def loose_words(location: str, count: int, finite_difference: float, rounding: float) -> str:
+        share = f", {rounding / abs(finite_difference):.0%} of it" if finite_difference else ""
+        return (
+            f"finite differences check {count} of {total} entries only within their rounding, first at {location} "
+            f"({finite_difference:g} there, give or take {rounding:.3g}{share}): the function's value rounds by more "
+            "than a few percent of what its steps move it, so a derivative wrong by less passes; audit it in float64 "
+            "to check it more closely"
+        )
+
+    loose = note(
+        trusted.loose,
+        lambda: {"finite_difference": estimate_of(reference, "extrapolated"), "rounding": rounding},
+        loose_words,
     )
     count = sum(int(np.count_nonzero(u)) for u in trusted.undefined)
     undefined = (
@@ -922,7 +943,7 @@ def _finite_difference_notes(
         if count
         else []
     )
-    return kinks + moving + absorbed + undefined
+    return kinks + moving + absorbed + loose + undefined
 
 
 def _scale_note(
