@@ -1,4 +1,4 @@
-"""lax.linalg.qr: [wrong] jacrev and jit(jacrev) disagree with finite differences on 37 of 162 entries; largest at d out[2]/d x0[0, 2]: 0 from finite differences, 6.53601e+30 from jacrev and jit(jacrev) (difference 6.54e+30; tolerance 0.00157)
+"""lax.linalg.qr: [wrong] jacrev and jit(jacrev) disagree with finite differences on 40 of 162 entries; largest at d out[2]/d x0[0, 2]: 0 from finite differences, 6.53601e+30 from jacrev and jit(jacrev) (difference 6.54e+30; tolerance 0.00157)
 
 Why: inputs and output finite (x0[0, 2] = 2.5e-37; out[2] = -0.7734); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out[8]/d x0[2, 2] there
 
@@ -34,6 +34,7 @@ def finite_difference(f, fixed, k, at, out, h):
         jax.errors.TracerBoolConversionError,
         jax.errors.ConcretizationTypeError,
         jax.errors.TracerIntegerConversionError,
+        IndexError,
     ):
         g = f
 

@@ -1,6 +1,6 @@
 """numpy.linalg.vector_norm: [wrong] jacrev disagrees with jacfwd and jit(jacfwd) on 2 of 18 entries; largest at d out[0]/d x0[0, 2]: 0 from jacfwd and jit(jacfwd), nan from jacrev
 
-Why: inputs and output finite (x0[0, 2] = 0 (all of x0: [0, 0, 0, 1, 1, 6.104e-05]); out[0] = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; float64 agrees (0 from jacrev, 0 from jacfwd, 0 from jit_jacfwd) but float16 strays from it by more than float16's tolerance (rtol 0.12, atol 0.12, or rtol of the block's largest entry): jacrev nan against 0; jacfwd nan against 0; jit_jacfwd nan against 0
+Why: inputs and output finite (x0[0, 2] = 0 (all of x0: [0, 0, 0, 1, 1, 1.175e-38]); out[0] = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; float64 agrees (0 from jacrev, 0 from jacfwd, 0 from jit_jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacrev nan against 0; jacfwd nan against 0; jit_jacfwd nan against 0
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[0, 2]: jacrev nan, jacfwd 0, jit(jacfwd) 0.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.linalg.vector_norm-2.py
@@ -34,6 +34,7 @@ def finite_difference(f, fixed, k, at, out, h):
         jax.errors.TracerBoolConversionError,
         jax.errors.ConcretizationTypeError,
         jax.errors.TracerIntegerConversionError,
+        IndexError,
     ):
         g = f
 
@@ -64,7 +65,7 @@ KWARGS = {'axis': 0, 'keepdims': False}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'd'
 ARGUMENTS = [
-    np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 6.103515625e-05]], dtype=np.float16),
+    np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 1.1754943508222875e-38]], dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 

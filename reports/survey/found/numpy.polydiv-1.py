@@ -34,6 +34,7 @@ def finite_difference(f, fixed, k, at, out, h):
         jax.errors.TracerBoolConversionError,
         jax.errors.ConcretizationTypeError,
         jax.errors.TracerIntegerConversionError,
+        IndexError,
     ):
         g = f
 

@@ -1,8 +1,8 @@
-"""scipy.linalg.qr: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 143 of 162 entries; largest at d out[0]/d x0[0, 0]: 0 from finite differences, nan from jacfwd and jit(jacfwd)
+"""scipy.linalg.qr: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 147 of 162 entries; largest at d out[0]/d x0[0, 0]: 0 from finite differences, nan from jacfwd, jit(jacfwd), jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0[0, 0] = 0; out[0] = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (nan from jacfwd, nan from jit_jacfwd, 0 from finite_difference)
+Why: inputs and output finite (x0[0, 0] = 0; out[0] = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (nan from jacfwd, nan from jit_jacfwd, nan from jacrev, nan from jit_jacrev, 0 from finite_difference)
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[0, 0]: jacfwd nan, jit(jacfwd) nan, finite differences 0.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[0, 0]: jacfwd nan, jit(jacfwd) nan, jacrev nan, jit(jacrev) nan, finite differences 0.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.linalg.qr-1.py
 """
 
@@ -34,6 +34,7 @@ def finite_difference(f, fixed, k, at, out, h):
         jax.errors.TracerBoolConversionError,
         jax.errors.ConcretizationTypeError,
         jax.errors.TracerIntegerConversionError,
+        IndexError,
     ):
         g = f
 
@@ -64,7 +65,7 @@ KWARGS = {'pivoting': False}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'd'
 ARGUMENTS = [
-    np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32),
+    np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -95,4 +96,6 @@ ARGNUMS = tuple(range(len(INPUTS)))
 print('at d out[0]/d x0[0, 0]:')
 print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (0, 0, 0)), sep=': ')
 print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (0, 0, 0)), sep=': ')
+print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (0, 0, 0)), sep=': ')
+print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (0, 0, 0)), sep=': ')
 print('finite differences', entry(finite_difference(traced, PASSED, 0, (0, 0), (0,), 0.00390625), ()), sep=': ')

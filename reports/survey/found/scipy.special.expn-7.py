@@ -1,4 +1,4 @@
-"""scipy.special.expn: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 1 of 2 entries; at d out/d x0: -0.129862 from finite differences, -0 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 0.13, relative 1; tolerance 0.00162)
+"""scipy.special.expn: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 1 of 2 entries; at d out/d x0: -0.129862 from finite differences, -0 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 0.13, relative 1; tolerance 0.000886)
 
 Why: inputs and output finite (x0 = 0.62; out = 0.2615); finite differences -0.1299 (slope -0.13 from the left, -0.1297 from the right), both sides agree; the split persists in float64 (-0 from jacfwd, -0 from jit_jacfwd, 0 from jacrev, 0 from jit_jacrev, -0.129840802 from finite_difference)
 
@@ -34,6 +34,7 @@ def finite_difference(f, fixed, k, at, out, h):
         jax.errors.TracerBoolConversionError,
         jax.errors.ConcretizationTypeError,
         jax.errors.TracerIntegerConversionError,
+        IndexError,
     ):
         g = f
 

@@ -1,4 +1,4 @@
-"""scipy.special.owens_t: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 11 of 72 entries; largest at d out[1, 2]/d x0[0, 0]: nan from jacfwd and jit(jacfwd), -0 from jacrev and jit(jacrev)
+"""scipy.special.owens_t: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 10 of 72 entries; largest at d out[1, 2]/d x0[0, 0]: nan from jacfwd and jit(jacfwd), -0 from jacrev and jit(jacrev)
 
 Why: inputs and output finite (x0[0, 0] = 0 (all of x0: [0, 0, 0, 0, 0, 0]); out[1, 2] = 0.25); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the float64 referee could not judge: evaluating the function raised JaxRuntimeError: INVALID_ARGUMENT: E0102: RuntimeProgramInputMismatch:; no derivative can be checked
 
@@ -34,6 +34,7 @@ def finite_difference(f, fixed, k, at, out, h):
         jax.errors.TracerBoolConversionError,
         jax.errors.ConcretizationTypeError,
         jax.errors.TracerIntegerConversionError,
+        IndexError,
     ):
         g = f
 
@@ -64,8 +65,8 @@ KWARGS = {}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'dd'
 ARGUMENTS = [
-    np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], dtype=np.float64).astype(jnp.bfloat16),
-    np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 3.3895313892515355e+38]], dtype=np.float64).astype(jnp.bfloat16),
+    np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], dtype=np.float32),
+    np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 3.4028234663852886e+38]], dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 

@@ -1,4 +1,4 @@
-"""scipy.special.polygamma: [eager-jit] finite differences with constants disagrees with finite differences on 1 of 36 entries; at d out[1, 2]/d x1[1, 2]: 42 from finite differences, 161.635 from finite differences with constants (difference 120, relative 2.8; tolerance 55)
+"""scipy.special.polygamma: [eager-jit] finite differences with constants disagrees with finite differences on 1 of 36 entries; at d out[1, 2]/d x1[1, 2]: 42 from finite differences, 161.635 from finite differences with constants (difference 120, relative 2.8; tolerance 65)
 
 Why: one transform, two answers (x1[1, 2] = 0.1562 (all of x1: [0, 0, 0, 0, 0, 0.1562]); out[1, 2] = -6.75); the split persists in float64, largest at d out[1, 2]/d x1[0, 0] there
 
@@ -34,6 +34,7 @@ def finite_difference(f, fixed, k, at, out, h):
         jax.errors.TracerBoolConversionError,
         jax.errors.ConcretizationTypeError,
         jax.errors.TracerIntegerConversionError,
+        IndexError,
     ):
         g = f
 
