@@ -138,3 +138,11 @@ def test_the_survey_kinds_keep_diagnoses_whose_mechanism_they_meet_and_lose_the_
         "lax.select_n-1": "GA002",
         "wrappers.getitem-4": "GA010",
     }
+
+
+def test_an_inf_born_in_a_complex_intermediate_s_imaginary_part_is_seen():
+    # x + 3e38 i plus 3e38 i overflows the imaginary part only; the real part, and the value, stay finite.
+    def imaginary_overflow(x):
+        return jnp.real(lax.complex(x, jnp.float32(3e38)) + lax.complex(jnp.float32(0), jnp.float32(3e38)))
+
+    assert non_finite_inside(met(imaginary_overflow, np.float32(0.5))) == "add"

@@ -204,7 +204,7 @@ def _turns_non_finite(ins: list, outs: list) -> bool:
 
     def finite(values: list) -> bool:
         with np.errstate(invalid="ignore"):
-            return all(bool(np.all(np.isfinite(np.asarray(x, dtype=np.float64)))) for x in values if _differentiable(x))
+            return all(bool(np.all(_finite(x))) for x in values if _differentiable(x))
 
     return finite(ins) and not finite(outs)
 
@@ -263,6 +263,13 @@ def dense(tangent, value):
     return _zero_tangent(value) if tangent is None or _zero(tangent) else tangent
 
 
+def _finite(value) -> np.ndarray:
+    """Element by element, whether a value is finite: both parts of a complex one (a cast to float64 would
+    drop its imaginary part, and an inf born there), any float dtype widened first (bfloat16 included)."""
+    array = np.asarray(value)
+    return np.isfinite(array.astype(np.complex128 if np.iscomplexobj(array) else np.float64))
+
+
 def _differentiable(value) -> bool:
     return np.issubdtype(np.asarray(value).dtype, np.inexact) or np.asarray(value).dtype.kind == "V"
 
@@ -289,7 +296,7 @@ def _check(eqn, ins: list, tins: list | None, found: set[str]) -> None:
                 if tangent is None or not _differentiable(tangent):
                     continue
                 with np.errstate(invalid="ignore"):
-                    bad = ~np.isfinite(np.asarray(tangent, dtype=np.float64))
+                    bad = ~_finite(tangent)
                 if np.any(bad & np.broadcast_to(chosen != i, bad.shape)):
                     found.add(NON_FINITE_UNSELECTED)
     elif name == "dynamic_slice":
