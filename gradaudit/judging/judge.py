@@ -871,7 +871,9 @@ def _finite_difference_notes(
         ),
     )
 
-    def moving_words(location: str, count: int, central: float, central_half: float, spread: float, rounding: float):
+    def moving_words(
+        location: str, count: int, central: float, central_half: float, spread: float, rounding: float
+    ) -> str:
         # The allowance less the spread is the rounding alone: a move within it says nothing of the slopes.
         alone = rounding - spread
         how = (
