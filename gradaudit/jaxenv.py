@@ -28,8 +28,9 @@ import os
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import jax
 import numpy as np
@@ -42,6 +43,8 @@ from jax._src.lax import lax as lax_internal
 from gradaudit.model import dtypes
 from gradaudit.model.options import BACKENDS, FIXED, INSTALLED, LEGACY, OptionError
 from gradaudit.model.scenario import Scenario
+
+T = TypeVar("T")
 
 # --- the select_n transpose rule --------------------------------------------------------------
 TransposeRule = Callable[..., object]
@@ -137,16 +140,47 @@ def needs_x64(scenario: Scenario) -> bool:
     return any(dtype in dtypes.WIDE_DTYPES for dtype in scenario.target.named_dtypes)
 
 
-@contextmanager
-def x64_for(scenario: Scenario) -> Iterator[None]:
+def x64_for(scenario: Scenario) -> AbstractContextManager[None]:
     """x64 on for a scenario that needs it, and only for it: one scenario never changes another's dtypes."""
     # Config defines each flag as an attribute at run time
+    return x64(bool(jax.config.jax_enable_x64) or needs_x64(scenario))  # type: ignore[attr-defined]
+
+
+@contextmanager
+def x64(on: bool) -> Iterator[None]:
+    """x64 as `on` for the body, and as it was after it (exceptions and Ctrl-C included)."""
+    # Config defines each flag as an attribute at run time
     previous = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
-    jax.config.update("jax_enable_x64", previous or needs_x64(scenario))
+    if on == previous:
+        yield
+        return
+    jax.config.update("jax_enable_x64", on)
     try:
         yield
     finally:
         jax.config.update("jax_enable_x64", previous)
+
+
+STALE_WIDTH = "RuntimeProgramInputMismatch"
+"""JAX's runtime error for a program handed a buffer of another size than it was compiled for (E0102)."""
+
+
+def again_if_stale(compute: Callable[[], T]) -> T:
+    """`compute()`, and once more with JAX's caches cleared where it met a buffer of the other x64 width.
+
+    A function closing over a numpy constant (a module's table of weights), traced under one x64
+    mode and called eagerly under the other, can be handed the constant as placed under the first
+    mode, and JAX raises RuntimeProgramInputMismatch: the process's history of switching x64 (a
+    float64 scenario, the float64 referee), not the function. With the caches cleared the call is
+    as in a fresh process; an error that comes back is the function's. Clearing makes everything
+    after it trace and compile again, so it is done when the error is met, not at every switch."""
+    try:
+        return compute()
+    except Exception as error:  # noqa: BLE001 - only the stale width is retried; anything else is the caller's
+        if STALE_WIDTH not in str(error):
+            raise
+    jax.clear_caches()
+    return compute()
 
 
 @contextmanager

@@ -342,3 +342,26 @@ def test_a_lazily_imported_neighbour_counts_as_the_users(tmp_path):
     assert (
         values[0] == values[1] == values[2]
     )  # the helper as freshly imported each time, not a list grown by the audits before
+
+
+def test_a_float64_scenario_among_float32_ones_of_a_function_with_a_numpy_table_is_judged_as_alone(tmp_path):
+    # A module's float64 table (jax.scipy.special.owens_t keeps its quadrature weights so): traced under
+    # x64 off for the float32 scenario's jit paths, it reached the float64 scenario's eager paths at the
+    # other width, and JAX raised RuntimeProgramInputMismatch, filed as the function's error.
+    (tmp_path / "tabled.py").write_text(
+        "import jax.numpy as jnp\nimport numpy as np\n\nWEIGHTS = np.linspace(0.5, 1.5, 5)\n\n\n"
+        "def weighted(x):\n    return jnp.sin(x)[:, None] * jnp.cos(WEIGHTS)[None, :]\n",
+        encoding="utf-8",
+    )
+    calls = [
+        f"  - {{name: {name}, fn: 'tabled:weighted', inputs: [{{dtype: {dtype}, value: [0.1, 0.7]}}]}}\n"
+        for name, dtype in (("narrow", "float32"), ("wide", "float64"), ("narrow_again", "float32"))
+    ]
+    path = write_yaml(tmp_path, "s.yaml", "scenarios:\n" + "".join(calls))
+    try:
+        report = audit(load_paths([str(path)]).scenarios, Options(jobs=0, cache=None))
+    finally:
+        sys.modules.pop("tabled", None)
+    assert [(r.scenario.name, str(r.status), r.findings) for r in report.results] == [
+        (name, "consistent", ()) for name in ("narrow", "wide", "narrow_again")
+    ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from gradaudit.jaxenv import x64_for
+from gradaudit.jaxenv import again_if_stale, x64_for
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Probe, Prober
 from gradaudit.model.scenario import Scenario
@@ -46,7 +46,7 @@ def prober(target: Target, scenario: Scenario) -> Prober:
         else:
             try:
                 with x64_for(scenario):
-                    column = _column(target, scenario.eps, argument, element)
+                    column = again_if_stale(lambda: _column(target, scenario.eps, argument, element))
             # a function that cannot be evaluated here gives no more evidence, which the judge says
             except Exception:  # noqa: BLE001
                 column = None

@@ -76,26 +76,32 @@ def triggered(
     with tangents, every equation is evaluated and every checked primitive checked."""
     import jax
 
+    from gradaudit.jaxenv import again_if_stale, x64
+
     wide = any(np.asarray(a).dtype.itemsize == 8 for a in (*target.args, *target.fixed))
-    found: set[str] = set()
+
+    def met() -> set[str]:
+        found: set[str] = set()
+        closed = jaxpr() if jaxpr is not None else traced(target)
+        seeds = [np.ones_like(a) for a in target.args] + [None] * len(target.fixed)
+        _evaluate(
+            closed.jaxpr,
+            closed.consts,
+            [*target.args, *target.fixed],
+            seeds if tangents else None,
+            found,
+            outputs_needed=False,
+            checked=CHECKED if tangents else checked,
+        )
+        return found
+
     try:
         # Config defines each flag at run time
-        with jax.enable_x64(wide or bool(jax.config.jax_enable_x64)):  # type: ignore[attr-defined]
-            closed = jaxpr() if jaxpr is not None else traced(target)
-            seeds = [np.ones_like(a) for a in target.args] + [None] * len(target.fixed)
-            _evaluate(
-                closed.jaxpr,
-                closed.consts,
-                [*target.args, *target.fixed],
-                seeds if tangents else None,
-                found,
-                outputs_needed=False,
-                checked=CHECKED if tangents else checked,
-            )
+        with x64(wide or bool(jax.config.jax_enable_x64)):  # type: ignore[attr-defined]
+            return frozenset(again_if_stale(met))
     # a function that cannot be evaluated this way triggers nothing a diagnosis may name
     except Exception:  # noqa: BLE001
         return frozenset()
-    return frozenset(found)
 
 
 def _holds_checked(eqn, checked: frozenset[str]) -> bool:
