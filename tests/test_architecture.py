@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "sources": {"model"},
     "jaxenv": {"model", "supported"},
     "numerics": {"function_caches"},
-    "targets": {"model", "sources", "numerics", "function_caches"},
+    "targets": {"model", "sources", "numerics", "function_caches", "jaxenv"},
     "limits": {"model", "targets"},
     "engines": {"model", "sources", "targets", "numerics", "jaxenv", "limits", "function_caches"},
     "judging": {"model", "sources", "numerics"},
