@@ -672,10 +672,22 @@ class IsolatedPool:
             return next(iter(self.here_screen_all([scenario], self.options)))
         return self.auditors[0].screen(scenario)
 
-    def audit(self, scenario: Scenario) -> ScenarioResult:
+    def audit(self, scenario: Scenario, patience: float = 1.0) -> ScenarioResult:
+        """`service.audit_one`'s verdict under `patience` times the options' timeout (any other patience
+        than 1 in a worker of its own, stopped after it)."""
+        if patience == 1:
+            options = self.options
+        else:
+            options = replace(self.options, timeout=self.options.timeout * patience)
         if not self.auditors:
-            return self.here_audit(scenario, self.options)
-        return self.auditors[0].audit(scenario)
+            return self.here_audit(scenario, options)
+        if patience == 1:
+            return self.auditors[0].audit(scenario)
+        patient = IsolatedAuditor(options, self.devices)
+        try:
+            return patient.audit(scenario)
+        finally:
+            patient.close()
 
     def screen_all(
         self, scenarios: Sequence[Scenario], skip: Callable[[int, Mapping[int, object]], bool] = lambda p, known: False

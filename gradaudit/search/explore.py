@@ -475,6 +475,10 @@ EXPLORE_DRAWS = 10
 the search; a space with fewer distinct valid scenarios ends when hypothesis has drawn them all."""
 
 
+CONFIRM_PATIENCE = 4.0
+"""How many times the timeout a kind that timed out is given when it is confirmed (`confirm`)."""
+
+
 def _reason(message: str) -> str:
     """A skip reason without the scenario's name, so that equal reasons count together."""
     return re.sub(r"^scenario '[^']*' ", "", message)
@@ -482,16 +486,16 @@ def _reason(message: str) -> str:
 
 def confirm(outcome: SearchOutcome, space: SearchSpace, audit: Callable[..., ScenarioResult]) -> None:
     """Each minimal scenario audited again by `audit` (the literal path), whose result is what is
-    reported; one the literal path finds consistent is set aside as unconfirmed. A kind found without a
-    timeout whose audit here times out is audited once more: compiling every path alone, cold, can take
-    longer than the screen that found it (a fresh worker then reads what the first try compiled from the
-    run's compilation cache); a second timeout is reported."""
+    reported; one the literal path finds consistent is set aside as unconfirmed. A timeout alone cannot
+    tell a function that is stuck from one that is slow (compiling every path alone, cold, or on a loaded
+    machine), so a kind that timed out is confirmed under CONFIRM_PATIENCE times the timeout, and so is
+    one whose confirmation times out: what that audit finds is reported, a timeout only if it times out too."""
     confirmed: list[Found] = []
     for found in outcome.found:
         scenarios, _ = load_text(scenario_text(found.entry), space.file)
         hung = _timed_out(found.result)
-        found.result = audit(scenarios[0])
+        found.result = audit(scenarios[0], patience=CONFIRM_PATIENCE) if hung else audit(scenarios[0])
         if _timed_out(found.result) and not hung:
-            found.result = audit(scenarios[0])
+            found.result = audit(scenarios[0], patience=CONFIRM_PATIENCE)
         (confirmed if found.result.status != CONSISTENT else outcome.unconfirmed).append(found)
     outcome.found = confirmed
