@@ -672,16 +672,13 @@ class IsolatedPool:
             return next(iter(self.here_screen_all([scenario], self.options)))
         return self.auditors[0].screen(scenario)
 
-    def audit(self, scenario: Scenario, patience: float = 1.0) -> ScenarioResult:
-        """`service.audit_one`'s verdict under `patience` times the options' timeout (any other patience
-        than 1 in a worker of its own, stopped after it)."""
-        if patience == 1:
-            options = self.options
-        else:
-            options = replace(self.options, timeout=self.options.timeout * patience)
+    def audit(self, scenario: Scenario, timeout: float | None = None) -> ScenarioResult:
+        """`service.audit_one`'s verdict, under `timeout` where one is given instead of the options' (then
+        in a worker of its own, stopped after it)."""
+        options = self.options if timeout is None else replace(self.options, timeout=timeout)
         if not self.auditors:
             return self.here_audit(scenario, options)
-        if patience == 1:
+        if timeout is None:
             return self.auditors[0].audit(scenario)
         patient = IsolatedAuditor(options, self.devices)
         try:

@@ -357,7 +357,7 @@ def search(space, budget, seed, out, no_database, color, exit_zero, **given) -> 
                 audit_all=auditor.screen_all,
             )
             tell("confirming on the literal engine")
-            confirm(outcome, parsed, auditor.audit)
+            confirm(outcome, parsed, auditor.audit, auditor.options.timeout)
         finally:
             auditor.close()
     if outcome.problem:

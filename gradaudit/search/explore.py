@@ -476,7 +476,14 @@ the search; a space with fewer distinct valid scenarios ends when hypothesis has
 
 
 CONFIRM_PATIENCE = 4.0
-"""How many times the timeout a kind that timed out is given when it is confirmed (`confirm`)."""
+"""How many times the timeout a kind that timed out is given when it is confirmed (`confirm`) ..."""
+CONFIRM_EXTRA_MOST = 60.0
+"""... but at most this many seconds more: a search's default timeout of 600 s gets 660 s, not 40 minutes."""
+
+
+def patient(timeout: float) -> float:
+    """The timeout a kind that timed out is confirmed under."""
+    return min(CONFIRM_PATIENCE * timeout, timeout + CONFIRM_EXTRA_MOST)
 
 
 def _reason(message: str) -> str:
@@ -484,18 +491,20 @@ def _reason(message: str) -> str:
     return re.sub(r"^scenario '[^']*' ", "", message)
 
 
-def confirm(outcome: SearchOutcome, space: SearchSpace, audit: Callable[..., ScenarioResult]) -> None:
+def confirm(outcome: SearchOutcome, space: SearchSpace, audit: Callable[..., ScenarioResult], timeout: float) -> None:
     """Each minimal scenario audited again by `audit` (the literal path), whose result is what is
     reported; one the literal path finds consistent is set aside as unconfirmed. A timeout alone cannot
     tell a function that is stuck from one that is slow (compiling every path alone, cold, or on a loaded
-    machine), so a kind that timed out is confirmed under CONFIRM_PATIENCE times the timeout, and so is
-    one whose confirmation times out: what that audit finds is reported, a timeout only if it times out too."""
+    machine), so a kind that timed out is confirmed under a longer `patient` timeout than the search's
+    `timeout`, and so is one whose confirmation times out: what that audit finds is reported, a timeout
+    only if it times out too."""
     confirmed: list[Found] = []
+    longer = patient(timeout)
     for found in outcome.found:
         scenarios, _ = load_text(scenario_text(found.entry), space.file)
         hung = _timed_out(found.result)
-        found.result = audit(scenarios[0], patience=CONFIRM_PATIENCE) if hung else audit(scenarios[0])
+        found.result = audit(scenarios[0], timeout=longer) if hung else audit(scenarios[0])
         if _timed_out(found.result) and not hung:
-            found.result = audit(scenarios[0], patience=CONFIRM_PATIENCE)
+            found.result = audit(scenarios[0], timeout=longer)
         (confirmed if found.result.status != CONSISTENT else outcome.unconfirmed).append(found)
     outcome.found = confirmed

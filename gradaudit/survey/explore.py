@@ -153,7 +153,7 @@ def survey_one(
     )
     confirming = time.perf_counter()
     if outcome.found:
-        confirm(outcome, space, auditor.audit)
+        confirm(outcome, space, auditor.audit, auditor.options.timeout)
     files = write_found(outcome, space, out, how) if not outcome.problem else []
     remove_scripts(space, out)
     outcome.phases["confirm"] = round(time.perf_counter() - confirming, 1)
