@@ -643,21 +643,7 @@ def test_a_kind_whose_confirmation_times_out_once_is_confirmed_again_and_reporte
     # The screen computes jit paths only, so the kind is found quickly; confirming it calls the function
     # eagerly for the first time, which takes past the timeout once. Reported as found, not as a timeout.
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "slow_first.py").write_text(SLOW_FIRST_CALL)
-    write_yaml(
-        tmp_path,
-        "space.yaml",
-        """
-        search:
-          name: wrong-rule
-          fn: slow_first:doubled_slope
-          inputs:
-            - {dtype: float32, value: {min: 0.5, max: 1.0}}
-        """,
-    )
-    command = [sys.executable, "-m", "gradaudit", "search", "space.yaml", "--budget", "3", "--out", "found"]
-    command += ["--jobs", "1", "--timeout", "5", "--no-database"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=400, env={**os.environ, "NO_COLOR": "1"})
+    result = _search_one_worker(tmp_path, SLOW_FIRST_CALL, "wrong-rule", "doubled_slope", "{min: 0.5, max: 1.0}", 3, 5)
     assert result.returncode == 1, result.stdout + result.stderr
     assert (tmp_path / "called").exists()  # the slow first call happened
     (found,) = (tmp_path / "found").glob("*.yaml")
@@ -686,20 +672,18 @@ def test_a_function_slower_than_the_timeout_but_not_stuck_is_no_timeout_defect(t
     # Every draw's screen times out (4 s against 8), each in a fresh worker. A timeout alone cannot tell
     # slow from stuck: confirmed under four times the timeout, the function finishes, consistent.
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "slow_start.py").write_text(SLOW_IN_EACH_PROCESS)
-    write_yaml(
-        tmp_path,
-        "space.yaml",
-        """
-        search:
-          name: slow-start
-          fn: slow_start:slow_to_start
-          inputs:
-            - {dtype: float32, value: {min: 0.5, max: 0.5}}
-        """,
+    result = _search_one_worker(
+        tmp_path, SLOW_IN_EACH_PROCESS, "slow-start", "slow_to_start", "{min: 0.5, max: 0.5}", 1, 4
     )
-    command = [sys.executable, "-m", "gradaudit", "search", "space.yaml", "--budget", "1", "--out", "found"]
-    command += ["--jobs", "1", "--timeout", "4", "--no-database"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=400, env={**os.environ, "NO_COLOR": "1"})
     assert result.returncode == 0, result.stdout + result.stderr
     assert list((tmp_path / "found").glob("*.yaml")) == [], result.stdout
+
+
+def _search_one_worker(tmp_path, module: str, name: str, fn: str, value: str, budget: int, timeout: int):
+    """`gradaudit search` of one float32 input of `fn` in `module`'s source, in one worker under `timeout`."""
+    (tmp_path / "searched.py").write_text(module)
+    space = f"search:\n  name: {name}\n  fn: searched:{fn}\n  inputs:\n    - {{dtype: float32, value: {value}}}\n"
+    (tmp_path / "space.yaml").write_text(space)
+    command = [sys.executable, "-m", "gradaudit", "search", "space.yaml", "--budget", str(budget), "--out", "found"]
+    command += ["--jobs", "1", "--timeout", str(timeout), "--no-database"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=400, env={**os.environ, "NO_COLOR": "1"})
