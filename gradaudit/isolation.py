@@ -653,7 +653,8 @@ class IsolatedAuditor:
 class IsolatedPool:
     """`jobs` IsolatedAuditors side by side, for searches and surveys: `screen_all` screens many
     scenarios at once, in batches of kin (one program for the members of a group) spread over the
-    workers, results in order; `screen` and `audit` take one (the first worker). With jobs 0, every
+    workers, results in order; `screen` and `audit` take one (the first worker; `audit` under a timeout of
+    its own, a worker of its own). With jobs 0, every
     scenario in this process, unisolated, as `run --jobs 0`, under the options' rule until `close`,
     by `here`'s (screen_all, audit) pair (the service's own, handed in so that isolation need not
     import the service that uses it)."""
@@ -673,8 +674,8 @@ class IsolatedPool:
         return self.auditors[0].screen(scenario)
 
     def audit(self, scenario: Scenario, timeout: float | None = None) -> ScenarioResult:
-        """`service.audit_one`'s verdict, under `timeout` where one is given instead of the options' (then
-        in a worker of its own, stopped after it)."""
+        """`service.audit_one`'s verdict, under `timeout` where one is given instead of the options' (then,
+        with workers, in a worker of its own, stopped after it; with jobs 0, in this process)."""
         options = self.options if timeout is None else replace(self.options, timeout=timeout)
         if not self.auditors:
             return self.here_audit(scenario, options)

@@ -151,14 +151,13 @@ def x64(on: bool) -> Iterator[None]:
     """x64 as `on` for the body, and as it was after it (exceptions and Ctrl-C included)."""
     # Config defines each flag as an attribute at run time
     previous = bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]
-    if on == previous:
-        yield
-        return
-    jax.config.update("jax_enable_x64", on)
+    if on != previous:
+        jax.config.update("jax_enable_x64", on)
     try:
         yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
+    finally:  # as it was, also where the body (a user's module) switched it
+        if bool(jax.config.jax_enable_x64) != previous:  # type: ignore[attr-defined]
+            jax.config.update("jax_enable_x64", previous)
 
 
 STALE_WIDTH = "RuntimeProgramInputMismatch"

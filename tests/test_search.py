@@ -668,12 +668,13 @@ def slow_to_start(x):
 """
 
 
+@pytest.mark.slow
 def test_a_function_slower_than_the_timeout_but_not_stuck_is_no_timeout_defect(tmp_path, monkeypatch):
-    # Every draw's screen times out (4 s against 8), each in a fresh worker. A timeout alone cannot tell
+    # Every draw's screen times out (5 s against 8), each in a fresh worker. A timeout alone cannot tell
     # slow from stuck: confirmed under four times the timeout, the function finishes, consistent.
     monkeypatch.chdir(tmp_path)
     result = _search_one_worker(
-        tmp_path, SLOW_IN_EACH_PROCESS, "slow-start", "slow_to_start", "{min: 0.5, max: 0.5}", 1, 4
+        tmp_path, SLOW_IN_EACH_PROCESS, "slow-start", "slow_to_start", "{min: 0.5, max: 0.5}", 1, 5
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert list((tmp_path / "found").glob("*.yaml")) == [], result.stdout
