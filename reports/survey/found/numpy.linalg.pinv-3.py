@@ -1,4 +1,4 @@
-"""numpy.linalg.pinv: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 5 of 81 entries; largest at d out[2, 1]/d x0[2, 1]: -0.00107641 from finite differences, 0.0319324 from jacfwd and jit(jacfwd) (difference 0.033, relative 31; tolerance 0.00562)
+"""numpy.linalg.pinv: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 8 of 81 entries; largest at d out[2, 1]/d x0[2, 1]: -0.00107641 from finite differences, 0.0319324 from jacfwd and jit(jacfwd) (difference 0.033, relative 31; tolerance 0.00562)
 
 Why: inputs and output finite (x0[2, 1] = -1.72; out[2, 1] = 2.854); finite differences -0.001076 (slope -0.001065 from the left, -0.0004968 from the right), both sides agree; float64 agrees (-5.28403239e-06 from jacfwd, -5.28403239e-06 from jit_jacfwd, -5.28312914e-06 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd -0.0676007 against 0.000380622; jit_jacfwd -0.0676007 against 0.000380622
 

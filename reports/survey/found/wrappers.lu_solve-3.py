@@ -1,4 +1,4 @@
-"""wrappers.lu_solve: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 27 of 162 entries; largest at d out[0, 0]/d x0[0, 0]: inf from jacfwd and jit(jacfwd), nan from jacrev and jit(jacrev)
+"""wrappers.lu_solve: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 43 of 162 entries; largest at d out[0, 0]/d x0[0, 0]: inf from jacfwd and jit(jacfwd), nan from jacrev and jit(jacrev)
 
 Why: inputs and output finite (x0[0, 0] = 0.62; out[0, 0] = 1e+37); finite differences 2.678e+38 (slope 2.545e+38 from the left, 2.825e+38 from the right), both sides agree; float64 agrees (2.67770701e+38 from jacrev, 2.67770701e+38 from jit_jacrev, 2.67770701e+38 from jacfwd, 2.67770701e+38 from jit_jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacrev nan against 2.67771e+38; jit_jacrev nan against 2.67771e+38; jacfwd inf against 2.67771e+38; jit_jacfwd inf against 2.67771e+38
 

@@ -1,9 +1,9 @@
-"""scipy.special.betaln: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 1 of 2 entries; at d out/d x1: -89.1927 from jacfwd and jit(jacfwd), -90.1927 from jacrev and jit(jacrev) (difference 1, relative 0.011; tolerance 0.000172)
+"""numpy.unravel_index: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 1 of 128 entries; at d out[13]/d x1[3]: 14.7481 from finite differences, -1.88001e+38 from jacfwd and jit(jacfwd) (difference 1.88e+38, relative 1.3e+37; tolerance 4.59e+34)
 
-Why: inputs and output finite (x1 = 0.62; out = -54.02); finite differences -89.19 (slope -89.2 from the left, -89.19 from the right), both sides agree; float64 agrees (-90.1926654 from jacrev, -90.1926654 from jit_jacrev, -90.1926654 from jacfwd, -90.1926654 from jit_jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd -89.1927 against -90.1927; jit_jacfwd -89.1927 against -90.1927
+Why: inputs and output finite (x1[3] = 1.81 (all of x1: [0.62, -1.37, 0.25, 1.81]); out[13] = 0.4136); finite differences 14.75 (slope -369.3 from the left, 382.8 from the right), both sides agree; float64 agrees (0 from jacfwd, 0 from jit_jacfwd, 0 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd nan against 0; jit_jacfwd nan against 0
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x1: jacrev -90.1927, jit(jacrev) -90.1927, jacfwd -89.1927, jit(jacfwd) -89.1927.
-Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.betaln-3.py
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[13]/d x1[3]: jacfwd -1.88001e+38, jit(jacfwd) -1.88001e+38, finite differences 14.7481.
+Written from <survey>:2:3; needs only JAX and NumPy: python numpy.unravel_index-1.py
 """
 
 import numpy as np
@@ -56,8 +56,8 @@ def entry(block, index):
 import importlib
 import sys
 
-function = importlib.import_module('jax.scipy.special')
-for attribute in 'betaln'.split("."):
+function = importlib.import_module('jax.numpy')
+for attribute in 'unravel_index'.split("."):
     function = getattr(function, attribute)
 KWARGS = {}
 
@@ -65,8 +65,8 @@ KWARGS = {}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'dd'
 ARGUMENTS = [
-    np.array(3.4028234663852886e+38, dtype=np.float32),
-    np.array(0.6200000047683716, dtype=np.float32),
+    np.array([0.6200000047683716, 3.4028234663852886e+38, 0.25, 1.809999942779541], dtype=np.float32),
+    np.array([0.6200000047683716, -1.3700000047683716, 0.25, 1.809999942779541], dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -94,8 +94,7 @@ PASSED = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind != "d"]
 HELD = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "h"]
 ARGNUMS = tuple(range(len(INPUTS)))
 
-print('at d out/d x1:')
-print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[1], ()), sep=': ')
-print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[1], ()), sep=': ')
-print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[1], ()), sep=': ')
-print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[1], ()), sep=': ')
+print('at d out[13]/d x1[3]:')
+print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[1], (13, 3)), sep=': ')
+print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[1], (13, 3)), sep=': ')
+print('finite differences', entry(finite_difference(traced, PASSED, 1, (3,), (13,), 0.007070312276482582), ()), sep=': ')
