@@ -273,3 +273,33 @@ def test_a_custom_jvp_rule_wrong_only_at_second_order_is_diagnosed_as_the_rule()
     assert not audit.passed and {str(f.finding_class) for f in audit.findings} == {"wrong"}
     assert audit.diagnosis is not None and audit.diagnosis.id == "GA012"
     assert gradaudit.audit(sine, np.array([0.3, 1.0], np.float32)).passed  # first order: right
+
+
+def test_a_matrix_of_tiny_numbers_is_judged_at_steps_of_its_own_size_where_the_usual_step_outreaches_it():
+    """eigvalsh of a float32 matrix of about 1e-36: the usual step (2**-8, absolute below 1) is 1e33 times
+    every element, so finite differences measure the eigenvalues of the step itself and gave 0 where the
+    derivative is 0.29; at steps relative to the matrix's size they agree with AD, a note says so, and a
+    rule 1.5 times too large stays wrong there."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    matrix = (np.array([[0.62, -1.37, 0.25], [1.81, -0.44, 1.09], [0.93, -1.72, 0.38]]) * 1e-36).astype(np.float32)
+    plain = gradaudit.audit(jnp.linalg.eigvalsh, matrix)
+    assert plain.passed and not plain.findings
+    assert any("the usual step 0.00391 outreaches the input" in n.message for n in plain.notes)
+
+    @jax.custom_jvp
+    def eigenvalues(a):
+        return jnp.linalg.eigvalsh(a)
+
+    @eigenvalues.defjvp
+    def _too_large(primals, tangents):
+        (a,), (da,) = primals, tangents
+        _, v = jnp.linalg.eigh(a)
+        return eigenvalues(a), 1.5 * jnp.einsum("ji,jk,ki->i", v, (da + da.T) / 2, v)
+
+    wrong = gradaudit.audit(eigenvalues, matrix)
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}

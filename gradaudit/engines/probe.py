@@ -69,6 +69,8 @@ class _Column:
     moves: tuple[tuple[float, float], ...]
     tied: tuple[tuple[int, int], ...]
     along: tuple[np.ndarray, np.ndarray, float] | None
+    scaled: tuple[tuple[np.ndarray, np.ndarray, float], ...] = ()
+    """At each step relative to the argument's scale: the outputs moved up and down, and the span moved."""
 
     def at(self, output: int) -> Probe:
         central, left, right = [], [], []
@@ -82,7 +84,8 @@ class _Column:
         if self.along is not None:
             f_plus, f_minus, span = self.along
             along = (float(f_plus[output]) - float(f_minus[output])) / span
-        return Probe(self.step, self.steps, tuple(central), tuple(left), tuple(right), self.tied, along)
+        scaled = tuple((span / 2, (float(up[output]) - float(down[output])) / span) for up, down, span in self.scaled)
+        return Probe(self.step, self.steps, tuple(central), tuple(left), tuple(right), self.tied, along, scaled)
 
 
 def _column(target: Target, eps: float | None, argument: int, element: int) -> _Column:
@@ -146,7 +149,33 @@ def _column(target: Target, eps: float | None, argument: int, element: int) -> _
         minus, down = moved_to(-h, tied)
         if up != 0 and down != 0:
             along = (at(plus), at(minus), up - down)
-    return _Column(h, tuple(steps), base, tuple(plus_values), tuple(minus_values), tuple(moves), tied, along)
+    scaled = []
+    for step in _relative_steps(x, h, eps):
+        plus, up = moved_to(step, here)
+        minus, down = moved_to(-step, here)
+        if up != 0 and down != 0 and not _subnormal(plus[argument].reshape(-1)[element]):
+            if not _subnormal(minus[argument].reshape(-1)[element]):
+                scaled.append((at(plus), at(minus), up - down))
+    columns = (tuple(plus_values), tuple(minus_values), tuple(moves))
+    return _Column(h, tuple(steps), base, *columns, tied, along, tuple(scaled))
+
+
+RELATIVE_BELOW = 0.25
+"""Steps relative to an argument's scale are taken where they are below this share of the usual step."""
+
+
+def _relative_steps(x: np.ndarray, h: float, eps: float | None) -> tuple[float, ...]:
+    """eps m and eps m / 2, m the argument's largest finite magnitude, where they are well below the usual
+    step h: an argument of small numbers (a matrix of 1e-36) gets the absolute step eps, which can
+    outreach every element and so measure the function somewhere else (eigh of A + h e_ij, h far
+    larger than A, is h e_ij's). Empty where the usual step is already relative or the argument is 0."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        magnitudes = np.abs(np.asarray(x, dtype=np.float64))
+    finite = magnitudes[np.isfinite(magnitudes)]
+    largest = float(finite.max(initial=0.0))
+    own_eps = eps if eps is not None else dtypes.default_eps(x.dtype.name)
+    step = float(step_size(np.ones((), np.float64), own_eps, x.dtype)) * largest
+    return (step, step / 2) if 0.0 < step < RELATIVE_BELOW * h else ()
 
 
 def _subnormal(value) -> bool:

@@ -423,6 +423,9 @@ def settle(
       where they do not, the AD side is wrong along the tie as well;
     - a jump at a finer step: the one-sided slopes part at the two finest steps finite
       differences can resolve, and do not close up (floor_divide at a multiple of a tiny divisor);
+    - steps relative to the input's size, where the usual step (absolute for small inputs) outreaches
+      every element of it (eigh of a matrix of 1e-36): where the slopes at two of them agree, that
+      slope decides: FINER_AGREES where the AD paths give it, else the entry stays `wrong`;
     - finer steps agree with the AD paths: the usual step spans the function's periods or steps
       (fmod by a subnormal divisor): FINER_AGREES, a note;
     - no step resolves a slope: the function changes over the finest steps that move the input as
@@ -450,6 +453,18 @@ def settle(
             f"{_number(probe.along_tie)}, where their partial slopes sum to {_number(predicted)}: no derivative exists",
         )
     scale = max(abs(got), abs(want), 1.0)
+    relative = [(s, c) for s, c in probe.scaled if rounding_at / s <= 0.5 * (atol + rtol * scale)]
+    if len(relative) == 2 and close(relative[0][1], relative[1][1], relative[1][0]):
+        # The slope settles at steps of the input's own size: that is the function's derivative there.
+        (s1, c1), (s2, c2) = relative
+        if not (close(c1, got, s1) and close(c2, got, s2)):
+            return None
+        return Settled(
+            FINER_AGREES,
+            f"the usual step {h:.3g} outreaches the input, every element of which is smaller: finite differences "
+            f"give {_number(want)} there, but {_number(c1)} at step {s1:.3g} and {_number(c2)} at {s2:.3g}, "
+            f"relative to the input's size, as the AD paths do ({_number(got)})",
+        )
     finer = [
         (s, c, left, right)
         for s, c, left, right in zip(probe.steps, probe.central, probe.left, probe.right, strict=True)

@@ -113,9 +113,9 @@ RESOLVED = (
     "(below what those numbers resolve)"
 )
 """How a note names `scale.below_resolution`'s bound."""
-PROBED = 8
-"""At most this many entries of one comparison are probed (`engines.probe`): each costs about forty
-evaluations of the function."""
+PROBED = 16
+"""At most this many input elements of one comparison are probed (`engines.probe`): each costs about forty
+evaluations of the function, which give the slopes of all its entries (a 3 x 3 matrix has 9)."""
 
 
 @dataclass(frozen=True)
@@ -509,6 +509,13 @@ class _Classifying:
     def crossed(self, block: int, flat: int) -> bool:
         return self.crossing is not None and bool(np.asarray(self.crossing[block]).reshape(-1)[flat])
 
+    def column(self, block: int, order: int, block_size: int, flat: int) -> tuple[int, int] | None:
+        """The (argument, element) a first-order entry differentiates by: what one probe evaluates."""
+        if self.probe is None or order != 1:
+            return None
+        _, own = self.surroundings.own(block, order, np.asarray([flat]), block_size)
+        return (own[0][0], int(own[0][1][0])) if own else None
+
     def settled(
         self,
         block: int,
@@ -608,7 +615,7 @@ class _Comparison:
 
     def _classes(self, order: int) -> list[np.ndarray]:
         found = []
-        probed = 0
+        probed: set[tuple[int, int]] = set()
         for block, indices in enumerate(self.bad):
             if indices is None or not indices.size:
                 found.append(_NO_CLASSES)
@@ -622,8 +629,11 @@ class _Comparison:
             crossing = None if c.crossing is None else c.crossing[block]
             classes = classify(c.surroundings, c.reference, block, order, size, indices, got, want, c.twins, crossing)
             if c.probe is not None:
-                for k in np.flatnonzero(classes == WRONG.value)[: max(0, PROBED - probed)]:
-                    probed += 1
+                for k in np.flatnonzero(classes == WRONG.value)[: PROBED * PROBED]:
+                    column = c.column(block, order, size, int(indices[k]))
+                    if column is None or (column not in probed and len(probed) >= PROBED):
+                        continue
+                    probed.add(column)
                     settled = c.settled(
                         block, order, size, int(indices[k]), float(got[k]), float(want[k]), self.side[0].ok_arrays
                     )
@@ -1350,6 +1360,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             return _Classifying(surroundings_of, evidence, twins, crossing, probe, tolerance)  # noqa: B023
 
         comparisons = []
+        split = False  # two AD paths of the family disagree beyond rounding at the Jacobian's scale
         for earlier, later in itertools.combinations(classes, 2):
             known = elementwise.bad(later[0], earlier[0], tolerances)
             if family.order == 1:
@@ -1362,6 +1373,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                     elementwise.largest(earlier[0]),
                 )
                 notes += _scale_note(later, earlier, rounded, output_shape, names)
+            split = split or known is None or any(k is None or np.size(k) for k in known)
             pair = _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=known)
             comparisons.append(replace(pair, classifying=classed(pair.splits_twins())))
         if references:
@@ -1386,9 +1398,9 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 )
                 unchecked = (sum(int(np.sum(s)) for s in skipped), sum(int(np.size(s)) for s in skipped))
             notes += _finite_difference_notes(reference, trusted, noise, output_shape, names, family.order)
-            # Every AD path on one side against finite differences: the signature of a step finite
-            # differences cannot take (or of a wrong rule): a probe may settle which.
-            consensus = case.probe if len(classes) == 1 else None
+            # Every AD path on one side against finite differences (apart by rounding at most): the signature
+            # of a step finite differences cannot take (or of a wrong rule): a probe may settle which.
+            consensus = case.probe if not split else None
             against_reference = []
             for side in classes:
                 against_known = known_bad(side[0].name)
