@@ -303,3 +303,38 @@ def test_a_matrix_of_tiny_numbers_is_judged_at_steps_of_its_own_size_where_the_u
 
     wrong = gradaudit.audit(eigenvalues, matrix)
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+
+
+def test_eigenvectors_of_a_matrix_of_tiny_numbers_are_compared_where_steps_of_its_own_size_settle():
+    """eigh's eigenvectors of that matrix: every entry looked like a kink at the usual step and none was
+    compared, so a rule 1.5 times too large passed; refined at steps relative to the matrix's size,
+    all but a few are compared, the plain function is consistent and the wrong rule is `wrong`."""
+    import re
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    matrix = (np.array([[0.62, -1.37, 0.25], [1.81, -0.44, 1.09], [0.93, -1.72, 0.38]]) * 1e-36).astype(np.float32)
+
+    def vectors(a):
+        return jnp.linalg.eigh(a)[1]
+
+    plain = gradaudit.audit(vectors, matrix)
+    assert plain.passed and not plain.findings
+    uncompared = [re.search(r"(\d+) of 81 entries not compared", n.message) for n in plain.notes]
+    assert all(int(found.group(1)) < 9 for found in uncompared if found)
+
+    @jax.custom_jvp
+    def too_large(a):
+        return vectors(a)
+
+    @too_large.defjvp
+    def _too_large(primals, tangents):
+        value, tangent = jax.jvp(vectors, primals, tangents)
+        return value, 1.5 * tangent
+
+    wrong = gradaudit.audit(too_large, matrix)
+    assert not wrong.passed and "wrong" in {str(f.finding_class) for f in wrong.findings}

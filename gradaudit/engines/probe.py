@@ -58,34 +58,47 @@ def prober(target: Target, scenario: Scenario) -> Prober:
 
 
 @dataclass(frozen=True)
-class _Column:
-    """The function's outputs at one input element moved by each probe step (and its ties moved together)."""
+class _Steps:
+    """The function's outputs at one input element moved up and down by each of some steps."""
 
-    step: float
     steps: tuple[float, ...]
-    base: np.ndarray
     plus: tuple[np.ndarray, ...]
     minus: tuple[np.ndarray, ...]
     moves: tuple[tuple[float, float], ...]
-    tied: tuple[tuple[int, int], ...]
-    along: tuple[np.ndarray, np.ndarray, float] | None
-    scaled: tuple[tuple[np.ndarray, np.ndarray, float], ...] = ()
-    """At each step relative to the argument's scale: the outputs moved up and down, and the span moved."""
 
-    def at(self, output: int) -> Probe:
+    def slopes(self, base: float, output: int) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+        """Per step, out[output]'s central difference and its one-sided slopes from the left and the right."""
         central, left, right = [], [], []
-        base = float(self.base[output])
         for f_plus, f_minus, (up, down) in zip(self.plus, self.minus, self.moves, strict=True):
             plus, minus = float(f_plus[output]), float(f_minus[output])
             central.append((plus - minus) / (up - down))
             right.append((plus - base) / up)
             left.append((base - minus) / -down)
+        return tuple(central), tuple(left), tuple(right)
+
+
+@dataclass(frozen=True)
+class _Column:
+    """The function's outputs at one input element moved by each probe step (and its ties moved together)."""
+
+    step: float
+    base: np.ndarray
+    usual: _Steps
+    tied: tuple[tuple[int, int], ...]
+    along: tuple[np.ndarray, np.ndarray, float] | None
+    scaled: _Steps | None = None
+    """At steps relative to the argument's scale (`_relative_steps`), where it has them."""
+
+    def at(self, output: int) -> Probe:
+        base = float(self.base[output])
         along = None
         if self.along is not None:
             f_plus, f_minus, span = self.along
             along = (float(f_plus[output]) - float(f_minus[output])) / span
-        scaled = tuple((span / 2, (float(up[output]) - float(down[output])) / span) for up, down, span in self.scaled)
-        return Probe(self.step, self.steps, tuple(central), tuple(left), tuple(right), self.tied, along, scaled)
+        scaled = None
+        if self.scaled is not None:
+            scaled = Probe(self.step, self.scaled.steps, *self.scaled.slopes(base, output))
+        return Probe(self.step, self.usual.steps, *self.usual.slopes(base, output), self.tied, along, scaled)
 
 
 def _column(target: Target, eps: float | None, argument: int, element: int) -> _Column:
@@ -116,25 +129,29 @@ def _column(target: Target, eps: float | None, argument: int, element: int) -> _
         return points, made
 
     base = at(args)
-    steps, plus_values, minus_values, moves = [], [], [], []
     here = ((argument, element),)
-    for power in SCALES:
-        step = h * 2.0**power
-        plus, up = moved_to(step, here)
-        minus, down = moved_to(-step, here)
-        if (
-            up == 0
-            or down == 0
-            or not np.isfinite(up)
-            or not np.isfinite(down)
-            or _subnormal(plus[argument].reshape(-1)[element])
-            or _subnormal(minus[argument].reshape(-1)[element])
-        ):
-            continue
-        steps.append(step)
-        plus_values.append(at(plus))
-        minus_values.append(at(minus))
-        moves.append((up, down))
+
+    def stepped(candidates) -> _Steps:
+        steps, plus_values, minus_values, moves = [], [], [], []
+        for step in candidates:
+            plus, up = moved_to(step, here)
+            minus, down = moved_to(-step, here)
+            if (
+                up == 0
+                or down == 0
+                or not np.isfinite(up)
+                or not np.isfinite(down)
+                or _subnormal(plus[argument].reshape(-1)[element])
+                or _subnormal(minus[argument].reshape(-1)[element])
+            ):
+                continue
+            steps.append(step)
+            plus_values.append(at(plus))
+            minus_values.append(at(minus))
+            moves.append((up, down))
+        return _Steps(tuple(steps), tuple(plus_values), tuple(minus_values), tuple(moves))
+
+    usual = stepped(h * 2.0**power for power in SCALES)
     value = np.float64(x[element])
     tied = tuple(
         (k, j)
@@ -149,15 +166,8 @@ def _column(target: Target, eps: float | None, argument: int, element: int) -> _
         minus, down = moved_to(-h, tied)
         if up != 0 and down != 0:
             along = (at(plus), at(minus), up - down)
-    scaled = []
-    for step in _relative_steps(x, h, eps):
-        plus, up = moved_to(step, here)
-        minus, down = moved_to(-step, here)
-        if up != 0 and down != 0 and not _subnormal(plus[argument].reshape(-1)[element]):
-            if not _subnormal(minus[argument].reshape(-1)[element]):
-                scaled.append((at(plus), at(minus), up - down))
-    columns = (tuple(plus_values), tuple(minus_values), tuple(moves))
-    return _Column(h, tuple(steps), base, *columns, tied, along, tuple(scaled))
+    relative = _relative_steps(x, h, eps)
+    return _Column(h, base, usual, tied, along, stepped(relative) if relative else None)
 
 
 RELATIVE_BELOW = 0.25

@@ -453,7 +453,9 @@ def settle(
             f"{_number(probe.along_tie)}, where their partial slopes sum to {_number(predicted)}: no derivative exists",
         )
     scale = max(abs(got), abs(want), 1.0)
-    relative = [(s, c) for s, c in probe.scaled if rounding_at / s <= 0.5 * (atol + rtol * scale)]
+    own = probe.scaled
+    pairs = () if own is None else zip(own.steps, own.central, strict=True)
+    relative = [(s, c) for s, c in pairs if rounding_at / s <= 0.5 * (atol + rtol * scale)]
     if len(relative) == 2 and close(relative[0][1], relative[1][1], relative[1][0]):
         # The slope settles at steps of the input's own size: that is the function's derivative there.
         (s1, c1), (s2, c2) = relative

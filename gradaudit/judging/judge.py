@@ -53,7 +53,7 @@ from gradaudit.judging.fd_trust import (
     read_estimates,
 )
 from gradaudit.judging.provenance import provenances, routing_findings
-from gradaudit.judging.refine import Refined, refined
+from gradaudit.judging.refine import PROBED, Refined, refined
 from gradaudit.judging.scale import below_resolution, beyond_scale
 from gradaudit.judging.tolerances import Tolerances, coarse_notes
 from gradaudit.judging.wording import (
@@ -113,9 +113,6 @@ RESOLVED = (
     "(below what those numbers resolve)"
 )
 """How a note names `scale.below_resolution`'s bound."""
-PROBED = 16
-"""At most this many input elements of one comparison are probed (`engines.probe`): each costs about forty
-evaluations of the function, which give the slopes of all its entries (a 3 x 3 matrix has 9)."""
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,10 @@ import numpy as np
 from gradaudit.model.computed import Probe, Prober
 from gradaudit.model.paths import PathResult
 
-PROBED = 8
-"""Most input elements probed to refine one scenario's kink entries: a probe evaluates the function about
-40 times at one element, which gives the slopes of every output there (the entries of one column)."""
+PROBED = 16
+"""Most input elements probed to refine one scenario's kink entries, and to settle one comparison's `wrong`
+ones (`judge`): a probe evaluates the function about 40 times at one element, which gives the slopes of
+every output there (the entries of one column; a 3 x 3 matrix has 9 elements)."""
 HELD = 0.25
 """A kink's one-sided slopes hold from one finer step to the next within this share of their gap (a jump's
 grow like 1 / step, so they change by half of it)."""
@@ -134,6 +135,28 @@ def _kink_held(probe: Probe, coarser: list[int], agree: Callable[[int, float], b
     return False
 
 
+def _with_relative_steps(probe: Probe) -> Probe | None:
+    """The probe's steps above its steps relative to the input's size (`Probe.scaled`), then those: a
+    small input's slopes can settle only there, where the usual step outreaches it (eigh of a matrix of
+    1e-36), and the coarser steps still show a kink that held above a flat finer region (rounding).
+    None where the probe has no relative steps."""
+    own = probe.scaled
+    if own is None or not own.steps:
+        return None
+    keep = [k for k, step in enumerate(probe.steps) if step > own.steps[0]]
+
+    def joined(coarser: tuple[float, ...], relative: tuple[float, ...]) -> tuple[float, ...]:
+        return tuple(coarser[k] for k in keep) + relative
+
+    return Probe(
+        probe.step,
+        joined(probe.steps, own.steps),
+        joined(probe.central, own.central),
+        joined(probe.left, own.left),
+        joined(probe.right, own.right),
+    )
+
+
 def _quotient_noise(hidden: float, step: float) -> float:
     return hidden / step
 
@@ -185,7 +208,11 @@ def refined(
         if found is None:
             continue
         hidden = 4.0 * rounding(where[2])
-        slopes = converged(found, rtol, atol, functools.partial(_quotient_noise, hidden))
+        hides = functools.partial(_quotient_noise, hidden)
+        relative = _with_relative_steps(found)
+        slopes = converged(found, rtol, atol, hides) or (
+            converged(relative, rtol, atol, hides) if relative is not None else None
+        )
         if slopes is not None:
             entries[block, flat] = slopes
     if not entries:

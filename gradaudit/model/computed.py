@@ -28,9 +28,9 @@ class Probe:
     along_tie: float | None = None
     """The central difference of out[i] with every tied element moved together at the usual step;
     None where x_k[j] ties with nothing."""
-    scaled: tuple[tuple[float, float], ...] = ()
-    """(step, central difference) at steps relative to x_k's largest element, where the usual step is
-    absolute (x_k is small) and so outreaches the input: eps m and eps m / 2. Empty elsewhere."""
+    scaled: Probe | None = None
+    """The slopes at steps relative to x_k's largest element m (eps m and eps m / 2, `steps`), where the
+    usual step is absolute (x_k is small) and may outreach the input; None elsewhere."""
 
 
 Prober = Callable[[int, int, int], "Probe | None"]
