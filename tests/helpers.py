@@ -182,3 +182,12 @@ def run_script(script: Path | str):
         _runner[:] = [_ScriptRunner()]
     returncode, stdout, stderr = _runner[0].run(Path(script))
     return subprocess.CompletedProcess([str(script)], returncode, stdout, stderr)
+
+
+def off_by(f, factor: float):
+    """`f` with a custom_jvp rule `factor` times its own derivative: a planted wrong rule."""
+    import jax
+
+    wrapped = jax.custom_jvp(f)
+    wrapped.defjvp(lambda primals, tangents: (f(*primals), factor * jax.jvp(f, primals, tangents)[1]))
+    return wrapped

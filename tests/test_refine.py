@@ -6,7 +6,7 @@ import numpy as np
 
 from gradaudit.judging.refine import converged
 from gradaudit.model.computed import Probe
-from tests.helpers import run_cli, run_one, write_yaml
+from tests.helpers import off_by, run_cli, run_one, write_yaml
 
 LAYER_NORM = """
 import jax
@@ -134,14 +134,6 @@ def test_a_norm_at_the_origin_is_a_kink_where_ad_has_no_number_not_a_derivative_
     assert not any("no disagreement" in n.message for n in audit.notes)
 
 
-def _off_by(f, factor):
-    import jax
-
-    wrapped = jax.custom_jvp(f)
-    wrapped.defjvp(lambda primals, tangents: (f(*primals), factor * jax.jvp(f, primals, tangents)[1]))
-    return wrapped
-
-
 def test_strong_curvature_for_the_usual_step_is_checked_where_the_slopes_part_as_a_smooth_function_s():
     """At logits near 1000 float32's usual step is 3.9 (relative to the input), which straddles logsumexp's
     curvature: every entry looked like a kink and was refined only at a step whose rounding (0.03) hid a
@@ -152,7 +144,7 @@ def test_strong_curvature_for_the_usual_step_is_checked_where_the_slopes_part_as
     import gradaudit
 
     logits = np.array([1000.0, 1000.5, 999.2, 1001.0], np.float32)
-    wrong = gradaudit.audit(_off_by(lambda x: jax.nn.logsumexp(x), 1.06), logits)
+    wrong = gradaudit.audit(off_by(lambda x: jax.nn.logsumexp(x), 1.06), logits)
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
     softmax = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
     values = wrong.findings[0].values  # the largest gap: the refined estimate against the rule's 1.06 softmax
