@@ -421,11 +421,11 @@ def settle(
       sum to: no derivative exists (sort, median, top_k at equal inputs): `non-differentiable`,
       where the AD side's partials sum to that slope (any of a tie's one-sided choices does);
       where they do not, the AD side is wrong along the tie as well;
-    - a jump at a finer step: the one-sided slopes part at the two finest steps finite
-      differences can resolve, and do not close up (floor_divide at a multiple of a tiny divisor);
     - steps relative to the input's size, where the usual step (absolute for small inputs) outreaches
       every element of it (eigh of a matrix of 1e-36): where the slopes at two of them agree, that
       slope decides: FINER_AGREES where the AD paths give it, else the entry stays `wrong`;
+    - a jump at a finer step: the one-sided slopes part at the two finest steps finite
+      differences can resolve, and do not close up (floor_divide at a multiple of a tiny divisor);
     - finer steps agree with the AD paths: the usual step spans the function's periods or steps
       (fmod by a subnormal divisor): FINER_AGREES, a note;
     - no step resolves a slope: the function changes over the finest steps that move the input as
