@@ -328,3 +328,18 @@ def test_eigenvectors_of_a_matrix_of_tiny_numbers_are_compared_where_steps_of_it
 
     wrong = gradaudit.audit(off_by(vectors, 1.5), matrix)
     assert not wrong.passed and "wrong" in {str(f.finding_class) for f in wrong.findings}
+
+
+@pytest.mark.parametrize("at", [[0.1, 0.2], [1e-5, 2e-5]])
+def test_a_straight_through_staircase_at_small_inputs_stays_non_differentiable(at):
+    """round(16 x) / 16 with the identity's derivative (straight-through): finite differences are 0 at
+    every step that resolves, also at steps of the input's own size where those are taken (1e-5, below
+    the usual step); the surrogate slope is non-differentiable, not a wrong rule."""
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    import gradaudit
+
+    result = gradaudit.audit(lambda x: x + lax.stop_gradient(jnp.round(x * 16) / 16 - x), np.array(at, np.float32))
+    assert result.passed and {str(f.finding_class) for f in result.findings} == {"non-differentiable"}

@@ -170,22 +170,18 @@ def _column(target: Target, eps: float | None, argument: int, element: int) -> _
     return _Column(h, base, usual, tied, along, stepped(relative) if relative else None)
 
 
-RELATIVE_BELOW = 0.25
-"""Steps relative to an argument's scale are taken where they are below this share of the usual step."""
-
-
 def _relative_steps(x: np.ndarray, h: float, eps: float | None) -> tuple[float, ...]:
-    """eps m and eps m / 2, m the argument's largest finite magnitude, where they are well below the usual
-    step h: an argument of small numbers (a matrix of 1e-36) gets the absolute step eps, which can
-    outreach every element and so measure the function somewhere else (eigh of A + h e_ij, h far
-    larger than A, is h e_ij's). Empty where the usual step is already relative or the argument is 0."""
+    """eps m and eps m / 2, m the argument's largest finite magnitude, where the usual step h outreaches
+    every element (m < h): an argument of small numbers (a matrix of 1e-36) gets the absolute step eps,
+    which then measures the function somewhere else (eigh of A + h e_ij, h far larger than A, is
+    h e_ij's). Empty elsewhere (an input of ordinary size, or of zeros)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        magnitudes = np.abs(np.asarray(x, dtype=np.float64))
+        magnitudes = np.abs(np.asarray(x)).astype(np.float64)  # a complex element's modulus
     finite = magnitudes[np.isfinite(magnitudes)]
     largest = float(finite.max(initial=0.0))
     own_eps = eps if eps is not None else dtypes.default_eps(x.dtype.name)
     step = float(step_size(np.ones((), np.float64), own_eps, x.dtype)) * largest
-    return (step, step / 2) if 0.0 < step < RELATIVE_BELOW * h else ()
+    return (step, step / 2) if 0.0 < largest < h else ()
 
 
 def _subnormal(value) -> bool:

@@ -453,25 +453,44 @@ def settle(
             f"{_number(probe.along_tie)}, where their partial slopes sum to {_number(predicted)}: no derivative exists",
         )
     scale = max(abs(got), abs(want), 1.0)
+
+    def resolves(step: float) -> bool:
+        return rounding_at / step <= 0.5 * (atol + rtol * scale)
+
+    finer = [
+        (s, c, left, right)
+        for s, c, left, right in zip(probe.steps, probe.central, probe.left, probe.right, strict=True)
+        if s < h / 2 and resolves(s)
+    ]
+
+    def staircase() -> Settled | None:
+        coarser = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s > 2 * h and math.isfinite(c)]
+        flat = abs(want) <= tolerance(want, 0.0, h) and all(abs(c) <= tolerance(c, 0.0, s) for s, c, _, _ in finer)
+        if flat and coarser and got != 0 and abs(coarser[0][1] - got) <= COARSE_AGREES * abs(got):
+            s, c = coarser[0]
+            return Settled(
+                NON_DIFFERENTIABLE.value,
+                f"piecewise constant here: finite differences 0 at the usual step {h:.3g} and below, {_number(c)} "
+                f"over step {s:.3g}, which the AD paths' {_number(got)} follows: a surrogate (straight-through) "
+                "derivative of a staircase",
+            )
+        return None
+
     own = probe.scaled
     pairs = () if own is None else zip(own.steps, own.central, strict=True)
-    relative = [(s, c) for s, c in pairs if rounding_at / s <= 0.5 * (atol + rtol * scale)]
+    relative = [(s, c) for s, c in pairs if resolves(s)]
     if len(relative) == 2 and close(relative[0][1], relative[1][1], relative[1][0]):
-        # The slope settles at steps of the input's own size: that is the function's derivative there.
+        # The slope settles at steps of the input's own size: that is the function's derivative there,
+        # unless the function is a staircase whose AD slope is a surrogate.
         (s1, c1), (s2, c2) = relative
         if not (close(c1, got, s1) and close(c2, got, s2)):
-            return None
+            return staircase()
         return Settled(
             FINER_AGREES,
             f"the usual step {h:.3g} outreaches the input, every element of which is smaller: finite differences "
             f"give {_number(want)} there, but {_number(c1)} at step {s1:.3g} and {_number(c2)} at {s2:.3g}, "
             f"relative to the input's size, as the AD paths do ({_number(got)})",
         )
-    finer = [
-        (s, c, left, right)
-        for s, c, left, right in zip(probe.steps, probe.central, probe.left, probe.right, strict=True)
-        if s < h / 2 and rounding_at / s <= 0.5 * (atol + rtol * scale)
-    ]
     if len(finer) >= 2:
         (s1, c1, l1, r1), (s2, c2, l2, r2) = finer[-2], finer[-1]
         parted = (
@@ -514,15 +533,4 @@ def settle(
                 f"{_number(want)}): it varies faster than its dtype can step the input, so finite differences "
                 "cannot judge",
             )
-    coarser = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s > 2 * h and math.isfinite(c)]
-    flat = abs(want) <= tolerance(want, 0.0, h) and all(abs(c) <= tolerance(c, 0.0, s) for s, c, _, _ in finer)
-    if flat and coarser and got != 0 and abs(coarser[0][1] - got) <= COARSE_AGREES * abs(got):
-        s, c = coarser[0]
-        return Settled(
-            NON_DIFFERENTIABLE.value,
-            f"piecewise constant here: finite differences 0 at the usual step {h:.3g} and below, {_number(c)} over "
-            "step "
-            f"{s:.3g}, which the AD paths' {_number(got)} follows: a surrogate (straight-through) derivative of a "
-            "staircase",
-        )
-    return None
+    return staircase()
