@@ -323,6 +323,7 @@ def test_eigenvectors_of_a_matrix_of_tiny_numbers_are_compared_where_steps_of_it
 
     plain = gradaudit.audit(vectors, matrix)
     assert plain.passed and not plain.findings
+    assert any(n.message.startswith("finite differences refined at") for n in plain.notes)
     uncompared = [re.search(r"(\d+) of 81 entries not compared", n.message) for n in plain.notes]
     assert all(int(found.group(1)) < 9 for found in uncompared if found)
 
