@@ -67,6 +67,21 @@ def run_path(
     return PathResult(name=name, arrays=computed, device=device)
 
 
+def compiled_or_eager(fn: Callable, args: Sequence, compiled: Callable | None = None) -> Callable:
+    """`jit(fn)` (or `compiled`, the jit of fn another path made), or `fn` itself when jit cannot
+    compile it (Python control flow on inputs, an input's concrete value needed: `jnp.roots`)."""
+    import jax
+
+    compiled = compiled or jax.jit(fn)
+    try:
+        compiled(*args)
+    except Exception as exc:  # noqa: BLE001 - only the inapplicable kinds fall back; others propagate
+        if not any(rule.compiled_only and rule.matches(JIT_VALUE, exc) for rule in NOT_APPLICABLE):
+            raise
+        return fn
+    return compiled
+
+
 def failed_path(name: str, exc: BaseException, device: str | None = None) -> PathResult:
     """A path that raised `exc`: not applicable when the exception says so, else an error."""
     for inapplicable in NOT_APPLICABLE:

@@ -19,7 +19,7 @@ from dataclasses import replace
 import jax
 import numpy as np
 
-from gradaudit.engines.base import run_path
+from gradaudit.engines.base import compiled_or_eager, run_path
 from gradaudit.engines.probe import prober
 from gradaudit.function_caches import per_function
 from gradaudit.jaxenv import as_jax_arrays, device_name, unfiltered_tracebacks, x64_for
@@ -117,19 +117,6 @@ def steps(target: Target, eps: float | None) -> list[float]:
     return [eps if eps is not None else dtypes.default_eps(np.dtype(arg.dtype).name) for arg in target.args]
 
 
-def _compiled_or_eager(fn: Callable, args: Sequence, compiled: Callable | None = None) -> Callable:
-    """`jit(fn)` (or `compiled`, the jit of fn another path made), or `fn` itself when jit cannot
-    compile it (Python control flow on inputs)."""
-    compiled = compiled or jax.jit(fn)
-    try:
-        compiled(*args)
-    except Exception as exc:  # noqa: BLE001 - only the inapplicable kinds fall back; others propagate
-        if not any(rule.compiled_only and rule.matches(JIT_VALUE, exc) for rule in NOT_APPLICABLE):
-            raise
-        return fn
-    return compiled
-
-
 def finite_difference_jacobians(
     target: Target, eps: float | None, compiled: Callable | None = None
 ) -> dict[str, tuple[np.ndarray, ...]]:
@@ -138,7 +125,7 @@ def finite_difference_jacobians(
     `compiled` is jit(target.fn) when the jit_value path made it already: one compilation serves both.
     """
     fixed = target.fixed
-    forward = _compiled_or_eager(target.fn, (*target.args, *fixed), compiled)
+    forward = compiled_or_eager(target.fn, (*target.args, *fixed), compiled)
     eager = forward is target.fn
     return differences(lambda *a: (forward(*a, *fixed),), target.args, steps(target, eps), eager=eager)
 
@@ -154,11 +141,11 @@ def finite_difference_hessian(target: Target, eps: float | None) -> dict[str, tu
     fn, fixed = target.fn, target.fixed
     at = (*target.args, *fixed)
     try:
-        jacobian = _compiled_or_eager(transformed(fn, JACFWD, argnums), at, transformed(fn, JIT_JACFWD, argnums))
+        jacobian = compiled_or_eager(transformed(fn, JACFWD, argnums), at, transformed(fn, JIT_JACFWD, argnums))
     except TypeError as exc:
         if not NOT_APPLICABLE[0].matches(JACFWD, exc):
             raise
-        jacobian = _compiled_or_eager(transformed(fn, JACREV, argnums), at, transformed(fn, JIT_JACREV, argnums))
+        jacobian = compiled_or_eager(transformed(fn, JACREV, argnums), at, transformed(fn, JIT_JACREV, argnums))
     eager = jacobian in (transformed(fn, JACFWD, argnums), transformed(fn, JACREV, argnums))
     return differences(lambda *a: tuple(jacobian(*a, *fixed)), target.args, steps(target, eps), eager=eager)
 
