@@ -305,6 +305,23 @@ def test_a_matrix_of_tiny_numbers_is_judged_at_steps_of_its_own_size_where_the_u
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
 
 
+def test_a_function_jit_cannot_compile_is_probed_eagerly():
+    """`jnp.roots` reads its coefficients' values (it strips leading zeros), so jit cannot compile it and
+    the probe, which compiled the function, gave no evidence: at coefficients near 1e-5 the usual step
+    (216 times the last one) moved a real root from -0.91 to -7.9 and 9.3, and its 995 was reported
+    against AD's -23495 (right to 3e-7 by mpmath). Evaluated eagerly, the probe's finer steps settle
+    every entry and the audit is consistent."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    coefficients = np.array([6.2e-6, -1.37e-5, 2.5e-6, 1.81e-5], np.float32)
+    result = gradaudit.audit(jnp.roots, coefficients)
+    assert result.passed and not result.findings, [f.message for f in result.findings]
+    assert any(n.message.startswith("finite differences refined at") for n in result.notes)
+
+
 def test_eigenvectors_of_a_matrix_of_tiny_numbers_are_compared_where_steps_of_its_own_size_settle():
     """eigh's eigenvectors of that matrix: every entry looked like a kink at the usual step and none was
     compared, so a rule 1.5 times too large passed; refined at steps relative to the matrix's size,
@@ -344,3 +361,57 @@ def test_a_straight_through_staircase_at_small_inputs_stays_non_differentiable(a
 
     result = gradaudit.audit(lambda x: x + lax.stop_gradient(jnp.round(x * 16) / 16 - x), np.array(at, np.float32))
     assert result.passed and {str(f.finding_class) for f in result.findings} == {"non-differentiable"}
+
+
+def _flipped_unless_on_axis(x):
+    """x / |x|, negated wherever x[0] is not exactly 0: at x[0] = 0 a step either way flips the whole
+    vector, as LAPACK flips a singular vector's sign between A and A + h, so out[1] jumps from 1 to -1."""
+    import jax.numpy as jnp
+
+    unit = x / jnp.linalg.norm(x)
+    return jnp.where(x[0] == 0, unit, -unit)
+
+
+def test_a_sign_flip_of_the_output_along_an_input_is_non_differentiable_not_a_wrong_rule():
+    """At x = [0, 1] every AD path follows the branch at the point (d out[0]/d x[0] = 1) while finite
+    differences, on the flipped branch at both sides, agree with each other on -1: nothing at that entry
+    shows a kink, but out[1] moves from 1 to -1 at every step. The judge reads the jump from the other
+    output and says there is no derivative along x[0]; away from the flip a rule 1.5 times too large is
+    still wrong."""
+    import numpy as np
+
+    import gradaudit
+
+    at_flip = gradaudit.audit(_flipped_unless_on_axis, np.array([0.0, 1.0], np.float32))
+    assert at_flip.passed, [f.message for f in at_flip.findings]
+    (finding,) = at_flip.findings
+    assert str(finding.finding_class) == "non-differentiable"
+    assert "out[1] is 1 here, -1 a step 0.00391 away" in finding.reason
+
+    away = gradaudit.audit(off_by(_flipped_unless_on_axis, 1.5), np.array([0.5, 1.0], np.float32))
+    assert not away.passed and {str(f.finding_class) for f in away.findings} == {"wrong"}
+
+
+def test_a_cusp_the_usual_step_crosses_next_to_the_smallest_normal_input_cannot_be_judged():
+    """|x| ** 0.62 + 1 at float32's smallest normal x: the usual step (2**-8) crosses the cusp at 0, so its
+    one-sided slopes part and say nothing of the derivative at x (0.62 x ** -0.38, about 1.6e14, which
+    every AD path gives); steps of x's own size move the output by 1e-26, far below its rounding. That is
+    said in a note (finite differences cannot judge), not reported as a wrong rule. Where nothing crosses
+    a kink (a line), a rule 1.5 times too large at the same x is still wrong; so it is where the steps
+    cross a kink at 0 but those moving x away from 0 settle on the slope (2 x right of 0, -x left of it:
+    the right-sided slopes give 2 at every step, as 1F1's do in a next to a = 0)."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    tiny = np.array([np.finfo(np.float32).smallest_normal], np.float32)
+    cusp = gradaudit.audit(lambda x: jnp.abs(x) ** 0.62 + 1.0, tiny)
+    assert cusp.passed and not cusp.findings, [f.message for f in cusp.findings]
+    assert any("crosses a kink" in n.message and "finite differences cannot judge" in n.message for n in cusp.notes)
+
+    line = gradaudit.audit(off_by(lambda x: 3.0 * x + 1.0, 1.5), tiny)
+    assert not line.passed and {str(f.finding_class) for f in line.findings} == {"wrong"}
+
+    bent = gradaudit.audit(off_by(lambda x: jnp.where(x >= 0, 2.0 * x, -x) + 1.0, 1.5), tiny)
+    assert not bent.passed and {str(f.finding_class) for f in bent.findings} == {"wrong"}

@@ -400,6 +400,34 @@ class Settled:
     reason: str
 
 
+def _crossed_kink(probe: Probe, close: Callable[[float, float, float], bool]) -> tuple[float, float] | None:
+    """The one-sided slopes at the usual step where they disagree (a kink or edge it crosses); None where
+    they agree, are not finite, or the probe did not take the usual step."""
+    for step, left, right in zip(probe.steps, probe.left, probe.right, strict=True):
+        if step == probe.step:
+            return (
+                None
+                if close(left, right, step) or not (math.isfinite(left) and math.isfinite(right))
+                else (left, right)
+            )
+    return None
+
+
+def _settles_away_from_zero(probe: Probe, close: Callable[[float, float, float], bool], rounding_at: float) -> bool:
+    """Whether the one-sided slopes on the side that moves the input away from 0 (its steps cross no kink
+    at 0) agree at two successive steps up to the usual one, each moving the output by more than its
+    rounding (`rounding_at`): a slope finite differences resolve there (1F1 in a next to a = 0)."""
+    if not math.isfinite(probe.x) or probe.x == 0:
+        return False
+    side = probe.right if probe.x > 0 else probe.left
+    moved = [
+        (step, slope)
+        for step, slope in zip(probe.steps, side, strict=True)
+        if step <= probe.step and math.isfinite(slope) and abs(slope) * step > rounding_at
+    ]
+    return any(close(a, b, step) for (_, a), (step, b) in zip(moved, moved[1:], strict=False))
+
+
 def settle(
     probe: Probe,
     got: float,
@@ -424,12 +452,18 @@ def settle(
     - steps relative to the input's size, where the usual step (absolute for small inputs) outreaches
       every element of it (eigh of a matrix of 1e-36): where the slopes at two of them agree, that
       slope decides: FINER_AGREES where the AD paths give it, else the entry stays `wrong`;
+    - where no two of those resolve a slope (the output moves by less than its rounding, or a step leaves
+      the normal numbers), the usual step crosses a kink (a power cusp or a support's edge at 0 next to
+      an input of 1e-38), and the steps away from 0 settle on no slope either: UNRESOLVED, a note;
     - a jump at a finer step: the one-sided slopes part at the two finest steps finite
       differences can resolve, and do not close up (floor_divide at a multiple of a tiny divisor);
     - finer steps agree with the AD paths: the usual step spans the function's periods or steps
       (fmod by a subnormal divisor): FINER_AGREES, a note;
     - no step resolves a slope: the function changes over the finest steps that move the input as
       much as over the usual one (sin at 1e12 in float32): UNRESOLVED, a note;
+    - a jump along the input: some output element (out[i] or another) moves as far at every step from
+      the usual one down to a 4096th of it (`model.computed.Jump`: a singular vector whose sign LAPACK
+      flips between x and x + h): `non-differentiable`;
     - a staircase: finite differences 0 at the usual step and every finer one they resolve, the AD
       paths' slope over the largest step: piecewise constant, its derivative a surrogate
       (reduce_precision's straight-through rule): `non-differentiable`."""
@@ -491,6 +525,17 @@ def settle(
             f"give {_number(want)} there, but {_number(c1)} at step {s1:.3g} and {_number(c2)} at {s2:.3g}, "
             f"relative to the input's size, as the AD paths do ({_number(got)})",
         )
+    if own is not None and len(relative) < 2:
+        crossed = _crossed_kink(probe, close)
+        if crossed is not None and not _settles_away_from_zero(probe, close, rounding_at):
+            left, right = crossed
+            return Settled(
+                UNRESOLVED,
+                f"the usual step {h:.3g} outreaches the input, every element of which is smaller, and crosses a kink "
+                f"(slope {_number(left)} from the left, {_number(right)} from the right, against {_number(got)} from "
+                "the AD paths); at steps of its own size no two slopes resolve (the output moves by less than its "
+                "rounding, or the step leaves its dtype's normal numbers): finite differences cannot judge",
+            )
     if len(finer) >= 2:
         (s1, c1, l1, r1), (s2, c2, l2, r2) = finer[-2], finer[-1]
         parted = (
@@ -533,4 +578,12 @@ def settle(
                 f"{_number(want)}): it varies faster than its dtype can step the input, so finite differences "
                 "cannot judge",
             )
+    jump = probe.jump
+    if jump is not None:
+        return Settled(
+            NON_DIFFERENTIABLE.value,
+            f"the output jumps here along this input: out[{jump.output}] is {_number(jump.value)} here, "
+            f"{_number(jump.moved)} a step {h:.3g} away, and moves as far at every step down to {jump.finest:.3g}: "
+            "no derivative along this input exists, and finite differences read across the jump",
+        )
     return staircase()
