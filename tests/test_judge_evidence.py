@@ -375,9 +375,9 @@ def _flipped_unless_on_axis(x):
 def test_a_sign_flip_of_the_output_along_an_input_is_non_differentiable_not_a_wrong_rule():
     """At x = [0, 1] every AD path follows the branch at the point (d out[0]/d x[0] = 1) while finite
     differences, on the flipped branch at both sides, agree with each other on -1: nothing at that entry
-    shows a kink, but out[1] moves from 1 to -1 at every step. The judge reads the jump from the other
-    output and says there is no derivative along x[0]; away from the flip a rule 1.5 times too large is
-    still wrong."""
+    shows a kink, but out[1] is -1 at every step where it is 1 at x, and finite differences give AD's
+    value negated. The judge reads the sign flip and says there is no derivative along x[0]; away from
+    the flip a rule 1.5 times too large is still wrong."""
     import numpy as np
 
     import gradaudit
@@ -386,7 +386,7 @@ def test_a_sign_flip_of_the_output_along_an_input_is_non_differentiable_not_a_wr
     assert at_flip.passed, [f.message for f in at_flip.findings]
     (finding,) = at_flip.findings
     assert str(finding.finding_class) == "non-differentiable"
-    assert "out[1] is 1 here, -1 a step 0.00391 away" in finding.reason
+    assert "flips sign here along this input: out[1] is 1 here, -1 a step 0.00391 away" in finding.reason
 
     away = gradaudit.audit(off_by(_flipped_unless_on_axis, 1.5), np.array([0.5, 1.0], np.float32))
     assert not away.passed and {str(f.finding_class) for f in away.findings} == {"wrong"}
@@ -415,3 +415,45 @@ def test_a_cusp_the_usual_step_crosses_next_to_the_smallest_normal_input_cannot_
 
     bent = gradaudit.audit(off_by(lambda x: jnp.where(x >= 0, 2.0 * x, -x) + 1.0, 1.5), tiny)
     assert not bent.passed and {str(f.finding_class) for f in bent.findings} == {"wrong"}
+
+
+def _exp_beside(other):
+    """exp(x[0]) with a rule twice too large, beside an output `other(x)` that is not smooth or steep there."""
+    import jax.numpy as jnp
+
+    return lambda x: jnp.concatenate([off_by(jnp.exp, 2.0)(x[:1]), other(x)])
+
+
+@pytest.mark.parametrize(
+    ("case", "at"),
+    [
+        ("floor beside", [1.0]),  # another output jumps (1 to 0) where exp is smooth
+        ("tanh beside", [1.0]),  # another output saturates within h / 4096: no jump, no flip
+        ("bfloat16 beside", [1.00390625]),  # another output rounds to bfloat16 at a rounding midpoint
+        ("square", [1e-3]),  # curvature's one-sided slopes part at a small input: no kink crossed
+        ("cosine", [3e-4]),
+        ("exp at 0 beside a small input", [0.0, 1e-3]),
+    ],
+)
+def test_a_wrong_rule_is_not_excused_by_another_output_or_by_curvature_at_small_inputs(case, at):
+    """From a fresh-eyes review of the sign-flip and small-input rules: each of these wrong rules (twice the
+    derivative) was reported `wrong` before them and passed with them for a while, excused by another
+    output's jump or saturation along the same input, or by curvature read as a kink the usual step
+    crossed next to a small input. Each is `wrong`."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    functions = {
+        "floor beside": _exp_beside(jnp.floor),
+        "tanh beside": _exp_beside(lambda x: jnp.tanh(1e7 * (x - 1.0))),
+        "bfloat16 beside": _exp_beside(lambda x: x.astype(jnp.bfloat16).astype(jnp.float32)),
+        "square": off_by(lambda x: 1.0 + x * x, 2.0),
+        "cosine": off_by(lambda x: jnp.cos(30.0 * x), 2.0),
+        "exp at 0 beside a small input": lambda x: off_by(jnp.exp, 2.0)(x[:1]) + x[1:],
+    }
+    result = gradaudit.audit(functions[case], np.array(at, np.float32))
+    assert not result.passed and "wrong" in {str(f.finding_class) for f in result.findings}, [
+        (str(f.finding_class), f.message) for f in result.findings
+    ]

@@ -20,7 +20,7 @@ import numpy as np
 from gradaudit.engines.base import compiled_or_eager
 from gradaudit.jaxenv import again_if_stale, x64_for
 from gradaudit.model import dtypes
-from gradaudit.model.computed import Jump, Probe, Prober
+from gradaudit.model.computed import Flip, Probe, Prober
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import moved, step_size
 from gradaudit.targets.base import Target
@@ -33,17 +33,15 @@ KEPT_OUTPUTS = 1 << 16
 its other outputs; a larger function's are evaluated again for each entry asked."""
 TIED = 0.0
 """Inputs tie when they are equal: the relative gap at which two elements count as one value."""
-JUMP_SPAN = 12
-"""A jump: an output moves at every step from the usual one h down to h / 2 ** JUMP_SPAN (a slope's or a
-kink's change shrinks 4096-fold over that span) ..."""
-JUMP_SPREAD = 0.25
-"""... to about one value: the values it reaches over those steps differ by at most this share of how far
-it moved and of themselves (a jump's far side is one value; a function that varies faster than the steps
-resolve, sinc at 1e6 in float32, reaches a different value at each, and 1 / x at 1e-38, whose steps all
-outreach x, reaches 1 / step: values far apart, if all far from 1e38)."""
-JUMP_SHARE = 1e-3
-"""... by at least this share of the output's largest magnitude (and 64 of its dtype's epsilons of it):
-rounding noise, a structural zero's included, moves by far less."""
+FLIP_SPAN = 12
+"""A sign flip: an output is its own value negated at every step from the usual one h down to
+h / 2 ** FLIP_SPAN (a slope's or a kink's change shrinks 4096-fold over that span) ..."""
+FLIP_CLOSE = 0.25
+"""... within this share of its value (a saturating or rounding output moves to another value, not to
+its own negation; 1 / x at 1e-38, whose steps outreach x, to 1 / step) ..."""
+FLIP_SHARE = 1e-3
+"""... and its value is at least this share of the output's largest magnitude (and 64 of its dtype's
+epsilons of it): rounding noise, a structural zero's included, is far smaller."""
 
 
 def prober(target: Target, scenario: Scenario) -> Prober:
@@ -100,7 +98,7 @@ class _Column:
     along: tuple[np.ndarray, np.ndarray, float] | None
     scaled: _Steps | None = None
     """At steps relative to the argument's scale (`_relative_steps`), where it has them."""
-    jump: Jump | None = None
+    flip: Flip | None = None
     x: float = np.nan
     """The input element's value."""
 
@@ -114,7 +112,7 @@ class _Column:
         if self.scaled is not None:
             scaled = Probe(self.step, self.scaled.steps, *self.scaled.slopes(base, output))
         slopes = self.usual.slopes(base, output)
-        return Probe(self.step, self.usual.steps, *slopes, self.tied, along, scaled, self.jump, self.x)
+        return Probe(self.step, self.usual.steps, *slopes, self.tied, along, scaled, self.flip, self.x)
 
 
 def _column(target: Target, eps: float | None, argument: int, element: int) -> _Column:
@@ -181,31 +179,29 @@ def _column(target: Target, eps: float | None, argument: int, element: int) -> _
         if up != 0 and down != 0:
             along = (at(plus), at(minus), up - down)
     relative = _relative_steps(x, h, eps)
-    # where the usual step outreaches the input every output moves at every step: no jump is read there
-    jump = None if relative else _jump(base, usual, h, dtype)
-    return _Column(h, base, usual, tied, along, stepped(relative) if relative else None, jump, float(value))
+    # where the usual step outreaches the input every output moves at every step: no flip is read there
+    flip = None if relative else _flip(base, usual, h, dtype)
+    return _Column(h, base, usual, tied, along, stepped(relative) if relative else None, flip, float(value))
 
 
-def _jump(base: np.ndarray, usual: _Steps, h: float, dtype: np.dtype) -> Jump | None:
-    """The output element that jumps as the input element moves (`Jump`): on one side, at every step
-    from h down to h / 2 ** JUMP_SPAN, it reaches one value (JUMP_SPREAD) away from its own by more than
-    JUMP_SHARE of the output's largest magnitude. The one that moves most; None: none does."""
+def _flip(base: np.ndarray, usual: _Steps, h: float, dtype: np.dtype) -> Flip | None:
+    """The output element whose sign flips as the input element moves (`Flip`): on one side, at every
+    step from h down to h / 2 ** FLIP_SPAN, it is within FLIP_CLOSE of its own value negated, a value
+    of at least FLIP_SHARE of the output's largest magnitude. The largest such; None: none flips."""
     finite = np.abs(base[np.isfinite(base)])
     scale = float(finite.max(initial=0.0))
-    within = [k for k, step in enumerate(usual.steps) if h * 2.0**-JUMP_SPAN <= step <= h]
-    if not (scale and within and usual.steps[within[0]] == h and usual.steps[within[-1]] <= h * 2.0**-JUMP_SPAN):
+    within = [k for k, step in enumerate(usual.steps) if h * 2.0**-FLIP_SPAN <= step <= h]
+    if not (scale and within and usual.steps[within[0]] == h and usual.steps[within[-1]] <= h * 2.0**-FLIP_SPAN):
         return None
-    floor = max(JUMP_SHARE, 64 * dtypes.machine_epsilon(dtype.name)) * scale
+    floor = max(FLIP_SHARE, 64 * dtypes.machine_epsilon(dtype.name)) * scale
     for side in (usual.plus, usual.minus):
         with np.errstate(invalid="ignore", over="ignore"):
             reached = np.stack([side[k] for k in within])
-            smallest = np.abs(reached - base).min(axis=0)
-            spread = reached.max(axis=0) - reached.min(axis=0)
-            one_value = spread <= JUMP_SPREAD * np.minimum(smallest, np.abs(reached).max(axis=0))
-            jumps = np.isfinite(spread) & (smallest >= floor) & one_value
-        if jumps.any():
-            output = int(np.flatnonzero(jumps)[np.argmax(smallest[jumps])])
-            return Jump(output, float(base[output]), float(side[within[0]][output]), usual.steps[within[-1]])
+            apart = np.abs(reached + base).max(axis=0)
+            flips = np.isfinite(apart) & (np.abs(base) >= floor) & (apart <= FLIP_CLOSE * np.abs(base))
+        if flips.any():
+            output = int(np.flatnonzero(flips)[np.argmax(np.abs(base)[flips])])
+            return Flip(output, float(base[output]), float(side[within[0]][output]), usual.steps[within[-1]])
     return None
 
 

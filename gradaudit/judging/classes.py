@@ -401,24 +401,26 @@ class Settled:
 
 
 def _crossed_kink(probe: Probe, close: Callable[[float, float, float], bool]) -> tuple[float, float] | None:
-    """The one-sided slopes at the usual step where they disagree (a kink or edge it crosses); None where
-    they agree, are not finite, or the probe did not take the usual step."""
-    for step, left, right in zip(probe.steps, probe.left, probe.right, strict=True):
-        if step == probe.step:
-            return (
-                None
-                if close(left, right, step) or not (math.isfinite(left) and math.isfinite(right))
-                else (left, right)
-            )
-    return None
+    """The one-sided slopes at the usual step where they part there and at the next finer step by at
+    least half as much (a kink's or an edge's gap holds or grows as the step shrinks; curvature's
+    shrinks with it); None where they agree, shrink, are not finite, or the probe lacks those steps."""
+    at = [k for k, step in enumerate(probe.steps) if step == probe.step]
+    if not at or at[0] + 1 >= len(probe.steps):
+        return None
+    usual, finer = at[0], at[0] + 1
+    gaps = []
+    for k in (usual, finer):
+        left, right = probe.left[k], probe.right[k]
+        if not (math.isfinite(left) and math.isfinite(right)) or close(left, right, probe.steps[k]):
+            return None
+        gaps.append(abs(right - left))
+    return (probe.left[usual], probe.right[usual]) if gaps[1] >= 0.5 * gaps[0] else None
 
 
 def _settles_away_from_zero(probe: Probe, close: Callable[[float, float, float], bool], rounding_at: float) -> bool:
-    """Whether the one-sided slopes on the side that moves the input away from 0 (its steps cross no kink
-    at 0) agree at two successive steps up to the usual one, each moving the output by more than its
+    """Whether the one-sided slopes on the side that moves the (nonzero) input away from 0 (its steps
+    cross no kink at 0) agree at two successive steps up to the usual one, each moving the output by more than its
     rounding (`rounding_at`): a slope finite differences resolve there (1F1 in a next to a = 0)."""
-    if not math.isfinite(probe.x) or probe.x == 0:
-        return False
     side = probe.right if probe.x > 0 else probe.left
     moved = [
         (step, slope)
@@ -453,17 +455,19 @@ def settle(
       every element of it (eigh of a matrix of 1e-36): where the slopes at two of them agree, that
       slope decides: FINER_AGREES where the AD paths give it, else the entry stays `wrong`;
     - where no two of those resolve a slope (the output moves by less than its rounding, or a step leaves
-      the normal numbers), the usual step crosses a kink (a power cusp or a support's edge at 0 next to
-      an input of 1e-38), and the steps away from 0 settle on no slope either: UNRESOLVED, a note;
+      the normal numbers), the usual step crosses a kink near a nonzero input (a power cusp or a
+      support's edge at 0 next to 1e-38: one-sided slopes that part at h and as much at h / 16, where
+      curvature's gap shrinks 16-fold), and the steps away from 0 settle on no slope: UNRESOLVED, a note;
     - a jump at a finer step: the one-sided slopes part at the two finest steps finite
       differences can resolve, and do not close up (floor_divide at a multiple of a tiny divisor);
     - finer steps agree with the AD paths: the usual step spans the function's periods or steps
       (fmod by a subnormal divisor): FINER_AGREES, a note;
     - no step resolves a slope: the function changes over the finest steps that move the input as
       much as over the usual one (sin at 1e12 in float32): UNRESOLVED, a note;
-    - a jump along the input: some output element (out[i] or another) moves as far at every step from
-      the usual one down to a 4096th of it (`model.computed.Jump`: a singular vector whose sign LAPACK
-      flips between x and x + h): `non-differentiable`;
+    - a sign flip along the input: some output element (out[i] or another) is its own value negated at
+      every step from the usual one down to a 4096th of it (`model.computed.Flip`: a singular vector
+      LAPACK returns with the other sign at x + h), and finite differences give the AD paths' value
+      negated: `non-differentiable` (another output's flip or jump alone excuses no entry);
     - a staircase: finite differences 0 at the usual step and every finer one they resolve, the AD
       paths' slope over the largest step: piecewise constant, its derivative a surrogate
       (reduce_precision's straight-through rule): `non-differentiable`."""
@@ -526,7 +530,8 @@ def settle(
             f"relative to the input's size, as the AD paths do ({_number(got)})",
         )
     if own is not None and len(relative) < 2:
-        crossed = _crossed_kink(probe, close)
+        # at 0 itself a kink the step sees is the input's own: the rules for a kink there decide
+        crossed = _crossed_kink(probe, close) if math.isfinite(probe.x) and probe.x != 0 else None
         if crossed is not None and not _settles_away_from_zero(probe, close, rounding_at):
             left, right = crossed
             return Settled(
@@ -578,12 +583,13 @@ def settle(
                 f"{_number(want)}): it varies faster than its dtype can step the input, so finite differences "
                 "cannot judge",
             )
-    jump = probe.jump
-    if jump is not None:
+    flip = probe.flip
+    if flip is not None and close(want, -got, h):
         return Settled(
             NON_DIFFERENTIABLE.value,
-            f"the output jumps here along this input: out[{jump.output}] is {_number(jump.value)} here, "
-            f"{_number(jump.moved)} a step {h:.3g} away, and moves as far at every step down to {jump.finest:.3g}: "
-            "no derivative along this input exists, and finite differences read across the jump",
+            f"the output flips sign here along this input: out[{flip.output}] is {_number(flip.value)} here, "
+            f"{_number(flip.moved)} a step {h:.3g} away and at every step down to {flip.finest:.3g}, and finite "
+            f"differences give the AD paths' {_number(got)} negated: they read the other branch, and no derivative "
+            "along this input exists",
         )
     return staircase()

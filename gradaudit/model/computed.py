@@ -13,20 +13,20 @@ from gradaudit.model.paths import PathResult
 
 
 @dataclass(frozen=True)
-class Jump:
-    """An output element that moves by about the same amount at every step from the usual one down to a
-    small share of it, as one input element moves: the function jumps there along that input (a singular
-    vector's sign flipping between x and x + h), so no derivative along it exists, whatever the slopes of
-    the output's other elements say."""
+class Flip:
+    """An output element whose sign flips as one input element moves: at every step from the usual one
+    down to a small share of it, it is its own value negated (a singular vector LAPACK returns with
+    the other sign at x + h): the function jumps there along that input, between two branches that
+    differ by a sign."""
 
     output: int
-    """The flat index of the output element that jumps."""
+    """The flat index of the output element that flips."""
     value: float
     """Its value at x."""
     moved: float
     """Its value at x moved by the usual step."""
     finest: float
-    """The finest step at which it still jumps (the usual step is `Probe.step`)."""
+    """The finest step at which it is still flipped (the usual step is `Probe.step`)."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ class Probe:
     scaled: Probe | None = None
     """The slopes at steps relative to x_k's largest element m (eps m and eps m / 2, `steps`), where the
     usual step is absolute (x_k is small) and may outreach the input; None elsewhere."""
-    jump: Jump | None = None
-    """An output element (any, not only out[i]) that jumps as x_k[j] moves; None: none does."""
+    flip: Flip | None = None
+    """An output element (any, not only out[i]) whose sign flips as x_k[j] moves; None: none does."""
     x: float = math.nan
     """x_k[j] itself: steps that move it away from 0 do not cross 0, where a small input's kink may be."""
 
