@@ -305,6 +305,7 @@ def test_a_matrix_of_tiny_numbers_is_judged_at_steps_of_its_own_size_where_the_u
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
 
 
+@pytest.mark.slow
 def test_a_function_jit_cannot_compile_is_probed_eagerly():
     """`jnp.roots` reads its coefficients' values (it strips leading zeros), so jit cannot compile it and
     the probe, which compiled the function, gave no evidence: at coefficients near 1e-5 the usual step
@@ -372,6 +373,7 @@ def _flipped_unless_on_axis(x):
     return jnp.where(x[0] == 0, unit, -unit)
 
 
+@pytest.mark.slow
 def test_a_sign_flip_of_the_output_along_an_input_is_non_differentiable_not_a_wrong_rule():
     """At x = [0, 1] every AD path follows the branch at the point (d out[0]/d x[0] = 1) while finite
     differences, on the flipped branch at both sides, agree with each other on -1: nothing at that entry
