@@ -411,6 +411,10 @@ def test_a_cusp_the_usual_step_crosses_next_to_the_smallest_normal_input_cannot_
     cusp = gradaudit.audit(lambda x: jnp.abs(x) ** 0.62 + 1.0, tiny)
     assert cusp.passed and not cusp.findings, [f.message for f in cusp.findings]
     assert any("crosses a kink" in n.message and "finite differences cannot judge" in n.message for n in cusp.notes)
+    assert any(
+        n.message.startswith(("jacfwd", "jacrev")) and " left unjudged on 1 of 1 entries" in n.message
+        for n in cusp.notes
+    )
 
     line = gradaudit.audit(off_by(lambda x: 3.0 * x + 1.0, 1.5), tiny)
     assert not line.passed and {str(f.finding_class) for f in line.findings} == {"wrong"}

@@ -646,27 +646,28 @@ class _Comparison:
         return {}
 
     def settled_notes(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> list[Note]:
-        """A note for the entries a probe settled as beyond finite differences' usual step (not findings)."""
-        settled = [(key, s) for key, s in self.probed.items() if s.outcome in (FINER_AGREES, UNRESOLVED)]
-        if not settled:
-            return []
-        (block, flat), first = settled[0]
-        location = _location(self.side[0].ok_arrays[block], output_shape, names[block], order, flat)
+        """A note per outcome for the entries a probe settled beyond finite differences' usual step (not
+        findings): those finer steps checked, and those no step can judge, said as unjudged, not checked."""
         these = path_labels([p.name for p in self.side])
         total = sum(np.size(a) for a in self.side[0].ok_arrays)
-        message = (
-            f"{these} checked at finer steps on {len(settled)} of {total} entries, first at {location}: "
-            f"{first.reason}; not counted"
-        )
-        return [
-            Note(
-                paths=tuple(p.name for p in (*self.side, *self.reference)),
-                message=message,
-                count=len(settled),
-                of=total,
-                location=location,
+        notes = []
+        for outcome, said in ((FINER_AGREES, "checked at finer steps"), (UNRESOLVED, "left unjudged")):
+            settled = [(key, s) for key, s in self.probed.items() if s.outcome == outcome]
+            if not settled:
+                continue
+            (block, flat), first = settled[0]
+            location = _location(self.side[0].ok_arrays[block], output_shape, names[block], order, flat)
+            notes.append(
+                Note(
+                    paths=tuple(p.name for p in (*self.side, *self.reference)),
+                    message=f"{these} {said} on {len(settled)} of {total} entries, first at {location}: "
+                    f"{first.reason}; not counted",
+                    count=len(settled),
+                    of=total,
+                    location=location,
+                )
             )
-        ]
+        return notes
 
     def findings(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> list[Finding]:
         """One finding per class among the differing entries, most severe first."""
