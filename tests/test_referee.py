@@ -42,6 +42,10 @@ def off_by_three_percent(x):
     return _sine(x)
 
 
+def noise_beside_a_wrong_rule(x):
+    return jnp.stack([logistic(x[0]), _sine(x[1])])
+
+
 def float32_only(x):
     assert x.dtype == jnp.float32, "this model is float32 only"
     return _sine(x)
@@ -101,6 +105,32 @@ def test_survey_false_alarms_at_float32_edges_are_classed_by_float64(tmp_path, n
     assert result.exit_code == 0
 
 
+@pytest.mark.slow
+def test_a_float64_split_elsewhere_that_shrank_with_precision_does_not_keep_a_settled_finding(tmp_path):
+    """Structurally zero entries of poly and lstsq at matrices holding 1e9 or 1e8 round at the scale
+    of the whole matrix: float32 splits there, float64 splits far less at other entries. Each split,
+    the narrow run's at its entry and float64's at its own, shrank as rounding does: precision notes.
+    A wrong rule's split beside rounding noise (the control) keeps the scenario failing."""
+    for name in ("numpy.poly-2", "numpy.linalg.lstsq-2"):
+        shutil.copy(SURVEY / f"{name}.yaml", tmp_path / f"{name}.yaml")
+    result = run_cli(
+        "run", *(str(tmp_path / f"{n}.yaml") for n in ("numpy.poly-2", "numpy.linalg.lstsq-2")), "--json", "-"
+    )
+    for entry in result.json()["results"]:
+        assert entry["status"] == "consistent" and entry["findings"] == [], entry["name"]
+        precision = [n for n in entry["notes"] if n["message"].startswith("precision, not counted")]
+        assert precision and all("shrunk as rounding shrinks" in n["message"] for n in precision)
+    assert result.exit_code == 0
+    control, by_name = _run(
+        tmp_path,
+        "{name: both, fn: 'referee_functions:noise_beside_a_wrong_rule', inputs: [{dtype: float32, value: [0.5, 1.3]}]}",
+    )
+    both = by_name["both"]
+    assert both["status"] == "mismatch" and control.exit_code == 1
+    assert all("persists in float64" in f["reason"] for f in both["findings"])
+    assert any(f["location"].startswith("d out[1]") and FINITE_DIFFERENCE in f["paths"] for f in both["findings"])
+
+
 def _finding(*paths: str) -> Finding:
     return Finding(kind=DISAGREEMENT, paths=paths, message="", location="d out/d x")
 
@@ -123,6 +153,13 @@ def test_a_split_is_rounding_only_when_it_shrinks_with_the_epsilon():
     assert not _scaled_split(
         against, {JACFWD: 0.0, FINITE_DIFFERENCE: 1.0}, {JACFWD: 0.0, FINITE_DIFFERENCE: 1.0}, "float32"
     )
+    # A central difference's error at the default step shrinks as epsilon to the two-thirds, not as
+    # epsilon: d(-trace)/d a[1,2] of poly at a matrix holding -1e9, 0.82 against 0 in float32 and
+    # -3e-6 against 0 in float64, is rounding; the same shrink between two AD paths is not.
+    assert _scaled_split(
+        against, {JACFWD: 0.0, FINITE_DIFFERENCE: 0.82}, {JACFWD: 0.0, FINITE_DIFFERENCE: -3e-6}, "float32"
+    )
+    assert not _scaled_split(ad, {JACFWD: 0.0, JACREV: 0.82}, {JACFWD: 0.0, JACREV: -3e-6}, "float32")
 
 
 def test_a_narrow_block_strays_from_float64_only_beyond_both_entry_and_block_scale():

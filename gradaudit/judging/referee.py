@@ -46,8 +46,8 @@ a smooth point (its finite differences too coarse). Float64 probes finer steps (
 is far smaller) and holds numbers past the narrow dtype's range, so the class its own run gives a
 finding on the same paths is the one kept."""
 SCALED = 64.0
-"""How far a float64 split may stay above the narrow split times the epsilons' ratio and still be
-read as rounding that shrank with precision."""
+"""How far a float64 split may stay above the narrow split times the dtypes' rounding ratio
+(`_scaled_split`) and still be read as rounding that shrank with precision."""
 REFERENCES = (FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE)
 
 
@@ -231,8 +231,9 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
         (g for g in wide.findings if g.kind == finding.kind and set(g.paths) & set(finding.paths)),
         key=lambda g: (g.location != location, g.rank),
     )
-    if sharing and not (sharing[0].location == location and _scaled_split(finding, here, there, dtype)):
-        found = sharing[0]
+    persisting = [g for g in sharing if not _shrank(g, narrow, wide, dtype)]
+    if persisting:
+        found = persisting[0]
         if found.location != location:
             return _with_reason(finding, f"the split persists in float64, largest at {found.location} there")
         if found.finding_class == finding.finding_class:
@@ -289,6 +290,12 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
     numbers = [v for v in there.values() if v is not None and math.isfinite(v)]
     wide_rtol, wide_atol = dtypes.default_tolerance("float64")
     parted = bool(numbers) and max(numbers) - min(numbers) > wide_atol + wide_rtol * max(abs(v) for v in numbers)
+    elsewhere = [g for g in sharing if g.location != location]
+    if elsewhere:
+        shown += (
+            f"; its own split between these paths at {elsewhere[0].location} is this run's split there "
+            "shrunk as rounding shrinks with precision"
+        )
     found_words = (
         f"{scaled} ({shown})"
         if scaled
@@ -325,21 +332,38 @@ def _outside_slopes(finding: Finding, here: dict) -> bool:
     return bool(ad) and not any(bool(between_slopes(v, left, right)) for v in ad)
 
 
+def _shrank(found: Finding, narrow: ScenarioResult, wide: ScenarioResult, dtype: str) -> bool:
+    """Whether the float64 run's finding `found` is the narrow run's split at the same entry shrunk
+    as rounding shrinks (`_scaled_split`): float64's own rounding of what the narrow dtype rounded
+    more coarsely, where a float64 split persisting elsewhere would otherwise keep a narrow finding
+    whose own entry float64 settles (a structurally zero entry, noisy at the scale of the whole
+    matrix, in both dtypes)."""
+    location = found.location or ""
+    here = {p: _entry(narrow, p, location) for p in found.paths}
+    there = {p: _entry(wide, p, location) for p in found.paths}
+    return bool(_scaled_split(found, here, there, dtype))
+
+
 def _scaled_split(finding: Finding, here: dict, there: dict, dtype: str) -> str:
     """Where the float64 split between the paths of `finding` is smaller than the narrow one by
-    about the ratio of the dtypes' epsilons (within SCALED), the words saying so: rounding shrinks
-    with the dtype's precision, and so does a central difference's error (its step is the square
-    root of epsilon), but a wrong rule gives the same wrong number in both. Else empty."""
+    about the ratio of the dtypes' rounding errors (within SCALED), the words saying so: rounding
+    shrinks with the dtype's precision, but a wrong rule gives the same wrong number in both. Between
+    AD paths that ratio is the epsilons'; with finite differences among the paths it is the ratio of
+    a central difference's error at each dtype's default step (rounding, epsilon over the step, and
+    truncation, the step squared: each shrinks as epsilon to the two-thirds). Else empty."""
     if None in here.values() or None in there.values():
         return ""
     narrow_gap = max(here.values()) - min(here.values())
     wide_gap = max(there.values()) - min(there.values())
     ratio = dtypes.machine_epsilon("float64") / dtypes.machine_epsilon(dtype)
+    if any(base_name(p) in REFERENCES for p in finding.paths):
+        steps = dtypes.default_eps("float64") / dtypes.default_eps(dtype)
+        ratio = max(ratio / steps, steps**2)
     if not (math.isfinite(narrow_gap) and math.isfinite(wide_gap)) or wide_gap > SCALED * ratio * narrow_gap:
         return ""
     if wide_gap == 0:
         return f"no split where {dtype} parts by {narrow_gap:.3g}, as rounding's can vanish"
-    return f"a split {narrow_gap / wide_gap:.3g} times smaller, as rounding is (the epsilons' ratio {1 / ratio:.3g})"
+    return f"a split {narrow_gap / wide_gap:.3g} times smaller, as rounding is (their rounding's ratio {1 / ratio:.3g})"
 
 
 def _strays(mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float) -> int | None:
