@@ -416,6 +416,13 @@ def test_a_cusp_the_usual_step_crosses_next_to_the_smallest_normal_input_cannot_
         for n in cusp.notes
     )
 
+    # At 1e-10 the probe's finer steps still cross 0, the slopes on x's own side grow toward the cusp
+    # until their rounding is as large as the tolerance, where any two agree within their noise: that
+    # settles nothing, and no point without a derivative is claimed at x > 0 (gamma.sf's shape there).
+    small = gradaudit.audit(lambda x: jnp.abs(x) ** 0.62 + 1.0, np.array([1e-10], np.float32))
+    assert small.passed and not small.findings, [f.message for f in small.findings]
+    assert any(" left unjudged on 1 of 1 entries" in n.message for n in small.notes)
+
     line = gradaudit.audit(off_by(lambda x: 3.0 * x + 1.0, 1.5), tiny)
     assert not line.passed and {str(f.finding_class) for f in line.findings} == {"wrong"}
 

@@ -417,15 +417,19 @@ def _crossed_kink(probe: Probe, close: Callable[[float, float, float], bool]) ->
     return (probe.left[usual], probe.right[usual]) if gaps[1] >= 0.5 * gaps[0] else None
 
 
-def _settles_away_from_zero(probe: Probe, close: Callable[[float, float, float], bool], rounding_at: float) -> bool:
+def _settles_away_from_zero(
+    probe: Probe, close: Callable[[float, float, float], bool], resolved: Callable[[float, float], bool]
+) -> bool:
     """Whether the one-sided slopes on the side that moves the (nonzero) input away from 0 (its steps
-    cross no kink at 0) agree at two successive steps up to the usual one, each moving the output by more than its
-    rounding (`rounding_at`): a slope finite differences resolve there (1F1 in a next to a = 0)."""
+    cross no kink at 0) agree at two successive steps up to the usual one, each slope one its step's
+    rounding leaves resolved within tolerance (`resolved(step, slope)`): a slope finite differences
+    resolve there (1F1 in a next to a = 0). Slopes whose rounding is the tolerance's size agree within
+    their noise whatever they are: a power cusp's, growing toward it (gamma.sf at 1e-10), settle on nothing."""
     side = probe.right if probe.x > 0 else probe.left
     moved = [
         (step, slope)
         for step, slope in zip(probe.steps, side, strict=True)
-        if step <= probe.step and math.isfinite(slope) and abs(slope) * step > rounding_at
+        if step <= probe.step and math.isfinite(slope) and resolved(step, slope)
     ]
     return any(close(a, b, step) for (_, a), (step, b) in zip(moved, moved[1:], strict=False))
 
@@ -532,7 +536,11 @@ def settle(
     if own is not None and len(relative) < 2:
         # at 0 itself a kink the step sees is the input's own: the rules for a kink there decide
         crossed = _crossed_kink(probe, close) if math.isfinite(probe.x) and probe.x != 0 else None
-        if crossed is not None and not _settles_away_from_zero(probe, close, rounding_at):
+
+        def resolved(step: float, slope: float) -> bool:
+            return rounding_at / step <= 0.5 * (atol + rtol * abs(slope))
+
+        if crossed is not None and not _settles_away_from_zero(probe, close, resolved):
             left, right = crossed
             return Settled(
                 UNRESOLVED,
