@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
 from gradaudit.survey import defects
 from gradaudit.survey.defects import Variant, group, parse_fingerprint, regime_of
 from tests.helpers import run_cli, run_script
+
+SURVEY = Path(__file__).resolve().parent / "data" / "survey"
 
 
 def _variant(function, file, finding_class="wrong", paths=("jacrev",), wrong="nowhere", regime="an exact zero", **more):
@@ -250,3 +254,29 @@ def test_what_a_path_raised_is_one_defect_wherever_the_inputs_were_and_its_words
     assert defects.error_words("jacfwd raised TypeError: log1p cannot take shape (3, 3) in int32.\nmore") == (
         "TypeError: log1p cannot take shape (N, N) in int32."
     )
+
+
+def test_a_function_that_cannot_be_traced_shares_the_primitives_it_binds_as_it_runs(tmp_path):
+    """jnp.unique and union1d without `size=` need their inputs' values (jit and make_jaxpr cannot trace
+    them): their primitives are read as they run eagerly, so kinds of both, alike in class, form and
+    regime, are one defect through a primitive they share, not one defect per function."""
+    unique = str(SURVEY / "numpy.unique-2.yaml")
+    union = tmp_path / "numpy.union1d-1.yaml"
+    union.write_text(
+        "scenarios:\n- name: numpy.union1d-1\n  fn: jax.numpy:union1d\n  inputs:\n"
+        "  - {dtype: float32, value: [0.62, -1.37]}\n  - {dtype: float32, value: 0.25}\n",
+        encoding="utf-8",
+    )
+    seen = {file: defects.primitives_of(file) for file in (unique, str(union))}
+    assert all("sort" in primitives for primitives in seen.values()), seen
+    found = [
+        _variant(name, file, paths=("finite_difference", "jacfwd", "jacrev"), wrong="zero", primitives=seen[file])
+        for name, file in (("numpy.unique", unique), ("numpy.union1d", str(union)))
+    ]
+    # A traced function lowering to sort, alike in class, form and regime, is compared with traced ones
+    # only: a set read as a function ran holds its loops' bodies, not the loops.
+    traced = _variant("numpy.sort", "sort.yaml", paths=("finite_difference", "jacfwd"), wrong="zero")
+    traced = dataclasses.replace(traced, primitives=frozenset({"sort", "gather"}))
+    one, alone = group([*found, traced])
+    assert one.functions == ["numpy.union1d", "numpy.unique"] and "sort" in one.shared_primitives()
+    assert alone.functions == ["numpy.sort"]

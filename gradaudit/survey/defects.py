@@ -73,6 +73,11 @@ PLUMBING = frozenset(
 )
 """Primitives nearly every function lowers to: sharing one of them says nothing of a shared defect."""
 
+RAN = "(seen as it ran)"
+"""Listed with the primitives of a function that cannot be traced, read as it ran eagerly with jit off
+(`primitives_of`): its loops' bodies, not `scan` or `while`, so its set is compared only with sets read
+the same way, never with a traced function's."""
+
 SEVERITY: dict[str, str] = {
     FindingClass.CRASHED.value: "crashes",
     FindingClass.TIMED_OUT.value: "crashes",
@@ -160,7 +165,11 @@ class Variant:
 
     @property
     def culprits(self) -> frozenset[str]:
-        return self.primitives - PLUMBING
+        return self.primitives - PLUMBING - {RAN}
+
+    @property
+    def ran(self) -> bool:
+        return RAN in self.primitives
 
 
 @dataclass
@@ -210,7 +219,7 @@ class Defect:
         }
 
     def shared_primitives(self) -> frozenset[str]:
-        sets = [v.primitives - PLUMBING for v in self.variants]
+        sets = [v.culprits for v in self.variants]
         return frozenset.intersection(*sets) if sets else frozenset()
 
 
@@ -288,11 +297,12 @@ def _near_half(value: float) -> bool:
 
 
 def primitives_of(file: str) -> frozenset[str]:
-    """Every primitive the reproducer's function lowers to at its inputs (nested programs too); empty
-    where it cannot be traced here."""
+    """Every primitive the reproducer's function lowers to at its inputs (nested programs too): traced,
+    or where tracing cannot (the function needs its inputs' values: jnp.unique without `size=`), the
+    primitives it binds as it runs on them; empty where neither works here."""
     try:
         return _primitives(file)
-    except Exception:  # noqa: BLE001 - a function that cannot be traced shares nothing; its kind stays its own
+    except Exception:  # noqa: BLE001 - a function that cannot run shares nothing; its kind stays its own
         return frozenset()
 
 
@@ -311,21 +321,63 @@ def _primitives(file: str) -> frozenset[str]:
         return frozenset()
     target = scenarios[0].target
     function = functools.partial(resolve(target.fn, target.root), **dict(target.kwargs))
-    with x64_for(scenarios[0]):
-        jaxpr = jax.make_jaxpr(function)(*(spec.array() for spec in target.inputs))
+    arrays = [spec.array() for spec in target.inputs]
     found: set[str] = set()
-    _walk(jaxpr.jaxpr, found)
+    with x64_for(scenarios[0]):
+        try:
+            jaxpr = jax.make_jaxpr(function)(*arrays)
+        except (
+            jax.errors.ConcretizationTypeError,
+            jax.errors.TracerIntegerConversionError,
+            jax.errors.TracerArrayConversionError,
+            jax.errors.NonConcreteBooleanIndexError,
+        ):
+            found.add(RAN)
+            for name, params in _bound(function, arrays):
+                found.add(name)
+                _walk_params(params, found)
+        else:
+            _walk(jaxpr.jaxpr, found)
     return frozenset(found)
+
+
+def _bound(function, arrays) -> list[tuple[str, dict]]:
+    """Each primitive `function` binds as it runs eagerly on `arrays`, with its parameters. JAX has no
+    public hook for that, so `Primitive.bind` is wrapped for the call, with jit off: a jitted function
+    called again runs its compiled program without binding anything in Python, so what is seen would
+    depend on what ran before. Loops run as Python loops there: their bodies' primitives are seen."""
+    import jax
+    from jax._src import core
+
+    bound: list[tuple[str, dict]] = []
+    original = core.Primitive.bind
+
+    def recording(self, *args, **params):
+        bound.append((self.name, params))
+        return original(self, *args, **params)
+
+    core.Primitive.bind = recording  # type: ignore[method-assign]
+    try:
+        with jax.disable_jit():
+            function(*arrays)
+    finally:
+        core.Primitive.bind = original  # type: ignore[method-assign]
+    return bound
 
 
 def _walk(jaxpr, found: set[str]) -> None:
     for equation in jaxpr.eqns:
         found.add(equation.primitive.name)
-        for value in equation.params.values():
-            for inner in value if isinstance(value, list | tuple) else (value,):
-                nested = getattr(inner, "jaxpr", inner)
-                if hasattr(nested, "eqns"):
-                    _walk(nested, found)
+        _walk_params(equation.params, found)
+
+
+def _walk_params(params: dict, found: set[str]) -> None:
+    """The primitives of the programs nested in a primitive's parameters (jit's, scan's, cond's branches)."""
+    for value in params.values():
+        for inner in value if isinstance(value, list | tuple) else (value,):
+            nested = getattr(inner, "jaxpr", inner)
+            if hasattr(nested, "eqns"):
+                _walk(nested, found)
 
 
 def describe(file: str) -> dict:
@@ -371,14 +423,17 @@ def group(found: Sequence[Variant]) -> list[Defect]:
     the places of several functions alike in class, form and neighbourhood that lower to one primitive
     beyond plumbing, the culprit. The primitive most of a class's functions share is taken first, and
     a place joins one culprit only, so no chain of pairwise likenesses (a with b through `log`, b with
-    c through `pow`) makes one defect of functions that share nothing."""
+    c through `pow`) makes one defect of functions that share nothing. Primitives seen as a function ran
+    (`RAN`) are compared only with others seen so."""
     culprits: dict[tuple, frozenset[str]] = {}
+    ran: dict[tuple, bool] = {}
     for variant in found:
         culprits[variant.place] = culprits.get(variant.place, frozenset()) | variant.culprits
+        ran[variant.place] = ran.get(variant.place, False) or variant.ran
     owner: dict[tuple, tuple] = {place: place for place in culprits}
     alike: dict[tuple, list[tuple]] = {}
     for place in culprits:
-        alike.setdefault(place[1:], []).append(place)
+        alike.setdefault((*place[1:], ran[place]), []).append(place)
     for places in alike.values():
         free = set(places)
         while True:
