@@ -470,3 +470,33 @@ def test_a_wrong_rule_is_not_excused_by_another_output_or_by_curvature_at_small_
     assert not result.passed and "wrong" in {str(f.finding_class) for f in result.findings}, [
         (str(f.finding_class), f.message) for f in result.findings
     ]
+
+
+def test_an_output_that_moves_at_no_step_cannot_judge_a_slope_too_small_to_show():
+    """log(1 + 1e-20 x) in float32: its value rounds to 0 at every step the probe takes, as
+    beta.logsf near a probability of 1 does, so finite differences give 0 where AD's 1e-20 is the
+    derivative of what it computes; the change that slope makes over the widest step (1e-20) is far
+    below the rounding of 1 (1.2e-7): a note, finite differences cannot judge. A rule whose slope would
+    move the output by more than that (1e-3 on a constant) is still wrong, as is a wrong factor on a
+    function that moves."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    at = np.array([0.62], np.float32)
+    absorbed = gradaudit.audit(lambda x: jnp.log(1.0 + 1e-20 * x), at)
+    assert absorbed.passed and not absorbed.findings, [f.message for f in absorbed.findings]
+    assert any("does not move at any step" in n.message and "cannot judge" in n.message for n in absorbed.notes)
+
+    @jax.custom_jvp
+    def flat(x):
+        return jnp.zeros_like(x)
+
+    flat.defjvp(lambda primals, tangents: (flat(primals[0]), 1e-3 * tangents[0]))
+    loud = gradaudit.audit(flat, at)
+    assert not loud.passed and {str(f.finding_class) for f in loud.findings} == {"wrong"}
+
+    moving = gradaudit.audit(off_by(lambda x: 1e-20 * x, 2.0), at)
+    assert not moving.passed and {str(f.finding_class) for f in moving.findings} == {"wrong"}

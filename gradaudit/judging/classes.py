@@ -434,6 +434,23 @@ def _settles_away_from_zero(
     return any(close(a, b, step) for (_, a), (step, b) in zip(moved, moved[1:], strict=False))
 
 
+def _still(probe: Probe) -> tuple[float, float] | None:
+    """(widest, finest) step of the probe where every finite one-sided slope at every step is exactly 0,
+    both sides finite at the usual step; None where anything moves."""
+    finite = [
+        (step, slope)
+        for step, left, right in zip(probe.steps, probe.left, probe.right, strict=True)
+        for slope in (left, right)
+        if math.isfinite(slope)
+    ]
+    usual = [k for k, step in enumerate(probe.steps) if step == probe.step]
+    if not usual or not all(math.isfinite(side[usual[0]]) for side in (probe.left, probe.right)):
+        return None
+    if any(slope != 0 for _, slope in finite):
+        return None
+    return max(step for step, _ in finite), min(step for step, _ in finite)
+
+
 def settle(
     probe: Probe,
     got: float,
@@ -443,6 +460,7 @@ def settle(
     atol: float,
     rounding_at: float,
     followed: float | None = None,
+    epsilon: float = 0.0,
 ) -> Settled | None:
     """The outcome at an entry where every AD path gives `got` and finite differences at the usual
     step `want`, from the `probe` there; None: the probe changes nothing (the entry stays `wrong`).
@@ -468,6 +486,11 @@ def settle(
       (fmod by a subnormal divisor): FINER_AGREES, a note;
     - no step resolves a slope: the function changes over the finest steps that move the input as
       much as over the usual one (sin at 1e12 in float32): UNRESOLVED, a note;
+    - nothing moves: the output is the same at every step the probe takes, from the widest to the
+      finest, where the AD paths' slope would move it over the widest by less than `epsilon` (the
+      dtype's) times the larger of 1 and the input: a value computed through a number of that size
+      (1 - p for a probability near 1: beta.logsf at a = 100) cannot show the change, whether or not
+      the function makes it: UNRESOLVED, a note;
     - a sign flip along the input: some output element (out[i] or another) is its own value negated at
       every step from the usual one down to a 4096th of it (`model.computed.Flip`: a singular vector
       LAPACK returns with the other sign at x + h), and finite differences give the AD paths' value
@@ -590,6 +613,18 @@ def settle(
                 f"{_number(widest)}), at slopes that disagree ({_number(c1)} and {_number(c2)}, against "
                 f"{_number(want)}): it varies faster than its dtype can step the input, so finite differences "
                 "cannot judge",
+            )
+    still = _still(probe)
+    if still is not None and want == 0 and got != 0 and math.isfinite(got) and math.isfinite(probe.x):
+        largest, smallest = still
+        floor = epsilon * max(1.0, abs(probe.x))
+        if abs(got) * largest < floor:
+            return Settled(
+                UNRESOLVED,
+                f"the output does not move at any step from {largest:.3g} to {smallest:.3g}, where the AD paths' "
+                f"slope {_number(got)} would move it by {abs(got) * largest:.3g} over the widest, less than the "
+                f"rounding ({floor:.3g}) of a number the size of 1 or of the input: a value computed through such a "
+                "number (1 - p for a probability p near 1) cannot show that change, so finite differences cannot judge",
             )
     flip = probe.flip
     if flip is not None and close(want, -got, h):

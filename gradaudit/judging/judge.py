@@ -548,7 +548,9 @@ class _Classifying:
             if side_blocks is not None:
                 followed = _summed_over(side_blocks, probe.tied, out, s.output.size)
         value = abs(float(s.output.reshape(-1)[out])) if s.output.size else 0.0
-        return settle(probe, got, want, predicted, *self.tolerance, 4.0 * s.rounding * value, followed)
+        return settle(
+            probe, got, want, predicted, *self.tolerance, 4.0 * s.rounding * value, followed, epsilon=s.rounding
+        )
 
 
 @dataclass(frozen=True)
