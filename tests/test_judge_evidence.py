@@ -423,6 +423,11 @@ def test_a_cusp_the_usual_step_crosses_next_to_the_smallest_normal_input_cannot_
     assert small.passed and not small.findings, [f.message for f in small.findings]
     assert any(" left unjudged on 1 of 1 entries" in n.message for n in small.notes)
 
+    # A wrong rule beside a kink at 0 (1 + |x| at 1e-5, slope 1.5 against 1): the slopes moving x away
+    # from 0 settle on 1 at steps whose rounding is well within half the slope, so it stays wrong.
+    beside = gradaudit.audit(off_by(lambda x: 1.0 + jnp.abs(x), 1.5), np.array([1e-5], np.float32))
+    assert not beside.passed and {str(f.finding_class) for f in beside.findings} == {"wrong"}
+
     line = gradaudit.audit(off_by(lambda x: 3.0 * x + 1.0, 1.5), tiny)
     assert not line.passed and {str(f.finding_class) for f in line.findings} == {"wrong"}
 
@@ -473,12 +478,14 @@ def test_a_wrong_rule_is_not_excused_by_another_output_or_by_curvature_at_small_
 
 
 def test_an_output_that_moves_at_no_step_cannot_judge_a_slope_too_small_to_show():
-    """log(1 + 1e-20 x) in float32: its value rounds to 0 at every step the probe takes, as
-    beta.logsf near a probability of 1 does, so finite differences give 0 where AD's 1e-20 is the
-    derivative of what it computes; the change that slope makes over the widest step (1e-20) is far
-    below the rounding of 1 (1.2e-7): a note, finite differences cannot judge. A rule whose slope would
-    move the output by more than that (1e-3 on a constant) is still wrong, as is a wrong factor on a
-    function that moves."""
+    """log(1 + 1e-20 x): its value rounds to 0 at every step the probe takes, as beta.logsf near a
+    probability of 1 does, so finite differences give 0 where AD's 1e-20 is the derivative of what it
+    computes; the change that slope makes over the widest step is far below the rounding of 1. In
+    float64, the widest dtype, that is a note: finite differences cannot judge. In float32 the entry
+    goes to the float64 referee, whose judge leaves it so: a precision note (and in its float64 run,
+    the note "does not move at any step"). A slope float64 resolves
+    (log(1 + 1e-9 x) with a rule three times too large: float64 moves) stays wrong in float32, as do a
+    rule of 1e-3 on a constant and a wrong factor on a function that moves."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -486,9 +493,12 @@ def test_an_output_that_moves_at_no_step_cannot_judge_a_slope_too_small_to_show(
     import gradaudit
 
     at = np.array([0.62], np.float32)
-    absorbed = gradaudit.audit(lambda x: jnp.log(1.0 + 1e-20 * x), at)
-    assert absorbed.passed and not absorbed.findings, [f.message for f in absorbed.findings]
-    assert any("does not move at any step" in n.message and "cannot judge" in n.message for n in absorbed.notes)
+    narrow = gradaudit.audit(lambda x: jnp.log(1.0 + 1e-20 * x), at)
+    assert narrow.passed and not narrow.findings, [f.message for f in narrow.findings]
+    assert any(n.message.startswith("precision, not counted") and "left it unjudged" in n.message for n in narrow.notes)
+
+    resolved = gradaudit.audit(off_by(lambda x: jnp.log(1.0 + 1e-9 * x), 3.0), at)
+    assert not resolved.passed and "wrong" in {str(f.finding_class) for f in resolved.findings}
 
     @jax.custom_jvp
     def flat(x):

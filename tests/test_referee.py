@@ -27,19 +27,33 @@ def logistic(x):
     return jax.lax.fori_loop(0, 14, lambda i, y: 3.7 * y * (1 - y), x)
 
 
-@jax.custom_jvp
-def _sine(x):
-    return jnp.sin(x)
+def _sine_rule(factor, offset):
+    """sin with the rule (factor cos x + offset) t: wrong wherever factor != 1 or offset != 0."""
+
+    @jax.custom_jvp
+    def sine(x):
+        return jnp.sin(x)
+
+    sine.defjvp(lambda primals, tangents: (jnp.sin(primals[0]), (factor * jnp.cos(primals[0]) + offset) * tangents[0]))
+    return sine
 
 
-@_sine.defjvp
-def _sine_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return jnp.sin(x), 1.03 * jnp.cos(x) * t
+_sine = _sine_rule(1.03, 0.0)
 
 
 def off_by_three_percent(x):
     return _sine(x)
+
+
+def _bump(x):
+    """Height 100 on a quarter of float32's usual step, just past it from 0.5: that step reaches it,
+    float64's finer one does not."""
+    u = (x - 0.5 - 2.0**-8) / 2.0**-10
+    return 100.0 * jnp.maximum(0.0, 1 - u * u) ** 3
+
+
+def wrong_rule_beside_a_bump(x):
+    return _sine_rule(1.0, 0.5)(x) + _bump(x)
 
 
 def noise_beside_a_wrong_rule(x):
@@ -126,6 +140,15 @@ def test_a_float64_split_elsewhere_that_shrank_with_precision_does_not_keep_a_se
         "{name: both, fn: 'referee_functions:noise_beside_a_wrong_rule', inputs: [{dtype: float32, value: [0.5, 1.3]}]}",
     )
     both = by_name["both"]
+    # Finite differences at float32's usual step reach a bump float64's step does not (-4266 against
+    # AD's 1.378; float64 0.878 against 1.378): that split is not rounding float64 shrank, and the
+    # rule half off stays wrong.
+    _, bumped = _run(
+        tmp_path,
+        "{name: bumped, fn: 'referee_functions:wrong_rule_beside_a_bump', inputs: [{dtype: float32, value: 0.5}]}",
+    )
+    assert bumped["bumped"]["status"] == "mismatch"
+    assert {f["class"] for f in bumped["bumped"]["findings"]} == {"wrong"}
     assert both["status"] == "mismatch" and control.exit_code == 1
     assert all("persists in float64" in f["reason"] for f in both["findings"])
     assert any(f["location"].startswith("d out[1]") and FINITE_DIFFERENCE in f["paths"] for f in both["findings"])
@@ -155,11 +178,12 @@ def test_a_split_is_rounding_only_when_it_shrinks_with_the_epsilon():
     )
     # A central difference's error at the default step shrinks as epsilon to the two-thirds, not as
     # epsilon: d(-trace)/d a[1,2] of poly at a matrix holding -1e9, 0.82 against 0 in float32 and
-    # -3e-6 against 0 in float64, is rounding; the same shrink between two AD paths is not.
-    assert _scaled_split(
-        against, {JACFWD: 0.0, FINITE_DIFFERENCE: 0.82}, {JACFWD: 0.0, FINITE_DIFFERENCE: -3e-6}, "float32"
-    )
-    assert not _scaled_split(ad, {JACFWD: 0.0, JACREV: 0.82}, {JACFWD: 0.0, JACREV: -3e-6}, "float32")
+    # -3e-6 against 0 in float64, is rounding where float64's split is at another entry than the
+    # finding's (`elsewhere`); at the finding's own entry, and between two AD paths, it is not.
+    narrow, wide = {JACFWD: 0.0, FINITE_DIFFERENCE: 0.82}, {JACFWD: 0.0, FINITE_DIFFERENCE: -3e-6}
+    assert _scaled_split(against, narrow, wide, "float32", elsewhere=True)
+    assert not _scaled_split(against, narrow, wide, "float32")
+    assert not _scaled_split(ad, {JACFWD: 0.0, JACREV: 0.82}, {JACFWD: 0.0, JACREV: -3e-6}, "float32", elsewhere=True)
 
 
 def test_a_narrow_block_strays_from_float64_only_beyond_both_entry_and_block_scale():
@@ -251,5 +275,5 @@ def test_a_precision_note_does_not_call_parting_float64_numbers_no_disagreement(
     audit = gradaudit.audit(jnp.tan, np.float32(1e7))
     assert audit.passed and not audit.findings
     (note,) = [n for n in audit.notes if n.message.startswith("precision, not counted")]
-    assert "finds no disagreement it counts" in note.message and "at finer steps or left it uncompared" in note.message
+    assert "finds no disagreement it counts" in note.message and "at finer steps, left it uncompared" in note.message
     assert abs(note.values["jacfwd (float64)"] - (1 + np.tan(1e7) ** 2)) < 1e-6

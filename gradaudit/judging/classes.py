@@ -422,9 +422,11 @@ def _settles_away_from_zero(
 ) -> bool:
     """Whether the one-sided slopes on the side that moves the (nonzero) input away from 0 (its steps
     cross no kink at 0) agree at two successive steps up to the usual one, each slope one its step's
-    rounding leaves resolved within tolerance (`resolved(step, slope)`): a slope finite differences
-    resolve there (1F1 in a next to a = 0). Slopes whose rounding is the tolerance's size agree within
-    their noise whatever they are: a power cusp's, growing toward it (gamma.sf at 1e-10), settle on nothing."""
+    rounding leaves resolved (`resolved(step, slope)`: the rounding at most half the slope): a slope
+    finite differences resolve there (1F1 in a next to a = 0). Slopes whose rounding is their own size
+    agree within their noise whatever they are: a power cusp's, growing toward it (gamma.sf at 1e-10),
+    settle on nothing. (Rounding within half the tolerance would be too strict: at an output of 1 in
+    float32 no step below the usual one passes, and every wrong rule beside a kink at 0 went unjudged.)"""
     side = probe.right if probe.x > 0 else probe.left
     moved = [
         (step, slope)
@@ -488,9 +490,10 @@ def settle(
       much as over the usual one (sin at 1e12 in float32): UNRESOLVED, a note;
     - nothing moves: the output is the same at every step the probe takes, from the widest to the
       finest, where the AD paths' slope would move it over the widest by less than `epsilon` (the
-      dtype's) times the larger of 1 and the input: a value computed through a number of that size
-      (1 - p for a probability near 1: beta.logsf at a = 100) cannot show the change, whether or not
-      the function makes it: UNRESOLVED, a note;
+      dtype's; 0 for a dtype the float64 referee stands above, whose run decides) times the larger of 1
+      and the input: a value computed through a number of that size (1 - p for a probability near 1:
+      beta.logsf at a = 100) cannot show the change, whether or not the function makes it: UNRESOLVED,
+      a note;
     - a sign flip along the input: some output element (out[i] or another) is its own value negated at
       every step from the usual one down to a 4096th of it (`model.computed.Flip`: a singular vector
       LAPACK returns with the other sign at x + h), and finite differences give the AD paths' value
@@ -561,7 +564,7 @@ def settle(
         crossed = _crossed_kink(probe, close) if math.isfinite(probe.x) and probe.x != 0 else None
 
         def resolved(step: float, slope: float) -> bool:
-            return rounding_at / step <= 0.5 * (atol + rtol * abs(slope))
+            return rounding_at / step <= 0.5 * abs(slope)
 
         if crossed is not None and not _settles_away_from_zero(probe, close, resolved):
             left, right = crossed

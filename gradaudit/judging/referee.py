@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from gradaudit.judging.classes import between_slopes
+from gradaudit.judging.scale import row_and_column_scale
 from gradaudit.judging.tolerances import tolerances_for
 from gradaudit.model import dtypes
 from gradaudit.model.findings import (
@@ -231,7 +232,11 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
         (g for g in wide.findings if g.kind == finding.kind and set(g.paths) & set(finding.paths)),
         key=lambda g: (g.location != location, g.rank),
     )
-    persisting = [g for g in sharing if not _shrank(g, narrow, wide, dtype)]
+    persisting = [
+        g
+        for g in sharing
+        if not (_scaled_split(g, here, there, dtype) if g.location == location else _shrank(g, narrow, wide, dtype))
+    ]
     if persisting:
         found = persisting[0]
         if found.location != location:
@@ -288,7 +293,9 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
         return _with_reason(finding, f"the split persists in float64 ({shown})")
     narrow_shown = ", ".join(f"{_number(here[p])} from {p}" for p in finding.paths)
     numbers = [v for v in there.values() if v is not None and math.isfinite(v)]
-    wide_rtol, wide_atol = dtypes.default_tolerance("float64")
+    # float64's own tolerances, scaled to the function's size as its judge scaled them
+    wide_tolerances = tolerances_for(wide.scenario, paths=wide.paths)
+    wide_rtol, wide_atol = wide_tolerances.fd_rtol, wide_tolerances.fd_atol
     parted = bool(numbers) and max(numbers) - min(numbers) > wide_atol + wide_rtol * max(abs(v) for v in numbers)
     elsewhere = [g for g in sharing if g.location != location]
     if elsewhere:
@@ -300,7 +307,7 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
         f"{scaled} ({shown})"
         if scaled
         else f"no disagreement it counts ({shown}; finite differences at its usual step part from the AD paths, "
-        "and its judge refined the entry at finer steps or left it uncompared as a kink)"
+        "and its judge refined the entry at finer steps, left it uncompared as a kink, or left it unjudged)"
         if parted
         else f"no disagreement ({shown})"
     )
@@ -341,22 +348,63 @@ def _shrank(found: Finding, narrow: ScenarioResult, wide: ScenarioResult, dtype:
     location = found.location or ""
     here = {p: _entry(narrow, p, location) for p in found.paths}
     there = {p: _entry(wide, p, location) for p in found.paths}
-    return bool(_scaled_split(found, here, there, dtype))
+    if not _scaled_split(found, here, there, dtype, elsewhere=True) or None in here.values():
+        return False
+    # The narrow split must itself be rounding: within what the dtype rounds a Jacobian to at the entry's
+    # row and column (its AD blocks' scale there, `scale.row_and_column_scale`). A finite difference whose
+    # usual step reaches a feature that float64's finer step does not parts from AD by far more than that,
+    # and would otherwise pass for rounding that float64 shrank.
+    room = _rounding_room(narrow, [p for p in found.paths if base_name(p) not in REFERENCES], location, dtype)
+    numbers = [v for v in here.values() if v is not None]
+    return room is not None and max(numbers) - min(numbers) <= room
 
 
-def _scaled_split(finding: Finding, here: dict, there: dict, dtype: str) -> str:
+def _rounding_room(result: ScenarioResult, paths: list[str], location: str, dtype: str) -> float | None:
+    """The square root of the dtype's epsilon times the largest AD entry in the row and column of
+    `location` (`scale.row_and_column_scale`, over `paths`' first-order blocks): what rounding can move
+    an entry of a Jacobian of condition up to 1/sqrt(eps) by. None where it cannot be read."""
+    value = result.paths.get(VALUE)
+    names = block_names(result.arg_names, 1)
+    parsed = parse_location(location, names)
+    if not paths or value is None or not value.ok or parsed is None or parsed[0] != 1 or parsed[2] not in names:
+        return None
+    _, out, name, at = parsed
+    k = names.index(name)
+    out_size = int(np.size(value.ok_arrays[0]))
+    largest = 0.0
+    for path in paths:
+        found = result.paths.get(path)
+        if found is None or not found.ok or len(found.ok_arrays) < len(names):
+            return None
+        blocks = [np.asarray(b, dtype=np.float64) for b in found.ok_arrays[: len(names)]]
+        scales = row_and_column_scale(blocks, out_size)
+        index = (*out, *at)
+        if (
+            scales is None
+            or len(index) != blocks[k].ndim
+            or any(not 0 <= i < n for i, n in zip(index, blocks[k].shape, strict=True))
+        ):
+            return None
+        largest = max(largest, float(scales[k][np.ravel_multi_index(index, blocks[k].shape)]))
+    return math.sqrt(dtypes.machine_epsilon(dtype)) * largest
+
+
+def _scaled_split(finding: Finding, here: dict, there: dict, dtype: str, elsewhere: bool = False) -> str:
     """Where the float64 split between the paths of `finding` is smaller than the narrow one by
-    about the ratio of the dtypes' rounding errors (within SCALED), the words saying so: rounding
-    shrinks with the dtype's precision, but a wrong rule gives the same wrong number in both. Between
-    AD paths that ratio is the epsilons'; with finite differences among the paths it is the ratio of
-    a central difference's error at each dtype's default step (rounding, epsilon over the step, and
-    truncation, the step squared: each shrinks as epsilon to the two-thirds). Else empty."""
+    about the ratio of the dtypes' epsilons (within SCALED), the words saying so: rounding shrinks
+    with the dtype's precision, but a wrong rule gives the same wrong number in both. `elsewhere`
+    (float64's split at another entry than the finding's, `_shrank`): with finite differences among
+    the paths the ratio is a central difference's error at each dtype's default step (rounding,
+    epsilon over the step, and truncation, the step squared: each shrinks as epsilon to the
+    two-thirds), its looseness bounded there by the narrow split having to be rounding itself. At the
+    finding's own entry the epsilons' ratio stays: a narrow step reaching a feature float64's finer
+    step does not would otherwise pass for rounding. Else empty."""
     if None in here.values() or None in there.values():
         return ""
     narrow_gap = max(here.values()) - min(here.values())
     wide_gap = max(there.values()) - min(there.values())
     ratio = dtypes.machine_epsilon("float64") / dtypes.machine_epsilon(dtype)
-    if any(base_name(p) in REFERENCES for p in finding.paths):
+    if elsewhere and any(base_name(p) in REFERENCES for p in finding.paths):
         steps = dtypes.default_eps("float64") / dtypes.default_eps(dtype)
         ratio = max(ratio / steps, steps**2)
     if not (math.isfinite(narrow_gap) and math.isfinite(wide_gap)) or wide_gap > SCALED * ratio * narrow_gap:
