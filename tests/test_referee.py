@@ -137,7 +137,8 @@ def test_a_float64_split_elsewhere_that_shrank_with_precision_does_not_keep_a_se
     assert result.exit_code == 0
     control, by_name = _run(
         tmp_path,
-        "{name: both, fn: 'referee_functions:noise_beside_a_wrong_rule', inputs: [{dtype: float32, value: [0.5, 1.3]}]}",
+        "{name: both, fn: 'referee_functions:noise_beside_a_wrong_rule',"
+        " inputs: [{dtype: float32, value: [0.5, 1.3]}]}",
     )
     both = by_name["both"]
     # Finite differences at float32's usual step reach a bump float64's step does not (-4266 against
