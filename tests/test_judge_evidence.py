@@ -510,3 +510,28 @@ def test_an_output_that_moves_at_no_step_cannot_judge_a_slope_too_small_to_show(
 
     moving = gradaudit.audit(off_by(lambda x: 1e-20 * x, 2.0), at)
     assert not moving.passed and {str(f.finding_class) for f in moving.findings} == {"wrong"}
+
+
+def _sine_beside_a_bump(x):
+    """sin beside a bump of height 1e4 on a quarter of float32's usual step, just past it from 0.5:
+    the usual step's one-sided slopes part there (a kink to the judge), finer steps converge on cos."""
+    import jax.numpy as jnp
+
+    u = (x - 0.5 - 2.0**-8) / 2.0**-10
+    return jnp.sin(x) + 1e4 * jnp.maximum(0.0, 1 - u * u) ** 3
+
+
+def test_a_refined_entry_is_compared_within_what_its_own_step_measured_not_the_usual_steps_noise():
+    """Refining past the bump gives cos(0.5) = 0.8776; the usual step's noise, read with the slope it
+    took across the bump, once came along scaled to the finer step (39 there), and a rule twice too
+    large passed. Now the refined entry's allowance is the rounding a quotient at its step hides plus
+    the spread to the next finer step: the wrong rule is wrong, the right one consistent."""
+    import numpy as np
+
+    import gradaudit
+
+    at = np.array([0.5], np.float32)
+    right = gradaudit.audit(_sine_beside_a_bump, at)
+    assert right.passed and not right.findings, [f.message for f in right.findings]
+    wrong = gradaudit.audit(off_by(_sine_beside_a_bump, 2.0), at)
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
