@@ -535,3 +535,17 @@ def test_a_refined_entry_is_compared_within_what_its_own_step_measured_not_the_u
     assert right.passed and not right.findings, [f.message for f in right.findings]
     wrong = gradaudit.audit(off_by(_sine_beside_a_bump, 2.0), at)
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+
+
+def test_a_function_whose_output_shape_follows_its_values_is_probed_without_breaking_the_audit():
+    """jnp.unique without size= runs eagerly (jit cannot trace it); moved by a probe step, an input
+    next to another gives more or fewer unique values. Those steps have no slope (as at a NaN); the
+    audit reports what unique does (AD drops the tangent) instead of failing with an internal error."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    at = np.array([[-1.0, 0.0, np.finfo(np.float32).smallest_normal], [2.9356484, -2.3061085, -np.inf]], np.float32)
+    audit = gradaudit.audit(lambda x: jnp.unique_all(x).values, at)
+    assert not audit.passed and "wrong" in {str(f.finding_class) for f in audit.findings}

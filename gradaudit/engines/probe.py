@@ -119,8 +119,16 @@ def _column(target: Target, eps: float | None, argument: int, element: int) -> _
     args = [np.asarray(a) for a in target.args]
     compiled = compiled_or_eager(target.fn, [*args, *target.fixed])
 
+    size: list[int] = []
+
     def at(points: list[np.ndarray]) -> np.ndarray:
-        return np.asarray(compiled(*points, *target.fixed), dtype=np.float64).reshape(-1)
+        out = np.asarray(compiled(*points, *target.fixed), dtype=np.float64).reshape(-1)
+        size.append(out.size)
+        if out.size != size[0]:
+            # run eagerly, a function whose output's shape follows its values (jnp.unique without size=)
+            # may give more or fewer elements at a moved input: no slope there, as at a NaN
+            return np.full(size[0], np.nan)
+        return out
 
     x = args[argument].reshape(-1)
     dtype = x.dtype
