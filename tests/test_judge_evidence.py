@@ -549,3 +549,37 @@ def test_a_function_whose_output_shape_follows_its_values_is_probed_without_brea
     at = np.array([[-1.0, 0.0, np.finfo(np.float32).smallest_normal], [2.9356484, -2.3061085, -np.inf]], np.float32)
     audit = gradaudit.audit(lambda x: jnp.unique_all(x).values, at)
     assert not audit.passed and "wrong" in {str(f.finding_class) for f in audit.findings}
+
+
+def _sin_of_pi_times(x):
+    import jax.numpy as jnp
+
+    return jnp.sin(jnp.pi * x)
+
+
+def _sinc(x):
+    import jax.numpy as jnp
+
+    return jnp.sinc(x)
+
+
+@pytest.mark.parametrize("function", [_sinc, _sin_of_pi_times])
+def test_finer_steps_decide_where_they_settle_above_the_noise_of_an_intermediates_rounding(function):
+    """sinc(x) and sin(pi x) at 1e6 in float64: period 2, so the usual step (7.6) spans periods and finite
+    differences give nearly 0; finer steps settle on the derivative (1e-6 and pi) from 1e-4 to 7e-6, and part
+    again below by the rounding of sin's argument pi x = 3.1e6, which the output's own rounding (of a value
+    near 0) does not show. Where they settle, they decide: a note; rules 1.5 and 1.0001 times too large
+    stay wrong."""
+    import numpy as np
+
+    import gradaudit
+    from gradaudit.jaxenv import x64
+
+    at = np.array([1e6], np.float64)
+    with x64(True):  # the API takes arrays as JAX would: float64 only with x64 on
+        right = gradaudit.audit(function, at)
+        wrong = {factor: gradaudit.audit(off_by(function, factor), at) for factor in (1.5, 1.0001)}
+    assert right.passed and not right.findings, [f.message for f in right.findings]
+    assert any("settle on" in n.message for n in right.notes), [n.message for n in right.notes]
+    for factor, audit in wrong.items():
+        assert not audit.passed and {str(f.finding_class) for f in audit.findings} == {"wrong"}, factor

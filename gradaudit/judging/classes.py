@@ -376,6 +376,8 @@ _SEVERITY = tuple((c, c.value) for c in FindingClass)
 
 
 FINER_AGREES = "finer-steps-agree"
+"""Not a class: an entry finite differences at the usual step cannot judge, where finer steps agree
+with the AD paths (its step spans the function's periods or steps). A note, not a finding."""
 UNRESOLVED = "unresolved"
 """A `settle` outcome: no step finite differences can take resolves a slope (a note: gradaudit cannot judge)."""
 UNRESOLVED_SHARE = 0.01
@@ -384,8 +386,9 @@ largest change over any step the probe takes (and by more than its rounding), an
 disagree: its variation is finer than the dtype's spacing of x (sin at 1e12 in float32). A smooth
 function's change shrinks with the step (the finest steps are many powers of two below the widest),
 and a slope the finest steps resolve is the same at each."""
-"""Not a class: an entry finite differences at the usual step cannot judge, where finer steps agree
-with the AD paths (its step spans the function's periods or steps). A note, not a finding."""
+
+SETTLED_SPREAD = 1e-3
+"""Finer steps settle on a slope where two successive ones agree within this share of it (see `_settled`)."""
 
 COARSE_AGREES = 0.1
 """A staircase's slope over the largest probed step is within this fraction of the AD paths'."""
@@ -434,6 +437,22 @@ def _settles_away_from_zero(
         if step <= probe.step and math.isfinite(slope) and resolved(step, slope)
     ]
     return any(close(a, b, step) for (_, a), (step, b) in zip(moved, moved[1:], strict=False))
+
+
+def _settled(finer: Sequence[tuple[float, float]]) -> tuple[int, float] | None:
+    """Where finer steps' central slopes `finer` ((step, slope), coarsest first) settle: the first pair of
+    successive steps, from the finest up, whose spread is no larger than the next coarser pair's (below it
+    the spread grows as the step shrinks: rounding's noise, also an intermediate's that the output's own
+    rounding does not show, sin of pi x at 3.1e6 in sinc at 1e6; above it, the step's truncation), and
+    within SETTLED_SPREAD of its slopes: (index of the pair's coarser step, spread). None where none does."""
+    spreads = [abs(a - b) for (_, a), (_, b) in zip(finer, finer[1:], strict=False)]
+    for k in range(len(spreads) - 1, -1, -1):
+        if not math.isfinite(spreads[k]):
+            continue
+        if k == 0 or not spreads[k] > spreads[k - 1]:
+            size = max(abs(finer[k][1]), abs(finer[k + 1][1]))
+            return (k, spreads[k]) if spreads[k] <= SETTLED_SPREAD * size else None
+    return None
 
 
 def _still(probe: Probe) -> tuple[float, float] | None:
@@ -485,7 +504,9 @@ def settle(
     - a jump at a finer step: the one-sided slopes part at the two finest steps finite
       differences can resolve, and do not close up (floor_divide at a multiple of a tiny divisor);
     - finer steps agree with the AD paths: the usual step spans the function's periods or steps
-      (fmod by a subnormal divisor): FINER_AGREES, a note;
+      (fmod by a subnormal divisor): FINER_AGREES, a note; the two finest, or where they part by the
+      rounding of an intermediate the output's does not show, the two where the slopes settle
+      (`_settled`: sinc at 1e6, period 2, sin of 3.1e6), within their spread;
     - no step resolves a slope: the function changes over the finest steps that move the input as
       much as over the usual one (sin at 1e12 in float32): UNRESOLVED, a note;
     - nothing moves: the output is the same at every step the probe takes, from the widest to the
@@ -597,6 +618,18 @@ def settle(
                 f"but {_number(c1)} at step {s1:.3g} and {_number(c2)} at {s2:.3g}, as the AD paths do "
                 f"({_number(got)})",
             )
+        settled = _settled([(s, c) for s, c, _, _ in finer])
+        if settled is not None and not close(want, got, h):
+            k, spread = settled
+            (s1, c1, _, _), (s2, c2, _, _) = finer[k], finer[k + 1]
+            if all(abs(c - got) <= tolerance(c, got, s) + spread for s, c in ((s1, c1), (s2, c2))):
+                return Settled(
+                    FINER_AGREES,
+                    f"the usual step {h:.3g} spans the function's periods or steps: finite differences give "
+                    f"{_number(want)} there, but settle on {_number(c1)} at step {s1:.3g} and {_number(c2)} at "
+                    f"{s2:.3g}, as the AD paths do ({_number(got)}), within their spread {spread:.3g} (finer steps "
+                    "part by rounding)",
+                )
     moving = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s < h / 2 and math.isfinite(c)]
     widest = max((abs(c) * s for s, c in zip(probe.steps, probe.central, strict=True) if math.isfinite(c)), default=0.0)
     finest = moving[-3:]
