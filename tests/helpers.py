@@ -191,3 +191,17 @@ def off_by(f, factor: float):
     wrapped = jax.custom_jvp(f)
     wrapped.defjvp(lambda primals, tangents: (f(*primals), factor * jax.jvp(f, primals, tangents)[1]))
     return wrapped
+
+
+def sin_of_pi_times(x):
+    """sin(pi x): at 1e6, period 2 against float32's spacing 0.0625 and pi x = 3.1e6 rounded in either dtype."""
+    import jax.numpy as jnp
+
+    return jnp.sin(jnp.pi * x)
+
+
+def sinc(x):
+    """jnp.sinc as a plain function of ours (an audit names it, and off_by wraps it)."""
+    import jax.numpy as jnp
+
+    return jnp.sinc(x)

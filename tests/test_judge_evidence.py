@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import off_by, run_cli, write_yaml
+from tests.helpers import off_by, run_cli, sin_of_pi_times, sinc, write_yaml
 
 FUNCTIONS = '''
 import jax
@@ -551,19 +551,7 @@ def test_a_function_whose_output_shape_follows_its_values_is_probed_without_brea
     assert not audit.passed and "wrong" in {str(f.finding_class) for f in audit.findings}
 
 
-def _sin_of_pi_times(x):
-    import jax.numpy as jnp
-
-    return jnp.sin(jnp.pi * x)
-
-
-def _sinc(x):
-    import jax.numpy as jnp
-
-    return jnp.sinc(x)
-
-
-@pytest.mark.parametrize("function", [_sinc, _sin_of_pi_times])
+@pytest.mark.parametrize("function", [sinc, sin_of_pi_times])
 def test_finer_steps_decide_where_they_settle_above_the_noise_of_an_intermediates_rounding(function):
     """sinc(x) and sin(pi x) at 1e6 in float64: period 2, so the usual step (7.6) spans periods and finite
     differences give nearly 0; finer steps settle on the derivative (1e-6 and pi) from 1e-4 to 7e-6, and part

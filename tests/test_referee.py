@@ -11,7 +11,7 @@ import pytest
 from gradaudit.judging.referee import _scaled_split, _strays, widened
 from gradaudit.model.findings import DISAGREEMENT, Finding
 from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV
-from tests.helpers import run_cli, write_yaml
+from tests.helpers import off_by, run_cli, sin_of_pi_times, sinc, write_yaml
 
 SURVEY = Path(__file__).resolve().parent / "data" / "survey"
 """Reproducer files an earlier survey wrote, kept here: a new survey renumbers its own."""
@@ -278,3 +278,47 @@ def test_a_precision_note_does_not_call_parting_float64_numbers_no_disagreement(
     (note,) = [n for n in audit.notes if n.message.startswith("precision, not counted")]
     assert "finds no disagreement it counts" in note.message and "at finer steps, left it uncompared" in note.message
     assert abs(note.values["jacfwd (float64)"] - (1 + np.tan(1e7) ** 2)) < 1e-6
+
+
+def _cos_off_in_float32_only(x):
+    """cos with a rule 1% off in float32 alone: float64 agrees with finite differences, float32 strays."""
+    import jax
+    import jax.numpy as jnp
+
+    @jax.custom_jvp
+    def f(x):
+        return jnp.cos(x)
+
+    factor = 1.01 if x.dtype == jnp.float32 else 1.0
+    f.defjvp(lambda primals, tangents: (jnp.cos(primals[0]), -factor * jnp.sin(primals[0]) * tangents[0]))
+    return f(x)
+
+
+@pytest.mark.parametrize("function", [sin_of_pi_times, sinc])
+def test_float32_at_a_million_goes_to_float64_which_resolves_the_slope_and_the_rounding_of_pi_x(function):
+    """sin(pi x) and sinc(x) at 1e6 in float32: no step float32 can take resolves the slope (its spacing
+    there, 0.0625, is a thirty-second of the period), and float32's AD reads cos(pi x) at pi x rounded by
+    up to 0.19 (3.127 for pi). That was a note, "left unjudged", also for a rule 1.5 times too large. Now the
+    entry goes to the float64 referee: float64 resolves the slope (pi, as AD) and the wrong rules split
+    there (wrong); the right rule's float32 value strays from float64's by 0.46%, beyond float32's
+    tolerance but within what float64's own derivative moves when x moves by float32's epsilon
+    (0.22): a precision note. A rule 1% off in float32 alone, at an ordinary input, still strays, as
+    does cauchy.isf at q = 1e10, where moving q by float32's epsilon crosses a thousand of tan's poles:
+    float64's derivative moves as much over a quarter of it, not smoothly, and excuses nothing."""
+    import gradaudit
+
+    at = np.array([1e6], np.float32)
+    right = gradaudit.audit(function, at)
+    assert right.passed and not right.findings, [f.message for f in right.findings]
+    assert any("what float64's own derivative moves" in n.message for n in right.notes), [
+        n.message for n in right.notes
+    ]
+    for factor in (1.5, 1.0001):
+        wrong = gradaudit.audit(off_by(function, factor), at)
+        assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}, factor
+    from jax.scipy.stats import cauchy
+
+    for function, at in ((_cos_off_in_float32_only, 0.5), (cauchy.isf, 1e10)):
+        strays = gradaudit.audit(function, np.array([at], np.float32))
+        assert not strays.passed and "wrong" in {str(f.finding_class) for f in strays.findings}
+        assert any("strays from it" in f.reason for f in strays.findings), [f.reason for f in strays.findings]

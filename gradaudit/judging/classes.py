@@ -482,13 +482,18 @@ def settle(
     rounding_at: float,
     followed: float | None = None,
     epsilon: float = 0.0,
+    final: bool = True,
 ) -> Settled | None:
     """The outcome at an entry where every AD path gives `got` and finite differences at the usual
     step `want`, from the `probe` there; None: the probe changes nothing (the entry stays `wrong`).
     `predicted`: the sum of finite differences' partial slopes over the tied inputs (the slope a
     derivative would give along their diagonal); `rounding_at`: 4 eps |out[i]|, the rounding of
     the function's value there, so a step s carries noise rounding_at / s; `followed`: the AD
-    side's partial derivatives summed over the tied inputs (None: not known). In order:
+    side's partial derivatives summed over the tied inputs (None: not known); `epsilon`: the output
+    dtype's; `final`: no wider dtype will referee (float64's run, or a function the float64 referee does
+    not take): the two rules that leave an entry unjudged because finite differences cannot resolve it
+    apply only then, and otherwise the entry stays `wrong` for the float64 referee, whose own judge
+    applies them where float64 cannot resolve it either. In order:
 
     - a tie: moving the tied inputs together moves out[i] at a slope their partial slopes do not
       sum to: no derivative exists (sort, median, top_k at equal inputs): `non-differentiable`,
@@ -507,14 +512,14 @@ def settle(
       (fmod by a subnormal divisor): FINER_AGREES, a note; the two finest, or where they part by the
       rounding of an intermediate the output's does not show, the two where the slopes settle
       (`_settled`: sinc at 1e6, period 2, sin of 3.1e6), within their spread;
-    - no step resolves a slope: the function changes over the finest steps that move the input as
-      much as over the usual one (sin at 1e12 in float32): UNRESOLVED, a note;
-    - nothing moves: the output is the same at every step the probe takes, from the widest to the
-      finest, where the AD paths' slope would move it over the widest by less than `epsilon` (the
-      dtype's; 0 for a dtype the float64 referee stands above, whose run decides) times the larger of 1
-      and the input: a value computed through a number of that size (1 - p for a probability near 1:
-      beta.logsf at a = 100) cannot show the change, whether or not the function makes it: UNRESOLVED,
-      a note;
+    - no step resolves a slope (`final` only): the function changes over the finest steps that move the
+      input as much as over the usual one (sin at 1e12 in float32, where float64 resolves it: its run
+      decides): UNRESOLVED, a note;
+    - nothing moves (`final` only): the output is the same at every step the probe takes, from the widest
+      to the finest, where the AD paths' slope would move it over the widest by less than `epsilon` times
+      the larger of 1 and the input: a value computed through a number of that size (1 - p for a
+      probability near 1: beta.logsf at a = 100) cannot show the change, whether or not the function
+      makes it: UNRESOLVED, a note;
     - a sign flip along the input: some output element (out[i] or another) is its own value negated at
       every step from the usual one down to a 4096th of it (`model.computed.Flip`: a singular vector
       LAPACK returns with the other sign at x + h), and finite differences give the AD paths' value
@@ -633,7 +638,8 @@ def settle(
     moving = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s < h / 2 and math.isfinite(c)]
     widest = max((abs(c) * s for s, c in zip(probe.steps, probe.central, strict=True) if math.isfinite(c)), default=0.0)
     finest = moving[-3:]
-    if len(finest) == 3 and math.isfinite(got):  # an AD path's NaN or inf at finite numbers is never excused here
+    # an AD path's NaN or inf at finite numbers is never excused here
+    if final and len(finest) == 3 and math.isfinite(got):
         slopes = [c for _, c in finest]
         changes = [abs(c) * s for s, c in finest]
         if (
@@ -651,7 +657,7 @@ def settle(
                 "cannot judge",
             )
     still = _still(probe)
-    if still is not None and want == 0 and got != 0 and math.isfinite(got) and math.isfinite(probe.x):
+    if final and still is not None and want == 0 and got != 0 and math.isfinite(got) and math.isfinite(probe.x):
         largest, smallest = still
         floor = epsilon * max(1.0, abs(probe.x))
         if abs(got) * largest < floor:

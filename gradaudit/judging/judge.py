@@ -548,8 +548,8 @@ class _Classifying:
             if side_blocks is not None:
                 followed = _summed_over(side_blocks, probe.tied, out, s.output.size)
         value = abs(float(s.output.reshape(-1)[out])) if s.output.size else 0.0
-        # An output that moves at no step is left unjudged only where no wider dtype can say more: a
-        # narrower one's finding goes to the float64 referee, whose own judge applies the rule.
+        # An entry finite differences cannot resolve is left unjudged only where no wider dtype can say
+        # more: a narrower one's finding goes to the float64 referee, whose own judge applies the rules.
         widest = s.rounding <= dtypes.machine_epsilon("float64")
         return settle(
             probe,
@@ -559,7 +559,8 @@ class _Classifying:
             *self.tolerance,
             4.0 * s.rounding * value,
             followed,
-            epsilon=s.rounding if widest else 0.0,
+            epsilon=s.rounding,
+            final=widest,
         )
 
 

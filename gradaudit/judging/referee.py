@@ -12,7 +12,8 @@ made or fails leaves every finding as it was.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -129,10 +130,13 @@ def _refereed(finding: Finding) -> bool:
     return finding.kind == DISAGREEMENT and finding.finding_class in REFEREED and finding.location is not None
 
 
-def refereed(narrow: ScenarioResult, wide: ScenarioResult | None, why: str = "") -> ScenarioResult:
+def refereed(
+    narrow: ScenarioResult, wide: ScenarioResult | None, why: str = "", nearby: Nearby | None = None
+) -> ScenarioResult:
     """`narrow` with each finding the float64 run `wide` settles as precision turned into a note,
     and the others' reasons saying what float64 showed; `wide` None (it could not be made: `why`)
-    leaves the findings as they are, each reason saying the referee could not judge."""
+    leaves the findings as they are, each reason saying the referee could not judge. `nearby`: float64's
+    derivatives at inputs moved by the narrow dtype's rounding, asked for where a narrow path strays."""
     kept: list[Finding] = []
     notes: list[Note] = []
     rulings: list[tuple[Finding, Note | Finding]] = []
@@ -143,7 +147,7 @@ def refereed(narrow: ScenarioResult, wide: ScenarioResult | None, why: str = "")
             failure = why or (wide.findings[0].message if wide is not None and wide.findings else "")
             rulings.append((finding, _with_reason(finding, f"the float64 referee could not judge: {failure}")))
         else:
-            rulings.append((finding, _ruling(finding, narrow, wide)))
+            rulings.append((finding, _ruling(finding, narrow, wide, nearby)))
     ruled = {id(finding): ruling for finding, ruling in rulings}
     for finding in narrow.findings:
         ruling = ruled.get(id(finding)) or (_routed(finding, rulings) if finding.kind == ROUTING else finding)
@@ -217,7 +221,7 @@ def _entry(result: ScenarioResult, path: str, location: str) -> float | None:
     return None if located is None else float(located[0][located[1]])
 
 
-def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> Note | Finding:
+def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, nearby: Nearby | None) -> Note | Finding:
     """What float64 makes of `finding`: a precision note, the finding reclassed (float64 finds the
     point non-differentiable, or the derivative beyond the narrow dtype's range), or the finding
     with its reason saying why it stands."""
@@ -261,6 +265,7 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
     largest = dtypes.largest(dtype)
     strays: list[str] = []
     beyond: list[str] = []
+    conditioned: list[str] = []
     for path in finding.paths:
         if base_name(path) in REFERENCES:
             continue  # the narrow finite differences are what float64 improves on, not what it checks
@@ -268,9 +273,17 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
         if mine is None or theirs is None or mine[0].shape != theirs[0].shape:
             return _with_reason(finding, f"the float64 referee could not judge: {path} has no comparable float64 block")
         off = _strays(mine[0], theirs[0], rtol, atol)
-        if off is not None:
-            got, want = mine[0].reshape(-1)[off], theirs[0].reshape(-1)[off]
-            (beyond if abs(want) > largest else strays).append(f"{path} {got:g} against {want:.6g}")
+        if off is None:
+            continue
+        got, want = mine[0].reshape(-1)[off], theirs[0].reshape(-1)[off]
+        if abs(want) > largest:
+            beyond.append(f"{path} {got:g} against {want:.6g}")
+            continue
+        moves = _moves(nearby, narrow, location, theirs[0].shape)
+        if moves is not None and _strays(mine[0], theirs[0], rtol, atol, moves) is None:
+            conditioned.append(f"{path} {got:g} against {want:.6g} (float64 moves by {moves.reshape(-1)[off]:.3g})")
+        else:
+            strays.append(f"{path} {got:g} against {want:.6g}")
     if strays:
         return _with_reason(
             finding,
@@ -311,12 +324,21 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult) -> N
         if parted
         else f"no disagreement ({shown})"
     )
+    within = (
+        f"within {dtype}'s tolerance (rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's largest entry) of its "
+        "float64 block"
+    )
+    if conditioned:
+        within += (
+            f", or of what float64's own derivative moves where an input moves by {dtype}'s epsilon, entry by entry "
+            f"({'; '.join(conditioned)}): {dtype}'s rounding of the inputs or of what it computes from them moves it "
+            "as much"
+        )
     return Note(
         paths=finding.paths,
         message=(
             f"precision, not counted: {location}: {narrow_shown} in {dtype}; the float64 referee at the same inputs "
-            f"finds {found_words}, and every AD path's {dtype} block is within {dtype}'s tolerance "
-            f"(rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's largest entry) of its float64 block"
+            f"finds {found_words}, and every AD path's {dtype} block is {within}"
         ),
         count=finding.count,
         of=finding.of,
@@ -414,20 +436,77 @@ def _scaled_split(finding: Finding, here: dict, there: dict, dtype: str, elsewhe
     return f"a split {narrow_gap / wide_gap:.3g} times smaller, as rounding is (their rounding's ratio {1 / ratio:.3g})"
 
 
-def _strays(mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float) -> int | None:
+def _strays(
+    mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float, moves: np.ndarray | None = None
+) -> int | None:
     """The flat index of the entry where the narrow block `mine` strays furthest from the float64
     block `theirs`: beyond tolerance both entry-wise and against the block's largest finite entry
     (a norm-wise bound: linear algebra rounds relative to the whole matrix), and not the same
-    number, NaN or infinity; None where none strays."""
+    number, NaN or infinity; None where none strays. `moves` (`_moves`) widens each entry's tolerance."""
     with np.errstate(invalid="ignore", over="ignore"):
         scale = float(np.max(np.abs(theirs[np.isfinite(theirs)]), initial=0.0))
         gap = np.abs(mine - theirs)
-        within = (gap <= atol + rtol * np.abs(theirs)) | (gap <= rtol * scale)
+        entry = atol + rtol * np.abs(theirs) + (0.0 if moves is None else moves)
+        within = (gap <= entry) | (gap <= rtol * scale)
         off = ~(within | (mine == theirs) | (np.isnan(mine) & np.isnan(theirs))).reshape(-1)
     if not off.any():
         return None
     excess = np.where(off, np.nan_to_num(gap.reshape(-1), nan=np.inf, posinf=np.inf), -1.0)
     return int(np.argmax(excess))
+
+
+Jacobians = tuple[np.ndarray, ...]
+"""A first-order Jacobian as a path holds it: a block per differentiated input."""
+
+
+@dataclass(frozen=True)
+class Moved:
+    """float64 Jacobians at the inputs and at the inputs with one element moved up and down by the
+    narrow dtype's epsilon times its size, element by element, and by a quarter of that
+    (`refereeing` computes them, only where a ruling asks)."""
+
+    center: Jacobians
+    moved: tuple[tuple[Jacobians, Jacobians], ...]
+    closer: tuple[tuple[Jacobians, Jacobians], ...]
+
+    def moves(self, block: int) -> np.ndarray:
+        """Per entry of `block`, the sum over input elements of how far float64's derivative moves
+        when that element moves either way by the narrow dtype's epsilon: how much that dtype's rounding
+        of the inputs, or of what is computed from them, may move it (sinc at 1e6 in float32, whose pi x
+        rounds by 0.19). Only where it moves smoothly: a quarter of the move moves it by at most half
+        as much (a line's quarter, a turning point's sixteenth); else NaN, which widens nothing (the
+        moves cross a pole, tan's at every integer q of cauchy.isf at 1e10, or reach a NaN)."""
+
+        def total(pairs: tuple[tuple[Jacobians, Jacobians], ...]) -> np.ndarray:
+            center = self.center[block]
+            summed = np.zeros(center.shape)
+            with np.errstate(invalid="ignore", over="ignore"):
+                for up, down in pairs:
+                    summed = summed + np.maximum(np.abs(up[block] - center), np.abs(down[block] - center))
+            return summed
+
+        far, near = total(self.moved), total(self.closer)
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isfinite(far) & (near <= 0.5 * far), far, np.nan)
+
+
+Nearby = Callable[[], Moved | None]
+"""`Moved` for a result, computed when first called (None: not to be had)."""
+
+
+def _moves(nearby: Nearby | None, narrow: ScenarioResult, location: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """`Moved.moves` for the first-order block `location` falls in, where `nearby` gives them."""
+    names = block_names(narrow.arg_names, 1)
+    parsed = parse_location(location, names)
+    if nearby is None or parsed is None or parsed[0] != 1 or parsed[2] not in names:
+        return None
+    moved = nearby()
+    if moved is None:
+        return None
+    block = names.index(parsed[2])
+    if block >= len(moved.center) or moved.center[block].shape != shape:
+        return None
+    return moved.moves(block)
 
 
 def _number(value: float | None) -> str:
