@@ -100,17 +100,18 @@ def _moved(wide: Scenario, narrow: str, timeout: float | None) -> Moved | None:
         def at(args: list) -> tuple[np.ndarray, ...]:
             return tuple(np.asarray(b, np.float64) for b in jax.device_get(jacobian(*args, *target.fixed)))
 
+        sizes = tuple(epsilon * np.maximum(np.abs(np.asarray(a, dtype=np.float64)), smallest) for a in target.args)
+
         def pairs(share: float) -> tuple:
             found = []
             for position, arg in enumerate(target.args):
                 for element in range(np.size(arg)):
-                    size = max(abs(float(np.asarray(arg).flat[element])), smallest)
                     pair = []
                     for sign in (1.0, -1.0):
                         moved = np.array(arg, dtype=np.float64, copy=True)
-                        moved.flat[element] += sign * share * epsilon * size
+                        moved.flat[element] += sign * share * sizes[position].flat[element]
                         pair.append(at([*target.args[:position], moved, *target.args[position + 1 :]]))
                     found.append((pair[0], pair[1]))
             return tuple(found)
 
-        return Moved(at(list(target.args)), pairs(1.0), pairs(0.25))
+        return Moved(at(list(target.args)), pairs(1.0), pairs(0.25), sizes)

@@ -571,3 +571,41 @@ def test_finer_steps_decide_where_they_settle_above_the_noise_of_an_intermediate
     assert any("settle on" in n.message for n in right.notes), [n.message for n in right.notes]
     for factor, audit in wrong.items():
         assert not audit.passed and {str(f.finding_class) for f in audit.findings} == {"wrong"}, factor
+
+
+def _wiggles(frequency: float):
+    """sin(x) plus a wiggle of amplitude 1 / frequency: smooth, derivative cos(x) + cos(frequency x); and the
+    same with a rule that leaves the wiggle out."""
+    import jax
+    import jax.numpy as jnp
+
+    def wiggle(x):
+        return jnp.sin(x) + jnp.sin(frequency * x) / frequency
+
+    without = jax.custom_jvp(wiggle)
+    without.defjvp(lambda primals, tangents: (wiggle(primals[0]), jnp.cos(primals[0]) * tangents[0]))
+    return wiggle, without
+
+
+@pytest.mark.parametrize("frequency", [1e7, 1e9])
+@pytest.mark.parametrize("at", [0.3, 1.0])
+def test_a_slope_that_settles_below_a_fast_wiggles_period_decides_and_no_jump_is_read_there(at, frequency):
+    """float64: the usual step (6e-6) spans many periods of the wiggle, so finite differences see cos(x)
+    alone; finer steps resolve the wiggle and settle on cos(x) + cos(frequency x) (at 1e9, between 1e-10
+    and 7e-12), below which they part by rounding. The two finest steps the output's rounding leaves resolved
+    part like a jump's one-sided slopes: the right derivative was `non-differentiable` (at 1e9) or `wrong`
+    (at 1e7), and a rule that leaves the wiggle out `non-differentiable` too (a hidden defect: the class does
+    not fail). Now the settled slope decides: the right derivative is consistent with a note, the rule
+    without the wiggle wrong."""
+    import numpy as np
+
+    import gradaudit
+    from gradaudit.jaxenv import x64
+
+    wiggle, without = _wiggles(frequency)
+    with x64(True):
+        right = gradaudit.audit(wiggle, np.array([at]))
+        wrong = gradaudit.audit(without, np.array([at]))
+    assert right.passed and not right.findings, [f.message for f in right.findings]
+    assert any("settle on" in n.message for n in right.notes), [n.message for n in right.notes]
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}

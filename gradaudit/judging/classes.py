@@ -25,6 +25,7 @@ Each class comes with its reason in words, with the numbers that decided it (`Ev
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -389,6 +390,12 @@ and a slope the finest steps resolve is the same at each."""
 
 SETTLED_SPREAD = 1e-3
 """Finer steps settle on a slope where two successive ones agree within this share of it (see `_settled`)."""
+NOISE_ROUNDING = 64.0
+"""Finer steps' noise is rounding where the value it shows (`_settled`) is at most this many epsilons of the
+larger of the output and the input times the settled slope: a jump's step is not (floor_divide by 1.2e-38
+at 0 changes by 1 where both are 0), nor is a feature of that size, which finite differences judge."""
+NOISE_DIP = 0.25
+"""Rounding's noise in successive finer slopes: a pair's spread at least this share of the coarser pair's."""
 
 COARSE_AGREES = 0.1
 """A staircase's slope over the largest probed step is within this fraction of the AD paths'."""
@@ -439,19 +446,26 @@ def _settles_away_from_zero(
     return any(close(a, b, step) for (_, a), (step, b) in zip(moved, moved[1:], strict=False))
 
 
-def _settled(finer: Sequence[tuple[float, float]]) -> tuple[int, float] | None:
-    """Where finer steps' central slopes `finer` ((step, slope), coarsest first) settle: the first pair of
-    successive steps, from the finest up, whose spread is no larger than the next coarser pair's (below it
-    the spread grows as the step shrinks: rounding's noise, also an intermediate's that the output's own
-    rounding does not show, sin of pi x at 3.1e6 in sinc at 1e6; above it, the step's truncation), and
-    within SETTLED_SPREAD of its slopes: (index of the pair's coarser step, spread). None where none does."""
+def _settled(finer: Sequence[tuple[float, float]]) -> tuple[int, float, float] | None:
+    """Where finer steps' central slopes `finer` ((step, slope), coarsest first) settle: scanning the
+    spreads of successive pairs from the finest up, past those that are noise (rounding's noise, also an
+    intermediate's that the output's own rounding does not show, sin of pi x at 3.1e6 in sinc at 1e6:
+    its spread grows 16-fold a step as the step shrinks, so each is at least NOISE_DIP of the coarser
+    pair's, dips included), the first pair whose coarser neighbour parts by more (the step's truncation
+    above it), if it is within SETTLED_SPREAD of its slopes: (index of its coarser step, spread, noise),
+    noise the largest a finer pair's spread times its finer step shows of the value's rounding (two
+    slopes' noise may part by less than each carries: a slope at step s carries about noise / s). None
+    where that pair is not: a slope that settles only at coarser steps, beside finer ones converging on
+    another, is an average over a finer feature, not the derivative (`settle` also asks that the noise be
+    rounding's size)."""
     spreads = [abs(a - b) for (_, a), (_, b) in zip(finer, finer[1:], strict=False)]
     for k in range(len(spreads) - 1, -1, -1):
         if not math.isfinite(spreads[k]):
-            continue
-        if k == 0 or not spreads[k] > spreads[k - 1]:
+            return None
+        if k == 0 or spreads[k] < NOISE_DIP * spreads[k - 1]:
             size = max(abs(finer[k][1]), abs(finer[k + 1][1]))
-            return (k, spreads[k]) if spreads[k] <= SETTLED_SPREAD * size else None
+            noise = max((spreads[j] * finer[j + 1][0] for j in range(k + 1, len(spreads))), default=0.0)
+            return (k, spreads[k], noise) if spreads[k] <= SETTLED_SPREAD * size else None
     return None
 
 
@@ -506,12 +520,15 @@ def settle(
       the normal numbers), the usual step crosses a kink near a nonzero input (a power cusp or a
       support's edge at 0 next to 1e-38: one-sided slopes that part at h and as much at h / 16, where
       curvature's gap shrinks 16-fold), and the steps away from 0 settle on no slope: UNRESOLVED, a note;
-    - a jump at a finer step: the one-sided slopes part at the two finest steps finite
-      differences can resolve, and do not close up (floor_divide at a multiple of a tiny divisor);
-    - finer steps agree with the AD paths: the usual step spans the function's periods or steps
-      (fmod by a subnormal divisor): FINER_AGREES, a note; the two finest, or where they part by the
-      rounding of an intermediate the output's does not show, the two where the slopes settle
-      (`_settled`: sinc at 1e6, period 2, sin of 3.1e6), within their spread;
+    - finer steps settle where the usual step did not (`_settled`: scanning up from the finest past
+      rounding's noise, also an intermediate's the output's own rounding does not show) on the AD paths'
+      slope, within their spread and the noise the finer steps show: the usual step spans the function's
+      periods or features (sinc at 1e6 in float64, period 2; sin(x) + 1e-9 sin(1e9 x)): FINER_AGREES, a note;
+    - a jump at a finer step, where finer steps settle on no slope: the one-sided slopes part at the two
+      finest steps finite differences can resolve, and do not close up (floor_divide at a multiple of a
+      tiny divisor; not the wiggle above, whose settled slope is a derivative);
+    - the two finest resolved steps agree with the AD paths: FINER_AGREES, a note (fmod by a subnormal
+      divisor);
     - no step resolves a slope (`final` only): the function changes over the finest steps that move the
       input as much as over the usual one (sin at 1e12 in float32, where float64 resolves it: its run
       decides): UNRESOLVED, a note;
@@ -601,6 +618,36 @@ def settle(
                 "the AD paths); at steps of its own size no two slopes resolve (the output moves by less than its "
                 "rounding, or the step leaves its dtype's normal numbers): finite differences cannot judge",
             )
+    moving = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s < h / 2 and math.isfinite(c)]
+    # Finer steps down to the first whose slope the output's own rounding could fake (more than half of it:
+    # 1 + x ** 2 at 1e-3 in float32 reads 0.0039 at 1.5e-5, twice the slope), resolved to the tolerance or
+    # not: the spread between two shows their noise, whatever its source.
+    readable = list(itertools.takewhile(lambda sc: rounding_at / sc[0] <= 0.5 * abs(sc[1]), moving))
+    settled = _settled(readable) if math.isfinite(got) and not close(want, got, h) else None
+    if settled is not None:
+        k, spread, noise = settled
+        (s1, c1), (s2, c2) = readable[k], readable[k + 1]
+        allowance = spread + noise / s2
+        gaps = {step: abs(right - left) for step, left, right in zip(probe.steps, probe.left, probe.right, strict=True)}
+        gap = gaps.get(s2, math.nan)
+        # measured noise, not the output's rounding bound over the step (which would pass 1.3 at a slope of 43)
+        allowance += atol + rtol * max(abs(c2), abs(got))
+        smooth = gap <= allowance or gap <= 0.5 * gaps.get(s1, math.nan)
+        # The finer steps' noise is rounding's size (of a value as large as the output or as the input times the
+        # slope), and the slope settles where the function is smooth: its one-sided slopes agree, or part as
+        # curvature's do, by half as much or less than a step before (a kink's or a jump's hold or grow).
+        if not smooth or noise > NOISE_ROUNDING * max(epsilon * abs(probe.x * c2), rounding_at / 4.0):
+            settled = None
+    if settled is not None:
+        # the finer of the two is the closer to the derivative (the coarser carries the truncation both part by)
+        if abs(c2 - got) <= allowance:
+            return Settled(
+                FINER_AGREES,
+                f"the usual step {h:.3g} spans the function's periods or steps: finite differences give "
+                f"{_number(want)} there, but settle on {_number(c1)} at step {s1:.3g} and {_number(c2)} at "
+                f"{s2:.3g}, as the AD paths do ({_number(got)}), within their spread {spread:.3g} and the rounding "
+                f"finer steps show ({noise / s2:.3g} at that step; anything finer, of rounding's size, is not judged)",
+            )
     if len(finer) >= 2:
         (s1, c1, l1, r1), (s2, c2, l2, r2) = finer[-2], finer[-1]
         parted = (
@@ -608,7 +655,8 @@ def settle(
             and abs(r2 - l2) > tolerance(l2, r2, s2)
             and abs(r1 - l1) > tolerance(l1, r1, s1)
         )
-        if parted and abs(r2 - l2) >= 0.75 * abs(r1 - l1) and between_slopes(got, l2, r2, (l1, r1)):
+        # a slope that settles at finer steps is a derivative there, which a jump at the point would not give
+        if parted and settled is None and abs(r2 - l2) >= 0.75 * abs(r1 - l1) and between_slopes(got, l2, r2, (l1, r1)):
             return Settled(
                 NON_DIFFERENTIABLE.value,
                 f"a jump or kink finer than the usual step {h:.3g}: at step {s2:.3g} the slope is {_number(l2)} from "
@@ -623,19 +671,6 @@ def settle(
                 f"but {_number(c1)} at step {s1:.3g} and {_number(c2)} at {s2:.3g}, as the AD paths do "
                 f"({_number(got)})",
             )
-        settled = _settled([(s, c) for s, c, _, _ in finer])
-        if settled is not None and not close(want, got, h):
-            k, spread = settled
-            (s1, c1, _, _), (s2, c2, _, _) = finer[k], finer[k + 1]
-            if all(abs(c - got) <= tolerance(c, got, s) + spread for s, c in ((s1, c1), (s2, c2))):
-                return Settled(
-                    FINER_AGREES,
-                    f"the usual step {h:.3g} spans the function's periods or steps: finite differences give "
-                    f"{_number(want)} there, but settle on {_number(c1)} at step {s1:.3g} and {_number(c2)} at "
-                    f"{s2:.3g}, as the AD paths do ({_number(got)}), within their spread {spread:.3g} (finer steps "
-                    "part by rounding)",
-                )
-    moving = [(s, c) for s, c in zip(probe.steps, probe.central, strict=True) if s < h / 2 and math.isfinite(c)]
     widest = max((abs(c) * s for s, c in zip(probe.steps, probe.central, strict=True) if math.isfinite(c)), default=0.0)
     finest = moving[-3:]
     # an AD path's NaN or inf at finite numbers is never excused here

@@ -279,7 +279,7 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, near
         if abs(want) > largest:
             beyond.append(f"{path} {got:g} against {want:.6g}")
             continue
-        moves = _moves(nearby, narrow, location, theirs[0].shape)
+        moves = _moves(nearby, narrow, wide, location, theirs[0].shape)
         if moves is not None and _strays(mine[0], theirs[0], rtol, atol, moves) is None:
             conditioned.append(f"{path} {got:g} against {want:.6g} (float64 moves by {moves.reshape(-1)[off]:.3g})")
         else:
@@ -462,20 +462,23 @@ Jacobians = tuple[np.ndarray, ...]
 @dataclass(frozen=True)
 class Moved:
     """float64 Jacobians at the inputs and at the inputs with one element moved up and down by the
-    narrow dtype's epsilon times its size, element by element, and by a quarter of that
-    (`refereeing` computes them, only where a ruling asks)."""
+    narrow dtype's epsilon times its size (`sizes`, per differentiated input), element by element,
+    and by a quarter of that (`refereeing` computes them, only where a ruling asks)."""
 
     center: Jacobians
     moved: tuple[tuple[Jacobians, Jacobians], ...]
     closer: tuple[tuple[Jacobians, Jacobians], ...]
+    sizes: tuple[np.ndarray, ...]
 
-    def moves(self, block: int) -> np.ndarray:
-        """Per entry of `block`, the sum over input elements of how far float64's derivative moves
-        when that element moves either way by the narrow dtype's epsilon: how much that dtype's rounding
-        of the inputs, or of what is computed from them, may move it (sinc at 1e6 in float32, whose pi x
-        rounds by 0.19). Only where it moves smoothly: a quarter of the move moves it by at most half
-        as much (a line's quarter, a turning point's sixteenth); else NaN, which widens nothing (the
-        moves cross a pole, tan's at every integer q of cauchy.isf at 1e10, or reach a NaN)."""
+    def moves(self, block: int, strayed: np.ndarray) -> np.ndarray:
+        """Per entry of `block`, how far float64's derivative moves when the inputs move as far as the
+        narrow run's rounding moved its value: the sum over input elements of its move either way by the
+        narrow epsilon (sinc at 1e6 in float32, whose pi x rounds by up to 0.19), times the share of the
+        value change those moves would make that the narrow value shows (`strayed`, per output: how far it
+        is from float64's beyond its own rounding; sin(x - 1e5) at 1e5 + 1.3 rounds nothing, and excuses
+        nothing). Only where the derivative moves smoothly: a quarter of the move moves it by a half to a
+        thirty-second as much (a line's quarter, a turning point's sixteenth); else NaN, which widens nothing
+        (the moves cross a pole, tan's at every integer q of cauchy.isf at 1e10, or a jump, or reach a NaN)."""
 
         def total(pairs: tuple[tuple[Jacobians, Jacobians], ...]) -> np.ndarray:
             center = self.center[block]
@@ -486,19 +489,33 @@ class Moved:
             return summed
 
         far, near = total(self.moved), total(self.closer)
-        with np.errstate(invalid="ignore"):
-            return np.where(np.isfinite(far) & (near <= 0.5 * far), far, np.nan)
+        outputs = strayed.size
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            # the value change moving every input by the narrow epsilon would make, per output
+            change = sum(
+                np.abs(c.reshape(outputs, -1)) @ s.reshape(-1) for c, s in zip(self.center, self.sizes, strict=True)
+            )
+            share = np.clip(np.where(change > 0, strayed.reshape(-1) / change, 0.0), 0.0, 1.0)
+            scaled = far * share.reshape(strayed.shape + (1,) * (far.ndim - strayed.ndim))
+            smooth = np.isfinite(far) & (near <= 0.5 * far) & (near >= far / 32.0)
+            return np.where(smooth, scaled, np.nan)
 
 
 Nearby = Callable[[], Moved | None]
 """`Moved` for a result, computed when first called (None: not to be had)."""
 
 
-def _moves(nearby: Nearby | None, narrow: ScenarioResult, location: str, shape: tuple[int, ...]) -> np.ndarray | None:
-    """`Moved.moves` for the first-order block `location` falls in, where `nearby` gives them."""
+def _moves(
+    nearby: Nearby | None, narrow: ScenarioResult, wide: ScenarioResult, location: str, shape: tuple[int, ...]
+) -> np.ndarray | None:
+    """`Moved.moves` for the first-order block `location` falls in, where `nearby` gives them and both
+    runs have values."""
     names = block_names(narrow.arg_names, 1)
     parsed = parse_location(location, names)
+    mine, theirs = narrow.paths.get(VALUE), wide.paths.get(VALUE)
     if nearby is None or parsed is None or parsed[0] != 1 or parsed[2] not in names:
+        return None
+    if mine is None or theirs is None or not mine.ok or not theirs.ok:
         return None
     moved = nearby()
     if moved is None:
@@ -506,7 +523,13 @@ def _moves(nearby: Nearby | None, narrow: ScenarioResult, location: str, shape: 
     block = names.index(parsed[2])
     if block >= len(moved.center) or moved.center[block].shape != shape:
         return None
-    return moved.moves(block)
+    here, there = (np.asarray(p.ok_arrays[0], dtype=np.float64) for p in (mine, theirs))
+    if here.shape != there.shape:
+        return None
+    rounding = dtypes.machine_epsilon(narrow.scenario.precision_dtype) * np.abs(there)
+    with np.errstate(invalid="ignore"):
+        strayed = np.maximum(np.abs(here - there) - rounding, 0.0)
+    return moved.moves(block, np.where(np.isfinite(strayed), strayed, 0.0))
 
 
 def _number(value: float | None) -> str:
