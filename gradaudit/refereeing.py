@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gradaudit.engines import GROUP_MIN
-from gradaudit.judging.referee import Moved
+from gradaudit.model.computed import Moved
 from gradaudit.model.options import Options
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
@@ -58,60 +58,19 @@ def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[Sc
     return ruled
 
 
-MOVED_ELEMENTS = 16
-"""Most input elements whose moves `_nearby` evaluates (four float64 Jacobians each)."""
-
-
 def _nearby(wide: Scenario, narrow: str, timeout: float | None) -> Callable[[], Moved | None]:
-    """float64's Jacobian at the widened scenario's inputs and at each input element moved up and down by
-    the `narrow` dtype's epsilon times its size, and by a quarter of that (`referee.Moved`), by
-    jax.jit(jax.jacfwd) as the float64 run computed it, when the referee first asks; None where the
-    inputs hold more than MOVED_ELEMENTS elements or the function cannot be evaluated there."""
+    """`engines.probe.moved_jacobians` for the widened scenario, computed when the referee first asks; None where
+    it cannot be had (the finding stays as the rest of the ruling says)."""
     asked: list[Moved | None] = []
 
-    def moved() -> Moved | None:
+    def found() -> Moved | None:
         if not asked:
+            from gradaudit.engines.probe import moved_jacobians
+
             try:
-                asked.append(_moved(wide, narrow, timeout))
+                asked.append(moved_jacobians(wide, narrow, timeout))
             except Exception:  # noqa: BLE001 (no such evidence: the finding stays as the rest of the ruling says)
                 asked.append(None)
         return asked[0]
 
-    return moved
-
-
-def _moved(wide: Scenario, narrow: str, timeout: float | None) -> Moved | None:
-    import jax
-    import numpy as np
-
-    from gradaudit.engines.group import FORWARD, computations
-    from gradaudit.engines.literal import time_limit
-    from gradaudit.jaxenv import x64_for
-    from gradaudit.model import dtypes
-    from gradaudit.targets import build_targets
-
-    target = build_targets(wide)[0]
-    if sum(np.size(a) for a in target.args) > MOVED_ELEMENTS:
-        return None
-    epsilon, smallest = dtypes.machine_epsilon(narrow), dtypes.smallest_normal(narrow)
-    with x64_for(wide), time_limit(timeout):
-        jacobian = jax.jit(computations(target.fn, len(target.args))[FORWARD])
-
-        def at(args: list) -> tuple[np.ndarray, ...]:
-            return tuple(np.asarray(b, np.float64) for b in jax.device_get(jacobian(*args, *target.fixed)))
-
-        sizes = tuple(epsilon * np.maximum(np.abs(np.asarray(a, dtype=np.float64)), smallest) for a in target.args)
-
-        def pairs(share: float) -> tuple:
-            found = []
-            for position, arg in enumerate(target.args):
-                for element in range(np.size(arg)):
-                    pair = []
-                    for sign in (1.0, -1.0):
-                        moved = np.array(arg, dtype=np.float64, copy=True)
-                        moved.flat[element] += sign * share * sizes[position].flat[element]
-                        pair.append(at([*target.args[:position], moved, *target.args[position + 1 :]]))
-                    found.append((pair[0], pair[1]))
-            return tuple(found)
-
-        return Moved(at(list(target.args)), pairs(1.0), pairs(0.25), sizes)
+    return found

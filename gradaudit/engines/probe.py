@@ -20,7 +20,7 @@ import numpy as np
 from gradaudit.engines.base import compiled_or_eager
 from gradaudit.jaxenv import again_if_stale, x64_for
 from gradaudit.model import dtypes
-from gradaudit.model.computed import Flip, Probe, Prober
+from gradaudit.model.computed import Flip, Moved, Probe, Prober
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import moved, step_size
 from gradaudit.targets.base import Target
@@ -234,3 +234,45 @@ def _subnormal(value) -> bool:
     tiny = float(ml_dtypes.finfo(array.dtype).smallest_normal)
     magnitude = abs(float(np.float64(array)))
     return 0.0 < magnitude < tiny
+
+
+MOVED_ELEMENTS = 16
+"""Most input elements whose moves `moved_jacobians` evaluates (four float64 Jacobians each)."""
+
+
+def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None) -> Moved | None:
+    """float64's Jacobian, by jax.jit(jax.jacfwd) as the float64 run computed it, at the widened
+    scenario's inputs and at each input element moved up and down by the `narrow` dtype's epsilon times
+    its size, and by a quarter of that (`model.computed.Moved`); None where the inputs hold more than
+    MOVED_ELEMENTS elements."""
+    import jax
+
+    from gradaudit.engines.group import FORWARD, computations
+    from gradaudit.engines.literal import time_limit
+    from gradaudit.targets import build_targets
+
+    target = build_targets(wide)[0]
+    if sum(np.size(a) for a in target.args) > MOVED_ELEMENTS:
+        return None
+    epsilon, smallest = dtypes.machine_epsilon(narrow), dtypes.smallest_normal(narrow)
+    with x64_for(wide), time_limit(timeout):
+        jacobian = jax.jit(computations(target.fn, len(target.args))[FORWARD])
+
+        def at(args: list) -> tuple[np.ndarray, ...]:
+            return tuple(np.asarray(b, np.float64) for b in jax.device_get(jacobian(*args, *target.fixed)))
+
+        sizes = tuple(epsilon * np.maximum(np.abs(np.asarray(a, dtype=np.float64)), smallest) for a in target.args)
+
+        def pairs(share: float) -> tuple:
+            found = []
+            for position, arg in enumerate(target.args):
+                for element in range(np.size(arg)):
+                    pair = []
+                    for sign in (1.0, -1.0):
+                        shifted = np.array(arg, dtype=np.float64, copy=True)
+                        shifted.flat[element] += sign * share * sizes[position].flat[element]
+                        pair.append(at([*target.args[:position], shifted, *target.args[position + 1 :]]))
+                    found.append((pair[0], pair[1]))
+            return tuple(found)
+
+        return Moved(at(list(target.args)), pairs(1.0), pairs(0.25), sizes)

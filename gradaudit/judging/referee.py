@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from gradaudit.judging.classes import between_slopes
 from gradaudit.judging.scale import row_and_column_scale
 from gradaudit.judging.tolerances import tolerances_for
 from gradaudit.model import dtypes
+from gradaudit.model.computed import Moved
 from gradaudit.model.findings import (
     CLASSES,
     CONSISTENT,
@@ -455,52 +456,6 @@ def _strays(
     return int(np.argmax(excess))
 
 
-Jacobians = tuple[np.ndarray, ...]
-"""A first-order Jacobian as a path holds it: a block per differentiated input."""
-
-
-@dataclass(frozen=True)
-class Moved:
-    """float64 Jacobians at the inputs and at the inputs with one element moved up and down by the
-    narrow dtype's epsilon times its size (`sizes`, per differentiated input), element by element,
-    and by a quarter of that (`refereeing` computes them, only where a ruling asks)."""
-
-    center: Jacobians
-    moved: tuple[tuple[Jacobians, Jacobians], ...]
-    closer: tuple[tuple[Jacobians, Jacobians], ...]
-    sizes: tuple[np.ndarray, ...]
-
-    def moves(self, block: int, strayed: np.ndarray) -> np.ndarray:
-        """Per entry of `block`, how far float64's derivative moves when the inputs move as far as the
-        narrow run's rounding moved its value: the sum over input elements of its move either way by the
-        narrow epsilon (sinc at 1e6 in float32, whose pi x rounds by up to 0.19), times the share of the
-        value change those moves would make that the narrow value shows (`strayed`, per output: how far it
-        is from float64's beyond its own rounding; sin(x - 1e5) at 1e5 + 1.3 rounds nothing, and excuses
-        nothing). Only where the derivative moves smoothly: a quarter of the move moves it by a half to a
-        thirty-second as much (a line's quarter, a turning point's sixteenth); else NaN, which widens nothing
-        (the moves cross a pole, tan's at every integer q of cauchy.isf at 1e10, or a jump, or reach a NaN)."""
-
-        def total(pairs: tuple[tuple[Jacobians, Jacobians], ...]) -> np.ndarray:
-            center = self.center[block]
-            summed = np.zeros(center.shape)
-            with np.errstate(invalid="ignore", over="ignore"):
-                for up, down in pairs:
-                    summed = summed + np.maximum(np.abs(up[block] - center), np.abs(down[block] - center))
-            return summed
-
-        far, near = total(self.moved), total(self.closer)
-        outputs = strayed.size
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            # the value change moving every input by the narrow epsilon would make, per output
-            change = sum(
-                np.abs(c.reshape(outputs, -1)) @ s.reshape(-1) for c, s in zip(self.center, self.sizes, strict=True)
-            )
-            share = np.clip(np.where(change > 0, strayed.reshape(-1) / change, 0.0), 0.0, 1.0)
-            scaled = far * share.reshape(strayed.shape + (1,) * (far.ndim - strayed.ndim))
-            smooth = np.isfinite(far) & (near <= 0.5 * far) & (near >= far / 32.0)
-            return np.where(smooth, scaled, np.nan)
-
-
 Nearby = Callable[[], Moved | None]
 """`Moved` for a result, computed when first called (None: not to be had)."""
 
@@ -508,7 +463,7 @@ Nearby = Callable[[], Moved | None]
 def _moves(
     nearby: Nearby | None, narrow: ScenarioResult, wide: ScenarioResult, location: str, shape: tuple[int, ...]
 ) -> np.ndarray | None:
-    """`Moved.moves` for the first-order block `location` falls in, where `nearby` gives them and both
+    """`_allowance` for the first-order block `location` falls in, where `nearby` gives them and both
     runs have values."""
     names = block_names(narrow.arg_names, 1)
     parsed = parse_location(location, names)
@@ -529,7 +484,38 @@ def _moves(
     rounding = dtypes.machine_epsilon(narrow.scenario.precision_dtype) * np.abs(there)
     with np.errstate(invalid="ignore"):
         strayed = np.maximum(np.abs(here - there) - rounding, 0.0)
-    return moved.moves(block, np.where(np.isfinite(strayed), strayed, 0.0))
+    return _allowance(moved, block, np.where(np.isfinite(strayed), strayed, 0.0))
+
+
+def _allowance(found: Moved, block: int, strayed: np.ndarray) -> np.ndarray:
+    """Per entry of `block`, how far float64's derivative moves when the inputs move as far as the
+    narrow run's rounding moved its value: the sum over input elements of its move either way by the
+    narrow epsilon (sinc at 1e6 in float32, whose pi x rounds by up to 0.19), times the share of the
+    value change those moves would make that the narrow value shows (`strayed`, per output: how far it
+    is from float64's beyond its own rounding; sin(x - 1e5) at 1e5 + 1.3 rounds nothing, and excuses
+    nothing). Only where the derivative moves smoothly: a quarter of the move moves it by a half to a
+    thirty-second as much (a line's quarter, a turning point's sixteenth); else NaN, which widens nothing
+    (the moves cross a pole, tan's at every integer q of cauchy.isf at 1e10, or a jump, or reach a NaN)."""
+
+    def total(pairs: tuple) -> np.ndarray:
+        center = found.center[block]
+        summed = np.zeros(center.shape)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for up, down in pairs:
+                summed = summed + np.maximum(np.abs(up[block] - center), np.abs(down[block] - center))
+        return summed
+
+    far, near = total(found.moved), total(found.closer)
+    outputs = strayed.size
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        # the value change moving every input by the narrow epsilon would make, per output
+        change = sum(
+            np.abs(c.reshape(outputs, -1)) @ s.reshape(-1) for c, s in zip(found.center, found.sizes, strict=True)
+        )
+        share = np.clip(np.where(change > 0, strayed.reshape(-1) / change, 0.0), 0.0, 1.0)
+        scaled = far * share.reshape(strayed.shape + (1,) * (far.ndim - strayed.ndim))
+        smooth = np.isfinite(far) & (near <= 0.5 * far) & (near >= far / 32.0)
+        return np.where(smooth, scaled, np.nan)
 
 
 def _number(value: float | None) -> str:

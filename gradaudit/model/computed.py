@@ -59,6 +59,23 @@ Prober = Callable[[int, int, int], "Probe | None"]
 """(argument, element, output element) -> its Probe, or None where the function could not be evaluated."""
 
 
+Jacobians = tuple[np.ndarray, ...]
+"""A first-order Jacobian as a path holds it: a block per differentiated input."""
+
+
+@dataclass(frozen=True)
+class Moved:
+    """float64 Jacobians at a narrow scenario's inputs widened, and at those inputs with one element
+    moved up and down by the narrow dtype's epsilon times its size (`sizes`, per differentiated input),
+    element by element, and by a quarter of that: how float64's derivative moves where the narrow
+    dtype's rounding could move the inputs (`engines.probe.moved_jacobians`; the float64 referee reads it)."""
+
+    center: Jacobians
+    moved: tuple[tuple[Jacobians, Jacobians], ...]
+    closer: tuple[tuple[Jacobians, Jacobians], ...]
+    sizes: tuple[np.ndarray, ...]
+
+
 @dataclass(frozen=True)
 class Failure:
     """Why a scenario has no paths: it timed out, its worker crashed, or it was too large."""
