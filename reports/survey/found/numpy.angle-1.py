@@ -1,6 +1,6 @@
 """numpy.angle: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 5 of 36 entries; largest at d out[1, 2]/d x0[0, 0]: -0 from jacfwd and jit(jacfwd), nan from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0[0, 0] = 0 (all of x0: [0, 0, 0, 0, 0, 3.403e+38]); out[1, 2] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out[0, 0]/d x0[1, 2] there
+Why: inputs and output finite (x0[0, 0] = 0 (all of x0: [0, 0, 0, 0, 0, 3.403e+38]); out[1, 2] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out[0, 0]/d x0[0, 1] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1, 2]/d x0[0, 0]: jacrev nan, jit(jacrev) nan, jacfwd -0, jit(jacfwd) -0.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.angle-1.py

@@ -1,6 +1,6 @@
 """numpy.angle: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 1 of 1 entries; at d out/d x0: 0 from finite differences, nan from jacfwd, jit(jacfwd), jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0 = 1e-36; out = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; float64 agrees (-0 from jacfwd, -0 from jit_jacfwd, -0 from jacrev, -0 from jit_jacrev, -480403.971 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd nan against -0; jit_jacfwd nan against -0; jacrev nan against -0; jit_jacrev nan against -0
+Why: inputs and output finite (x0 = 1e-37; out = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; float64 agrees (-0 from jacfwd, -0 from jit_jacfwd, -0 from jacrev, -0 from jit_jacrev, -480403.971 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd nan against -0; jit_jacfwd nan against -0; jacrev nan against -0; jit_jacrev nan against -0
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacfwd nan, jit(jacfwd) nan, jacrev nan, jit(jacrev) nan, finite differences 0.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.angle-3.py
@@ -65,7 +65,7 @@ KWARGS = {'deg': False}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'd'
 ARGUMENTS = [
-    np.array(1.0000000359391298e-36, dtype=np.float32),
+    np.array(9.99999991097579e-38, dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 

@@ -1,6 +1,6 @@
 """numpy.atan2: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 15 of 72 entries; largest at d out[0, 0]/d x0[1, 2]: nan from jacfwd and jit(jacfwd), 0 from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0[1, 2] = 0 (all of x0: [0, 0, 0, 0, 0, 0]); out[0, 0] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (0 from jacrev, 0 from jit_jacrev, nan from jacfwd, nan from jit_jacfwd)
+Why: inputs and output finite (x0[1, 2] = 0 (all of x0: [0, 0, 0, 0, 0, 0]); out[0, 0] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out[0, 0]/d x0[0, 1] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0, 0]/d x0[1, 2]: jacrev 0, jit(jacrev) 0, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.atan2-2.py

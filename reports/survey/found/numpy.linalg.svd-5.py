@@ -1,8 +1,8 @@
-"""numpy.linalg.svd: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 19 of 189 entries; largest at d out[11]/d x0[0, 2]: 0 from finite differences, 0.652828 from jacfwd and jit(jacfwd) (difference 0.653; tolerance 0.00138)
+"""numpy.linalg.svd: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 3 of 189 entries; largest at d out[19]/d x0[1, 2]: 0.793806 from finite differences, -0.622533 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 1.42, relative 1.8; tolerance 1.07e-07)
 
-Why: inputs and output finite (x0[0, 2] = 2.5e-19; out[11] = 1.537e-20); finite differences 0 (slope 7.869e-18 from the left, -7.869e-18 from the right), both sides agree; the split persists in float64 (0.65282784 from jacfwd, 0.65282784 from jit_jacfwd, -5.67540463e-18 from finite_difference)
+Why: inputs and output finite (x0[1, 2] = 2.225e-308; out[19] = -4.249e-16); finite differences 0.7938 (slope 0.7938 from the left, 0.7938 from the right), both sides agree
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[11]/d x0[0, 2]: jacfwd 0.652828, jit(jacfwd) 0.652828, finite differences 0.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[19]/d x0[1, 2]: jacfwd -0.622533, jit(jacfwd) -0.622533, jacrev -0.622533, jit(jacrev) -0.622533, finite differences 0.793806.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.linalg.svd-5.py
 """
 
@@ -11,6 +11,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+jax.config.update("jax_enable_x64", True)
 
 def flat(out):
     """The function's floating outputs in one vector (an array stays as it is): what was differentiated."""
@@ -65,7 +66,7 @@ KWARGS = {'full_matrices': True, 'compute_uv': True, 'hermitian': False}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'd'
 ARGUMENTS = [
-    np.array([[6.19999993249321e-19, -1.3700000017602056e-18, 2.5000001145342624e-19], [1.8100000136464297e-18, -4.400000118862241e-19, 1.0899999847964652e-18], [9.299999898739816e-19, -1.719999971266093e-18, 3.8000000086559564e-19]], dtype=np.float32),
+    np.array([[-1.6978713274002075, -0.7043499946594238, -2.220446049250313e-16], [-0.7043499946594238, 1.1424673795700073, 2.2250738585072014e-308], [-0.7043499946594238, -0.7043499946594238, 2.2250738585072014e-308]], dtype=np.float64),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -93,7 +94,9 @@ PASSED = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind != "d"]
 HELD = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "h"]
 ARGNUMS = tuple(range(len(INPUTS)))
 
-print('at d out[11]/d x0[0, 2]:')
-print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (11, 0, 2)), sep=': ')
-print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (11, 0, 2)), sep=': ')
-print('finite differences', entry(finite_difference(traced, PASSED, 0, (0, 2), (11,), 0.00390625), ()), sep=': ')
+print('at d out[19]/d x0[1, 2]:')
+print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (19, 1, 2)), sep=': ')
+print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (19, 1, 2)), sep=': ')
+print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (19, 1, 2)), sep=': ')
+print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (19, 1, 2)), sep=': ')
+print('finite differences', entry(finite_difference(traced, PASSED, 0, (1, 2), (19,), 7.62939453125e-06), ()), sep=': ')

@@ -1,6 +1,6 @@
 """numpy.power: [wrong] jacrev disagrees with jacfwd and jit(jacfwd) on 6 of 18 entries; largest at d out[0]/d x1[1]: nan from jacfwd and jit(jacfwd), 0 from jacrev
 
-Why: inputs and output finite (x1[1] = 0 (all of x1: [0, 0, 0]); out[0] = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (0 from jacrev, nan from jacfwd, nan from jit_jacfwd)
+Why: inputs and output finite (x1[1] = 0 (all of x1: [0, 0, 0]); out[0] = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out[0]/d x0[0] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x1[1]: jacrev 0, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.power-1.py

@@ -1,6 +1,6 @@
 """numpy.power: [eager-jit] jit(jacrev) disagrees with jacrev on 6 of 18 entries; largest at d out[0]/d x0[1]: nan from jacrev, 0 from jit(jacrev)
 
-Why: one transform, two answers (x0[1] = 0 (all of x0: [0, 0, 0]); out[0] = 1); the split persists in float64 (0 from jit_jacrev, nan from jacrev)
+Why: one transform, two answers (x0[1] = 0 (all of x0: [0, 0, 0]); out[0] = 1); the split persists in float64, largest at d out[0]/d x0[0] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[1]: jit(jacrev) 0, jacrev nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.power-2.py

@@ -1,8 +1,8 @@
-"""scipy.special.comb: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 1 of 2 entries; at d out/d x1: 0 from finite differences, 15.975 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 16; tolerance 0.00163)
+"""scipy.special.comb: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 1 of 2 entries; at d out/d x1: 0 from finite differences, 40757 from jacfwd and jit(jacfwd) (difference 4.08e+04; tolerance 199)
 
-Why: inputs and output finite (x1 = 0.62; out = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (390095.012 from jacfwd, 390095.012 from jit_jacfwd, 390095.012 from jacrev, 390095.012 from jit_jacrev, 390132.708 from finite_difference)
+Why: inputs and output finite (x1 = 0.62; out = 2981); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; float64 agrees (80089.3729 from jacfwd, 80089.3729 from jit_jacfwd, 80088.7227 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd 40757 against 80089.4; jit_jacfwd 40757 against 80089.4
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x1: jacfwd 15.975, jit(jacfwd) 15.975, jacrev 15.975, jit(jacrev) 15.975, finite differences 0.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x1: jacfwd 40757, jit(jacfwd) 40757, finite differences 0.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.comb-4.py
 """
 
@@ -65,7 +65,7 @@ KWARGS = {'repetition': False}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'dd'
 ARGUMENTS = [
-    np.array(10000000.0, dtype=np.float32),
+    np.array(1000000.0, dtype=np.float32),
     np.array(0.6200000047683716, dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
@@ -97,6 +97,4 @@ ARGNUMS = tuple(range(len(INPUTS)))
 print('at d out/d x1:')
 print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[1], ()), sep=': ')
 print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[1], ()), sep=': ')
-print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[1], ()), sep=': ')
-print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[1], ()), sep=': ')
 print('finite differences', entry(finite_difference(traced, PASSED, 1, (), (), 0.00390625), ()), sep=': ')

@@ -1,6 +1,6 @@
 """scipy.special.hyp1f1: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 2 of 3 entries; largest at d out/d x0: nan from jacfwd and jit(jacfwd), -0.000619569 from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0 = 0.62; out = 0.9996); finite differences -0.0006078 (slope -0.0006104 from the left, -0.0006104 from the right), both sides agree; the split persists in float64 (-0.000619569319 from jacrev, -0.000619569319 from jit_jacrev, nan from jacfwd, nan from jit_jacfwd)
+Why: inputs and output finite (x0 = 0.62; out = 0.9996); finite differences -0.0006078 (slope -0.0006104 from the left, -0.0006104 from the right), both sides agree; the split persists in float64, largest at d out/d x1 there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacrev -0.000619569, jit(jacrev) -0.000619569, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.hyp1f1-11.py

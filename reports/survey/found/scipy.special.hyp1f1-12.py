@@ -1,6 +1,6 @@
 """scipy.special.hyp1f1: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 2 of 3 entries; largest at d out/d x0: nan from jacfwd and jit(jacfwd), -0.00615679 from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0 = 0.62; out = 0.9962); finite differences -0.006167 (slope -0.006195 from the left, -0.006134 from the right), both sides agree; the split persists in float64 (-0.00615679198 from jacrev, -0.00615679198 from jit_jacrev, nan from jacfwd, nan from jit_jacfwd)
+Why: inputs and output finite (x0 = 0.62; out = 0.9962); finite differences -0.006167 (slope -0.006195 from the left, -0.006134 from the right), both sides agree; the split persists in float64, largest at d out/d x1 there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacrev -0.00615679, jit(jacrev) -0.00615679, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.hyp1f1-12.py

@@ -1,6 +1,6 @@
 """scipy.special.hyp1f1: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 2 of 3 entries; largest at d out/d x1: nan from jacfwd and jit(jacfwd), 1.6129 from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x1 = 0.62; out = 0); finite differences 1.613 (slope 1.618 from the left, 1.608 from the right), both sides agree; the split persists in float64 (1.61290321 from jacrev, 1.61290321 from jit_jacrev, nan from jacfwd, nan from jit_jacfwd)
+Why: inputs and output finite (x1 = 0.62; out = 0); finite differences 1.613 (slope 1.618 from the left, 1.608 from the right), both sides agree; the split persists in float64, largest at d out/d x0 there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x1: jacrev 1.6129, jit(jacrev) 1.6129, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.hyp1f1-13.py

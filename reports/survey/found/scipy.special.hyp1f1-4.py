@@ -1,6 +1,6 @@
 """scipy.special.hyp1f1: [wrong] jacrev disagrees with jacfwd and jit(jacfwd) on 15 of 27 entries; largest at d out[0]/d x0[1]: nan from jacfwd and jit(jacfwd), 0 from jacrev
 
-Why: inputs and output finite (x0[1] = 0 (all of x0: [0, 0, 0]); out[0] = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (0 from jacrev, nan from jacfwd, nan from jit_jacfwd)
+Why: inputs and output finite (x0[1] = 0 (all of x0: [0, 0, 0]); out[0] = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out[0]/d x2[0] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[1]: jacrev 0, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.hyp1f1-4.py

@@ -1,6 +1,6 @@
 """scipy.special.hyp1f1: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 1 of 3 entries; at d out/d x1: nan from jacfwd and jit(jacfwd), 0 from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x1 = 0; out = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (0 from jacrev, 0 from jit_jacrev, nan from jacfwd, nan from jit_jacfwd)
+Why: inputs and output finite (x1 = 0; out = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out/d x2 there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x1: jacrev 0, jit(jacrev) 0, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.hyp1f1-7.py

@@ -1,6 +1,6 @@
 """scipy.special.poch: [wrong] jit(jacrev) disagrees with jacfwd on 2 of 72 entries; largest at d out[0, 2]/d x0[0, 2]: -219 from jacfwd, -262 from jit(jacrev) (difference 43, relative 0.2; tolerance 27.5)
 
-Why: inputs and output finite (x0[0, 2] = 0.8945 (all of x0: [0, 0, 0.8945, 0, 0, 0]); out[0, 2] = -9.562); finite differences 46.89 (slope -66.38 from the left, 144.5 from the right), both sides agree; the split persists in float64, largest at d out[0, 0]/d x0[0, 2] there
+Why: inputs and output finite (x0[0, 2] = 0.8945 (all of x0: [0, 0, 0.8945, 0, 0, 0]); out[0, 2] = -9.562); finite differences 46.89 (slope -66.38 from the left, 144.5 from the right), both sides agree; the split persists in float64, largest at d out[0, 0]/d x0[0, 0] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0, 2]/d x0[0, 2]: jit(jacrev) -262, jacfwd -219.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.poch-2.py

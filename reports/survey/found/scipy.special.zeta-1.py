@@ -1,6 +1,6 @@
 """scipy.special.zeta: [eager-jit] jit(jacrev) disagrees with jacrev on 1 of 9 entries; at d out[0]/d x1[2]: nan from jacrev, 0 from jit(jacrev)
 
-Why: one transform, two answers (x1[2] = 2.871 (all of x1: [2.871, -0, 2.871]); out[0] = 0.1024); the split persists in float64 (0 from jit_jacrev, nan from jacrev)
+Why: one transform, two answers (x1[2] = 2.871 (all of x1: [2.871, -0, 2.871]); out[0] = 0.1024); the split persists in float64, largest at d out[0]/d x1[1] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x1[2]: jit(jacrev) 0, jacrev nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.zeta-1.py

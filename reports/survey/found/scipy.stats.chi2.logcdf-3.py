@@ -1,6 +1,6 @@
 """scipy.stats.chi2.logcdf: [eager-jit] jit(jacrev) disagrees with jacrev on 1 of 18 entries; at d out[2]/d x1[1]: nan from jacrev, 0 from jit(jacrev)
 
-Why: one transform, two answers (x1[1] = 1 (all of x1: [0, 1, 1]); out[2] = -0.3817); the split persists in float64 (0 from jit_jacrev, nan from jacrev)
+Why: one transform, two answers (x1[1] = 1 (all of x1: [0, 1, 1]); out[2] = -0.3817); the split persists in float64, largest at d out[2]/d x1[0] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[2]/d x1[1]: jit(jacrev) 0, jacrev nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.stats.chi2.logcdf-3.py

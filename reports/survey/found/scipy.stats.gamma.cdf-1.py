@@ -1,6 +1,6 @@
 """scipy.stats.gamma.cdf: [wrong] jacrev disagrees with jacfwd on 1 of 2 entries; at d out/d x1: nan from jacfwd, 0 from jacrev
 
-Why: inputs and output finite (x1 = 0.62; out = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out/d x0 there
+Why: inputs and output finite (x1 = 0.62; out = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; float64 agrees (-1.94967143e-22 from jacrev, -1.94967143e-22 from jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd nan against -1.94967e-22
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x1: jacrev 0, jacfwd nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.stats.gamma.cdf-1.py

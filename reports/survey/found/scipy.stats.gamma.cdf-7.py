@@ -65,7 +65,7 @@ KWARGS = {}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'dd'
 ARGUMENTS = [
-    np.array(-3.4028234663852886e+38, dtype=np.float32),
+    np.array(0.0, dtype=np.float32),
     np.array(0.6200000047683716, dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]

@@ -1,6 +1,6 @@
 """scipy.stats.gamma.logcdf: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 10 of 18 entries; largest at d out[0]/d x0[0]: nan from jacfwd and jit(jacfwd), 0 from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0[0] = 2.871 (all of x0: [2.871, 2.871, 1]); out[0] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (0 from jacrev, 0 from jit_jacrev, nan from jacfwd, nan from jit_jacfwd)
+Why: inputs and output finite (x0[0] = 2.871 (all of x0: [2.871, 2.871, 1]); out[0] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out[0]/d x1[1] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[0]: jacrev 0, jit(jacrev) 0, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.stats.gamma.logcdf-5.py

@@ -1,6 +1,6 @@
 """scipy.stats.nbinom.pmf: [eager-jit] jit(jacrev) disagrees with jacrev on 1 of 27 entries; at d out[2]/d x2[1]: nan from jacrev, 0 from jit(jacrev)
 
-Why: one transform, two answers (x2[1] = 2 (all of x2: [0, 2, 0]); out[2] = 0); the split persists in float64 (0 from jit_jacrev, nan from jacrev)
+Why: one transform, two answers (x2[1] = 2 (all of x2: [0, 2, 0]); out[2] = 0); the split persists in float64, largest at d out[2]/d x0[0] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[2]/d x2[1]: jit(jacrev) 0, jacrev nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.stats.nbinom.pmf-3.py

@@ -1,6 +1,6 @@
 """scipy.stats.pareto.pdf: [eager-jit] jit(jacrev) disagrees with jacrev on 2 of 18 entries; largest at d out[1]/d x0[0]: nan from jacrev, -0 from jit(jacrev)
 
-Why: one transform, two answers (x0[0] = 1 (all of x0: [1, 0, 1]); out[1] = 0); the split persists in float64 (-0 from jit_jacrev, nan from jacrev)
+Why: one transform, two answers (x0[0] = 1 (all of x0: [1, 0, 1]); out[1] = 0); the split persists in float64, largest at d out[1]/d x0[1] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1]/d x0[0]: jit(jacrev) -0, jacrev nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.stats.pareto.pdf-3.py

@@ -1,6 +1,6 @@
 """scipy.stats.sem: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 6 of 12 entries; largest at d out[0]/d x0[1, 0]: nan from jacfwd and jit(jacfwd), 0 from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0[1, 0] = 0 (all of x0: [0, 0, 0, 0, 2, -2]); out[0] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; float64 agrees (0 from jacrev, 0 from jit_jacrev, nan from jacfwd, nan from jit_jacfwd) but bfloat16 strays from it by more than bfloat16's tolerance (rtol 0.35, atol 0.35, or rtol of the block's largest entry): jit_jacrev nan against 0
+Why: inputs and output finite (x0[1, 0] = 0 (all of x0: [0, 0, 0, 0, 2, -2]); out[0] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out[1]/d x0[0, 0] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[1, 0]: jacrev 0, jit(jacrev) 0, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.stats.sem-6.py

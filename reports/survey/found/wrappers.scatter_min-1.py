@@ -1,6 +1,6 @@
 """wrappers.scatter_min: [wrong] jacrev, jit(jacrev), jacrev with constants and jit(jacrev) with constants disagree with jacfwd, jit(jacfwd), jacfwd with constants and jit(jacfwd) with constants on 899 of 180000 entries; largest at d out[299]/d x0[0]: nan from jacfwd, jit(jacfwd), jacfwd with constants and jit(jacfwd) with constants, 0 from jacrev, jit(jacrev), jacrev with constants and jit(jacrev) with constants
 
-Why: inputs and output finite (x0[0] = 0.1257; out[299] = 0.1257); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (0 from jacrev, 0 from jit_jacrev, 0 from jacrev:const, 0 from jit_jacrev:const, nan from jacfwd, nan from jit_jacfwd, nan from jacfwd:const, nan from jit_jacfwd:const)
+Why: inputs and output finite (x0[0] = 0.1257; out[299] = 0.1257); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out[0]/d x2[0] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[299]/d x0[0]: jacrev 0, jit(jacrev) 0, jacrev with constants 0, jit(jacrev) with constants 0, jacfwd nan, jit(jacfwd) nan, jacfwd with constants nan, jit(jacfwd) with constants nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python wrappers.scatter_min-1.py
