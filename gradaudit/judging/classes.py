@@ -504,10 +504,11 @@ def settle(
     derivative would give along their diagonal); `rounding_at`: 4 eps |out[i]|, the rounding of
     the function's value there, so a step s carries noise rounding_at / s; `followed`: the AD
     side's partial derivatives summed over the tied inputs (None: not known); `epsilon`: the output
-    dtype's; `final`: no wider dtype will referee (float64's run, or a function the float64 referee does
-    not take): the two rules that leave an entry unjudged because finite differences cannot resolve it
-    apply only then, and otherwise the entry stays `wrong` for the float64 referee, whose own judge
-    applies them where float64 cannot resolve it either. In order:
+    dtype's; `final`: no wider dtype will referee (the judge passes it for float64 only): the two rules
+    that leave an entry unjudged because finite differences cannot resolve it apply only then, and
+    otherwise the entry stays `wrong` for the float64 referee, whose own judge applies them where float64
+    cannot resolve it either (a function that cannot run in float64 keeps it `wrong`, the referee's
+    reason saying why). In order:
 
     - a tie: moving the tied inputs together moves out[i] at a slope their partial slopes do not
       sum to: no derivative exists (sort, median, top_k at equal inputs): `non-differentiable`,

@@ -331,7 +331,8 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, near
     )
     if conditioned:
         within += (
-            f", or of what float64's own derivative moves where an input moves by {dtype}'s epsilon, entry by entry "
+            f", or of what float64's own derivative moves where the inputs move as far as the {dtype} value shows "
+            f"its rounding moved them (each by at most {dtype}'s epsilon times its size), entry by entry "
             f"({'; '.join(conditioned)}): {dtype}'s rounding of the inputs or of what it computes from them moves it "
             "as much"
         )
