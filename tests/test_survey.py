@@ -11,7 +11,7 @@ import pytest
 
 from gradaudit.sources.user_modules import resolve
 from gradaudit.survey import edges, strategy, surface, table, wrappers
-from gradaudit.survey.explore import estimated_cost, shard, spaces
+from gradaudit.survey.explore import estimated_cost, shard, spaces, table_names
 from gradaudit.survey.table import ROLES, SHAPES, TABLE
 from tests.helpers import ROOT, run_cli, session_cache
 
@@ -98,6 +98,25 @@ def test_list_and_unknown_names():
     for option in ("--json", "--defects"):  # refused before any function is surveyed
         nowhere = run_cli("survey", "jax.numpy.sin", option, "/nonexistent/folder/out")
         assert nowhere.exit_code == 2 and option in nowhere.stderr and "does not exist" in nowhere.stderr
+
+
+def test_a_public_name_surveyed_under_another_is_taken_and_a_left_out_one_says_why():
+    """`jax.lax.scan` (a call written out in wrappers.py) and `jax.numpy.tanh` (jax.nn.tanh exported
+    twice) are surveyed as a user names them; a function left out is refused with its reason."""
+    accounted = surface.accounted()
+    written = next(path for path, why in accounted.items() if why.startswith("surveyed as "))
+    twice = next(path for path, why in accounted.items() if why.startswith("the same function as "))
+    left = next(path for path, why in accounted.items() if why.startswith("returns no floating array"))
+    listed = run_cli("survey", written, twice, "--list")
+    entries = {written: accounted[written].removeprefix("surveyed as ")}
+    entries[twice] = table_names([accounted[twice].removeprefix("the same function as ")]).popitem()[1]
+    assert listed.exit_code == 0 and "2 surveyed entries" in listed.stdout, listed.output
+    for name, entry in entries.items():
+        assert f"{name} is surveyed as {entry}" in listed.stderr and entry in listed.stdout
+    refused = run_cli("survey", left.removeprefix("jax."))
+    assert refused.exit_code == 2 and f"leaves '{left.removeprefix('jax.')}' out: {accounted[left]}" in refused.stderr
+    near = run_cli("survey", twice + "x")
+    assert near.exit_code == 2 and f"did you mean {twice}" in near.stderr
 
 
 def test_a_survey_refuses_to_replace_files_it_did_not_write(tmp_path):

@@ -455,7 +455,7 @@ def survey(
     from gradaudit.render.terminal import print_defects, print_survey, print_survey_table
     from gradaudit.sources.selection import shard_from_environment
     from gradaudit.survey import explore
-    from gradaudit.survey.explore import SURVEY_TIMEOUT, UnknownFunction, spaces
+    from gradaudit.survey.explore import SURVEY_TIMEOUT, UnknownFunction, spaces, table_names
 
     options = options_from(given)
     if given.get("timeout") is None and "timeout" not in configured():
@@ -467,6 +467,9 @@ def survey(
         chosen = spaces(functions)
     except UnknownFunction as exc:
         raise click.BadParameter(str(exc), param_hint="FUNCTIONS") from None
+    for name, entry in table_names(functions).items():
+        if entry != name:
+            session.err.print(f"{name} is surveyed as {entry}", style="dim", highlight=False, soft_wrap=True)
     if shard:
         try:
             k, n = shard_from_environment(shard, dict(os.environ))

@@ -24,7 +24,7 @@ from gradaudit.search import InvalidDraw, confirm, search, write_found
 from gradaudit.search.explore import AuditAll, Skip
 from gradaudit.search.found_files import numbered
 from gradaudit.sources.saved_reports import ReportError, read_json
-from gradaudit.survey import defects
+from gradaudit.survey import defects, surface
 from gradaudit.survey.strategy import SurveySpace
 from gradaudit.survey.table import TABLE, Surveyed
 
@@ -52,12 +52,38 @@ def spaces(names: Sequence[str] = ()) -> list[SurveySpace]:
         every.append(SurveySpace(entry, entry.short if number == 1 else f"{entry.short}.{number}"))
     if not names:
         return every
+    wanted = set(table_names(names).values())
+    return [space for space in every if space.surveyed.path in wanted or space.surveyed.short in wanted]
+
+
+def table_names(names: Sequence[str]) -> dict[str, str]:
+    """Each name as the table knows it: itself, or the entry that surveys it under another public name
+    (a function JAX exports twice, a call written out in wrappers.py), so that `jax.lax.scan` or
+    `jax.numpy.tanh` is surveyed as a user names it. A name the survey leaves out raises UnknownFunction
+    with the reason it is left out; a name it has never heard of, with the nearest it knows."""
     known = {e.path for e in TABLE} | {e.short for e in TABLE}
+    accounted = surface.accounted()
+    found = {}
     for name in names:
-        if name not in known:
-            hint = did_you_mean(name, sorted(known), 3, quoted=False) or " (gradaudit survey --list shows them all)"
-            raise UnknownFunction(f"no surveyed function is named '{name}'{hint}")
-    return [space for space in every if space.surveyed.path in names or space.surveyed.short in names]
+        seen = [name]
+        while seen[-1] not in known:
+            path = seen[-1] if seen[-1] in accounted else f"jax.{seen[-1]}"
+            reason = accounted.get(path)
+            if reason is None:
+                aliases = {path for path, why in accounted.items() if why.startswith(SURVEYED_AS)}
+                hint = did_you_mean(name, sorted(known | aliases), 3, quoted=False)
+                hint = hint or " (gradaudit survey --list shows them all)"
+                raise UnknownFunction(f"no surveyed function is named '{name}'{hint}")
+            other = next((reason[len(p) :] for p in SURVEYED_AS if reason.startswith(p)), None)
+            if other is None or other in seen:
+                raise UnknownFunction(f"the survey leaves '{name}' out: {reason} (gradaudit survey --left-out)")
+            seen.append(other)
+        found[name] = seen[-1]
+    return found
+
+
+SURVEYED_AS = ("surveyed as ", "the same function as ")
+"""How surface.accounted() says that a public name is surveyed under another."""
 
 
 def estimated_cost(space: SurveySpace, budget: int) -> int:
