@@ -64,15 +64,16 @@ def test_the_tables_name_no_outcome():
 
 
 def test_the_newton_cube_root_wrapper_differentiates_at_negative_inputs():
-    """The survey's own `custom_root` wrapper: its tangent solve divides by 3 cbrt(x) ** 2 (+ 1e-3), finite
-    at a negative x too, where `x ** (2 / 3)` was NaN, and its Newton steps converge at 1e15 too: an
-    error of the wrapper's would be reported as JAX's."""
+    """The survey's own `custom_root` wrapper: its tangent solve divides by 3 cbrt(x) ** 2, finite at a
+    negative x too, where `x ** (2 / 3)` was NaN, right at a tiny x (a guard of 1e-3 on the divisor made it
+    1000 at 1e-33), and its Newton steps converge at 1e15 too: an error of the wrapper's would be reported
+    as JAX's."""
     import jax
 
-    x = np.array([-8.0, 27.0, 1e15], np.float32)
+    x = np.array([-8.0, 27.0, 1e15, 1e-33], np.float32)
     slopes = np.diag(np.asarray(jax.jacfwd(wrappers.custom_root)(x)))
-    np.testing.assert_allclose(np.asarray(wrappers.custom_root(x)), [-2.0, 3.0, 1e5], rtol=1e-5)
-    np.testing.assert_allclose(slopes, [1 / (12 + 1e-3), 1 / (27 + 1e-3), 1 / 3e10], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(wrappers.custom_root(x)), [-2.0, 3.0, 1e5, 1e-11], rtol=1e-5)
+    np.testing.assert_allclose(slopes, [1 / 12, 1 / 27, 1 / 3e10, 1 / 3e-22], rtol=1e-5)
 
 
 def test_edge_values_cover_each_dtype_and_every_index_dtype_around_its_range():

@@ -185,10 +185,12 @@ def custom_linear_solve(a, b):
 def custom_root(x):
     """`lax.custom_root` of `v**3 - x` (the real cube root of x), found by Newton steps from cbrt(x) (from 1
     they do not converge within 30 steps at 1e13, and the implicit derivative is then of another value);
-    the tangent solve divides by 3 v**2 (v = cbrt(x): `x ** (2 / 3)` is NaN at negative x), kept off 0 by 1e-3."""
+    the tangent solve divides by 3 v**2 (v = cbrt(x): `x ** (2 / 3)` is NaN at negative x), unguarded: the
+    derivative is infinite at 0, and a guard added to the divisor (1e-3 once) made it 1000 there and wrong for
+    every small x (1000 against 1.5e22 at x = 1e-33), a wrong derivative of this wrapper's, not of JAX's."""
 
     def newton(f, guess):
-        return lax.fori_loop(0, 30, lambda _, v: v - f(v) / (3 * v**2 + 1e-3), guess)
+        return lax.fori_loop(0, 30, lambda _, v: jnp.where(v == 0, v, v - f(v) / (3 * v**2)), guess)
 
     root = jnp.cbrt(x)
-    return lax.custom_root(lambda v: v**3 - x, root, newton, lambda g, y: y / (3 * root**2 + 1e-3))
+    return lax.custom_root(lambda v: v**3 - x, root, newton, lambda g, y: y / (3 * root**2))
