@@ -609,3 +609,77 @@ def test_a_slope_that_settles_below_a_fast_wiggles_period_decides_and_no_jump_is
     assert right.passed and not right.findings, [f.message for f in right.findings]
     assert any("settle on" in n.message for n in right.notes), [n.message for n in right.notes]
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_floor_divide_by_a_tiny_divisor_differs_by_design_and_a_wrong_rule_around_it_stays_wrong(dtype):
+    """floor_divide(0.62, 1e-37): the quotient 6.2e36 is beyond every float's fraction, so round returns it and
+    rem's sawtooth is finer than the float grid: the float function is x / y, finite differences see 1e37,
+    and the AD paths' 0 is round's and rem's convention (a note naming both). A rule of twice that slope
+    around the same function is not explained by any convention: still wrong."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+    from gradaudit.jaxenv import x64
+
+    @jax.custom_jvp
+    def doubled(x, y):
+        return jnp.floor_divide(x, y)
+
+    doubled.defjvp(lambda primals, tangents: (doubled(*primals), 2 * tangents[0] / primals[1]))
+
+    with x64(dtype == "float64"):
+        x, y = np.array(0.62, dtype), np.array(1e-37, dtype)
+        plain = gradaudit.audit(jnp.floor_divide, x, y, argnums=0)
+        wrong = gradaudit.audit(doubled, x, y, argnums=0)
+    assert plain.passed and not plain.findings, plain
+    [note] = [n for n in plain.notes if "differ by design" in n.message]
+    assert "rem's" in note.message and "round's" in note.message and "as finite differences do" in note.message
+    assert not wrong.passed and "wrong" in {str(f.finding_class) for f in wrong.findings}
+    assert not any("differ by design" in n.message for n in wrong.notes)
+
+
+def _rule_off(function, factor: float, plus: float = 0.0):
+    """`function` with a JVP rule `factor` times its derivative plus `plus` times the tangent."""
+    import jax
+
+    wrapped = jax.custom_jvp(function)
+    wrapped.defjvp(lambda p, t: (wrapped(p[0]), factor * jax.jvp(function, p, t)[1] + plus * t[0]))
+    return wrapped
+
+
+def _hidden_behind_a_convention():
+    """Wrong rules that a convention's derivative must not explain (a fresh-eyes review's cases): the convention's
+    zero would leave nothing of the rule feeding it, or its operand is another function's, or the step spans
+    reduce_precision's steps (float64 reading float32's staircase at its usual step), or floor meets a huge
+    value at another output than the wrong rule's."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    doubled, sine, plus_one = _rule_off(lambda x: x, 2.0), _rule_off(jnp.sin, 2.0), _rule_off(jnp.sin, 1.0, 1.0)
+    return {
+        "reduce_precision of a doubled rule": (lambda x: lax.reduce_precision(doubled(x), 5, 2), 1.0),
+        "rem of a doubled sine by a tiny divisor": (lambda x: lax.rem(sine(x), jnp.float32(1e-37)), 0.7),
+        "a wrong rule beside float32 rounding": (lambda x: plus_one(x) + lax.reduce_precision(x, 8, 23), 0.7),
+        "a wrong rule beside a huge floor": (
+            lambda x: jnp.stack([jnp.floor(x * 2.0**30) / 2.0**30, _rule_off(jnp.sin, 1.01)(x)]),
+            0.7,
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", list(_hidden_behind_a_convention()))
+def test_a_convention_explains_no_wrong_rule_that_feeds_it_or_stands_beside_it(case):
+    import numpy as np
+
+    import gradaudit
+
+    function, at = _hidden_behind_a_convention()[case]
+    result = gradaudit.audit(function, np.float32(at))
+    wrong = [f for f in result.findings if str(f.finding_class) == "wrong"]
+    assert not result.passed and wrong, (case, result)
+    if case == "a wrong rule beside a huge floor":  # the finding counts and leads with the wrong entry only
+        finding = next(f for f in wrong if f.location)
+        assert finding.count == 1 and finding.location == "d out[1]/d x", finding

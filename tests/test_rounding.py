@@ -110,10 +110,17 @@ def test_ties_are_non_differentiable_where_coordinate_slopes_exist_but_no_deriva
     assert "a tie: 3 inputs are equal here" in audit.findings[0].reason
 
 
-def test_a_staircase_with_a_straight_through_rule_is_non_differentiable():
+def test_reduce_precisions_straight_through_rule_differs_by_design_and_a_hand_written_one_is_a_staircase():
+    """reduce_precision's derivative 1 is JAX's convention (the function is flat between its steps): a note
+    naming it. The same staircase with the straight-through rule written by hand (stop_gradient, whose
+    intent numbers cannot judge) is non-differentiable: a finding, not failed."""
     audit = gradaudit.audit(lambda x: jax.lax.reduce_precision(x, exponent_bits=5, mantissa_bits=2), np.float32(1.0))
-    assert audit.passed and _classes(audit) == {"non-differentiable"}
-    assert "piecewise constant here" in audit.findings[0].reason
+    assert audit.passed and not audit.findings
+    [note] = [n for n in audit.notes if "differ by design" in n.message]
+    assert "reduce_precision's straight-through 1" in note.message and "as finite differences do (0 " in note.message
+    hand = gradaudit.audit(lambda x: x + jax.lax.stop_gradient(jnp.round(x * 4) / 4 - x), np.float32(1.0))
+    assert hand.passed and _classes(hand) == {"non-differentiable"}
+    assert "piecewise constant here" in hand.findings[0].reason
 
 
 def test_a_period_far_below_the_step_is_checked_at_finer_steps_and_noted(tmp_path):

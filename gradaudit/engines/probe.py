@@ -20,10 +20,11 @@ import numpy as np
 from gradaudit.engines.base import compiled_or_eager
 from gradaudit.jaxenv import again_if_stale, x64_for
 from gradaudit.model import dtypes
-from gradaudit.model.computed import Flip, Moved, Probe, Prober
+from gradaudit.model.computed import Convention, Flip, Moved, Probe, Prober
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import moved, step_size
 from gradaudit.targets.base import Target
+from gradaudit.targets.triggers import conventional_column
 
 SCALES = (8, 4, 0, -4, -8, -12, -16, -20, -24, -28, -32, -40, -48, -56, -64, -80, -96, -112, -128, -140)
 """Steps as h times 2 to these powers: up to 256 h, down to where a step no longer moves x."""
@@ -101,6 +102,9 @@ class _Column:
     flip: Flip | None = None
     x: float = np.nan
     """The input element's value."""
+    convention: tuple[np.ndarray, frozenset[str]] | None = None
+    """Every output's derivative by this element with conventional derivatives replaced, and which
+    (`targets.triggers.conventional_column`); None where the function meets none."""
 
     def at(self, output: int) -> Probe:
         base = float(self.base[output])
@@ -112,7 +116,11 @@ class _Column:
         if self.scaled is not None:
             scaled = Probe(self.step, self.scaled.steps, *self.scaled.slopes(base, output))
         slopes = self.usual.slopes(base, output)
-        return Probe(self.step, self.usual.steps, *slopes, self.tied, along, scaled, self.flip, self.x)
+        convention = None
+        if self.convention is not None:
+            column, replaced = self.convention
+            convention = Convention(float(column[output]), tuple(sorted(replaced)))
+        return Probe(self.step, self.usual.steps, *slopes, self.tied, along, scaled, self.flip, self.x, convention)
 
 
 def _column(target: Target, eps: float | None, argument: int, element: int) -> _Column:
@@ -189,7 +197,11 @@ def _column(target: Target, eps: float | None, argument: int, element: int) -> _
     relative = _relative_steps(x, h, eps)
     # where the usual step outreaches the input every output moves at every step: no flip is read there
     flip = None if relative else _flip(base, usual, h, dtype)
-    return _Column(h, base, usual, tied, along, stepped(relative) if relative else None, flip, float(value))
+    convention = conventional_column(target, argument, element, h)
+    if convention is not None and convention[0].size != base.size:
+        convention = None  # an output whose shape follows its values: no entry to read
+    scaled = stepped(relative) if relative else None
+    return _Column(h, base, usual, tied, along, scaled, flip, float(value), convention)
 
 
 def _flip(base: np.ndarray, usual: _Steps, h: float, dtype: np.dtype) -> Flip | None:

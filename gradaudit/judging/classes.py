@@ -36,6 +36,7 @@ import numpy as np
 from gradaudit.judging.wording import index_text
 from gradaudit.model.computed import Probe
 from gradaudit.model.findings import FindingClass
+from gradaudit.model.mechanisms import CONVENTIONS
 
 WRONG, EAGER_JIT, LEAK = FindingClass.WRONG, FindingClass.EAGER_JIT, FindingClass.LEAK
 NON_FINITE, NON_DIFFERENTIABLE = FindingClass.NON_FINITE, FindingClass.NON_DIFFERENTIABLE
@@ -381,6 +382,9 @@ FINER_AGREES = "finer-steps-agree"
 with the AD paths (its step spans the function's periods or steps). A note, not a finding."""
 UNRESOLVED = "unresolved"
 """A `settle` outcome: no step finite differences can take resolves a slope (a note: gradaudit cannot judge)."""
+BY_DESIGN = "by-design"
+"""A `settle` outcome: the AD paths give a derivative JAX defines by convention (floor's zero), where
+finite differences see the float function's own (a note: what the function asks of AD, not a defect)."""
 UNRESOLVED_SHARE = 0.01
 """The function changes over one of the three finest steps that move x by at least this share of its
 largest change over any step the probe takes (and by more than its rounding), and their slopes
@@ -542,9 +546,14 @@ def settle(
       every step from the usual one down to a 4096th of it (`model.computed.Flip`: a singular vector
       LAPACK returns with the other sign at x + h), and finite differences give the AD paths' value
       negated: `non-differentiable` (another output's flip or jump alone excuses no entry);
+    - a convention: with each primitive whose JAX derivative is a convention (`model.mechanisms.CONVENTIONS`:
+      reduce_precision's straight-through 1, floor's zero where it returns its operand, rem's where its
+      sawtooth is finer than the float grid) given the float function's own derivative, AD gives finite
+      differences' slope (`Probe.convention`): BY_DESIGN, a note naming it. A stop_gradient the function
+      itself calls is not one: whether it stops the derivative the user meant it to, numbers cannot tell;
     - a staircase: finite differences 0 at the usual step and every finer one they resolve, the AD
-      paths' slope over the largest step: piecewise constant, its derivative a surrogate
-      (reduce_precision's straight-through rule): `non-differentiable`."""
+      paths' slope over the largest step: piecewise constant, its derivative a surrogate (a straight-through
+      estimator written with stop_gradient): `non-differentiable`."""
 
     def tolerance(a: float, b: float, step: float) -> float:
         return atol + rtol * max(abs(a), abs(b)) + rounding_at / step
@@ -588,6 +597,19 @@ def settle(
             )
         return None
 
+    def by_design(seen: float, step: float) -> Settled | None:
+        """BY_DESIGN where the conventions replaced give `seen`, finite differences' slope at `step`."""
+        convention = probe.convention
+        if convention is None or not math.isfinite(got) or not close(convention.slope, seen, step):
+            return None
+        conventions = "; ".join(CONVENTIONS[name] for name in convention.primitives)
+        return Settled(
+            BY_DESIGN,
+            f"by design: the function's derivative here follows {conventions}; with the float function's own "
+            f"derivative in its place AD gives {_number(convention.slope)}, as finite differences do "
+            f"({_number(seen)} at step {step:.3g}), so the AD paths' {_number(got)} is that convention's",
+        )
+
     own = probe.scaled
     pairs = () if own is None else zip(own.steps, own.central, strict=True)
     relative = [(s, c) for s, c in pairs if resolves(s)]
@@ -596,7 +618,7 @@ def settle(
         # unless the function is a staircase whose AD slope is a surrogate.
         (s1, c1), (s2, c2) = relative
         if not (close(c1, got, s1) and close(c2, got, s2)):
-            return staircase()
+            return by_design(c2, s2) or staircase()
         return Settled(
             FINER_AGREES,
             f"the usual step {h:.3g} outreaches the input, every element of which is smaller: finite differences "
@@ -713,4 +735,4 @@ def settle(
             f"differences give the AD paths' {_number(got)} negated: they read the other branch, and no derivative "
             "along this input exists",
         )
-    return staircase()
+    return by_design(want, h) or staircase()

@@ -30,6 +30,7 @@ from gradaudit.judging.batch import (
     value_of,
 )
 from gradaudit.judging.classes import (
+    BY_DESIGN,
     FINER_AGREES,
     UNRESOLVED,
     WRONG,
@@ -664,7 +665,11 @@ class _Comparison:
         these = path_labels([p.name for p in self.side])
         total = sum(np.size(a) for a in self.side[0].ok_arrays)
         notes = []
-        for outcome, said in ((FINER_AGREES, "checked at finer steps"), (UNRESOLVED, "left unjudged")):
+        for outcome, said in (
+            (FINER_AGREES, "checked at finer steps"),
+            (UNRESOLVED, "left unjudged"),
+            (BY_DESIGN, "differ by design"),
+        ):
             settled = [(key, s) for key, s in self.probed.items() if s.outcome == outcome]
             if not settled:
                 continue
@@ -710,7 +715,8 @@ class _Comparison:
         found = []
         kinds = ranked([c for block in classes for c in block])
         for finding_class in kinds:
-            chosen = [c == finding_class.value if len(kinds) > 1 else slice(None) for c in classes]
+            # only this class's entries: not those a probe settled as a note (finer steps, unjudged, by design)
+            chosen = [c == finding_class.value for c in classes]
             found.append(self._finding(chosen, finding_class, output_shape, names, order, total))
         return found
 
@@ -724,7 +730,7 @@ class _Comparison:
         total: int,
     ) -> Finding:
         """The finding for the differing entries of one class: `chosen` picks them out of `bad`'s
-        (per block, a mask over its entries, or all of them)."""
+        (per block, a mask over its entries)."""
         first = self.side[0]
         indices = [b[c] for b, c in zip(self.bad, chosen, strict=True) if b is not None]
         differing = sum(b.size for b in indices)

@@ -53,6 +53,19 @@ class Probe:
     """An output element (any, not only out[i]) whose sign flips as x_k[j] moves; None: none does."""
     x: float = math.nan
     """x_k[j] itself: steps that move it away from 0 do not cross 0, where a small input's kink may be."""
+    convention: Convention | None = None
+    """The entry's derivative with the conventional derivatives the function meets replaced by the float
+    function's own; None where it meets none (`targets.triggers.conventional_column`)."""
+
+
+@dataclass(frozen=True)
+class Convention:
+    """d out[i]/d x_k[j] as AD gives it with each primitive whose JAX derivative is a convention
+    (`model.mechanisms.CONVENTIONS`: reduce_precision's straight-through one, floor's zero where it returns
+    its operand) given the float function's own derivative instead, and which primitives those were."""
+
+    slope: float
+    primitives: tuple[str, ...]
 
 
 Prober = Callable[[int, int, int], "Probe | None"]

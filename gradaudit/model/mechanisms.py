@@ -28,6 +28,21 @@ PRIMITIVES = {
 """The primitives whose operands decide each mechanism (`NON_FINITE_INSIDE`: any equation's)."""
 
 
+CONVENTIONS = {
+    "reduce_precision": "reduce_precision's straight-through 1 (the function is a staircase, flat between its steps)",
+    "floor": "floor's zero where it returns its operand (every float there is an integer)",
+    "ceil": "ceil's zero where it returns its operand (every float there is an integer)",
+    "round": "round's zero where it returns its operand (every float there is an integer)",
+    "rem": "rem's 1 in x and -trunc(x / y) in y where x / y is beyond every float's fraction (its sawtooth is "
+    "finer than the float grid there, and the function's own derivative 0)",
+}
+"""Primitives whose derivative in JAX is a convention, not the float function's own, each with that
+convention: `targets.triggers.conventional_column` gives them the function's own derivative where they
+differ, and `judging.classes.settle` names them where that derivative is the one finite differences see.
+Not stop_gradient: a function that calls it asks AD for a derivative other than the function's, and
+whether that is the one its author meant is not for numbers to say (a finding says so)."""
+
+
 def non_finite_inside(met: frozenset[str]) -> str | None:
     """The primitive whose equation first gave inf or NaN from finite operands (`NON_FINITE_INSIDE`), or None."""
     prefix = NON_FINITE_INSIDE + ":"

@@ -26,12 +26,14 @@ whole: a mechanism met there goes undiagnosed, which is better than a wrong diag
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from gradaudit.model.mechanisms import (
     CLAMP_INVERTED,
+    CONVENTIONS,
     NON_FINITE_INSIDE,
     NON_FINITE_UNSELECTED,
     PRIMITIVES,
@@ -104,6 +106,103 @@ def triggered(
         return frozenset()
 
 
+ZEROING = frozenset({"reduce_precision", "rem"})
+"""Conventions whose float derivative is 0: a tangent they zero says nothing more of what fed it, so they are
+replaced only where every tangent reaching them is the differentiated input's own seed (nothing upstream, a
+wrong rule included, is hidden by the zero)."""
+
+
+def _float_tangent(eqn, ins: list, tins: list, outs: list, touts: list, seed, step: float):
+    """The tangent the float function itself gives an equation of a primitive of CONVENTIONS, where it differs
+    from JAX's (`touts`); None where it does not: for reduce_precision to fewer mantissa bits than its dtype's
+    (a staircase) zero where its steps are wider than twice `step` (finite differences' at the input); for
+    floor, ceil and round the operand's where every float near it is an integer (at least 2 ** the dtype's
+    mantissa bits); for rem zero where the quotient is (its sawtooth is then finer than the float grid). A
+    ZEROING one only where every nonzero tangent reaching it is `seed` itself."""
+    import jax.numpy as jnp
+
+    name = eqn.primitive.name
+    operand = np.asarray(ins[0])
+    moving = [t for t in tins if t is not None and not _zero(t)]
+    if not _differentiable(operand) or np.iscomplexobj(operand) or not moving:
+        return None
+    if name in ZEROING and any(t is not seed for t in moving):
+        return None
+    digits = jnp.finfo(operand.dtype).nmant
+    if name == "reduce_precision":
+        # flat only between its steps: where they are wider than twice the finite-difference step, which then
+        # reads 0 (a step spanning many of them reads their average slope, 1, as JAX's rule gives)
+        stair = np.ldexp(1.0, np.frexp(operand.astype(np.float64))[1] - 1 - eqn.params["mantissa_bits"])
+        flat = (eqn.params["mantissa_bits"] < digits) & (stair > 2 * step)
+        return np.where(flat, 0, np.asarray(dense(touts[0], outs[0]))).astype(operand.dtype) if flat.any() else None
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        size = operand.astype(np.float64)
+        if name == "rem":
+            size = size / np.asarray(ins[1]).astype(np.float64)
+        integral = np.abs(size) >= 2.0**digits
+    if not integral.any():
+        return None
+    jaxs = np.asarray(dense(touts[0], outs[0]))
+    own = np.zeros_like(jaxs) if name == "rem" else np.broadcast_to(np.asarray(dense(tins[0], operand)), jaxs.shape)
+    return np.where(integral, own, jaxs)
+
+
+@dataclass
+class Conventions:
+    """What `conventional_column`'s evaluation carries: the differentiated input's seed tangent, and the
+    primitives given the float function's own derivative so far."""
+
+    seed: object
+    step: float
+    """Finite differences' usual step at the differentiated element (a ZEROING convention's operand is that input)."""
+    replaced: set[str] = field(default_factory=set)
+
+
+def conventional_column(
+    target: Target, argument: int, element: int, step: float
+) -> tuple[np.ndarray, frozenset[str]] | None:
+    """d out / d x_argument[element] for every output element (flat), as jax.jvp would give it with each
+    conventional derivative the function meets at its inputs (CONVENTIONS) replaced by the float function's
+    own, and which were replaced; None where none is met, or the function cannot be evaluated equation by
+    equation. Like `triggered`, it does not look inside custom rules or loops: a convention there is JAX's."""
+    import jax
+
+    from gradaudit.jaxenv import again_if_stale, x64
+
+    wide = any(np.asarray(a).dtype.itemsize == 8 for a in (*target.args, *target.fixed))
+
+    def column() -> tuple[np.ndarray, frozenset[str]] | None:
+        closed = traced(target)
+        named = frozenset(CONVENTIONS)
+        if not any(e.primitive.name in named or _holds_checked(e, named) for e in closed.jaxpr.eqns):
+            return None
+        # the other inputs' tangents symbolic zeros: a partial derivative, with no 0 x inf from their terms
+        seeds: list[np.ndarray | None] = [None] * len(target.args)
+        seed = np.zeros_like(np.asarray(target.args[argument]))
+        seed.reshape(-1)[element] = 1
+        seeds[argument] = seed
+        conventions = Conventions(seed, step)
+        outs, touts = _evaluate(
+            closed.jaxpr,
+            closed.consts,
+            [*target.args, *target.fixed],
+            [*seeds, *[None] * len(target.fixed)],
+            set(),
+            conventions=conventions,
+        )
+        if not conventions.replaced or touts is None:
+            return None
+        flat = [np.asarray(dense(t, o), dtype=np.float64).reshape(-1) for o, t in zip(outs, touts, strict=True)]
+        return np.concatenate(flat), frozenset(conventions.replaced)
+
+    try:
+        with x64(wide or bool(jax.config.jax_enable_x64)):  # type: ignore[attr-defined]
+            return again_if_stale(column)
+    # a function that cannot be evaluated this way gives no evidence
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _holds_checked(eqn, checked: frozenset[str]) -> bool:
     """Whether a call or cond evaluates a checked primitive inside (so it is evaluated, not skipped)."""
     bodies = (
@@ -149,11 +248,13 @@ def _evaluate(
     found: set[str],
     outputs_needed: bool = True,
     checked: frozenset[str] = CHECKED,
+    conventions: Conventions | None = None,
 ) -> tuple[list, list | None]:
     """The jaxpr's outputs at `primals` (and their tangents, where `tangents` is given), its constants
     bound to `consts`, recording in `found` the triggers of the `checked` primitives (and with tangents,
     `NON_FINITE_INSIDE`). Without tangents only what a check needs is evaluated (`_needed`); outputs
-    not needed are then None."""
+    not needed are then None. With `conventions` (with tangents), each primitive of CONVENTIONS takes the
+    float function's own tangent (`_float_tangent`) and is named in `conventions.replaced` where that differs."""
     from jax.extend.core import Literal
 
     values: dict = {}
@@ -178,7 +279,7 @@ def _evaluate(
             _check(eqn, ins, None, found)
             continue
         tins = [slope(v) for v in eqn.invars] if tangents is not None else None
-        outs, touts = _equation(eqn, ins, tins, found, checked)
+        outs, touts = _equation(eqn, ins, tins, found, checked, conventions)
         for i, var in enumerate(eqn.outvars):
             values[var] = outs[i]
             slopes[var] = None if touts is None else touts[i]
@@ -186,19 +287,27 @@ def _evaluate(
     return outs, ([slope(v) for v in jaxpr.outvars] if tangents is not None else None)
 
 
-def _equation(eqn, ins: list, tins: list | None, found: set[str], checked: frozenset[str]) -> tuple[list, list | None]:
+def _equation(
+    eqn, ins: list, tins: list | None, found: set[str], checked: frozenset[str], conventions: Conventions | None = None
+) -> tuple[list, list | None]:
     name = eqn.primitive.name
     body = eqn.params.get(CALLS.get(name, ""))
     if body is not None:
-        return _evaluate(getattr(body, "jaxpr", body), getattr(body, "consts", ()), ins, tins, found, checked=checked)
+        inside, consts = getattr(body, "jaxpr", body), getattr(body, "consts", ())
+        return _evaluate(inside, consts, ins, tins, found, checked=checked, conventions=conventions)
     if name == "cond":
         branches = eqn.params["branches"]
         taken = branches[int(np.clip(np.asarray(ins[0]), 0, len(branches) - 1))]
         rest = None if tins is None else tins[1:]
-        return _evaluate(taken.jaxpr, taken.consts, ins[1:], rest, found, checked=checked)
+        return _evaluate(taken.jaxpr, taken.consts, ins[1:], rest, found, checked=checked, conventions=conventions)
     if name in checked:
         _check(eqn, ins, tins, found)
     outs, touts = _bind(eqn, ins, tins)
+    if conventions is not None and name in CONVENTIONS and tins is not None and touts is not None:
+        own = _float_tangent(eqn, ins, tins, outs, touts, conventions.seed, conventions.step)
+        if own is not None:
+            conventions.replaced.add(name)
+            touts = [own]
     first = not any(m.startswith(NON_FINITE_INSIDE + ":") for m in found)
     if tins is not None and first and _turns_non_finite(ins, outs):
         found.update({NON_FINITE_INSIDE, f"{NON_FINITE_INSIDE}:{name}"})
