@@ -1,4 +1,4 @@
-"""scipy.linalg.rsf2csf: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 97 of 648 entries; largest at d out[22]/d x0[1, 1]: 0.248688 from finite differences, 1.10993e+12 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 1.11e+12, relative 4.5e+12; tolerance 4.35e+08)
+"""scipy.linalg.rsf2csf: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 98 of 648 entries; largest at d out[22]/d x0[1, 1]: 0.248688 from finite differences, 1.10993e+12 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 1.11e+12, relative 4.5e+12; tolerance 4.35e+08)
 
 Why: inputs and output finite (x0[1, 1] = -0.44; out[22] = -1.32); finite differences 0.2487 (slope 0.2488 from the left, 0.2486 from the right), both sides agree; the split persists in float64, largest at d out[10]/d x0[2, 2] there
 

@@ -1,4 +1,4 @@
-"""scipy.linalg.rsf2csf: [wrong] jacrev and jit(jacrev) disagree with finite differences on 56 of 648 entries; largest at d out[34]/d x0[0, 0]: -3.24161e+17 from finite differences, -6.4513e+11 from jacrev and jit(jacrev) (difference 3.24e+17, relative 1; tolerance 4.6e+14)
+"""scipy.linalg.rsf2csf: [wrong] jacrev and jit(jacrev) disagree with finite differences on 74 of 648 entries; largest at d out[34]/d x0[0, 0]: -3.24161e+17 from finite differences, -6.4513e+11 from jacrev and jit(jacrev) (difference 3.24e+17, relative 1; tolerance 4.6e+14)
 
 Why: inputs and output finite (x0[0, 0] = 6.2e-19; out[34] = -1.31); finite differences -3.242e+17 (slope -3.289e+17 from the left, -3.195e+17 from the right), both sides agree; float64 agrees (-2.16443257e+17 from jacrev, -2.16443257e+17 from jit_jacrev, -312590.932 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacrev 6.60382e+11 against 4.50429e+17; jit_jacrev 6.60382e+11 against 4.50429e+17
 

@@ -3,7 +3,7 @@
 Why: inputs and output finite (x0[2] = 0 (all of x0: [0, 0, 0]); out[2] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (1 from jacfwd, 1 from jit_jacfwd, 0 from finite_difference)
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[2]/d x0[2]: jacfwd 1, jit(jacfwd) 1, finite differences 0.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.mod-2.py
+Written from <survey>:2:3; needs only JAX and NumPy: python numpy.mod-3.py
 """
 
 import numpy as np

@@ -1,9 +1,9 @@
-"""numpy.sinc: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 1 of 1 entries; at d out/d x0: 0.00114799 from jacfwd and jit(jacfwd), -0.00613592 from jacrev and jit(jacrev) (difference 0.00728, relative 6.3; tolerance 1.91e-06)
+"""wrappers.fori_loop: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 1 of 1 entries; at d out/d x0: 16.0885 from finite differences, -8.28473e+23 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 8.28e+23, relative 5.1e+22; tolerance 0.0237)
 
-Why: inputs and output finite (x0 = 1e-05; out = 1); finite differences -3.052e-05 (slope 0.003174 from the left, -0.003235 from the right), both sides agree
+Why: inputs and output finite (x0 = 1e+09; out = -3.132e+07); finite differences 16.09 (slope -1.569 from the left, -10.53 from the right), both sides agree; float64 agrees (4.16005556e+25 from jacfwd, 4.16005556e+25 from jit_jacfwd, 4.16005556e+25 from jacrev, 4.16005556e+25 from jit_jacrev, -10240.0621 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd -8.28473e+23 against 4.16006e+25; jit_jacfwd -8.28473e+23 against 4.16006e+25; jacrev -8.28473e+23 against 4.16006e+25; jit_jacrev -8.28473e+23 against 4.16006e+25
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacrev -0.00613592, jit(jacrev) -0.00613592, jacfwd 0.00114799, jit(jacfwd) 0.00114799.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.sinc-6.py
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacfwd -8.28473e+23, jit(jacfwd) -8.28473e+23, jacrev -8.28473e+23, jit(jacrev) -8.28473e+23, finite differences 16.0885.
+Written from <survey>:2:3; needs only JAX and NumPy: python wrappers.fori_loop-3.py
 """
 
 import numpy as np
@@ -56,8 +56,8 @@ def entry(block, index):
 import importlib
 import sys
 
-function = importlib.import_module('jax.numpy')
-for attribute in 'sinc'.split("."):
+function = importlib.import_module('gradaudit.survey.wrappers')
+for attribute in 'fori_loop'.split("."):
     function = getattr(function, attribute)
 KWARGS = {}
 
@@ -65,7 +65,7 @@ KWARGS = {}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'd'
 ARGUMENTS = [
-    np.array(9.999999747378752e-06, dtype=np.float32),
+    np.array(1000000000.0, dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -94,7 +94,8 @@ HELD = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "h"]
 ARGNUMS = tuple(range(len(INPUTS)))
 
 print('at d out/d x0:')
-print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], ()), sep=': ')
-print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], ()), sep=': ')
 print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], ()), sep=': ')
 print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], ()), sep=': ')
+print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], ()), sep=': ')
+print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], ()), sep=': ')
+print('finite differences', entry(finite_difference(traced, PASSED, 0, (), (), 3906250.0), ()), sep=': ')

@@ -1,9 +1,9 @@
-"""numpy.remainder: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 1 of 18 entries; at d out[2]/d x0[2]: 0 from finite differences, 1 from jacfwd and jit(jacfwd) (difference 1; tolerance 0.00138)
+"""scipy.stats.betabinom.logpmf: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 1 of 4 entries; at d out/d x2: -86.7377 from jacfwd and jit(jacfwd), -87.7377 from jacrev and jit(jacrev) (difference 1, relative 0.012; tolerance 0.000167)
 
-Why: inputs and output finite (x0[2] = 0 (all of x0: [0, 0, 0]); out[2] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (1 from jacfwd, 1 from jit_jacfwd, 0 from finite_difference)
+Why: inputs and output finite (x2 = 0.62; out = -55.09); finite differences -86.74 (slope -86.74 from the left, -86.74 from the right), both sides agree; float64 agrees (-87.7377272 from jacrev, -87.7377272 from jit_jacrev, -87.7377272 from jacfwd, -87.7377272 from jit_jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacfwd -86.7377 against -87.7377; jit_jacfwd -86.7377 against -87.7377
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[2]/d x0[2]: jacfwd 1, jit(jacfwd) 1, finite differences 0.
-Written from <survey>:2:3; needs only JAX and NumPy: python numpy.remainder-2.py
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x2: jacrev -87.7377, jit(jacrev) -87.7377, jacfwd -86.7377, jit(jacfwd) -86.7377.
+Written from <survey>:2:3; needs only JAX and NumPy: python scipy.stats.betabinom.logpmf-5.py
 """
 
 import numpy as np
@@ -56,17 +56,19 @@ def entry(block, index):
 import importlib
 import sys
 
-function = importlib.import_module('jax.numpy')
-for attribute in 'remainder'.split("."):
+function = importlib.import_module('jax.scipy.stats.betabinom')
+for attribute in 'logpmf'.split("."):
     function = getattr(function, attribute)
 KWARGS = {}
 
 # Each positional argument and how it reaches the function: d differentiated, h held fixed (passed
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
-PATTERN = 'dd'
+PATTERN = 'dddd'
 ARGUMENTS = [
-    np.array([0.0, 0.0, 0.0], dtype=np.float32),
-    np.array([0.0, 0.0, 1.1754943508222875e-38], dtype=np.float32),
+    np.array(0.6200000047683716, dtype=np.float32),
+    np.array(9.999999680285692e+37, dtype=np.float32),
+    np.array(0.6200000047683716, dtype=np.float32),
+    np.array(0.6200000047683716, dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -94,7 +96,8 @@ PASSED = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind != "d"]
 HELD = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "h"]
 ARGNUMS = tuple(range(len(INPUTS)))
 
-print('at d out[2]/d x0[2]:')
-print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (2, 2)), sep=': ')
-print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (2, 2)), sep=': ')
-print('finite differences', entry(finite_difference(traced, PASSED, 0, (2,), (2,), 0.00390625), ()), sep=': ')
+print('at d out/d x2:')
+print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[2], ()), sep=': ')
+print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[2], ()), sep=': ')
+print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[2], ()), sep=': ')
+print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[2], ()), sep=': ')
