@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,8 @@ from gradaudit.model.mechanisms import (
     SELECT_OUT_OF_RANGE,
 )
 from gradaudit.targets.base import Target
+
+T = TypeVar("T")
 
 CALLS = {
     "jit": "jaxpr",
@@ -76,13 +78,8 @@ def triggered(
     the primitives in `checked` are checked, and only what feeds them is evaluated (a diagnosis asks
     about one mechanism: where it needs clamp's bounds, a function's every select_n is not its concern);
     with tangents, every equation is evaluated and every checked primitive checked."""
-    import jax
 
-    from gradaudit.jaxenv import again_if_stale, x64
-
-    wide = any(np.asarray(a).dtype.itemsize == 8 for a in (*target.args, *target.fixed))
-
-    def met() -> set[str]:
+    def met() -> frozenset[str]:
         found: set[str] = set()
         closed = jaxpr() if jaxpr is not None else traced(target)
         seeds = [np.ones_like(a) for a in target.args] + [None] * len(target.fixed)
@@ -95,15 +92,26 @@ def triggered(
             outputs_needed=False,
             checked=CHECKED if tangents else checked,
         )
-        return found
+        return frozenset(found)
 
+    # a function that cannot be evaluated this way triggers nothing a diagnosis may name
+    return _evaluated(target, met, frozenset())
+
+
+def _evaluated(target: Target, compute: Callable[[], T], otherwise: T) -> T:
+    """`compute()` (an evaluation of the target's jaxpr) at the x64 width its inputs need, once more on
+    cleared caches where it met a buffer of the other width (`again_if_stale`); `otherwise` where it raises."""
+    import jax
+
+    from gradaudit.jaxenv import again_if_stale, x64
+
+    wide = any(np.asarray(a).dtype.itemsize == 8 for a in (*target.args, *target.fixed))
     try:
         # Config defines each flag at run time
         with x64(wide or bool(jax.config.jax_enable_x64)):  # type: ignore[attr-defined]
-            return frozenset(again_if_stale(met))
-    # a function that cannot be evaluated this way triggers nothing a diagnosis may name
-    except Exception:  # noqa: BLE001
-        return frozenset()
+            return again_if_stale(compute)
+    except Exception:  # noqa: BLE001 - a function that cannot be evaluated equation by equation gives no evidence
+        return otherwise
 
 
 ZEROING = frozenset({"reduce_precision", "rem"})
@@ -165,11 +173,6 @@ def conventional_column(
     conventional derivative the function meets at its inputs (CONVENTIONS) replaced by the float function's
     own, and which were replaced; None where none is met, or the function cannot be evaluated equation by
     equation. Like `triggered`, it does not look inside custom rules or loops: a convention there is JAX's."""
-    import jax
-
-    from gradaudit.jaxenv import again_if_stale, x64
-
-    wide = any(np.asarray(a).dtype.itemsize == 8 for a in (*target.args, *target.fixed))
 
     def column() -> tuple[np.ndarray, frozenset[str]] | None:
         closed = traced(target)
@@ -195,12 +198,7 @@ def conventional_column(
         flat = [np.asarray(dense(t, o), dtype=np.float64).reshape(-1) for o, t in zip(outs, touts, strict=True)]
         return np.concatenate(flat), frozenset(conventions.replaced)
 
-    try:
-        with x64(wide or bool(jax.config.jax_enable_x64)):  # type: ignore[attr-defined]
-            return again_if_stale(column)
-    # a function that cannot be evaluated this way gives no evidence
-    except Exception:  # noqa: BLE001
-        return None
+    return _evaluated(target, column, None)
 
 
 def _holds_checked(eqn, checked: frozenset[str]) -> bool:
