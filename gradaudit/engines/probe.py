@@ -12,6 +12,7 @@ decides what they mean.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -24,7 +25,7 @@ from gradaudit.model.computed import Convention, Flip, Moved, Probe, Prober
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import moved, step_size
 from gradaudit.targets.base import Target
-from gradaudit.targets.triggers import conventional_column
+from gradaudit.targets.triggers import conventional_column, traced
 
 SCALES = (8, 4, 0, -4, -8, -12, -16, -20, -24, -28, -32, -40, -48, -56, -64, -80, -96, -112, -128, -140)
 """Steps as h times 2 to these powers: up to 256 h, down to where a step no longer moves x."""
@@ -50,6 +51,7 @@ def prober(target: Target, scenario: Scenario) -> Prober:
     and x64 as its paths had it (so the function compiled for them serves). Each input element is
     evaluated once: its steps give every output's slopes, so the entries of one column cost one probe."""
     columns: dict[tuple[int, int], _Column | None] = {}
+    jaxpr = functools.cache(lambda: traced(target))  # traced once, for every column's conventional derivative
 
     def probe(argument: int, element: int, output: int) -> Probe | None:
         if (argument, element) in columns:
@@ -57,7 +59,7 @@ def prober(target: Target, scenario: Scenario) -> Prober:
         else:
             try:
                 with x64_for(scenario):
-                    column = again_if_stale(lambda: _column(target, scenario.eps, argument, element))
+                    column = again_if_stale(lambda: _column(target, scenario.eps, argument, element, jaxpr))
             # a function that cannot be evaluated here gives no more evidence, which the judge says
             except Exception:  # noqa: BLE001
                 column = None
@@ -123,7 +125,7 @@ class _Column:
         return Probe(self.step, self.usual.steps, *slopes, self.tied, along, scaled, self.flip, self.x, convention)
 
 
-def _column(target: Target, eps: float | None, argument: int, element: int) -> _Column:
+def _column(target: Target, eps: float | None, argument: int, element: int, jaxpr=None) -> _Column:
     args = [np.asarray(a) for a in target.args]
     compiled = compiled_or_eager(target.fn, [*args, *target.fixed])
 
@@ -197,7 +199,7 @@ def _column(target: Target, eps: float | None, argument: int, element: int) -> _
     relative = _relative_steps(x, h, eps)
     # where the usual step outreaches the input every output moves at every step: no flip is read there
     flip = None if relative else _flip(base, usual, h, dtype)
-    convention = conventional_column(target, argument, element, h)
+    convention = conventional_column(target, argument, element, h, jaxpr)
     if convention is not None and convention[0].size != base.size:
         convention = None  # an output whose shape follows its values: no entry to read
     scaled = stepped(relative) if relative else None

@@ -167,15 +167,16 @@ class Conventions:
 
 
 def conventional_column(
-    target: Target, argument: int, element: int, step: float
+    target: Target, argument: int, element: int, step: float, jaxpr: Callable[[], Any] | None = None
 ) -> tuple[np.ndarray, frozenset[str]] | None:
     """d out / d x_argument[element] for every output element (flat), as jax.jvp would give it with each
     conventional derivative the function meets at its inputs (CONVENTIONS) replaced by the float function's
     own, and which were replaced; None where none is met, or the function cannot be evaluated equation by
-    equation. Like `triggered`, it does not look inside custom rules or loops: a convention there is JAX's."""
+    equation. Like `triggered`, it does not look inside custom rules or loops: a convention there is JAX's.
+    `jaxpr`: the function traced once for every element a probe asks about, else traced here."""
 
     def column() -> tuple[np.ndarray, frozenset[str]] | None:
-        closed = traced(target)
+        closed = jaxpr() if jaxpr is not None else traced(target)
         named = frozenset(CONVENTIONS)
         if not any(e.primitive.name in named or _holds_checked(e, named) for e in closed.jaxpr.eqns):
             return None
