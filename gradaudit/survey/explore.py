@@ -70,7 +70,12 @@ def table_names(names: Sequence[str]) -> dict[str, str]:
             path = seen[-1] if seen[-1] in accounted else f"jax.{seen[-1]}"
             reason = accounted.get(path)
             if reason is None:
-                aliases = {path for path, why in accounted.items() if why.startswith(SURVEYED_AS)}
+                # other public names of table entries (one hop: a name resolving to a left-out one leads nowhere)
+                aliases = {
+                    path
+                    for path, why in accounted.items()
+                    if any(why.startswith(p) and why[len(p) :] in known for p in SURVEYED_AS)
+                }
                 hint = did_you_mean(name, sorted(known | aliases), 3, quoted=False)
                 hint = hint or " (gradaudit survey --list shows them all)"
                 raise UnknownFunction(f"no surveyed function is named '{name}'{hint}")
