@@ -78,7 +78,8 @@ def test_a_rounding_split_that_shrinks_in_float64_is_a_precision_note_and_a_wron
     result, by_name = _run(
         tmp_path,
         "{name: logistic, fn: 'referee_functions:logistic', inputs: [{dtype: float32, value: 0.5}]}",
-        "{name: wrong-rule, fn: 'referee_functions:off_by_three_percent', inputs: [{dtype: float32, value: [1.3, 0.2]}]}",
+        "{name: wrong-rule, fn: 'referee_functions:off_by_three_percent',"
+        " inputs: [{dtype: float32, value: [1.3, 0.2]}]}",
         "{name: stuck, fn: 'referee_functions:float32_only', inputs: [{dtype: float32, value: [1.3, 0.2]}]}",
     )
     logistic = by_name["logistic"]
@@ -332,3 +333,25 @@ def test_float32_at_a_million_goes_to_float64_which_resolves_the_slope_and_the_r
         strays = gradaudit.audit(function, np.array([at], dtype))
         assert not strays.passed and "wrong" in {str(f.finding_class) for f in strays.findings}, at
         assert any("strays from it" in f.reason for f in strays.findings), [f.reason for f in strays.findings]
+
+
+@pytest.mark.slow
+def test_a_solve_of_a_tiny_matrix_is_precision_and_a_rule_a_third_of_a_percent_off_stays_wrong():
+    """solve(1e-18 M, M) in float32: the solution's off-diagonal entries (1e12) are below float32's
+    rounding of a 1e18 solution, and its finite differences 0 where AD says 1e32. The float64 referee's
+    own split (finite differences 4e-4 apart from AD at d out[1, 0]/d a[0, 1], whose terms round at the
+    scale of 1e18) is one float32's tolerance passes: no float32 split persists in it. A rule 0.3% off
+    splits float64 by 0.3%, beyond float32's 0.14%: it stays wrong."""
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    matrix = np.array([[0.62, -1.37, 0.25], [1.81, -0.44, 1.09], [0.93, -1.72, 0.38]], np.float32)
+    tiny = (np.float32(1e-18) * matrix).astype(np.float32)
+    plain = gradaudit.audit(jnp.linalg.solve, tiny, matrix)
+    assert plain.passed and not plain.findings, [f.message for f in plain.findings]
+    precision = [n for n in plain.notes if n.message.startswith("precision, not counted")]
+    assert precision and any("within float32's tolerance" in n.message for n in precision)
+    wrong = gradaudit.audit(off_by(jnp.linalg.solve, 1.003), tiny, matrix)
+    assert not wrong.passed and "wrong" in {str(f.finding_class) for f in wrong.findings}
+    assert any("persists in float64" in f.reason for f in wrong.findings)

@@ -19,7 +19,7 @@ import numpy as np
 
 from gradaudit.judging.classes import between_slopes
 from gradaudit.judging.scale import row_and_column_scale
-from gradaudit.judging.tolerances import tolerances_for
+from gradaudit.judging.tolerances import Tolerances, tolerances_for
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Moved
 from gradaudit.model.findings import (
@@ -237,10 +237,12 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, near
         (g for g in wide.findings if g.kind == finding.kind and set(g.paths) & set(finding.paths)),
         key=lambda g: (g.location != location, g.rank),
     )
+    narrow_tolerances = tolerances_for(narrow.scenario, paths=narrow.paths)
     persisting = [
         g
         for g in sharing
         if not (_scaled_split(g, here, there, dtype) if g.location == location else _shrank(g, narrow, wide, dtype))
+        and not _within(g, narrow_tolerances)
     ]
     if persisting:
         found = persisting[0]
@@ -313,9 +315,13 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, near
     parted = bool(numbers) and max(numbers) - min(numbers) > wide_atol + wide_rtol * max(abs(v) for v in numbers)
     elsewhere = [g for g in sharing if g.location != location]
     if elsewhere:
+        first = elsewhere[0]
         shown += (
-            f"; its own split between these paths at {elsewhere[0].location} is this run's split there "
+            f"; its own split between these paths at {first.location} is this run's split there "
             "shrunk as rounding shrinks with precision"
+            if _shrank(first, narrow, wide, dtype)
+            else f"; its own split between these paths at {first.location} is within {dtype}'s tolerance "
+            f"({', '.join(f'{_number(first.values.get(p))} from {p}' for p in first.paths)})"
         )
     found_words = (
         f"{scaled} ({shown})"
@@ -350,6 +356,20 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, near
             **{f"{p} (float64)": v for p, v in there.items() if v is not None},
         },
     )
+
+
+def _within(found: Finding, tolerances: Tolerances) -> bool:
+    """Whether the float64 run's split `found` is one the narrow dtype's own tolerances pass at its lead entry
+    (the largest of its entries against the tolerance; both dtypes' tolerances scale alike): no narrow split
+    persists in it. A float64 solve of a 1e-18 matrix splits from its finite differences by 4e-4 at an entry
+    whose terms round at the scale of the whole output; a wrong rule parts by what it gets wrong in both."""
+    there = [found.values.get(p) for p in found.paths]  # as its judge compared them (a refined estimate too)
+    numbers = [v for v in there if v is not None and math.isfinite(v)]
+    if not numbers or len(numbers) != len(there):
+        return False
+    against = any(base_name(p) in REFERENCES for p in found.paths)
+    rtol, atol = (tolerances.fd_rtol, tolerances.fd_atol) if against else (tolerances.ad_rtol, tolerances.ad_atol)
+    return max(numbers) - min(numbers) <= atol + rtol * max(abs(v) for v in numbers)
 
 
 def _outside_slopes(finding: Finding, here: dict) -> bool:
