@@ -204,3 +204,38 @@ def test_a_kink_at_the_point_beside_others_within_the_coarser_step_is_not_refine
     )
     assert ran.exit_code == 0 and result["status"] == "consistent", result["findings"]
     assert any(n["message"].startswith("kink or jump") for n in result["notes"])
+
+
+def test_a_value_rounded_flat_is_no_derivative_of_zero_and_a_truly_flat_one_is():
+    """gamma.logsf(x, 0.62) at float32's smallest normal x: the value is log(1 - P) with P = 3e-24, 0 in
+    float32 and float64 alike. Its finite differences last move by one rounding unit of 1 (2**-24 in float32,
+    eight of 2**-53 in float64) and then read 0 at every finer step, x's own size included: rounding, not a
+    slope of 0 against AD's -1.79e14 (mpmath's). Finite differences cannot judge (float64) and float32's
+    finding is the referee's precision note. 1e3 relu(x)**2 at -1e-6 is truly flat: its last move, 1.96e-7, is
+    no whole number of units, so its 0 is compared, and a rule adding 2 stays wrong."""
+    import jax
+
+    import gradaudit
+    from gradaudit.jaxenv import x64
+
+    logsf = jax.scipy.stats.gamma.logsf
+    smallest = 1.1754943508222875e-38
+    narrow = gradaudit.audit(logsf, np.float32(smallest), np.float32(0.62))
+    assert narrow.passed and not narrow.findings, [f.message for f in narrow.findings]
+    assert any(n.message.startswith("precision, not counted") for n in narrow.notes)
+    with x64(True):
+        wide = gradaudit.audit(logsf, np.float64(smallest), np.float64(0.62))
+    assert wide.passed and not wide.findings, [f.message for f in wide.findings]
+    assert any("finite differences cannot judge" in n.message for n in wide.notes)
+
+    def flat_left_of_zero(x):
+        return 1e3 * jax.nn.relu(x) ** 2
+
+    def plus_two(x):
+        return flat_left_of_zero(x)
+
+    wrong = jax.custom_jvp(plus_two)
+    wrong.defjvp(lambda p, t: (plus_two(*p), jax.jvp(flat_left_of_zero, p, t)[1] + 2.0 * t[0]))
+    assert gradaudit.audit(flat_left_of_zero, np.float32(-1e-6)).passed
+    found = gradaudit.audit(wrong, np.float32(-1e-6))
+    assert not found.passed and {str(f.finding_class) for f in found.findings} == {"wrong"}

@@ -33,6 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
+from gradaudit.judging.refine import rounded_away, rounding_unit, with_relative_steps
 from gradaudit.judging.wording import index_text
 from gradaudit.model.computed import Probe
 from gradaudit.model.findings import FindingClass
@@ -611,8 +612,16 @@ def settle(
         )
 
     own = probe.scaled
-    pairs = () if own is None else zip(own.steps, own.central, strict=True)
-    relative = [(s, c) for s, c in pairs if resolves(s)]
+    joined = with_relative_steps(probe)
+    # A step at which the output does not move at all resolves nothing where its last move before was one
+    # rounding unit (`refine.rounded_away`): log(1 - P) = 0 at every step of x = 1e-38's own size.
+    unit = rounding_unit(epsilon, rounding_at / (4.0 * epsilon)) if epsilon > 0 else 0.0
+    pairs = () if own is None else zip(own.steps, own.central, own.left, own.right, strict=True)
+    relative = [
+        (s, c)
+        for s, c, left, right in pairs
+        if resolves(s) and not (left == right == 0.0 and joined is not None and rounded_away(joined, s, unit))
+    ]
     if len(relative) == 2 and close(relative[0][1], relative[1][1], relative[1][0]):
         # The slope settles at steps of the input's own size: that is the function's derivative there,
         # unless the function is a staircase whose AD slope is a surrogate.
@@ -630,7 +639,8 @@ def settle(
         crossed = _crossed_kink(probe, close) if math.isfinite(probe.x) and probe.x != 0 else None
 
         def resolved(step: float, slope: float) -> bool:
-            return rounding_at / step <= 0.5 * abs(slope)
+            flat = slope == 0.0 and joined is not None and rounded_away(joined, step, unit)
+            return rounding_at / step <= 0.5 * abs(slope) and not flat
 
         if crossed is not None and not _settles_away_from_zero(probe, close, resolved):
             left, right = crossed

@@ -54,7 +54,7 @@ from gradaudit.judging.fd_trust import (
     read_estimates,
 )
 from gradaudit.judging.provenance import provenances, routing_findings
-from gradaudit.judging.refine import PROBED, Refined, refined
+from gradaudit.judging.refine import PROBED, Refined, refined, rounding_unit
 from gradaudit.judging.scale import below_resolution, beyond_scale
 from gradaudit.judging.tolerances import Tolerances, coarse_notes
 from gradaudit.judging.wording import (
@@ -1225,6 +1225,7 @@ def _refinement(case: Case, reference: PathResult, compared: _Against, surroundi
         tolerances.fd_rtol,
         tolerances.fd_atol,
         lambda out: surroundings.rounding * abs(float(output[out])) if output.size else 0.0,
+        lambda out: rounding_unit(surroundings.rounding, float(output[out])) if output.size else 0.0,
     )
 
 

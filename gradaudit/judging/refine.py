@@ -65,11 +65,14 @@ class Converged:
     """The rounding a difference quotient at `step` can hide."""
 
 
-def converged(probe: Probe, rtol: float, atol: float, noise: Callable[[float], float]) -> Converged | None:
+def converged(
+    probe: Probe, rtol: float, atol: float, noise: Callable[[float], float], unit: float = 0.0
+) -> Converged | None:
     """The largest step below the usual one where the central and one-sided slopes agree, or part by a
     gap that shrinks as a smooth function's does (`SHRINKS`), and the central slope holds at the next
-    finer step; `noise(step)`: the rounding a difference quotient at that step can hide. None where no
-    such step exists (a kink, a jump)."""
+    finer step; `noise(step)`: the rounding a difference quotient at that step can hide; `unit`: the
+    value's rounding unit (`rounding_unit`, `rounded_away`). None where no such step
+    exists (a kink, a jump)."""
     finer = [i for i, step in enumerate(probe.steps) if step < probe.step]
 
     def allowed(k: int, centre: float) -> float:
@@ -103,7 +106,9 @@ def converged(probe: Probe, rtol: float, atol: float, noise: Callable[[float], f
         if not (settles or shrinks(i, j)):
             continue
         flat = [k for k in (i, j) if probe.left[k] == probe.right[k] == 0.0]
-        if flat and _kink_held(probe, finer[: finer.index(flat[0])], agree):
+        if flat and (
+            _kink_held(probe, finer[: finer.index(flat[0])], agree) or rounded_away(probe, probe.steps[flat[0]], unit)
+        ):
             return None  # flat only where the function stops resolving the step: the kink above stands
         return Converged(
             probe.steps[i],
@@ -135,7 +140,40 @@ def _kink_held(probe: Probe, coarser: list[int], agree: Callable[[int, float], b
     return False
 
 
-def _with_relative_steps(probe: Probe) -> Probe | None:
+ROUNDED = 16
+"""The most rounding units (`rounded_away`) the last move before a flat reading may span and still mark the
+flat reading as rounding."""
+
+
+def rounded_away(probe: Probe, flat: float, unit: float) -> bool:
+    """Whether the function stopped moving at step `flat` because its moves fell below its rounding: at the
+    finest coarser step where it moved, it moved by a whole number (up to ROUNDED) of `unit`, the spacing of
+    the floats just below the larger of 1 and the value: a value computed through a number of that size
+    (log(1 - P) with P below epsilon moves by 2**-24 in float32) cannot show smaller moves. A jump's last
+    move is the jump, a staircase's 0 its derivative, and a function truly flat nearby (relu(x)**2 left
+    of 0, whose last move is 1.96e-7) moves by no whole number of units."""
+    if unit <= 0.0:
+        return False
+    moves = [
+        max(abs(probe.left[k]), abs(probe.right[k])) * step
+        for k, step in enumerate(probe.steps)
+        if step > flat and math.isfinite(probe.left[k]) and math.isfinite(probe.right[k])
+    ]
+    moved = [m for m in moves if m > 0.0]  # the steps run largest first: the last is the finest
+    if not moved:
+        return False
+    units = moved[-1] / unit
+    return 0.5 <= units <= ROUNDED + 0.5 and abs(units - round(units)) <= 1e-3
+
+
+def rounding_unit(epsilon: float, value: float) -> float:
+    """The spacing of the floats just below max(1, |value|) in a dtype of `epsilon` (`rounded_away`)."""
+    if not math.isfinite(value):
+        return 0.0
+    return epsilon / 2.0 * 2.0 ** math.floor(math.log2(max(1.0, abs(value))))
+
+
+def with_relative_steps(probe: Probe) -> Probe | None:
     """The probe's steps above its steps relative to the input's size (`Probe.scaled`), then those: a
     small input's slopes can settle only there, where the usual step outreaches it (eigh of a matrix of
     1e-36), and the coarser steps still show a kink that held above a flat finer region (rounding).
@@ -191,11 +229,14 @@ def refined(
     rtol: float,
     atol: float,
     rounding: Callable[[int], float],
+    unit: Callable[[int], float] = lambda out: 0.0,
 ) -> Refined | None:
     """`reference` refined at the kink entries of its first PROBED input elements that converge at a finer step;
     `locate(block, flat)`: the (argument, element, output) the entry differentiates, None where
     the block's layout does not say; `rounding(output)`: the value's rounding there (a difference
-    quotient at step s hides up to 4 rounding / s). None where nothing converged."""
+    quotient at step s hides up to 4 rounding / s); `unit(output)`: the value's rounding unit there
+    (`rounding_unit`), what a value computed through a number of size 1 moves by at least. None where nothing
+    converged."""
     entries: dict[tuple[int, int], Converged] = {}
     kinks = [(b, int(f)) for b, mask in enumerate(kink) for f in np.flatnonzero(np.asarray(mask).reshape(-1))]
     elements: set[tuple[int, int]] = set()
@@ -209,9 +250,9 @@ def refined(
             continue
         hidden = 4.0 * rounding(where[2])
         hides = functools.partial(_quotient_noise, hidden)
-        relative = _with_relative_steps(found)
-        slopes = converged(found, rtol, atol, hides) or (
-            converged(relative, rtol, atol, hides) if relative is not None else None
+        relative = with_relative_steps(found)
+        slopes = converged(found, rtol, atol, hides, unit(where[2])) or (
+            converged(relative, rtol, atol, hides, unit(where[2])) if relative is not None else None
         )
         if slopes is not None:
             entries[block, flat] = slopes
