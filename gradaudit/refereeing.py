@@ -54,6 +54,7 @@ def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[Sc
             results[index],
             found[position],
             nearby=_nearby(wide, results[index].scenario.precision_dtype, options.timeout),
+            tolerance=options.tolerance,
         )
     return ruled
 

@@ -355,3 +355,21 @@ def test_a_solve_of_a_tiny_matrix_is_precision_and_a_rule_a_third_of_a_percent_o
     wrong = gradaudit.audit(off_by(jnp.linalg.solve, 1.003), tiny, matrix)
     assert not wrong.passed and "wrong" in {str(f.finding_class) for f in wrong.findings}
     assert any("persists in float64" in f.reason for f in wrong.findings)
+
+
+def test_a_float64_split_the_narrow_tolerance_passes_still_persists_where_it_explains_the_narrow_split():
+    """A fresh-eyes review's cases of the rule above: a bfloat16 rule 1.5 times too large on 40 sin splits
+    float64 by 19.1 at 38.2 (within bfloat16's 0.35 of the larger value, not of finite differences'), and a
+    float32 rule 0.1% off checked at the run's rtol 1e-4 splits float64 by 0.1% (within float32's default
+    0.14%, not the run's): each float64 split is the narrow split itself, and each stays wrong."""
+    import jax.numpy as jnp
+    import ml_dtypes
+
+    import gradaudit
+
+    points = np.array([0.3, 0.7, 1.1])
+    half_again = gradaudit.audit(off_by(lambda x: 40 * jnp.sin(x), 1.5), points.astype(ml_dtypes.bfloat16))
+    assert not half_again.passed and {str(f.finding_class) for f in half_again.findings} == {"wrong"}
+    tight = gradaudit.audit(off_by(jnp.sin, 1.001), points.astype(np.float32), rtol=1e-4, atol=1e-5)
+    assert not tight.passed and {str(f.finding_class) for f in tight.findings} == {"wrong"}
+    assert gradaudit.audit(jnp.sin, points.astype(np.float32), rtol=1e-4, atol=1e-5).passed

@@ -132,12 +132,17 @@ def _refereed(finding: Finding) -> bool:
 
 
 def refereed(
-    narrow: ScenarioResult, wide: ScenarioResult | None, why: str = "", nearby: Nearby | None = None
+    narrow: ScenarioResult,
+    wide: ScenarioResult | None,
+    why: str = "",
+    nearby: Nearby | None = None,
+    tolerance: tuple[float | None, ...] = (),
 ) -> ScenarioResult:
     """`narrow` with each finding the float64 run `wide` settles as precision turned into a note,
     and the others' reasons saying what float64 showed; `wide` None (it could not be made: `why`)
     leaves the findings as they are, each reason saying the referee could not judge. `nearby`: float64's
-    derivatives at inputs moved by the narrow dtype's rounding, asked for where a narrow path strays."""
+    derivatives at inputs moved by the narrow dtype's rounding, asked for where a narrow path strays;
+    `tolerance`: the run's (`Options.tolerance`), which the narrow run was judged by."""
     kept: list[Finding] = []
     notes: list[Note] = []
     rulings: list[tuple[Finding, Note | Finding]] = []
@@ -148,7 +153,7 @@ def refereed(
             failure = why or (wide.findings[0].message if wide is not None and wide.findings else "")
             rulings.append((finding, _with_reason(finding, f"the float64 referee could not judge: {failure}")))
         else:
-            rulings.append((finding, _ruling(finding, narrow, wide, nearby)))
+            rulings.append((finding, _ruling(finding, narrow, wide, nearby, tolerance)))
     ruled = {id(finding): ruling for finding, ruling in rulings}
     for finding in narrow.findings:
         ruling = ruled.get(id(finding)) or (_routed(finding, rulings) if finding.kind == ROUTING else finding)
@@ -222,7 +227,13 @@ def _entry(result: ScenarioResult, path: str, location: str) -> float | None:
     return None if located is None else float(located[0][located[1]])
 
 
-def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, nearby: Nearby | None) -> Note | Finding:
+def _ruling(
+    finding: Finding,
+    narrow: ScenarioResult,
+    wide: ScenarioResult,
+    nearby: Nearby | None,
+    tolerance: tuple[float | None, ...] = (),
+) -> Note | Finding:
     """What float64 makes of `finding`: a precision note, the finding reclassed (float64 finds the
     point non-differentiable, or the derivative beyond the narrow dtype's range), or the finding
     with its reason saying why it stands."""
@@ -237,12 +248,12 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, near
         (g for g in wide.findings if g.kind == finding.kind and set(g.paths) & set(finding.paths)),
         key=lambda g: (g.location != location, g.rank),
     )
-    narrow_tolerances = tolerances_for(narrow.scenario, paths=narrow.paths)
+    tolerances = tolerances_for(narrow.scenario, tolerance, paths=narrow.paths)
     persisting = [
         g
         for g in sharing
         if not (_scaled_split(g, here, there, dtype) if g.location == location else _shrank(g, narrow, wide, dtype))
-        and not _within(g, narrow_tolerances)
+        and not _tolerated(g, finding, here, there, tolerances)
     ]
     if persisting:
         found = persisting[0]
@@ -263,7 +274,6 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, near
             return _with_reason(finding, words)
         return replace(_with_reason(finding, words), finding_class=found.finding_class)
     scaled = _scaled_split(finding, here, there, dtype)
-    tolerances = tolerances_for(narrow.scenario, paths=narrow.paths)
     rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
     largest = dtypes.largest(dtype)
     strays: list[str] = []
@@ -321,11 +331,16 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, near
             "shrunk as rounding shrinks with precision"
             if _shrank(first, narrow, wide, dtype)
             else f"; its own split between these paths at {first.location} is within {dtype}'s tolerance "
-            f"({', '.join(f'{_number(first.values.get(p))} from {p}' for p in first.paths)})"
+            f"({_values(first)})"
         )
+    same = [g for g in sharing if g.location == location]
+    narrow_numbers = [v for v in here.values() if v is not None]
     found_words = (
         f"{scaled} ({shown})"
         if scaled
+        else f"a split {dtype}'s tolerance passes ({_values(same[0])}; {dtype} splits by "
+        f"{max(narrow_numbers) - min(narrow_numbers):.3g} there)"
+        if same and narrow_numbers
         else f"no disagreement it counts ({shown}; finite differences at its usual step part from the AD paths, "
         "and its judge refined the entry at finer steps, left it uncompared as a kink, or left it unjudged)"
         if parted
@@ -358,18 +373,53 @@ def _ruling(finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, near
     )
 
 
-def _within(found: Finding, tolerances: Tolerances) -> bool:
-    """Whether the float64 run's split `found` is one the narrow dtype's own tolerances pass at its lead entry
-    (the largest of its entries against the tolerance; both dtypes' tolerances scale alike): no narrow split
-    persists in it. A float64 solve of a 1e-18 matrix splits from its finite differences by 4e-4 at an entry
-    whose terms round at the scale of the whole output; a wrong rule parts by what it gets wrong in both."""
-    there = [found.values.get(p) for p in found.paths]  # as its judge compared them (a refined estimate too)
-    numbers = [v for v in there if v is not None and math.isfinite(v)]
-    if not numbers or len(numbers) != len(there):
+def _tolerated(found: Finding, finding: Finding, here: dict, there: dict, tolerances: Tolerances) -> bool:
+    """Whether the float64 run's split `found` is no narrow split persisting: within the narrow run's
+    tolerances at its lead entry (`found.values`, the numbers its judge compared, a refined finite
+    difference too; the largest of its entries against the tolerance, both dtypes' scaling alike), and
+    explaining too little of the narrow split at `finding`'s own entry (`here`; float64's there: `there`):
+    the narrow split exceeds float64's by more than the narrow tolerance. A float64 solve of a 1e-18
+    matrix splits from its finite differences by 4e-4 at an entry whose terms round at the scale of the
+    whole output, where float32 splits 1.35e32 against 0; a wrong rule splits both dtypes alike."""
+    if not _within(found.values, found.paths, tolerances):
         return False
-    against = any(base_name(p) in REFERENCES for p in found.paths)
-    rtol, atol = (tolerances.fd_rtol, tolerances.fd_atol) if against else (tolerances.ad_rtol, tolerances.ad_atol)
-    return max(numbers) - min(numbers) <= atol + rtol * max(abs(v) for v in numbers)
+    narrow = [v for v in here.values() if v is not None]
+    wide = [v for v in there.values() if v is not None]
+    if not narrow or not wide or not all(math.isfinite(v) for v in narrow + wide):
+        return False
+    rtol, atol = _tolerances_of(finding.paths, tolerances)
+    reference = _reference_value(here, finding.paths)
+    return (max(narrow) - min(narrow)) - (max(wide) - min(wide)) > atol + rtol * reference
+
+
+def _within(values: dict[str, float], paths: tuple[str, ...], tolerances: Tolerances) -> bool:
+    """Whether the paths' `values` part by no more than `tolerances` allow, relative to finite differences'
+    value where they are among the paths (as the judge measures), else to the smallest."""
+    numbers = [values.get(p) for p in paths]
+    finite = [v for v in numbers if v is not None and math.isfinite(v)]
+    if not finite or len(finite) != len(numbers):
+        return False
+    rtol, atol = _tolerances_of(paths, tolerances)
+    return max(finite) - min(finite) <= atol + rtol * _reference_value(values, paths)
+
+
+def _tolerances_of(paths: tuple[str, ...], tolerances: Tolerances) -> tuple[float, float]:
+    """(rtol, atol): against finite differences where they are among `paths`, else AD against AD."""
+    if any(base_name(p) in REFERENCES for p in paths):
+        return tolerances.fd_rtol, tolerances.fd_atol
+    return tolerances.ad_rtol, tolerances.ad_atol
+
+
+def _reference_value(values: dict, paths: tuple[str, ...]) -> float:
+    """|finite differences' value| where they are among `paths`, else the smallest |value|."""
+    references = [values[p] for p in paths if base_name(p) in REFERENCES and values.get(p) is not None]
+    numbers = references or [v for p in paths if (v := values.get(p)) is not None]
+    return min(abs(v) for v in numbers) if numbers else 0.0
+
+
+def _values(found: Finding) -> str:
+    """What each of `found`'s paths gave at its lead entry, as a ruling shows them."""
+    return ", ".join(f"{_number(found.values.get(p))} from {p}" for p in found.paths)
 
 
 def _outside_slopes(finding: Finding, here: dict) -> bool:
