@@ -95,7 +95,8 @@ def _compute(members: list[dict], raised: Counter) -> None:
         raised["paths"] += 1
         try:
             jax.block_until_ready(path(*arguments))
-        except Exception as exc:  # noqa: BLE001 - a path that raises (select_n's reverse rule) has cost its time all the same
+        # a path that raises (select_n's reverse rule) has cost its time all the same
+        except Exception as exc:  # noqa: BLE001
             raised[type(exc).__name__] += 1
 
 
@@ -144,7 +145,8 @@ def main(path: str) -> int:
         child.join()
     if any(child.exitcode for child in children):
         print(
-            f"eager floor failed: exit codes {[child.exitcode for child in children]} (a process did less than its share)"
+            f"eager floor failed: exit codes {[child.exitcode for child in children]} "
+            "(a process did less than its share)"
         )
         return 1
     for _ in children:
@@ -152,7 +154,8 @@ def main(path: str) -> int:
     paths = raised.pop("paths", 0)
     failures = ", ".join(f"{name} {count}" for name, count in sorted(raised.items())) or "none"
     print(
-        f"eager floor: {time.perf_counter() - start:.2f}s in {len(children) + 1} processes; {paths} paths, raised: {failures}"
+        f"eager floor: {time.perf_counter() - start:.2f}s in {len(children) + 1} processes; {paths} paths, "
+        f"raised: {failures}"
     )
     return 0
 

@@ -49,13 +49,18 @@ def main() -> None:
     audit_seconds = time.perf_counter() - began
     count = sum(int(np.size(v)) for v in params.values())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    machine = f"{platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores, Python {platform.python_version()}, JAX {jax.__version__} ({jax.default_backend()})"
-    line = f"| {count:,} | {len(result.directions.names)} | {result.status} | {audit_seconds:.1f} | {time.perf_counter() - start:.1f} | {peak:.0f} |"
+    machine = (
+        f"{platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores, "
+        f"Python {platform.python_version()}, JAX {jax.__version__} ({jax.default_backend()})"
+    )
+    line = (
+        f"| {count:,} | {len(result.directions.names)} | {result.status} | {audit_seconds:.1f} "
+        f"| {time.perf_counter() - start:.1f} | {peak:.0f} |"
+    )
     table = (
         f"MLP loss through gradaudit.assert_consistent, compared along directions; {machine}.\n\n"
-        "| parameters | directions | status | audit (s) | whole process (s) | peak RSS (MB) |\n| --- | --- | --- | --- | --- | --- |\n"
-        + line
-        + "\n"
+        "| parameters | directions | status | audit (s) | whole process (s) | peak RSS (MB) |\n"
+        "| --- | --- | --- | --- | --- | --- |\n" + line + "\n"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(table)

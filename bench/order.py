@@ -81,15 +81,20 @@ def main() -> int:
             verdict = "same" if not changed else "differs: " + ", ".join(changed)
             counts = f"{summary['consistent']}/{summary['mismatch']}/{summary['error']}"
             rows.append(
-                f"| {run + 1} | {seed if seed is not None else 'file order'} | {jobs} | {seconds:.1f} | {counts} | {verdict} |"
+                f"| {run + 1} | {seed if seed is not None else 'file order'} | {jobs} | {seconds:.1f} "
+                f"| {counts} | {verdict} |"
             )
             print(rows[-1], flush=True)
     import jax
 
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, JAX {jax.__version__} ({jax.default_backend()})"
+    machine = (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"JAX {jax.__version__} ({jax.default_backend()})"
+    )
     text = [
-        f"The catalog (`scenarios/`, rule {args.rule}) audited {args.runs} times as whole processes, each with `--json-detail full`, "
-        f"compared with the first apart from timings, the order and the worker count. Machine: {machine}.",
+        f"The catalog (`scenarios/`, rule {args.rule}) audited {args.runs} times as whole processes, "
+        "each with `--json-detail full`, compared with the first apart from timings, the order and the worker count. "
+        f"Machine: {machine}.",
         "",
         "| run | --shuffle | --jobs | seconds | consistent/mismatch/error | report |",
         "| --- | --- | --- | --- | --- | --- |",

@@ -86,29 +86,35 @@ def _cell(value, form: str, unit: str = "") -> str:
 def markdown(document: dict) -> str:
     """The table of reports/bench.md; peak memory is the largest single process (max RSS)."""
     lines = [
-        f"Machine: {document['machine']}; grid: {document['grid']}; rule: {document['rule']}; whole processes, median of the "
-        "repetitions; cold: an empty JAX compilation cache, warm: a rerun with it filled; peak: the largest process's max RSS; "
-        "JSON: the size of gradaudit's --json report; eager floor (select_n grids): bench/eager_floor.py, cold, the grid's "
-        "eager paths alone (value, jax.jacfwd, jax.jacrev), the fastest way we know to compute them here.",
+        f"Machine: {document['machine']}; grid: {document['grid']}; rule: {document['rule']}; whole processes, "
+        "median of the repetitions; cold: an empty JAX compilation cache, warm: a rerun with it filled; peak: the "
+        "largest process's max RSS; JSON: the size of gradaudit's --json report; eager floor (select_n grids): "
+        "bench/eager_floor.py, cold, the grid's eager paths alone (value, jax.jacfwd, jax.jacrev), the fastest way "
+        "we know to compute them here.",
         "",
-        "| scenarios | check_grads loop cold (s) | gradaudit cold (s) | ratio cold | check_grads loop warm (s) | gradaudit warm (s) | ratio warm "
-        "| gradaudit peak (MB) | peer peak (MB) | JSON (MB) | eager floor cold (s) | floor / loop |",
+        "| scenarios | check_grads loop cold (s) | gradaudit cold (s) | ratio cold | check_grads loop warm (s) "
+        "| gradaudit warm (s) | ratio warm | gradaudit peak (MB) | peer peak (MB) | JSON (MB) "
+        "| eager floor cold (s) | floor / loop |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in document["rows"]:
         lines.append(
             f"| {row['size']} | {_cell(row['peer_cold_seconds'], '.2f')} | {row['gradaudit_cold_seconds']:.2f} "
-            f"| {_cell(row['ratio_cold'], '.2f', 'x')} | {_cell(row['peer_warm_seconds'], '.2f')} | {row['gradaudit_warm_seconds']:.2f} "
-            f"| {_cell(row['ratio_warm'], '.2f', 'x')} | {row['gradaudit_cold_peak_mb']:.0f} | {_cell(row['peer_cold_peak_mb'], '.0f')} "
-            f"| {row['json_mb']:.1f} | {_cell(row['floor_cold_seconds'], '.2f')} | {_cell(row['ratio_floor'], '.2f', 'x')} |"
+            f"| {_cell(row['ratio_cold'], '.2f', 'x')} | {_cell(row['peer_warm_seconds'], '.2f')} "
+            f"| {row['gradaudit_warm_seconds']:.2f} | {_cell(row['ratio_warm'], '.2f', 'x')} "
+            f"| {row['gradaudit_cold_peak_mb']:.0f} | {_cell(row['peer_cold_peak_mb'], '.0f')} "
+            f"| {row['json_mb']:.1f} | {_cell(row['floor_cold_seconds'], '.2f')} "
+            f"| {_cell(row['ratio_floor'], '.2f', 'x')} |"
         )
     rows = document["rows"]
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         lines += [
             "",
-            f"Memory growth: gradaudit's peak {first['gradaudit_cold_peak_mb']:.0f} MB at {first['size']:,} scenarios, {last['gradaudit_cold_peak_mb']:.0f} MB at "
-            f"{last['size']:,}: x{last['gradaudit_cold_peak_mb'] / first['gradaudit_cold_peak_mb']:.2f} for x{last['size'] / first['size']:g} the scenarios.",
+            f"Memory growth: gradaudit's peak {first['gradaudit_cold_peak_mb']:.0f} MB at {first['size']:,} "
+            f"scenarios, {last['gradaudit_cold_peak_mb']:.0f} MB at {last['size']:,}: "
+            f"x{last['gradaudit_cold_peak_mb'] / first['gradaudit_cold_peak_mb']:.2f} "
+            f"for x{last['size'] / first['size']:g} the scenarios.",
         ]
     return "\n".join(lines) + "\n"
 
@@ -124,7 +130,8 @@ def main() -> None:
         "--grid",
         choices=("select_n", "functions"),
         default="select_n",
-        help="select_n: testSelectNGrad-style grids of SIZE scenarios; functions: ten functions of the catalog's kinds (bench/functions/fns.py) at SIZE/10 points each, against check_grads on each",
+        help="select_n: testSelectNGrad-style grids of SIZE scenarios; functions: ten functions of the catalog's "
+        "kinds (bench/functions/fns.py) at SIZE/10 points each, against check_grads on each",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "reports")
     args = parser.parse_args()
@@ -203,7 +210,10 @@ def main() -> None:
             )
             rows.append(row)
             print(json.dumps(row), flush=True)
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, JAX {jax.__version__} ({jax.default_backend()})"
+    machine = (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"JAX {jax.__version__} ({jax.default_backend()})"
+    )
     document = {"machine": machine, "rule": args.rule, "grid": args.grid, "rows": rows}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(document, indent=2) + "\n")

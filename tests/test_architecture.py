@@ -151,8 +151,10 @@ def test_import_and_the_commands_that_audit_nothing_need_no_jax(tmp_path):
         import gradaudit
         assert gradaudit.__version__ and gradaudit.Options().rule == "installed"
         from gradaudit.cli import main
-        for args in (["--help"], ["run", "--help"], ["explain"], ["explain", "GA002"], ["diff", {str(report)!r}, {str(report)!r}, "-q"],
-                     ["merge", {str(report)!r}, "-o", "merged.json"], ["list", {str(ROOT / "scenarios" / "select_n")!r}]):
+        for args in (["--help"], ["run", "--help"], ["explain"], ["explain", "GA002"], \
+["diff", {str(report)!r}, {str(report)!r}, "-q"],
+                     ["merge", {str(report)!r}, "-o", "merged.json"], \
+["list", {str(ROOT / "scenarios" / "select_n")!r}]):
             try:
                 main(args)
             except SystemExit as exc:

@@ -165,8 +165,8 @@ def test_the_reason_names_the_entry_its_numbers_and_what_decided():
     smooth = Surroundings(inputs=(np.array([0.0]),), output=np.array(-0.0), arg_names=("mu",), largest=F32_MAX)
     reason, evidence = explain(FindingClass.WRONG, smooth, reference, 0, 1, 1, 0, (NAN, -1.0))
     assert reason == (
-        "inputs and output finite (mu[0] = 0; out = -0); finite differences -1 (slope -1 from the left, -1 from the right), "
-        "both sides agree"
+        "inputs and output finite (mu[0] = 0; out = -0); finite differences -1 (slope -1 from the left, "
+        "-1 from the right), both sides agree"
     )
     assert evidence["finite_difference"] == -1.0 and evidence["slope_left"] == -1.0
 

@@ -243,7 +243,8 @@ def test_brackets_in_names_are_printed_as_written(tmp_path):
     path = write_yaml(
         tmp_path,
         "m.yaml",
-        'scenarios:\n  - {name: "a[/x] [bold]b", selector: {dtype: int32, value: 2}, cases: 2, shape: [], dtype: float32}\n',
+        'scenarios:\n  - {name: "a[/x] [bold]b", selector: {dtype: int32, value: 2}, cases: 2, shape: [], '
+        "dtype: float32}\n",
     )
     result = run_cli("run", str(path), "-v")
     assert result.exit_code == 1 and result.exception is None

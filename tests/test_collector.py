@@ -1,4 +1,5 @@
-"""A run keeps what it builds alive until it ends: no full garbage collection meanwhile, the collector as it was after."""
+"""A run keeps what it builds alive until it ends: no full garbage collection meanwhile, \
+the collector as it was after."""
 
 from __future__ import annotations
 

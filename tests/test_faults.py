@@ -305,7 +305,8 @@ def _a_read_only_folder(tmp_path: Path, mounted) -> Path:
 
 def test_a_report_in_a_read_only_folder_is_exit_2_before_anything_is_audited(tmp_path, mounted):
     (tmp_path / "witness.py").write_text(
-        f"from pathlib import Path\n\nPath({str(tmp_path / 'imported')!r}).write_text('yes')\n\n\ndef f(x):\n    return x\n"
+        f"from pathlib import Path\n\nPath({str(tmp_path / 'imported')!r}).write_text('yes')\n\n\n"
+        "def f(x):\n    return x\n"
     )
     path = write_yaml(
         tmp_path, "s.yaml", 'scenarios:\n  - {name: f, fn: "witness:f", inputs: [{dtype: float32, value: 1.0}]}\n'

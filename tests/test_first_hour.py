@@ -163,7 +163,8 @@ def test_default_output_leads_with_the_largest_disagreement_and_counts_the_rest(
     softplus = [line.split(": ", 2)[2] for line in lines if "softplus-wrong" in line]
     # First the largest disagreement (at x = -3: sigmoid(3) against sigmoid(-3)), then the routing.
     assert softplus[0].startswith(
-        "[wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 4 of 16 entries; largest at d out[0]/d x0[0]: 0.0474"
+        "[wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 4 of 16 entries; "
+        "largest at d out[0]/d x0[0]: 0.0474"
     )
     assert "0.952574 from jacfwd" in softplus[0]
     assert softplus[1].startswith("[wrong] element [3]: value from x0")

@@ -438,8 +438,10 @@ def test_smooth_functions_with_strong_curvature_or_large_values_are_consistent(t
         tmp_path,
         """
         scenarios:
-          - {name: ratio-near-pole, fn: "smooth:ratio", inputs: [{dtype: float32, value: [1.0, 3.0]}, {dtype: float32, value: [0.1, -7.0]}]}
-          - {name: network, fn: "smooth:network", inputs: [{dtype: float32, fill: normal, shape: [4, 3], seed: 2}, {dtype: float32, fill: normal, shape: [5, 4], seed: 3}]}
+          - {name: ratio-near-pole, fn: "smooth:ratio", inputs: [{dtype: float32, value: [1.0, 3.0]}, \
+{dtype: float32, value: [0.1, -7.0]}]}
+          - {name: network, fn: "smooth:network", inputs: [{dtype: float32, fill: normal, shape: [4, 3], seed: 2}, \
+{dtype: float32, fill: normal, shape: [5, 4], seed: 3}]}
           - {name: large-values, fn: "smooth:scaled_sum", inputs: [{dtype: float32, fill: arange, shape: [300]}]}
           - {name: half-precision, fn: "smooth:loop", inputs: [{dtype: float16, value: [0.5, 1.0]}]}
           - {name: loop-order-2, fn: "smooth:loop", order: 2, inputs: [{dtype: float64, value: [0.5, 1.0]}]}
@@ -538,7 +540,10 @@ def test_a_captured_int64_made_before_x64_is_on_is_not_reused_truncated():
     from gradaudit.sources.scenario_files import load_text
     from gradaudit.targets import build_targets
 
-    text = "scenarios:\n  - {name: far, fn: 'jax.numpy:take', kwargs: {mode: clip},\n     inputs: [{dtype: float32, fill: arange, shape: [4]}, {dtype: int64, value: 4611686018427387905}]}\n"
+    text = (
+        "scenarios:\n  - {name: far, fn: 'jax.numpy:take', kwargs: {mode: clip},\n"
+        "     inputs: [{dtype: float32, fill: arange, shape: [4]}, {dtype: int64, value: 4611686018427387905}]}\n"
+    )
     (scenario,), errors = load_text(text, "far.yaml")
     assert not errors
     build_targets(scenario)  # x64 off here: int64 values cannot be held yet
@@ -601,7 +606,8 @@ def test_a_held_floating_input_is_passed_but_never_differentiated(tmp_path):
 def test_functions_without_floating_output_say_so(tmp_path):
     folder = tmp_path
     (folder / "edge.py").write_text(
-        "import jax.numpy as jnp\n\n\ndef integers(x):\n    return jnp.arange(3)\n\n\ndef nothing(x):\n    return None\n"
+        "import jax.numpy as jnp\n\n\ndef integers(x):\n    return jnp.arange(3)\n\n\n"
+        "def nothing(x):\n    return None\n"
     )
     path = write_yaml(
         folder,

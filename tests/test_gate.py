@@ -160,7 +160,8 @@ def test_github_annotations_point_at_the_scenario(tmp_path, monkeypatch):
     result = CliRunnerGithub.invoke(["run", "scenarios/select_n/representative.yaml", "--rule", "legacy"])
     lines = [line for line in result.splitlines() if line.startswith("::")]
     assert lines[0].startswith(
-        "::error file=scenarios/select_n/representative.yaml,line=12,col=5,title=gradaudit wrong%3A int32-above-two-cases::[wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd)"
+        "::error file=scenarios/select_n/representative.yaml,line=12,col=5,title=gradaudit wrong%3A "
+        "int32-above-two-cases::[wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd)"
     )
     assert "(difference 1, relative 1" in lines[0] and "[GA002" in lines[0]
     assert any("[wrong] value from case 1 · jacrev and jit(jacrev) send it nowhere" in line for line in lines)
@@ -323,7 +324,8 @@ def test_fail_on_chooses_the_classes_that_fail_from_flag_configuration_and_keywo
     write_yaml(
         tmp_path,
         "suite.yaml",
-        "scenarios:\n  - {name: sin-at-inf, fn: 'jax.numpy:sin', inputs: [{dtype: float32, value: [0.0, 0.5, .inf]}]}\n",
+        "scenarios:\n"
+        "  - {name: sin-at-inf, fn: 'jax.numpy:sin', inputs: [{dtype: float32, value: [0.0, 0.5, .inf]}]}\n",
     )
     default = run_cli("run", "suite.yaml", "--json", "report.json", "--sarif", "report.sarif")
     assert default.exit_code == 0, default.stdout

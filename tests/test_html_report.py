@@ -69,7 +69,8 @@ class Page(HTMLParser):
 
 @pytest.fixture(scope="module")
 def seed(tmp_path_factory):
-    """The seed suite audited once (legacy rule: the same 11 failing scenarios on every supported JAX), as HTML and JSON."""
+    """The seed suite audited once (legacy rule: the same 11 failing scenarios on every supported JAX), \
+as HTML and JSON."""
     folder = tmp_path_factory.mktemp("seed")
     html, report = folder / "out.html", folder / "report.json"
     result = run_cli("run", str(SEED), "--rule", "legacy", "--html", str(html), "--json", str(report), "-q")
@@ -277,7 +278,8 @@ def _chromium() -> str:
         if found:
             return found
     pytest.skip(
-        "no Chromium found (looked for chromium, chromium-headless-shell, google-chrome): install Debian's chromium (apt-get install chromium) to run the browser test"
+        "no Chromium found (looked for chromium, chromium-headless-shell, google-chrome): "
+        "install Debian's chromium (apt-get install chromium) to run the browser test"
     )
 
 
@@ -345,7 +347,8 @@ def test_a_function_with_a_300_by_300_jacobian_audits_into_a_downsampled_page(tm
     write_yaml(
         tmp_path,
         "big.yaml",
-        "scenarios:\n  - name: wide\n    fn: wrong:double_slope\n    inputs: [{dtype: float32, shape: [300], fill: normal}]\n",
+        "scenarios:\n  - name: wide\n    fn: wrong:double_slope\n"
+        "    inputs: [{dtype: float32, shape: [300], fill: normal}]\n",
     )
     result = run_cli("run", str(tmp_path / "big.yaml"), "--html", str(tmp_path / "big.html"), "-q")
     assert result.exit_code == 1, result.stdout + result.stderr

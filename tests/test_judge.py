@@ -43,7 +43,8 @@ def test_derivative_sent_nowhere_is_a_routing_mismatch():
     ]
     ad_vs_ad, versus_fd = disagreements
     assert ad_vs_ad.message == (
-        "jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 1 of 2 entries; at d out/d case 1: 1 from jacfwd and jit(jacfwd), "
+        "jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 1 of 2 entries; "
+        "at d out/d case 1: 1 from jacfwd and jit(jacfwd), "
         "0 from jacrev and jit(jacrev) (difference 1, relative 1; tolerance 2e-06)"
     )
     assert ad_vs_ad.finding_class == "wrong" and ad_vs_ad.reason.startswith("inputs and output finite (out = 5)")

@@ -121,14 +121,17 @@ def test_poles_jumps_kinks_and_infinities_stay_consistent(tmp_path):
         """
         scenarios:
           - {name: at-the-pole, fn: "fns:reciprocal", inputs: [{dtype: float32, value: [0.0]}]}
-          - {name: step-crosses-the-pole, fn: "fns:reciprocal", inputs: [{dtype: float32, value: [0.002, -0.003, 0.0035]}]}
+          - {name: step-crosses-the-pole, fn: "fns:reciprocal", \
+inputs: [{dtype: float32, value: [0.002, -0.003, 0.0035]}]}
           - {name: jump, fn: "fns:floor", inputs: [{dtype: float32, value: [1.0, 0.999, 0.998, 2.9999]}]}
           - {name: sign-at-zero, fn: "fns:sign", inputs: [{dtype: float32, value: [0.0, 0.001]}]}
           - {name: relu-at-zero, fn: "fns:relu", inputs: [{dtype: float32, value: [0.0, 1.0]}]}
           - {name: abs-at-zero, fn: "fns:absolute", inputs: [{dtype: float32, value: [0.0, -2.0]}]}
           - {name: minus-inf-everywhere, fn: "fns:log_of_zero", inputs: [{dtype: float32, value: 1.0}]}
-          - {name: aliased-period, fn: "fns:fast_cosine", inputs: [{dtype: float32, value: [0.7272802, 0.96239007, 0.1]}]}
-          - {name: positional-encoding, fn: "fns:positional_encoding", inputs: [{dtype: float32, fill: normal, shape: [6]}]}
+          - {name: aliased-period, fn: "fns:fast_cosine", \
+inputs: [{dtype: float32, value: [0.7272802, 0.96239007, 0.1]}]}
+          - {name: positional-encoding, fn: "fns:positional_encoding", \
+inputs: [{dtype: float32, fill: normal, shape: [6]}]}
           - {name: vertical-tangent, fn: "fns:signed_power", inputs: [{dtype: float32, value: [0.0]}]}
           - {name: pole-reached-in-bfloat16, fn: "fns:reciprocal", inputs: [{dtype: bfloat16, value: [0.28125, 0.3]}]}
           - {name: pole-reached-in-float16, fn: "fns:reciprocal", inputs: [{dtype: float16, value: [0.0125]}]}

@@ -132,7 +132,8 @@ def test_the_digest_sees_each_kind_of_state_change_and_nothing_else(tmp_path):
         "CLOSED = outer()\n"
         "@functools.lru_cache\ndef cached(n):\n    return n * 2\n"
         "JITTED = jax.jit(lambda x: x + 1)\n"
-        "import array, itertools\nBATCHES = iter([1, 2, 3])\nCOUNTER = itertools.count()\nBUFFER = bytearray(2)\nNUMBERS = array.array('d', [0.0])\n"
+        "import array, itertools\nBATCHES = iter([1, 2, 3])\nCOUNTER = itertools.count()\n"
+        "BUFFER = bytearray(2)\nNUMBERS = array.array('d', [0.0])\n"
         "DEEP = ()\nfor _ in range(1500):\n    DEEP = (DEEP,)\n",
         encoding="utf-8",
     )
@@ -171,7 +172,9 @@ def test_the_digest_sees_each_kind_of_state_change_and_nothing_else(tmp_path):
 def test_a_module_that_cannot_be_imported_twice_is_kept_as_it_was_and_later_scenarios_still_run(tmp_path):
     # It makes a type it does not define a pytree: a second import raises (duplicate registration).
     (tmp_path / "registers.py").write_text(
-        "import fractions\nimport jax\n\njax.tree_util.register_pytree_node(fractions.Fraction, lambda f: ((), (f.numerator, f.denominator)), lambda aux, _: fractions.Fraction(*aux))\n"
+        "import fractions\nimport jax\n\n"
+        "jax.tree_util.register_pytree_node(fractions.Fraction, lambda f: ((), (f.numerator, f.denominator)), "
+        "lambda aux, _: fractions.Fraction(*aux))\n"
         "CALLS = []\n\n\ndef f(x):\n    CALLS.append(1)\n    return x * 2.0\n",
         encoding="utf-8",
     )
@@ -207,7 +210,9 @@ def test_neighbours_of_one_name_in_two_folders_stay_each_their_folders_after_a_f
     write_yaml(
         tmp_path / "a",
         "s.yaml",
-        "scenarios:\n  - {name: a1, fn: 'uses_a:f', inputs: [{dtype: float32, value: 1.0}]}\n  - {name: a2, fn: 'uses_a:f', inputs: [{dtype: float32, value: 1.0}]}\n",
+        "scenarios:\n"
+        "  - {name: a1, fn: 'uses_a:f', inputs: [{dtype: float32, value: 1.0}]}\n"
+        "  - {name: a2, fn: 'uses_a:f', inputs: [{dtype: float32, value: 1.0}]}\n",
     )
     write_yaml(
         tmp_path / "b", "s.yaml", "scenarios:\n  - {name: b1, fn: 'uses_b:f', inputs: [{dtype: float32, value: 1.0}]}\n"
@@ -327,10 +332,12 @@ def test_a_lazily_imported_neighbour_counts_as_the_users(tmp_path):
     write_yaml(
         tmp_path,
         "lazy.yaml",
-        "scenarios:\n  - name: lazy\n    fn: lazy_fns:uses_helper\n    inputs:\n      - {dtype: float32, value: [1.0]}\n",
+        "scenarios:\n  - name: lazy\n    fn: lazy_fns:uses_helper\n    inputs:\n"
+        "      - {dtype: float32, value: [1.0]}\n",
     )
     (tmp_path / "lazy_fns.py").write_text(
-        "def uses_helper(x):\n    import lazy_helper\n    lazy_helper.CALLS.append(1)\n    return x * len(lazy_helper.CALLS)\n",
+        "def uses_helper(x):\n    import lazy_helper\n    lazy_helper.CALLS.append(1)\n"
+        "    return x * len(lazy_helper.CALLS)\n",
         encoding="utf-8",
     )
     (tmp_path / "lazy_helper.py").write_text("CALLS = []\n", encoding="utf-8")

@@ -64,8 +64,8 @@ def test_the_python_api_pages_examples_pass_and_fail_as_the_page_says(tmp_path):
 def test_the_notebook_example_shows_html_and_text(tmp_path):
     _, code = _examples()["notebook"]
     script = (
-        code
-        + "\nhtml = result._repr_html_()\nassert '<!DOCTYPE html>' in html and 'GA002' in html\nprint('status', result.status)\n"
+        code + "\nhtml = result._repr_html_()\nassert '<!DOCTYPE html>' in html and 'GA002' in html\n"
+        "print('status', result.status)\n"
     )
     run = subprocess.run(
         [sys.executable, "-c", script],
@@ -81,12 +81,14 @@ def test_the_notebook_example_shows_html_and_text(tmp_path):
 
 def test_the_fixture_and_scenario_files_read_tool_gradaudit_and_only_named_folders_are_collected(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.gradaudit]\nrule = "legacy"\nlimits = {elements = 4}\n\n[tool.pytest.ini_options]\ngradaudit_paths = ["audits"]\n'
+        '[tool.gradaudit]\nrule = "legacy"\nlimits = {elements = 4}\n\n'
+        '[tool.pytest.ini_options]\ngradaudit_paths = ["audits"]\n'
     )
     write_yaml(
         tmp_path,
         "audits/select.yaml",
-        "scenarios:\n  - {name: past-the-end, selector: {dtype: int32, value: 2}, cases: 2, shape: [3], dtype: float32}\n",
+        "scenarios:\n"
+        "  - {name: past-the-end, selector: {dtype: int32, value: 2}, cases: 2, shape: [3], dtype: float32}\n",
     )
     write_yaml(tmp_path, "settings.yaml", "key: value\n")  # a project's other YAML: never a test
     write_yaml(
@@ -104,11 +106,13 @@ def test_the_fixture_and_scenario_files_read_tool_gradaudit_and_only_named_folde
         def test_the_rule_comes_from_the_configuration(gradaudit):
             assert gradaudit.options.rule == "legacy" and gradaudit.options.jobs == 0
             with pytest.raises(AssertionError, match="send it nowhere"):
-                gradaudit.check_grads(lambda *c: lax.select_n(np.int32(2), *c), (jnp.arange(3.0), jnp.arange(3.0) + 10), 1)
+                gradaudit.check_grads(lambda *c: lax.select_n(np.int32(2), *c), \
+(jnp.arange(3.0), jnp.arange(3.0) + 10), 1)
 
 
         def test_the_limits_come_from_the_configuration(gradaudit):
-            with pytest.raises(InputRejected, match=r"an input of 5 elements exceeds the limit of 4 \\(limits.elements\\)"):
+            with pytest.raises(InputRejected, \
+match=r"an input of 5 elements exceeds the limit of 4 \\(limits.elements\\)"):
                 gradaudit.audit(jnp.sin, jnp.arange(5.0))
 
 

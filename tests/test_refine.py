@@ -170,7 +170,8 @@ def test_an_entry_refined_is_judged_by_its_refined_estimate_alone(tmp_path):
     ran, result = run_one(
         tmp_path,
         "tan.yaml",
-        "scenarios:\n- name: tan-far\n  fn: jax.numpy:tan\n  inputs:\n  - {dtype: float64, value: [10000000.0, 20000000.0]}\n",
+        "scenarios:\n- name: tan-far\n  fn: jax.numpy:tan\n  inputs:\n"
+        "  - {dtype: float64, value: [10000000.0, 20000000.0]}\n",
     )
     assert ran.exit_code == 0 and result["status"] == "consistent" and not result["findings"], result["findings"]
     (note,) = [n for n in result["notes"] if n["message"].startswith("finite differences refined")]

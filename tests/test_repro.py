@@ -79,7 +79,8 @@ def test_every_script_prints_the_numbers_the_report_holds(tmp_path):
         )
         for path in finding["paths"]:
             assert same(reported(finding["values"][path]), numbers[label(path)], path), (
-                f"{script.name}: {label(path)} printed {numbers[label(path)]}, the report holds {finding['values'][path]}"
+                f"{script.name}: {label(path)} printed {numbers[label(path)]}, "
+                f"the report holds {finding['values'][path]}"
             )
 
 

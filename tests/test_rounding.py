@@ -128,7 +128,8 @@ def test_a_period_far_below_the_step_is_checked_at_finer_steps_and_noted(tmp_pat
     ran, result = run_one(
         tmp_path,
         "fmod.yaml",
-        "scenarios:\n- name: fmod-tiny-divisor\n  fn: jax.numpy:fmod\n  inputs:\n  - {dtype: float64, value: 0.0}\n  - {dtype: float64, value: 7.1e-42}\n",
+        "scenarios:\n- name: fmod-tiny-divisor\n  fn: jax.numpy:fmod\n  inputs:\n"
+        "  - {dtype: float64, value: 0.0}\n  - {dtype: float64, value: 7.1e-42}\n",
     )
     assert ran.exit_code == 0 and result["status"] == "consistent", ran.stderr
     assert [

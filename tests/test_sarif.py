@@ -1,4 +1,5 @@
-"""SARIF 2.1.0 (`--sarif PATH`): every finding of a failing scenario at its scenario's line, as GitHub code scanning reads it."""
+"""SARIF 2.1.0 (`--sarif PATH`): every finding of a failing scenario at its scenario's line, \
+as GitHub code scanning reads it."""
 
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def test_compare_writes_one_sarif_run_naming_each_rule(tmp_path, monkeypatch):
 def test_a_run_refused_for_bad_input_shows_each_input_error_at_its_place(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(
-        "scenarios:\n  - name: s\n    selector: {dtype: int33, value: 1}\n    cases: 2\n    shape: []\n    dtype: float32\n"
+        "scenarios:\n  - name: s\n    selector: {dtype: int33, value: 1}\n    cases: 2\n"
+        "    shape: []\n    dtype: float32\n"
     )
     refused = run_cli("run", str(bad), "--sarif", str(tmp_path / "bad.sarif"))
     assert refused.exit_code == 2

@@ -302,7 +302,8 @@ def _laughs(levels: int) -> str:
 def test_alias_bombs_and_deep_nesting_are_refused_quickly(tmp_path, value, message):
     path = tmp_path / "bomb.yaml"
     path.write_text(
-        f"scenarios:\n  - name: bomb\n    cases: 2\n    shape: []\n    dtype: float32\n    selector:\n      dtype: int32\n      value: {value}\n"
+        "scenarios:\n  - name: bomb\n    cases: 2\n    shape: []\n    dtype: float32\n"
+        f"    selector:\n      dtype: int32\n      value: {value}\n"
     )
     start = time.perf_counter()
     result = run_cli("run", str(path))
@@ -325,8 +326,8 @@ def test_oversized_scenarios_are_refused_before_allocation(tmp_path, monkeypatch
     result = run_cli("run", str(path))
     assert result.exit_code == 2
     assert (
-        f"{path}:2:5: scenario 'huge' is too large: an input of 9,000,000 elements exceeds the limit of 1,000,000 (limits.elements)"
-        in result.stderr
+        f"{path}:2:5: scenario 'huge' is too large: an input of 9,000,000 elements exceeds the limit of 1,000,000 "
+        "(limits.elements)" in result.stderr
     )
     assert "small" not in result.stderr
     assert time.perf_counter() - start < 5
@@ -400,7 +401,8 @@ def test_zero_size_cases_keyword_parentheses_and_scientific_notation(tmp_path):
         "s.yaml",
         """
         scenarios:
-          - {name: empty, selector: {dtype: int32, value: 2}, cases: 2, shape: [0], dtype: float32, tolerance: {rtol: 1e-3, atol: 1E-4}, eps: 2e-3}
+          - {name: empty, selector: {dtype: int32, value: 2}, cases: 2, shape: [0], dtype: float32, \
+tolerance: {rtol: 1e-3, atol: 1E-4}, eps: 2e-3}
         """,
     )
     result = run_cli("run", str(path), "--json", "-")

@@ -86,7 +86,11 @@ def test_the_schemas_ship_in_the_package_and_load_without_jax(tmp_path):
     assert '"schemas/*.json"' in next(
         line for line in (ROOT / "pyproject.toml").read_text().splitlines() if line.startswith("gradaudit = [")
     )
-    code = "import sys; sys.modules['jax'] = None; sys.modules['jaxlib'] = None\nfrom gradaudit.render.schemas import NAMES, schema\nprint(sorted(schema(n)['title'] for n in NAMES.values()))\n"
+    code = (
+        "import sys; sys.modules['jax'] = None; sys.modules['jaxlib'] = None\n"
+        "from gradaudit.render.schemas import NAMES, schema\n"
+        "print(sorted(schema(n)['title'] for n in NAMES.values()))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "gradaudit.survey/1" in proc.stdout

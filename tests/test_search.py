@@ -219,7 +219,8 @@ def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_it
             "'output' must be one of identity",
         ),
         (
-            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], eps: {min: 0, max: 1}}\n",
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[]], "
+            "eps: {min: 0, max: 1}}\n",
             "'eps' is one number > 0",
         ),
         ("search: {name: s, fn: 'nomod:f', inputs: [{dtype: float32}]}\n", "cannot import module 'nomod'"),
@@ -246,7 +247,8 @@ def test_function_space_shrinks_an_out_of_range_gather_and_the_file_runs_from_it
             "'eps' is one number > 0",
         ),
         (
-            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], shape: [[1000000000000000000000000000]]}\n",
+            "search: {name: s, selector: {dtype: [int8], value: [0]}, cases: [2], "
+            "shape: [[1000000000000000000000000000]]}\n",
             "integer too large",
         ),
     ],
@@ -294,7 +296,8 @@ def test_limits_apply_to_drawn_scenarios_and_a_space_with_nothing_valid_is_exit_
     write_yaml(
         tmp_path,
         "tiles.yaml",
-        "search: {name: tiles, fn: 'tiles:tile', bind: constant, inputs: [{dtype: float32, shape: [[2]], value: {min: -1, max: 1}}, {dtype: int32, value: [6, 1]}]}\n",
+        "search: {name: tiles, fn: 'tiles:tile', bind: constant, "
+        "inputs: [{dtype: float32, shape: [[2]], value: {min: -1, max: 1}}, {dtype: int32, value: [6, 1]}]}\n",
     )
     tiled = run_cli("search", "tiles.yaml", "--budget", "3", "--out", "found", "--no-database", "--jobs", "0")
     assert tiled.exit_code in (0, 1), tiled.stdout + tiled.stderr
@@ -352,7 +355,8 @@ def test_scenarios_that_abort_the_interpreter_or_hang_are_kinds_of_their_own_and
 ):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "aborting.py").write_text(
-        "import os\nimport time\n\n\ndef maybe_abort(x, i):\n    if int(i) == 3:\n        os.abort()\n    if int(i) == 1:\n        time.sleep(600)\n    return x * 2.0\n"
+        "import os\nimport time\n\n\ndef maybe_abort(x, i):\n    if int(i) == 3:\n        os.abort()\n"
+        "    if int(i) == 1:\n        time.sleep(600)\n    return x * 2.0\n"
     )
     # A constant, `i` is a plain number whenever the function is traced: even checking a draw's size
     # runs into the abort or the hang, so the search's own process must leave that to its workers.
@@ -579,7 +583,8 @@ def test_workers_left_hanging_stop_after_three_timeouts_and_the_search_says_what
 ):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "slow.py").write_text(
-        "import time\n\n\ndef slow_past_ten(x):\n    if abs(float(x)) > 10:\n        time.sleep(600)\n    return x * 2.0\n"
+        "import time\n\n\ndef slow_past_ten(x):\n    if abs(float(x)) > 10:\n        time.sleep(600)\n"
+        "    return x * 2.0\n"
     )
     write_yaml(
         tmp_path,

@@ -1,4 +1,5 @@
-"""gradaudit survey: JAX's differentiable surface as data, explored unaided, each kind shrunk to a file that reproduces."""
+"""gradaudit survey: JAX's differentiable surface as data, explored unaided, each kind shrunk to a file \
+that reproduces."""
 
 from __future__ import annotations
 

@@ -110,7 +110,8 @@ def test_a_run_with_many_failing_scenarios_groups_findings_by_kind_and_names_a_f
         for k in range(MANY + 5)
     ]
     one_case = [
-        f"  - {{name: bool-one-case-{k}, selector: {{dtype: bool, value: {str(k % 2 == 0).lower()}}}, cases: 1, shape: [{k + 1}]}}"
+        f"  - {{name: bool-one-case-{k}, selector: {{dtype: bool, value: {str(k % 2 == 0).lower()}}}, "
+        f"cases: 1, shape: [{k + 1}]}}"
         for k in range(4)
     ]
     (tmp_path / "many.yaml").write_text("defaults: {dtype: float32}\nscenarios:\n" + "\n".join(above + one_case) + "\n")

@@ -76,7 +76,8 @@ def test_spence_meets_neither_clamp_nor_select_n_misbehaving(x):
 
 
 def test_values_and_tangents_are_the_functions_own():
-    # The evaluation follows the branch each cond takes and each custom rule: triggers are read off the real computation.
+    # The evaluation follows the branch each cond takes and each custom rule: triggers are read off the real
+    # computation.
     def f(x):
         return jnp.sum(jnp.where(x > 1, jnp.sqrt(x), jax.nn.relu(x)) + jnp.sinc(x))
 

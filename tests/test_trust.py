@@ -20,12 +20,14 @@ def test_no_user_code_refuses_function_scenarios_before_importing_them(tmp_path,
     write_yaml(
         tmp_path,
         "functions.yaml",
-        "scenarios:\n  - name: doubled\n    fn: untrusted:double\n    inputs:\n      - {dtype: float32, value: [1.0, 2.0]}\n",
+        "scenarios:\n  - name: doubled\n    fn: untrusted:double\n    inputs:\n"
+        "      - {dtype: float32, value: [1.0, 2.0]}\n",
     )
     write_yaml(
         tmp_path,
         "selects.yaml",
-        "scenarios:\n  - name: in-range\n    selector: {dtype: int32, value: 1}\n    cases: 2\n    shape: [3]\n    dtype: float32\n",
+        "scenarios:\n  - name: in-range\n    selector: {dtype: int32, value: 1}\n    cases: 2\n"
+        "    shape: [3]\n    dtype: float32\n",
     )
     refused = run_cli("run", "functions.yaml", "selects.yaml", "--no-user-code", "--json", "r.json")
     assert refused.exit_code == 2

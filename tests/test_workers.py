@@ -13,7 +13,11 @@ import pytest
 
 from tests.helpers import ROOT, run_cli, session_cache, write_yaml
 
-WHOSE = "import os\nfrom pathlib import Path\n\n\ndef f(x):\n    with Path(__file__).with_name('pids').open('a') as pids:\n        pids.write(f'{os.getpid()}\\n')\n    return x * x\n"
+WHOSE = (
+    "import os\nfrom pathlib import Path\n\n\ndef f(x):\n"
+    "    with Path(__file__).with_name('pids').open('a') as pids:\n"
+    "        pids.write(f'{os.getpid()}\\n')\n    return x * x\n"
+)
 """A module whose `f` records, in `pids` beside it, the process that called it."""
 
 HAZARDS = """
@@ -353,11 +357,13 @@ def test_a_batch_of_many_captured_values_is_split_between_the_workers_and_costly
 
     many = 2 * SPLIT_VALUES + 3
     entries = [
-        f"  - {{name: many-{v}, fn: 'fns:take', inputs: [{{dtype: float32, value: [1.0, 2.0]}}, {{dtype: int32, value: {v}}}]}}"
+        f"  - {{name: many-{v}, fn: 'fns:take', "
+        f"inputs: [{{dtype: float32, value: [1.0, 2.0]}}, {{dtype: int32, value: {v}}}]}}"
         for v in range(many)
     ]
     entries += [
-        f"  - {{name: few-{k}, fn: 'fns:window', inputs: [{{dtype: float32, value: [1.0, 2.0, 3.0]}}, {{dtype: int32, value: {k % 3}}}]}}"
+        f"  - {{name: few-{k}, fn: 'fns:window', "
+        f"inputs: [{{dtype: float32, value: [1.0, 2.0, 3.0]}}, {{dtype: int32, value: {k % 3}}}]}}"
         for k in range(6)
     ]
     entries += [
@@ -366,7 +372,8 @@ def test_a_batch_of_many_captured_values_is_split_between_the_workers_and_costly
         for k in range(4)
     ]
     (tmp_path / "fns.py").write_text(
-        "def take(x, i):\n    return x[i % 2]\n\n\nwindow = take\n\n\ndef soft(x):\n    return x * x\n\n\nhuber = soft\n"
+        "def take(x, i):\n    return x[i % 2]\n\n\nwindow = take\n\n\n"
+        "def soft(x):\n    return x * x\n\n\nhuber = soft\n"
     )
     loaded = load_paths([str(write_yaml(tmp_path, "grid.yaml", "scenarios:\n" + "\n".join(entries) + "\n"))])
     assert not loaded.errors
