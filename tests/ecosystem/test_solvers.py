@@ -45,3 +45,25 @@ def test_a_root_found_by_newton_passes_through_its_implicit_derivative():
 
     result = gradaudit.audit(root, jnp.array(1.5))
     assert result.status == CONSISTENT, str(result)
+
+
+def test_a_sign_flipped_rule_after_a_minimiser_is_wrong_though_the_solver_parts_its_slopes():
+    """optimistix's BFGS argmin of sum((y - a)**2) + 0.1 sum(y**4) solves to 1e-6, so its one-sided slopes part by
+    its own noise (0.684 and 0.688 at half the usual step, 0.689 and 0.688 at it: a gap that grew as the step
+    halved, which read as a jump and excused everything); they all sit within a quarter of each other around
+    d y/d a = 1 / (1 + 0.6 y**2) = 0.688, and a rule flipping its sign was passed as a kink (a fresh-eyes review's
+    case). The plain argmin passes."""
+    optimistix = library("optimistix")
+    from tests.helpers import off_by
+
+    def argmin(a):
+        def objective(y, a):
+            return jnp.sum((y - a) ** 2) + 0.1 * jnp.sum(y**4)
+
+        solver = optimistix.BFGS(rtol=1e-6, atol=1e-6)
+        return optimistix.minimise(objective, solver, jnp.zeros(2, jnp.float32), args=a).value
+
+    point = jnp.array([1.0, -0.5], jnp.float32)
+    assert gradaudit.audit(argmin, point).passed
+    flipped = gradaudit.audit(off_by(argmin, -1.0), point)
+    assert not flipped.passed and {str(f.finding_class) for f in flipped.findings} == {"wrong"}
