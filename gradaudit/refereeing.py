@@ -25,7 +25,7 @@ def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[Sc
     its scenario widened to float64 and run in this process, x64 on for it alone."""
     from gradaudit.judging import referee
 
-    wanted = [(i, referee.widened(r.scenario)) for i, r in enumerate(results) if referee.wanted(r)]
+    wanted = [(i, referee.widened(r.scenario)) for i, r in enumerate(results) if referee.wanted(r, options.tolerance)]
     wides = [(i, wide) for i, wide in wanted if wide is not None]
     if not wides:
         return list(results)

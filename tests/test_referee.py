@@ -373,3 +373,30 @@ def test_a_float64_split_the_narrow_tolerance_passes_still_persists_where_it_exp
     tight = gradaudit.audit(off_by(jnp.sin, 1.001), points.astype(np.float32), rtol=1e-4, atol=1e-5)
     assert not tight.passed and {str(f.finding_class) for f in tight.findings} == {"wrong"}
     assert gradaudit.audit(jnp.sin, points.astype(np.float32), rtol=1e-4, atol=1e-5).passed
+
+
+def test_a_coarsely_checked_rule_goes_to_float64_which_checks_it_within_the_relative_tolerance_alone():
+    """bfloat16 and float16 finite differences check a derivative only within 0.354 and 0.125 relative plus as much
+    absolute: a bfloat16 softplus rule 1.5 times its slope (0.85 at 1.7) passed within 0.98, a float16 one 1.3 times
+    (a review's cases). float64 at the same inputs finds each rule wrong; the narrow AD paths give float64's AD
+    numbers and stray from float64's finite differences by more than the relative tolerance: `wrong`. A bfloat16
+    rule 1.3 times passes (within 0.354, as the note says), and so does softplus itself."""
+    import jax
+    import ml_dtypes
+
+    import gradaudit
+
+    def softplus_times(factor):
+        rule = jax.custom_jvp(jax.nn.softplus)
+        rule.defjvp(lambda p, t: (jax.nn.softplus(p[0]), (factor * jax.nn.sigmoid(p[0])).astype(p[0].dtype) * t[0]))
+        return rule
+
+    points = np.array([-2.0, -0.3, 0.5, 1.7])
+    brain = points.astype(ml_dtypes.bfloat16)
+    half_again = gradaudit.audit(softplus_times(1.5), brain)
+    assert not half_again.passed and {str(f.finding_class) for f in half_again.findings} == {"wrong"}
+    assert all("float64" in f.message for f in half_again.findings)
+    assert gradaudit.audit(softplus_times(1.3), brain).passed
+    assert gradaudit.audit(jax.nn.softplus, brain).passed
+    thirty = gradaudit.audit(softplus_times(1.3), points.astype(np.float16))
+    assert not thirty.passed and {str(f.finding_class) for f in thirty.findings} == {"wrong"}

@@ -19,7 +19,7 @@ import numpy as np
 
 from gradaudit.judging.classes import between_slopes
 from gradaudit.judging.scale import row_and_column_scale
-from gradaudit.judging.tolerances import Tolerances, tolerances_for
+from gradaudit.judging.tolerances import COARSE, Tolerances, tolerances_for
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Moved
 from gradaudit.model.findings import (
@@ -71,15 +71,22 @@ def widened(scenario: Scenario) -> Scenario | None:
     )
 
 
-def wanted(result: ScenarioResult) -> bool:
+def wanted(result: ScenarioResult, tolerance: tuple[float | None, ...] = ()) -> bool:
     """Whether `result` has a finding the referee could settle and a float64 run could change its
-    outcome (`beyond_reconciling` says where it cannot)."""
+    outcome (`beyond_reconciling` says where it cannot), or was checked only coarsely (`_coarse`: float64
+    checks its AD paths more closely, `_checked_closely`)."""
     return (
         result.scenario.target.refereed
         and result.scenario.precision_dtype in NARROW
-        and any(_refereed(f) for f in result.findings)
+        and (any(_refereed(f) for f in result.findings) or _coarse(result, tolerance))
         and beyond_reconciling(result) is None
     )
+
+
+def _coarse(result: ScenarioResult, tolerance: tuple[float | None, ...]) -> bool:
+    """Whether finite differences in `result`'s dtype check derivatives only within `tolerances.COARSE` or more
+    (float16's default 0.125, bfloat16's 0.35, plus as much absolute): a rule twice a slope of 0.85 passes."""
+    return result.status != ERROR and tolerances_for(result.scenario, tolerance, paths=result.paths).fd_rtol >= COARSE
 
 
 def beyond_reconciling(result: ScenarioResult) -> Finding | None:
@@ -161,6 +168,8 @@ def refereed(
             notes.append(ruling)
         else:
             kept.append(ruling)
+    if wide is not None and wide.status != ERROR and _coarse(narrow, tolerance):
+        kept.extend(_checked_closely(narrow, wide, tolerances_for(narrow.scenario, tolerance, paths=narrow.paths)))
     if len(kept) == len(narrow.findings) and all(k is f for k, f in zip(kept, narrow.findings, strict=True)):
         return narrow
     status = ERROR if any(f.kind == RAISED for f in kept) else MISMATCH if kept else CONSISTENT
@@ -172,6 +181,61 @@ def refereed(
         diagnosis=narrow.diagnosis if kept else None,
         seconds=narrow.seconds + wide.seconds if wide is not None else narrow.seconds,
     )
+
+
+def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: Tolerances) -> list[Finding]:
+    """The AD paths of a coarsely checked narrow run (`_coarse`) that float64 finds wrong: where float64's
+    judge finds its AD paths `wrong` against its finite differences, the narrow paths within the narrow
+    tolerance of float64's (the same rule in both dtypes), and further from float64's finite differences
+    than the narrow relative tolerance alone, a `wrong` finding of the narrow run naming float64's numbers.
+    The narrow finite differences' absolute part and rounding no longer decide: a bfloat16 rule 1.5 times
+    softplus's slope passed within 0.98 at 0.85, float64's finite differences say 0.845."""
+    found: list[Finding] = []
+    dtype = narrow.scenario.precision_dtype
+    for wrong in wide.findings:
+        location = wrong.location or ""
+        reference = wrong.values.get(FINITE_DIFFERENCE)
+        sides = [p for p in wrong.paths if base_name(p) not in REFERENCES]
+        if (
+            wrong.finding_class != FindingClass.WRONG
+            or wrong.kind != DISAGREEMENT
+            or FINITE_DIFFERENCE not in wrong.paths
+            or reference is None
+            or not math.isfinite(reference)
+        ):
+            continue
+        here = {p: _entry(narrow, p, location) for p in sides}
+        there = {p: wrong.values.get(p) for p in sides}
+        numbers = [
+            (h, t)
+            for h, t in zip(here.values(), there.values(), strict=True)
+            if h is not None and t is not None and math.isfinite(h) and math.isfinite(t)
+        ]
+        if not sides or len(numbers) != len(sides):
+            continue
+        shared = all(abs(h - t) <= tolerances.fd_atol + tolerances.fd_rtol * abs(t) for h, t in numbers)
+        if not shared or all(abs(h - reference) <= tolerances.fd_rtol * abs(reference) for h, _ in numbers):
+            continue
+        labels = ", ".join(sides)
+        found.append(
+            replace(
+                wrong,
+                message=(
+                    f"{labels} disagree with float64's finite differences at the same inputs on {wrong.count} of "
+                    f"{wrong.of} entries; largest at {location}: {_number(reference)} from finite differences in "
+                    f"float64, {', '.join(f'{_number(h)} from {p}' for p, h in here.items())} in {dtype}"
+                ),
+                values={**{p: h for p, h in here.items() if h is not None}, "finite_difference (float64)": reference},
+                reason=(
+                    f"{dtype}'s finite differences check it only within {tolerances.fd_rtol:.3g} relative plus "
+                    f"{tolerances.fd_atol:.3g} absolute; the float64 referee at the same inputs finds the AD paths "
+                    f"wrong ({_values(wrong)}), and every {dtype} AD path is within {dtype}'s tolerance of its float64 "
+                    f"number (the same rule) and further than {tolerances.fd_rtol:.3g} relative from float64's "
+                    f"finite differences: {wrong.reason}"
+                ),
+            )
+        )
+    return found
 
 
 def _routed(finding: Finding, rulings: list[tuple[Finding, Note | Finding]]) -> Note | Finding:
