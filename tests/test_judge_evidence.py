@@ -686,3 +686,26 @@ def test_a_convention_explains_no_wrong_rule_that_feeds_it_or_stands_beside_it(c
     if case == "a wrong rule beside a huge floor":  # the finding counts and leads with the wrong entry only
         finding = next(f for f in wrong if f.location)
         assert finding.count == 1 and finding.location == "d out[1]/d x", finding
+
+
+def test_a_wrong_rule_beside_a_nan_input_is_wrong_where_its_eager_and_jit_twins_agree():
+    """A sin rule 1.2 times its slope at [1, nan, 0.5]: the NaN input parts jacfwd from jit(jacfwd) at its own
+    entries (NaN against 0), so the AD paths stand on different sides; at d out[2]/d x[2] every one of them gives
+    1.0531 against finite differences' 0.8776. That is one rule wrong, not one transform giving two answers
+    (a review found it classed eager-jit): `wrong` there, the NaN's entries `non-finite`."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+    from gradaudit.model.paths import FINITE_DIFFERENCE
+
+    @jax.custom_jvp
+    def sine(x):
+        return jnp.sin(x)
+
+    sine.defjvp(lambda p, t: (jnp.sin(p[0]), 1.2 * jnp.cos(p[0]) * t[0]))
+    result = gradaudit.audit(sine, np.array([1.0, np.nan, 0.5], np.float32))
+    at_finite = [f for f in result.findings if FINITE_DIFFERENCE in f.paths]
+    assert at_finite and {str(f.finding_class) for f in at_finite} == {"wrong"}, [f.labelled for f in at_finite]
+    assert {str(f.finding_class) for f in result.findings} == {"wrong", "non-finite"}

@@ -208,13 +208,14 @@ def classify(
     flat: np.ndarray,
     got: np.ndarray,
     want: np.ndarray,
-    twins: bool,
+    twins: bool | np.ndarray,
     crossing: np.ndarray | None = None,
 ) -> np.ndarray:
     """The class of each disagreeing entry `flat` of `block`, where one side gave `got` and the
     other `want` (float64, one value per entry); `twins`: the sides are a path and its own eager/jit
-    or binding twin; `crossing`: the block's entries whose row or column holds an infinite
-    derivative (`crossing_infinities`). See the module's docstring for the order of precedence."""
+    or binding twin (per entry, where a twin gives another number there); `crossing`: the block's entries
+    whose row or column holds an infinite derivative (`crossing_infinities`). See the module's docstring
+    for the order of precedence."""
     flat = np.asarray(flat, dtype=np.intp)
     if surroundings.all_finite:
         # Nothing non-finite around the entries: a non-finite or out-of-range number compared is all that can make one
@@ -227,7 +228,8 @@ def classify(
                 and (np.abs(want) <= surroundings.largest).all()
             )
         if plain:
-            classes = np.full(flat.shape, EAGER_JIT.value if twins else WRONG.value, dtype=object)
+            classes = np.full(flat.shape, WRONG.value, dtype=object)
+            classes[twins] = EAGER_JIT.value
             if reference is not None:
                 undefined = np.asarray(reference.undefined[block]).reshape(-1)[flat]
                 kink = np.asarray(reference.kink[block]).reshape(-1)[flat] & reference.between(block, flat, got)
@@ -268,7 +270,10 @@ def classify(
     leaks = one_sided & ~non_finite
     # A NaN born inside the function in one of a path and its eager/jit twin is that split itself.
     # Where it is asked (the function evaluated equation by equation) only when some entry could be a leak.
-    if leaks.any() and (surroundings.elsewhere is not None or (not twins and surroundings.inside is not None)):
+    if surroundings.elsewhere is None:
+        # entry by entry: only where the sides are not a path and its twin giving two answers
+        leaks &= ~np.broadcast_to(np.asarray(twins, dtype=bool), leaks.shape)
+    if leaks.any() and (surroundings.elsewhere is not None or surroundings.inside is not None):
         classes[leaks] = LEAK.value
     classes[non_finite] = NON_FINITE.value
     return classes

@@ -499,10 +499,31 @@ class _Classifying:
     """Where every AD path stands against finite differences: the probe that can settle a `wrong` entry."""
     tolerance: tuple[float, float] = (0.0, 0.0)
     """(rtol, atol) of the comparison, for the probe's evidence."""
+    twin_paths: tuple[PathResult, ...] = ()
+    """Where `twins` says a side's eager/jit or binding twins sit on another side: those twins. An entry is
+    one transform giving two answers only where a twin gives another number there; where every twin gives the
+    side's own (their sides parted over a NaN input elsewhere), the side's split is its own."""
+    twin_tolerance: tuple[float, float] = (0.0, 0.0)
+    """(rtol, atol) of AD against AD, by which a twin gives another number."""
 
     @functools.cached_property
     def surroundings(self) -> Surroundings:
         return self.surroundings_of()
+
+    def twins_at(self, block: int, flat: np.ndarray, got: np.ndarray) -> bool | np.ndarray:
+        """`twins`, entry by entry where the twins are known: whether some twin gives another number than
+        `got` at the entries `flat` of `block`."""
+        if not self.twins or not self.twin_paths:
+            return self.twins
+        differ = np.zeros(np.shape(flat), bool)
+        for twin in self.twin_paths:
+            if block >= len(twin.ok_arrays):
+                return True
+            theirs = np.asarray(twin.ok_arrays[block], dtype=np.float64).reshape(-1)
+            if theirs.size <= int(np.max(flat, initial=0)):
+                return True
+            differ |= ~_close(np.asarray(got, dtype=np.float64), theirs[flat], *self.twin_tolerance)
+        return differ
 
     def crossed(self, block: int, flat: int) -> bool:
         return self.crossing is not None and bool(np.asarray(self.crossing[block]).reshape(-1)[flat])
@@ -638,7 +659,8 @@ class _Comparison:
             size = int(np.size(self.side[0].ok_arrays[block]))
             c = self.classifying
             crossing = None if c.crossing is None else c.crossing[block]
-            classes = classify(c.surroundings, c.reference, block, order, size, indices, got, want, c.twins, crossing)
+            twins = c.twins_at(block, indices, got)
+            classes = classify(c.surroundings, c.reference, block, order, size, indices, got, want, twins, crossing)
             if c.probe is not None:
                 for k in np.flatnonzero(classes == WRONG.value)[: PROBED * PROBED]:
                     column = c.column(block, order, size, int(indices[k]))
@@ -1182,6 +1204,13 @@ def _twin_elsewhere(side: Sequence[PathResult], ad_paths: Sequence[PathResult]) 
     return all(transform_of(path.name) in elsewhere for path in side)
 
 
+def _twins_of(side: Sequence[PathResult], ad_paths: Sequence[PathResult]) -> list[PathResult]:
+    """The eager/jit or binding twins (the same mode) of `side`'s paths among the other AD paths."""
+    names = {p.name for p in side}
+    modes = {transform_of(p.name) for p in side}
+    return [p for p in ad_paths if p.name not in names and transform_of(p.name) in modes]
+
+
 def _value_notes(value: PathResult) -> list[Note]:
     """The function's value is itself NaN or infinite somewhere: derivatives there are not a number to check."""
     output = np.asarray(value.ok_arrays[0], dtype=np.float64)
@@ -1372,10 +1401,16 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             crossing_infinities([p.ok_arrays for p in ad_paths], int(np.size(value.ok_arrays[0]))) if infinite else None
         )
 
-        def classed(twins: bool, probe: Prober | None = None) -> _Classifying:
+        def classed(
+            twins: bool,
+            probe: Prober | None = None,
+            twin_paths: Sequence[PathResult] = (),
+            evidence: Reference | None = evidence,
+            crossing: Masks | None = crossing,
+        ) -> _Classifying:
             tolerance = (tolerances.fd_rtol, tolerances.fd_atol)
-            # used within this iteration
-            return _Classifying(surroundings_of, evidence, twins, crossing, probe, tolerance)  # noqa: B023
+            ad = (tolerances.ad_rtol, tolerances.ad_atol)
+            return _Classifying(surroundings_of, evidence, twins, crossing, probe, tolerance, tuple(twin_paths), ad)
 
         comparisons = []
         split = False  # two AD paths of the family disagree beyond rounding at the Jacobian's scale
@@ -1438,7 +1473,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                     tolerances.fd_atol,
                     noise=noise,
                     known=against_known,
-                    classifying=classed(_twin_elsewhere(side, ad_paths), consensus),
+                    classifying=classed(_twin_elsewhere(side, ad_paths), consensus, _twins_of(side, ad_paths)),
                 )
                 against_reference.append(comparison)
             comparisons += against_reference
