@@ -400,3 +400,32 @@ def test_a_coarsely_checked_rule_goes_to_float64_which_checks_it_within_the_rela
     assert gradaudit.audit(jax.nn.softplus, brain).passed
     thirty = gradaudit.audit(softplus_times(1.3), points.astype(np.float16))
     assert not thirty.passed and {str(f.finding_class) for f in thirty.findings} == {"wrong"}
+
+
+def test_a_coarse_run_s_float64_finding_writes_every_report(tmp_path):
+    """The finding float64 gives a bfloat16 run names float64's numbers as evidence, not as a path's value: the
+    HTML, SARIF and JUnit reports are written beside the JSON (a key no path has once stopped the HTML)."""
+    (tmp_path / "coarse_rules.py").write_text(
+        "import jax\n\n\n"
+        "def half_again(x):\n"
+        "    rule = jax.custom_jvp(jax.nn.softplus)\n"
+        "    slope = lambda x: (1.5 * jax.nn.sigmoid(x)).astype(x.dtype)\n"
+        "    rule.defjvp(lambda p, t: (jax.nn.softplus(p[0]), slope(p[0]) * t[0]))\n"
+        "    return rule(x)\n"
+    )
+    path = write_yaml(
+        tmp_path,
+        "coarse.yaml",
+        "scenarios:\n"
+        "  - {name: coarse, fn: 'coarse_rules:half_again', inputs: [{dtype: bfloat16, value: [-2.0, 0.5, 1.7]}]}\n",
+    )
+    outputs = {kind: tmp_path / f"out.{kind}" for kind in ("html", "sarif", "xml")}
+    result = run_cli(
+        "run", str(path), "--json", "-", "--html", str(outputs["html"]), "--sarif", str(outputs["sarif"]),
+        "--junit", str(outputs["xml"]),
+    )  # fmt: skip
+    assert result.exit_code == 1, result.stderr
+    (finding,) = result.json()["results"][0]["findings"]
+    assert finding["class"] == "wrong" and "finite_difference (float64)" in finding["evidence"]
+    assert set(finding["values"]) <= {"jacfwd", "jit_jacfwd", "jacrev", "jit_jacrev", "finite_difference"}
+    assert all(p.stat().st_size > 0 for p in outputs.values())

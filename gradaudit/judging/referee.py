@@ -217,6 +217,7 @@ def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: T
         if not shared or all(abs(h - reference) <= tolerances.fd_rtol * abs(reference) for h, _ in numbers):
             continue
         labels = ", ".join(sides)
+        own = _entry(narrow, FINITE_DIFFERENCE, location)
         found.append(
             replace(
                 wrong,
@@ -225,7 +226,8 @@ def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: T
                     f"{wrong.of} entries; largest at {location}: {_number(reference)} from finite differences in "
                     f"float64, {', '.join(f'{_number(h)} from {p}' for p, h in here.items())} in {dtype}"
                 ),
-                values={**{p: h for p, h in here.items() if h is not None}, "finite_difference (float64)": reference},
+                values={p: h for p, h in {**here, FINITE_DIFFERENCE: own}.items() if h is not None},
+                evidence={f"{name} (float64)": number for name, number in wrong.evidence.items()},
                 reason=(
                     f"{dtype}'s finite differences check it only within {tolerances.fd_rtol:.3g} relative plus "
                     f"{tolerances.fd_atol:.3g} absolute; the float64 referee at the same inputs finds the AD paths "
