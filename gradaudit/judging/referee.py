@@ -20,6 +20,7 @@ import numpy as np
 from gradaudit.judging.classes import between_slopes
 from gradaudit.judging.scale import row_and_column_scale
 from gradaudit.judging.tolerances import COARSE, Tolerances, tolerances_for
+from gradaudit.judging.wording import path_labels
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Moved
 from gradaudit.model.findings import (
@@ -216,7 +217,7 @@ def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: T
         shared = all(abs(h - t) <= tolerances.fd_atol + tolerances.fd_rtol * abs(t) for h, t in numbers)
         if not shared or all(abs(h - reference) <= tolerances.fd_rtol * abs(reference) for h, _ in numbers):
             continue
-        labels = ", ".join(sides)
+        labels = path_labels(sides)
         own = _entry(narrow, FINITE_DIFFERENCE, location)
         found.append(
             replace(
