@@ -429,3 +429,18 @@ def test_a_coarse_run_s_float64_finding_writes_every_report(tmp_path):
     assert finding["class"] == "wrong" and "finite_difference (float64)" in finding["evidence"]
     assert set(finding["values"]) <= {"jacfwd", "jit_jacfwd", "jacrev", "jit_jacrev", "finite_difference"}
     assert all(p.stat().st_size > 0 for p in outputs.values())
+
+
+def test_a_coarse_run_s_own_finding_is_not_reported_again_from_float64():
+    """A bfloat16 rule three times softplus's slope is a split the narrow run finds itself: float64's numbers do
+    not add a second finding on the same paths (they did, 2 of 9 and 3 of 9 entries, before the read-through)."""
+    import jax
+    import ml_dtypes
+
+    import gradaudit
+
+    rule = jax.custom_jvp(jax.nn.softplus)
+    rule.defjvp(lambda p, t: (jax.nn.softplus(p[0]), (3.0 * jax.nn.sigmoid(p[0])).astype(p[0].dtype) * t[0]))
+    result = gradaudit.audit(rule, np.array([-2.0, 0.5, 1.7]).astype(ml_dtypes.bfloat16))
+    against = [f for f in result.findings if "finite_difference" in f.paths]
+    assert len(against) == 1 and str(against[0].finding_class) == "wrong", [f.labelled for f in against]

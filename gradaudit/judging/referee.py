@@ -170,7 +170,10 @@ def refereed(
         else:
             kept.append(ruling)
     if wide is not None and wide.status != ERROR and _coarse(narrow, tolerance):
-        kept.extend(_checked_closely(narrow, wide, tolerances_for(narrow.scenario, tolerance, paths=narrow.paths)))
+        # a split the narrow run reports on the same paths already says the rule is wrong: not twice
+        reported = {frozenset(f.paths) for f in kept if f.kind == DISAGREEMENT}
+        closely = _checked_closely(narrow, wide, tolerances_for(narrow.scenario, tolerance, paths=narrow.paths))
+        kept.extend(f for f in closely if frozenset(f.paths) not in reported)
     if len(kept) == len(narrow.findings) and all(k is f for k, f in zip(kept, narrow.findings, strict=True)):
         return narrow
     status = ERROR if any(f.kind == RAISED for f in kept) else MISMATCH if kept else CONSISTENT
