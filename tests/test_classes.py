@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradaudit.judging.classes import Reference, Surroundings, classify, crossing_infinities, explain
+from gradaudit.judging.classes import Reference, Surroundings, classify, crossing_non_finite, explain
 from gradaudit.judging.judge import judge
 from gradaudit.judging.tolerances import Tolerances
 from gradaudit.model.findings import FindingClass
@@ -137,15 +137,32 @@ def test_a_derivative_beyond_the_dtypes_range_or_without_an_estimate_at_the_edge
     assert _classes(here, edge, [0], [1.0], [2.0]) == ["wrong"]
 
 
-def test_crossing_infinities_mark_the_row_and_column_of_an_infinite_derivative():
-    # 1/x at x = [0, 1]: d out[0]/d x[0] = -inf; its row (out[0]) and column (x[0]) are crossed.
+def test_crossing_non_finite_mark_the_row_and_column_of_an_infinite_derivative():
+    # 1/x at x = [0, 1]: d out[0]/d x[0] = -inf; the rest of its row (out[0]) and column (x[0]) is crossed.
     jacobian = np.array([[-INF, 0.0], [0.0, -1.0]])
-    (crossed,) = crossing_infinities([(jacobian,)], 2)
-    assert crossed.tolist() == [[True, True], [True, False]]
+    (crossed,) = crossing_non_finite([(jacobian,)], 2)
+    assert crossed.tolist() == [[False, True], [True, False]]
     here = _surroundings([0.0, 1.0], [INF, 1.0])
     # d out[1]/d x[0]: its own input 0 and output 1 are finite, but 0 × inf is NaN in reverse mode.
     assert _classes(here, None, [2], [NAN], [0.0], crossing=crossed) == ["non-finite"]
     assert _classes(here, None, [2], [NAN], [0.0]) == ["wrong"]
+
+
+def test_a_nan_every_path_gives_crosses_its_row_and_column_but_not_itself():
+    # xlogy(x, x) at [0, 0.5]: every AD path NaN at d out[0]/d x[0] (log 0 + 0/0); forward mode's NaN at
+    # d out[0]/d x[1] is 0 × NaN, as entr's is 0 × inf.
+    forward = np.array([[NAN, NAN], [0.0, 0.31]])
+    reverse = np.array([[NAN, 0.0], [NAN, 0.31]])
+    (crossed,) = crossing_non_finite([(forward,), (reverse,)], 2)
+    assert crossed.tolist() == [[False, True], [True, False]]
+    # An infinity one path alone gives crosses nothing.
+    (alone,) = crossing_non_finite([(np.array([[INF, 0.0], [0.0, 1.0]]),), (np.eye(2),)], 2)
+    assert not alone.any()
+    # A rule giving inf where sin is smooth: the entry is its own infinity, so it stays wrong.
+    here = _surroundings([0.5, 1.0], [0.479, 0.841])
+    (rule,) = crossing_non_finite([(np.array([[INF, NAN], [0.0, 0.54]]),), (np.array([[INF, 0.0], [NAN, 0.54]]),)], 2)
+    assert _classes(here, None, [0], [INF], [0.8776], crossing=rule) == ["wrong"]
+    assert _classes(here, None, [1], [NAN], [0.0], crossing=rule) == ["non-finite"]
 
 
 def test_the_reason_names_the_entry_its_numbers_and_what_decided():

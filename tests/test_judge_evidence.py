@@ -709,3 +709,37 @@ def test_a_wrong_rule_beside_a_nan_input_is_wrong_where_its_eager_and_jit_twins_
     at_finite = [f for f in result.findings if FINITE_DIFFERENCE in f.paths]
     assert at_finite and {str(f.finding_class) for f in at_finite} == {"wrong"}, [f.labelled for f in at_finite]
     assert {str(f.finding_class) for f in result.findings} == {"wrong", "non-finite"}
+
+
+def test_an_infinite_rule_where_the_function_is_smooth_is_wrong_and_the_nans_it_makes_beside_it_are_not():
+    """A sin rule giving inf at x = 0.5: every AD path's d out[0]/d x[0] is inf against finite differences'
+    0.8776. That infinity is no excuse for itself (it passed as `0 × inf` when an entry crossed its own row):
+    `wrong` there; the NaNs a zero tangent or cotangent makes of it beside it are `non-finite`. xlogy(x, x) at 0
+    (every AD path NaN at its own entry, as finite differences are: x log x has no left side) splits its row and
+    column as -entr(x) does (-inf there): `non-finite`, 0 × NaN as 0 × inf, nothing wrong and no routing."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.scipy.special import entr, xlogy
+
+    import gradaudit
+    from gradaudit.model.paths import FINITE_DIFFERENCE
+
+    @jax.custom_jvp
+    def sine(x):
+        return jnp.sin(x)
+
+    sine.defjvp(lambda p, t: (jnp.sin(p[0]), jnp.where(p[0] == 0.5, jnp.inf, jnp.cos(p[0])) * t[0]))
+    result = gradaudit.audit(sine, np.array([0.5, 1.0, 2.0], np.float32))
+    assert not result.passed
+    wrong = [f for f in result.findings if str(f.finding_class) == "wrong"]
+    assert wrong and all(FINITE_DIFFERENCE in f.paths and f.location == "d out[0]/d x[0]" for f in wrong), [
+        f.labelled for f in wrong
+    ]
+    assert {str(f.finding_class) for f in result.findings} == {"wrong", "non-finite"}
+    at = np.array([0.0, 0.5, 2.0], np.float32)
+    for function in (lambda x: xlogy(x, x), lambda x: -entr(x)):
+        split = gradaudit.audit(function, at)
+        assert split.findings and {str(f.finding_class) for f in split.findings} == {"non-finite"}, [
+            f.labelled for f in split.findings
+        ]

@@ -132,8 +132,9 @@ class Stacks:
             self._known[name, "largest"] = np.max(magnitudes, axis=1, initial=0.0, where=np.isfinite(magnitudes))
         return self._known[name, "largest"]
 
-    def infinite(self, name: str) -> np.ndarray:
-        """Whether path `name` holds an infinite entry, one per case."""
-        if (name, "infinite") not in self._known:
-            self._known[name, "infinite"] = np.isinf(self.path(name)).any(axis=1)
-        return self._known[name, "infinite"]
+    def non_finite(self, name: str) -> np.ndarray:
+        """Whether path `name` holds an infinite or NaN entry, one per case."""
+        if (name, "non-finite") not in self._known:
+            with np.errstate(invalid="ignore"):
+                self._known[name, "non-finite"] = ~np.isfinite(self.path(name)).all(axis=1)
+        return self._known[name, "non-finite"]

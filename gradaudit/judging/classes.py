@@ -11,8 +11,9 @@ not excuse a wrong derivative at an entry whose own numbers are all finite. In o
   number, and an input element elsewhere is not finite (a masked `-inf` logit, a NaN row masked out)
   or an equation inside the function gives inf or NaN from finite operands (`sqrt` of a negative
   number that `jnp.where` then discards; not inside a custom rule, evaluated whole);
-- `non-finite` again: such a split where the entry's row or column holds an infinite derivative
-  (0 × inf: `1/x` at `[0, 1]` has jacrev NaN at d out[1]/d x[0], beside d out[0]/d x[0] = -inf);
+- `non-finite` again: such a split, at an entry finite differences see no kink at (below), where another
+  entry of its row or column holds a derivative every AD path finds infinite or NaN (0 × inf: `1/x` at
+  `[0, 1]` has jacrev NaN at d out[1]/d x[0], beside d out[0]/d x[0] = -inf);
 - `non-differentiable`: finite differences see a kink or jump there (one-sided slopes disagree) and
   the AD side lies between the one-sided slopes, as a subgradient does (`between_slopes`): a
   derivative outside them is wrong at a kink too, and a 'kink' that is rounding noise in the
@@ -214,8 +215,8 @@ def classify(
     """The class of each disagreeing entry `flat` of `block`, where one side gave `got` and the
     other `want` (float64, one value per entry); `twins`: the sides are a path and its own eager/jit
     or binding twin (per entry, where a twin gives another number there); `crossing`: the block's entries
-    whose row or column holds an infinite derivative (`crossing_infinities`). See the module's docstring
-    for the order of precedence."""
+    whose row or column holds a derivative every AD path finds non-finite (`crossing_non_finite`). See the
+    module's docstring for the order of precedence."""
     flat = np.asarray(flat, dtype=np.intp)
     if surroundings.all_finite:
         # Nothing non-finite around the entries: a non-finite or out-of-range number compared is all that can make one
@@ -266,7 +267,8 @@ def classify(
     classes[kink] = NON_DIFFERENTIABLE.value
     non_finite = ~own_finite | beyond | (one_sided & undefined)
     if crossing is not None:
-        non_finite |= one_sided & np.asarray(crossing).reshape(-1)[flat]
+        # another entry's non-finite derivative explains no entry whose own slopes show a kink
+        non_finite |= one_sided & np.asarray(crossing).reshape(-1)[flat] & ~kink
     leaks = one_sided & ~non_finite
     # A NaN born inside the function in one of a path and its eager/jit twin is that split itself.
     # Where it is asked (the function evaluated equation by equation) only when some entry could be a leak.
@@ -279,28 +281,30 @@ def classify(
     return classes
 
 
-def crossing_infinities(blocks: Sequence[Sequence[np.ndarray]], output_size: int) -> tuple[np.ndarray, ...]:
+def crossing_non_finite(blocks: Sequence[Sequence[np.ndarray]], output_size: int) -> tuple[np.ndarray, ...]:
     """Per first-order block (output elements × one input's elements), the entries whose row (the
-    same output element, in any block) or column (the same input element) holds a derivative every
-    one of the paths `blocks` (each a path's blocks) finds infinite: where a zero tangent or
-    cotangent times that infinity makes NaN in the mode that multiplies it in (0 × inf). An
-    infinity only some paths give is itself a split, and crosses nothing."""
+    same output element, in any block) or column (the same input element) holds, at another entry, a
+    derivative every one of the paths `blocks` (each a path's blocks) finds infinite or NaN: where a
+    zero tangent or cotangent times it makes NaN in the mode that multiplies it in (0 × inf, 0 × NaN).
+    A non-finite number only some paths give is itself a split, and crosses nothing; nor does an
+    entry cross itself: an infinite derivative where finite differences find a number is wrong."""
     if not blocks or not blocks[0]:
         return ()
     shapes = [np.shape(b) for b in blocks[0]]
     with np.errstate(invalid="ignore"):
-        infinite = [
+        non_finite = [
             np.ones((output_size, max(1, int(np.prod(shape, dtype=np.int64)) // max(1, output_size))), bool)
             for shape in shapes
         ]
         for path in blocks:
             for k, block in enumerate(path):
-                infinite[k] &= np.isinf(np.asarray(block, dtype=np.float64)).reshape(infinite[k].shape)
-    rows: np.ndarray = np.logical_or.reduce([np.any(m, axis=1) for m in infinite])
-    columns: list[np.ndarray] = [np.asarray(np.any(m, axis=0)) for m in infinite]
-    return tuple(
-        (rows[:, None] | column[None, :]).reshape(shape) for column, shape in zip(columns, shapes, strict=True)
-    )
+                non_finite[k] &= ~np.isfinite(np.asarray(block, dtype=np.float64)).reshape(non_finite[k].shape)
+    rows = np.sum([np.sum(m, axis=1) for m in non_finite], axis=0)
+    crossed = []
+    for m, shape in zip(non_finite, shapes, strict=True):
+        own = m.astype(np.int64)
+        crossed.append(((rows[:, None] - own > 0) | (np.sum(m, axis=0)[None, :] - own > 0)).reshape(shape))
+    return tuple(crossed)
 
 
 def explain(
@@ -317,7 +321,7 @@ def explain(
     """Why the entry `flat` of `block` has `finding_class`, in words with its numbers, and those
     numbers by name: the entry's inputs and output, and finite differences' estimates there.
     `values`: what the two sides gave there (the finding's message says which gave what, so the
-    reason does not repeat it); `crossed`: an infinite derivative shares the entry's row or column."""
+    reason does not repeat it); `crossed`: a non-finite derivative shares the entry's row or column."""
     element, own_inputs = surroundings.own(block, order, np.asarray([flat]), block_size)
     evidence: dict[str, float] = {}
     shown = []
@@ -359,8 +363,8 @@ def explain(
             why = f"not finite at the entry ({at})"
         elif not all(math.isfinite(v) for v in values) and crossed:
             why = (
-                "an infinite derivative in the entry's row or column: a zero tangent or cotangent times it "
-                f"is NaN (0 × inf) ({at})"
+                "a derivative every AD path finds infinite or NaN elsewhere in the entry's row or column: a zero "
+                f"tangent or cotangent times it is NaN (0 × inf) ({at})"
             )
         elif any(
             math.isfinite(v) and abs(v) > surroundings.largest

@@ -39,7 +39,7 @@ from gradaudit.judging.classes import (
     Surroundings,
     between_slopes,
     classify,
-    crossing_infinities,
+    crossing_non_finite,
     explain,
     ranked,
     settle,
@@ -494,7 +494,7 @@ class _Classifying:
     reference: Reference | None
     twins: bool
     crossing: Masks | None = None
-    """Per block, entries whose row or column holds an infinite derivative (`crossing_infinities`)."""
+    """Per block, entries whose row or column holds a non-finite derivative (`crossing_non_finite`)."""
     probe: Prober | None = None
     """Where every AD path stands against finite differences: the probe that can settle a `wrong` entry."""
     tolerance: tuple[float, float] = (0.0, 0.0)
@@ -1064,9 +1064,9 @@ class _Elementwise:
             known if known is not None else _Comparison([side], [reference], tolerances.ad_rtol, tolerances.ad_atol).bad
         )
 
-    def infinite(self, path: PathResult) -> bool:
-        """Whether `path` holds an infinite entry."""
-        return bool(self.pairs.stacks.infinite(path.name)[self.row])
+    def non_finite(self, path: PathResult) -> bool:
+        """Whether `path` holds an infinite or NaN entry."""
+        return bool(self.pairs.stacks.non_finite(path.name)[self.row])
 
     def largest(self, path: PathResult) -> float:
         """`path`'s largest finite |entry| (its stack shared with the cases alike)."""
@@ -1395,10 +1395,12 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 if refinement is None
                 else _reference_evidence(refinement.reference, replace(compared.trust, kink=refinement.kink))
             )
-        # Only an infinity every AD path finds crosses anything: none in the first, none at all.
-        infinite = family.order == 1 and ad_paths and elementwise.infinite(ad_paths[0])
+        # Only a non-finite number every AD path finds crosses anything: none in the first, none at all.
+        non_finite = family.order == 1 and ad_paths and elementwise.non_finite(ad_paths[0])
         crossing = (
-            crossing_infinities([p.ok_arrays for p in ad_paths], int(np.size(value.ok_arrays[0]))) if infinite else None
+            crossing_non_finite([p.ok_arrays for p in ad_paths], int(np.size(value.ok_arrays[0])))
+            if non_finite
+            else None
         )
 
         def classed(

@@ -19,14 +19,16 @@ def sources_of(
     blocks: Sequence[np.ndarray], output_shape: tuple[int, ...], thresholds: np.ndarray
 ) -> list[tuple[Sources, ...]]:
     """Per member (the first axis of every block: members' blocks stacked), for each output
-    element, the arguments whose block row is non-zero beyond the member's threshold."""
+    element, the arguments whose block row is non-zero beyond the member's threshold, or NaN: a NaN
+    derivative is a wrong number, reported as one, not a derivative sent nowhere."""
     count, size = len(thresholds), math.prod(output_shape)
     depends = np.zeros((count, size, len(blocks)), dtype=bool)
     for i, block in enumerate(blocks):
         if block.size:
-            depends[:, :, i] = np.any(
-                np.abs(block.reshape(count, size, -1).astype(np.float64)) > thresholds[:, None, None], axis=2
-            )
+            with np.errstate(invalid="ignore"):
+                depends[:, :, i] = np.any(
+                    ~(np.abs(block.reshape(count, size, -1).astype(np.float64)) <= thresholds[:, None, None]), axis=2
+                )
     known: dict[tuple[bool, ...], Sources] = {}
 
     def sources(row: list[bool]) -> Sources:
