@@ -131,10 +131,14 @@ def test_a_float64_split_elsewhere_that_shrank_with_precision_does_not_keep_a_se
     result = run_cli(
         "run", *(str(tmp_path / f"{n}.yaml") for n in ("numpy.poly-2", "numpy.linalg.lstsq-2")), "--json", "-"
     )
+    settled = 0
     for entry in result.json()["results"]:
         assert entry["status"] == "consistent" and entry["findings"] == [], entry["name"]
         precision = [n for n in entry["notes"] if n["message"].startswith("precision, not counted")]
-        assert precision and all("shrunk as rounding shrinks" in n["message"] for n in precision)
+        assert all("shrunk as rounding shrinks" in n["message"] for n in precision)
+        settled += bool(precision)
+    # float32's rounding at 1e8 follows the host's XLA code: on one AMD EPYC host lstsq-2 has no split to settle
+    assert settled >= 1
     assert result.exit_code == 0
     control, by_name = _run(
         tmp_path,
@@ -444,3 +448,32 @@ def test_a_coarse_run_s_own_finding_is_not_reported_again_from_float64():
     result = gradaudit.audit(rule, np.array([-2.0, 0.5, 1.7]).astype(ml_dtypes.bfloat16))
     against = [f for f in result.findings if "finite_difference" in f.paths]
     assert len(against) == 1 and str(against[0].finding_class) == "wrong", [f.labelled for f in against]
+
+
+def test_an_entry_far_below_the_function_s_scale_passed_by_the_absolute_tolerance_goes_to_float64():
+    """float32's absolute tolerance is taken at the function's scale (4 sqrt(eps) = 1.4e-3 at a scale of 1), for
+    AD's rounding of terms that cancel; a rule twice the slope of an entry 1e-4 the size of the rest, or its sign
+    flipped, passed within it, in a stacked output and in a scalar loss alike (a red team's cases). Where an AD path
+    passes only by the absolute tolerance, further from finite differences than their own error there, float64
+    checks it: `wrong`. The right rule passes, with nothing to say."""
+    import jax
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    def sine_times(factor):
+        rule = jax.custom_jvp(jnp.sin)
+        rule.defjvp(lambda p, t: (jnp.sin(p[0]), factor * jnp.cos(p[0]) * t[0]))
+        return rule
+
+    at = np.array([0.3, 0.7], np.float32)
+    for factor in (2.0, -1.0, 1.0):
+        small = sine_times(factor)
+        stacked = gradaudit.audit(lambda x, small=small: jnp.stack([jnp.sin(x[0]), 1e-4 * small(x[1])]), at)
+        loss = gradaudit.audit(lambda p, small=small: jnp.sin(p[0]) + 1e-4 * small(p[1]), at)
+        for audit in (stacked, loss):
+            if factor == 1.0:
+                assert audit.passed and not audit.findings and not audit.notes, audit.findings
+            else:
+                assert not audit.passed and {str(f.finding_class) for f in audit.findings} == {"wrong"}
+                assert all(f.location.endswith("[1]") for f in audit.findings), [f.labelled for f in audit.findings]

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gradaudit.judging.tolerances import COARSE
+from gradaudit.judging.tolerances import COARSE, Tolerances, function_scale
+from gradaudit.model.paths import AD_PATHS, FINITE_DIFFERENCE, PathResult, base_name
 from gradaudit.numerics import finite_differences
 from gradaudit.numerics.finite_differences import CHECK
 
@@ -185,3 +186,42 @@ def loosely_checked(
     with np.errstate(invalid="ignore", over="ignore"):
         scale = np.nan_to_num(largest, nan=0.0)
         return (np.asarray(rtol) < COARSE) & (scale > 0) & (allowance > COARSE * scale + atol)
+
+
+ROUNDED = 4.0
+"""An AD path's gap from finite differences within this many epsilons of the function's scale (its largest
+number, any path's) is AD's rounding of the function's terms, whatever the tolerance."""
+
+
+def passed_by_absolute(paths: Mapping[str, PathResult], tolerances: Tolerances) -> int:
+    """How many first-order entries an AD path agrees with finite differences at only by the absolute
+    tolerance: its gap from them more than the relative tolerance of the entry plus their own error there
+    (the central estimates at h and h/2 apart, plus the value's rounding noise). The absolute tolerance is
+    taken at the function's scale (AD's rounding of terms that cancel), which lets a rule twice the slope
+    of an entry 1e-4 the size of the rest pass; a finer dtype can check such entries (the referee). A gap
+    within ROUNDED epsilons of the function's scale is AD's rounding (an exact 0 of poly at 1e9 read 1e-12)."""
+    reference = paths.get(FINITE_DIFFERENCE)
+    if reference is None or not reference.ok or reference.estimates is None:
+        return 0
+    scale = function_scale(paths)
+    rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
+    estimates = reference.estimates
+    found = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        errors = [
+            np.abs(np.asarray(c, np.float64) - np.asarray(h, np.float64)) + np.abs(np.asarray(n, np.float64))
+            for c, h, n in zip(estimates["central"], estimates["central_half"], estimates["noise"], strict=True)
+        ]
+        wants = [np.asarray(w, np.float64) for w in reference.ok_arrays]
+        for name, path in paths.items():
+            if base_name(name) not in AD_PATHS or not path.ok or len(path.ok_arrays) != len(wants):
+                continue
+            for got, want, error in zip(path.ok_arrays, wants, errors, strict=True):
+                rounded = ROUNDED * finite_differences.rounding(np.asarray(got).dtype) * scale
+                got = np.asarray(got, np.float64)
+                if got.shape == want.shape == error.shape:
+                    gap, relative = np.abs(got - want), rtol * np.abs(want)
+                    found += int(
+                        np.count_nonzero((gap <= atol + relative) & (gap > relative + error) & (gap > rounded))
+                    )
+    return found

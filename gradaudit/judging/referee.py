@@ -79,9 +79,17 @@ def wanted(result: ScenarioResult, tolerance: tuple[float | None, ...] = ()) -> 
     return (
         result.scenario.target.refereed
         and result.scenario.precision_dtype in NARROW
-        and (any(_refereed(f) for f in result.findings) or _coarse(result, tolerance))
+        and (any(_refereed(f) for f in result.findings) or _checked_loosely(result, tolerance))
         and beyond_reconciling(result) is None
     )
+
+
+def _checked_loosely(result: ScenarioResult, tolerance: tuple[float | None, ...]) -> bool:
+    """Whether float64 should check `result`'s AD paths more closely (`_checked_closely`): coarsely
+    checked (`_coarse`), or passed only by the absolute tolerance at an entry finite differences resolve
+    (`ScenarioResult.absolute_only`: taken at the function's scale, it lets a rule twice the slope of an
+    entry 1e-4 the size of the rest pass in float32; float64's is 1e8 times finer)."""
+    return result.absolute_only > 0 or _coarse(result, tolerance)
 
 
 def _coarse(result: ScenarioResult, tolerance: tuple[float | None, ...]) -> bool:
@@ -169,7 +177,7 @@ def refereed(
             notes.append(ruling)
         else:
             kept.append(ruling)
-    if wide is not None and wide.status != ERROR and _coarse(narrow, tolerance):
+    if wide is not None and wide.status != ERROR and _checked_loosely(narrow, tolerance):
         # a split the narrow run reports on the same paths already says the rule is wrong: not twice
         reported = {frozenset(f.paths) for f in kept if f.kind == DISAGREEMENT}
         closely = _checked_closely(narrow, wide, tolerances_for(narrow.scenario, tolerance, paths=narrow.paths))
@@ -188,7 +196,7 @@ def refereed(
 
 
 def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: Tolerances) -> list[Finding]:
-    """The AD paths of a coarsely checked narrow run (`_coarse`) that float64 finds wrong: where float64's
+    """The AD paths of a loosely checked narrow run (`_checked_loosely`) that float64 finds wrong: where float64's
     judge finds its AD paths `wrong` against its finite differences, the narrow paths within the narrow
     tolerance of float64's (the same rule in both dtypes), and further from float64's finite differences
     than the narrow relative tolerance alone, a `wrong` finding of the narrow run naming float64's numbers.

@@ -68,6 +68,12 @@ def function_scale(paths: Mapping[str, PathResult]) -> float:
     return largest
 
 
+def atol_given(scenario: Scenario, default: tuple[float | None, ...] = ()) -> bool:
+    """Whether the absolute tolerance against finite differences is the user's (the scenario's own, or the
+    run's --atol), not the dtype's taken at the function's scale (`tolerances_for`)."""
+    return scenario.tolerance is not None or (len(default) > 1 and default[1] is not None)
+
+
 def tolerances_for(
     scenario: Scenario, default: tuple[float | None, ...] = (), paths: Mapping[str, PathResult] | None = None
 ) -> Tolerances:

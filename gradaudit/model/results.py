@@ -72,6 +72,9 @@ class ScenarioResult:
     judge_seconds: float = 0.0
     unchecked: tuple[int, int] = (0, 0)
     """(first-order entries finite differences could not check, of how many): see `Verdict.unchecked`."""
+    absolute_only: int = 0
+    """First-order entries an AD path passed only within the absolute tolerance where finite differences
+    resolve them (`fd_trust.passed_by_absolute`): a finer dtype checks them more closely."""
     compared: tuple[Compared, ...] = ()
     """What the judge compared each family with (`Verdict.compared`); empty for a result read back from a report."""
     misrouted: dict[str, tuple[int, ...]] = field(default_factory=dict)
