@@ -743,3 +743,38 @@ def test_an_infinite_rule_where_the_function_is_smooth_is_wrong_and_the_nans_it_
         assert split.findings and {str(f.finding_class) for f in split.findings} == {"non-finite"}, [
             f.labelled for f in split.findings
         ]
+
+
+def test_nans_every_ad_path_gives_where_the_function_is_smooth_excuse_neither_each_other_nor_a_neighbour():
+    """A review's cases of the rule above: a NaN rule at two points of a sum (each NaN excused the other as
+    0 × NaN), a custom_vjp whose backward pass is NaN everywhere (its reverse paths the only AD paths), and a
+    NaN rule beside a norm at 0 (whose NaN, a kink, excused it) all passed; finite differences find a number at
+    each, so each is `wrong` there. A NaN leaked from `where(x > 0, sqrt(x), 0)` beside a NaN rule stays `leak`."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import gradaudit
+
+    twice = jax.custom_jvp(jnp.sin)
+    twice.defjvp(lambda p, t: (jnp.sin(p[0]), jnp.where((p[0] == 0.5) | (p[0] == 1.0), jnp.nan, jnp.cos(p[0])) * t[0]))
+    both = gradaudit.audit(lambda x: jnp.sum(twice(x)), np.array([0.5, 1.0], np.float32))
+    assert not both.passed and {str(f.finding_class) for f in both.findings} == {"wrong"}
+
+    @jax.custom_vjp
+    def square(x):
+        return x * x
+
+    square.defvjp(lambda x: (x * x, x), lambda x, g: (g * jnp.sqrt(x - 10.0),))
+    backward = gradaudit.audit(lambda x: jnp.sum(square(x)), np.array([0.5, 1.0, 2.0], np.float32))
+    assert not backward.passed and {str(f.finding_class) for f in backward.findings} == {"wrong"}
+
+    once = jax.custom_jvp(jnp.sin)
+    once.defjvp(lambda p, t: (jnp.sin(p[0]), jnp.where(p[0] == 2.0, jnp.nan, jnp.cos(p[0])) * t[0]))
+    beside = gradaudit.audit(lambda x: jnp.linalg.norm(x[:2]) + once(x[2]), np.array([0.0, 0.0, 2.0], np.float32))
+    assert not beside.passed
+    assert {f.location for f in beside.findings if str(f.finding_class) == "wrong"} == {"d out/d x[2]"}
+    leaked = gradaudit.audit(
+        lambda x: jnp.where(x[0] > 0, jnp.sqrt(x[0]), 0.0) + once(x[1]), np.array([-1.0, 2.0], np.float32)
+    )
+    assert not leaked.passed and "leak" in {str(f.finding_class) for f in leaked.findings}

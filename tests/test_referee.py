@@ -477,3 +477,43 @@ def test_an_entry_far_below_the_function_s_scale_passed_by_the_absolute_toleranc
             else:
                 assert not audit.passed and {str(f.finding_class) for f in audit.findings} == {"wrong"}
                 assert all(f.location.endswith("[1]") for f in audit.findings), [f.labelled for f in audit.findings]
+
+
+def test_a_run_whose_finite_differences_checked_almost_nothing_is_checked_in_float64():
+    """A layer norm over float32 inputs offset by 1e4 (features 1 apart): float32's step there (3.9) straddles
+    them, so every entry reads as a kink and a sign-flipped tanh rule after it passed as "not compared" (a red
+    team's case). float64's step (0.06) resolves them: the flipped rule is `wrong`, the plain layer norm passes,
+    a note saying float64 checked what float32 could not."""
+    import jax
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    def layer_norm(x):
+        return (x - jnp.mean(x)) / jnp.sqrt(jnp.var(x) + 1e-5)
+
+    flipped = jax.custom_jvp(jnp.tanh)
+    flipped.defjvp(lambda p, t: (jnp.tanh(p[0]), -(1 - jnp.tanh(p[0]) ** 2) * t[0]))
+    at = (1e4 + np.arange(5.0)).astype(np.float32)
+    wrong = gradaudit.audit(lambda x: flipped(layer_norm(x)), at)
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+    assert all("float64" in f.message for f in wrong.findings)
+    plain = gradaudit.audit(layer_norm, at)
+    assert plain.passed and not plain.findings
+    assert any("the float64 referee at the same inputs checks" in n.message for n in plain.notes)
+
+
+def test_an_output_the_function_rounds_through_float32_inside_is_not_checked_closer_in_float64():
+    """`(z + 1e-4 y)` cast to float32, less z, at z = 100: float32's steps in y are lost in the rounding (finite
+    differences 0 against AD's correct 1e-4, within the absolute tolerance), and float64's are too, the function
+    casting to float32 inside: the same output and the same finite differences in both dtypes are no closer check
+    (a review found it called `wrong` from float64's 0)."""
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    def rounded_inside(x):
+        return jnp.stack([jnp.sin(x[0]), ((x[2] + 1e-4 * x[1]).astype(jnp.float32) - x[2]).astype(x.dtype), x[2]])
+
+    audit = gradaudit.audit(rounded_inside, np.array([0.3, 0.7, 100.0], np.float32))
+    assert audit.passed and not audit.findings, [f.labelled for f in audit.findings]

@@ -172,11 +172,16 @@ def _offset_twice_jvp(primals, tangents):
 
 def test_derivatives_below_what_the_value_s_rounding_lets_a_step_show_are_said_to_be_unchecked():
     # 1000 rounds to 6e-5 in float32; a step of 0.004 moves 1e-4 sin x by 4e-7: finite differences see nothing.
+    # Said so; and float64, whose steps do show it, checks the entries float32 could not: the rule is twice
+    # the derivative (it passed before float64 was asked), and the right rule passes with a note saying so.
     audit = gradaudit.audit(offset_twice, np.linspace(-1.0, 1.0, 3, dtype=np.float32))
-    assert audit.passed and audit.status == "consistent"
     (note,) = [n for n in audit.notes if "cannot check" in n.message]
     assert note.count == note.of == 9 and "rounding of the function's value" in note.message
     assert note.values["rounding"] > 10 * 2e-4
+    assert not audit.passed and {str(f.finding_class) for f in audit.findings} == {"wrong"}
+    assert all("float64's finite differences" in f.message for f in audit.findings)
+    right = gradaudit.audit(lambda x: 1000.0 + 1e-4 * jnp.sin(x), np.linspace(-1.0, 1.0, 3, dtype=np.float32))
+    assert right.passed and any("the float64 referee at the same inputs checks 9" in n.message for n in right.notes)
     # The same value with derivatives of ordinary size is checked: its rounding (0.1 a slope) is far below them.
     ordinary = gradaudit.audit(lambda x: 1000.0 + jnp.sin(x), np.linspace(-1.0, 1.0, 3, dtype=np.float32))
     assert ordinary.passed and not [n for n in ordinary.notes if "cannot check" in n.message]

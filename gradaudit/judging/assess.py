@@ -9,9 +9,8 @@ from dataclasses import replace
 
 from gradaudit.judging.batch import Case
 from gradaudit.judging.diagnoses import Diagnosis, Evidence, diagnose, nothing_met
-from gradaudit.judging.fd_trust import passed_by_absolute
 from gradaudit.judging.judge import judge_all, twins_agree
-from gradaudit.judging.tolerances import Tolerances, atol_given, tolerances_for
+from gradaudit.judging.tolerances import atol_given, tolerances_for
 from gradaudit.model.computed import Computed
 from gradaudit.model.findings import DISAGREEMENT, ERROR, RAISED, Finding, Verdict, raised_class
 from gradaudit.model.paths import (
@@ -71,10 +70,7 @@ def assess_all(
     ]
     share = (time.perf_counter() - started - computing) / max(1, len(judged))
     together = zip(judged, verdicts, diagnoses, strict=True)
-    found = iter(
-        (scenario, paths, verdict, diagnosis, case.tolerances, tolerance)
-        for ((scenario, paths), verdict, diagnosis), case in zip(together, cases, strict=True)
-    )
+    found = iter((scenario, paths, verdict, diagnosis, tolerance) for (scenario, paths), verdict, diagnosis in together)
     return [
         _failed(scenario, paths) if paths.failure is not None else _result(*next(found), share)
         for scenario, paths in computed
@@ -142,7 +138,6 @@ def _result(
     computed: Computed,
     verdict: Verdict,
     diagnosis: Diagnosis | None,
-    tolerances: Tolerances,
     tolerance: tuple[float | None, ...],
     judged: float,
 ) -> ScenarioResult:
@@ -165,11 +160,9 @@ def _result(
         method=computed.engine,
         judge_seconds=judged,
         unchecked=verdict.unchecked,
-        # read while the estimates are here; asked where a finer dtype can referee and the tolerance is the dtype's
+        # kept where a finer dtype can referee and the absolute tolerance is the dtype's
         absolute_only=(
-            0
-            if scenario.precision_dtype == "float64" or atol_given(scenario, tolerance)
-            else passed_by_absolute(computed.paths, tolerances)
+            0 if scenario.precision_dtype == "float64" or atol_given(scenario, tolerance) else verdict.absolute_only
         ),
         compared=tuple(
             replace(c, reference=replace(c.reference, estimates=None)) if c.reference is not None else c

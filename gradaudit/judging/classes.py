@@ -11,9 +11,10 @@ not excuse a wrong derivative at an entry whose own numbers are all finite. In o
   number, and an input element elsewhere is not finite (a masked `-inf` logit, a NaN row masked out)
   or an equation inside the function gives inf or NaN from finite operands (`sqrt` of a negative
   number that `jnp.where` then discards; not inside a custom rule, evaluated whole);
-- `non-finite` again: such a split, at an entry finite differences see no kink at (below), where another
-  entry of its row or column holds a derivative every AD path finds infinite or NaN (0 × inf: `1/x` at
-  `[0, 1]` has jacrev NaN at d out[1]/d x[0], beside d out[0]/d x[0] = -inf);
+- `non-finite` again: such a split, at an entry finite differences see no kink at (below) and some AD
+  path gives a number at, where another entry of its row or column holds a derivative every AD path finds
+  infinite or NaN (0 × inf: `1/x` at `[0, 1]` has jacrev NaN at d out[1]/d x[0], beside d out[0]/d x[0] =
+  -inf);
 - `non-differentiable`: finite differences see a kink or jump there (one-sided slopes disagree) and
   the AD side lies between the one-sided slopes, as a subgradient does (`between_slopes`): a
   derivative outside them is wrong at a kink too, and a 'kink' that is rounding noise in the
@@ -285,9 +286,10 @@ def crossing_non_finite(blocks: Sequence[Sequence[np.ndarray]], output_size: int
     """Per first-order block (output elements × one input's elements), the entries whose row (the
     same output element, in any block) or column (the same input element) holds, at another entry, a
     derivative every one of the paths `blocks` (each a path's blocks) finds infinite or NaN: where a
-    zero tangent or cotangent times it makes NaN in the mode that multiplies it in (0 × inf, 0 × NaN).
-    A non-finite number only some paths give is itself a split, and crosses nothing; nor does an
-    entry cross itself: an infinite derivative where finite differences find a number is wrong."""
+    zero tangent or cotangent times it makes NaN in the mode that multiplies it in (0 × inf, 0 × NaN),
+    and the other mode gives a number. A non-finite number only some paths give is itself a split, and
+    crosses nothing; an entry every path gives as non-finite is crossed by nothing (an infinite or NaN
+    rule where finite differences find a number is wrong, and two such entries do not excuse each other)."""
     if not blocks or not blocks[0]:
         return ()
     shapes = [np.shape(b) for b in blocks[0]]
@@ -299,12 +301,11 @@ def crossing_non_finite(blocks: Sequence[Sequence[np.ndarray]], output_size: int
         for path in blocks:
             for k, block in enumerate(path):
                 non_finite[k] &= ~np.isfinite(np.asarray(block, dtype=np.float64)).reshape(non_finite[k].shape)
-    rows = np.sum([np.sum(m, axis=1) for m in non_finite], axis=0)
-    crossed = []
-    for m, shape in zip(non_finite, shapes, strict=True):
-        own = m.astype(np.int64)
-        crossed.append(((rows[:, None] - own > 0) | (np.sum(m, axis=0)[None, :] - own > 0)).reshape(shape))
-    return tuple(crossed)
+    rows = np.logical_or.reduce([np.any(m, axis=1) for m in non_finite])
+    return tuple(
+        ((rows[:, None] | np.any(m, axis=0)[None, :]) & ~m).reshape(shape)
+        for m, shape in zip(non_finite, shapes, strict=True)
+    )
 
 
 def explain(

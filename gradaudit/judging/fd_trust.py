@@ -11,13 +11,13 @@ batch's estimates and cuts the masks back into blocks (`Trust`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from gradaudit.judging.tolerances import COARSE, Tolerances, function_scale
-from gradaudit.model.paths import AD_PATHS, FINITE_DIFFERENCE, PathResult, base_name
+from gradaudit.judging.tolerances import COARSE, Tolerances
+from gradaudit.model.paths import PathResult
 from gradaudit.numerics import finite_differences
 from gradaudit.numerics.finite_differences import CHECK
 
@@ -193,35 +193,43 @@ ROUNDED = 4.0
 number, any path's) is AD's rounding of the function's terms, whatever the tolerance."""
 
 
-def passed_by_absolute(paths: Mapping[str, PathResult], tolerances: Tolerances) -> int:
-    """How many first-order entries an AD path agrees with finite differences at only by the absolute
-    tolerance: its gap from them more than the relative tolerance of the entry plus their own error there
-    (the central estimates at h and h/2 apart, plus the value's rounding noise). The absolute tolerance is
-    taken at the function's scale (AD's rounding of terms that cancel), which lets a rule twice the slope
-    of an entry 1e-4 the size of the rest pass; a finer dtype can check such entries (the referee). A gap
-    within ROUNDED epsilons of the function's scale is AD's rounding (an exact 0 of poly at 1e9 read 1e-12)."""
-    reference = paths.get(FINITE_DIFFERENCE)
-    if reference is None or not reference.ok or reference.estimates is None:
-        return 0
-    scale = function_scale(paths)
+def passed_by_absolute(
+    ad_blocks: Sequence[Sequence[np.ndarray]],
+    reference: PathResult,
+    allowance: Masks,
+    excluded: Masks,
+    tolerances: Tolerances,
+    scale: float,
+) -> int:
+    """How many first-order entries an AD path (`ad_blocks`, each a path's blocks) agrees with finite
+    differences (`reference`) at only by the absolute tolerance: its gap from them more than the relative
+    tolerance of the entry plus their own error there (the judge's `allowance`: their rounding, the terms'
+    rounding, their spread where they move; plus their central estimates at h and h/2 apart) and more than
+    ROUNDED epsilons of the function's `scale` (AD's rounding: an exact 0 of poly at 1e9 read 1e-12);
+    `excluded` entries (kinks, no estimate, a step lost in rounding) are not counted. The absolute
+    tolerance is taken at the function's scale (AD's rounding of terms that cancel), which lets a rule
+    twice the slope of an entry 1e-4 the size of the rest pass; a finer dtype can check such entries."""
     rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
-    estimates = reference.estimates
-    found = 0
+    wants = [np.asarray(w, np.float64) for w in reference.ok_arrays]
     with np.errstate(invalid="ignore", over="ignore"):
-        errors = [
-            np.abs(np.asarray(c, np.float64) - np.asarray(h, np.float64)) + np.abs(np.asarray(n, np.float64))
-            for c, h, n in zip(estimates["central"], estimates["central_half"], estimates["noise"], strict=True)
-        ]
-        wants = [np.asarray(w, np.float64) for w in reference.ok_arrays]
-        for name, path in paths.items():
-            if base_name(name) not in AD_PATHS or not path.ok or len(path.ok_arrays) != len(wants):
+        errors = [np.abs(np.asarray(a, np.float64)) for a in allowance]
+        if reference.estimates is not None:
+            errors = [
+                e + np.abs(np.asarray(c, np.float64) - np.asarray(h, np.float64)).reshape(e.shape)
+                for e, c, h in zip(
+                    errors, reference.estimates["central"], reference.estimates["central_half"], strict=True
+                )
+            ]
+        found = 0
+        for blocks in ad_blocks:
+            if len(blocks) != len(wants):
                 continue
-            for got, want, error in zip(path.ok_arrays, wants, errors, strict=True):
+            for got, want, error, skip in zip(blocks, wants, errors, excluded, strict=True):
                 rounded = ROUNDED * finite_differences.rounding(np.asarray(got).dtype) * scale
                 got = np.asarray(got, np.float64)
-                if got.shape == want.shape == error.shape:
-                    gap, relative = np.abs(got - want), rtol * np.abs(want)
-                    found += int(
-                        np.count_nonzero((gap <= atol + relative) & (gap > relative + error) & (gap > rounded))
-                    )
+                if not got.shape == want.shape == error.shape == np.shape(skip):
+                    continue
+                gap, relative = np.abs(got - want), rtol * np.abs(want)
+                passed = (gap <= atol + relative) & (gap > relative + error) & (gap > rounded) & ~np.asarray(skip)
+                found += int(np.count_nonzero(passed))
     return found

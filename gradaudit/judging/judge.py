@@ -51,12 +51,13 @@ from gradaudit.judging.fd_trust import (
     absorbed_by_rounding,
     drowned_in_rounding,
     loosely_checked,
+    passed_by_absolute,
     read_estimates,
 )
 from gradaudit.judging.provenance import provenances, routing_findings
 from gradaudit.judging.refine import PROBED, Refined, refined, rounding_unit
 from gradaudit.judging.scale import below_resolution, beyond_scale
-from gradaudit.judging.tolerances import Tolerances, coarse_notes
+from gradaudit.judging.tolerances import Tolerances, coarse_notes, function_scale
 from gradaudit.judging.wording import (
     entries_summary,
     grouped_by_said,
@@ -374,6 +375,12 @@ class _Pairs:
 
 
 # --- numeric comparison -----------------------------------------------------------------------
+
+
+def _narrow(path: PathResult) -> bool:
+    """Whether `path`'s first block is a floating dtype narrower than float64."""
+    dtype = np.asarray(path.ok_arrays[0]).dtype if path.ok_arrays else np.dtype(np.float64)
+    return (dtype.kind == "f" and dtype.itemsize < 8) or dtype.name == "bfloat16"
 
 
 def _close(a64: np.ndarray, b64: np.ndarray, rtol, atol, noise=None) -> np.ndarray:
@@ -1378,6 +1385,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         findings += values.findings(output_shape, ("",), 0)
     disagreeing: dict[str, dict[int, FindingClass]] = {}
     unchecked = (0, 0)
+    absolute_only = 0
     families: list[Compared] = []
     for family, references in _references(case):
         ad_names, _ = family.bound(bindings)
@@ -1445,13 +1453,21 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             families.append(Compared(family.order, reference, tolerances.fd_rtol, tolerances.fd_atol, skip))
             if family.order == 1:
                 notes += coarse_notes(tolerances, case.inputs)
+            skipped = [s | a for s, a in zip(skip, trusted.absorbed, strict=True)] if trusted.absorbed else list(skip)
             if family.order == 1 and refinement is None:
                 unchecked = compared.unchecked
             elif family.order == 1:
-                skipped = (
-                    [s | a for s, a in zip(skip, trusted.absorbed, strict=True)] if trusted.absorbed else list(skip)
-                )
                 unchecked = (sum(int(np.sum(s)) for s in skipped), sum(int(np.size(s)) for s in skipped))
+            # only a narrow dtype's count is asked (the float64 referee checks those entries again)
+            if family.order == 1 and noise is not None and ad_paths and _narrow(ad_paths[0]):
+                absolute_only = passed_by_absolute(
+                    [p.ok_arrays for p in ad_paths],
+                    reference,
+                    noise,
+                    tuple(skipped),
+                    tolerances,
+                    function_scale(results),
+                )
             notes += _finite_difference_notes(reference, trusted, noise, output_shape, names, family.order)
             # Every AD path on one side against finite differences (apart by rounding at most): the signature
             # of a step finite differences cannot take (or of a wrong rule): a probe may settle which.
@@ -1529,6 +1545,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         provenance=prov,
         notes=tuple(notes),
         unchecked=unchecked,
+        absolute_only=absolute_only,
         compared=tuple(families),
         misrouted=misrouted_elements,
     )

@@ -279,6 +279,9 @@ class Verdict:
     unchecked: tuple[int, int] = (0, 0)
     """(entries finite differences could not check: kinks, no estimate, a step lost in rounding;
     first-order entries in all): a consistent verdict with every entry unchecked says so."""
+    absolute_only: int = 0
+    """First-order entries an AD path passed only within the absolute tolerance where finite differences
+    resolve them (`fd_trust.passed_by_absolute`): a finer dtype checks them more closely."""
     compared: tuple[Compared, ...] = ()
     """Each family's comparison (`Compared`)."""
     misrouted: dict[str, tuple[int, ...]] = field(default_factory=dict)

@@ -73,8 +73,7 @@ class ScenarioResult:
     unchecked: tuple[int, int] = (0, 0)
     """(first-order entries finite differences could not check, of how many): see `Verdict.unchecked`."""
     absolute_only: int = 0
-    """First-order entries an AD path passed only within the absolute tolerance where finite differences
-    resolve them (`fd_trust.passed_by_absolute`): a finer dtype checks them more closely."""
+    """See `Verdict.absolute_only`; 0 where the absolute tolerance is the user's or the dtype float64."""
     compared: tuple[Compared, ...] = ()
     """What the judge compared each family with (`Verdict.compared`); empty for a result read back from a report."""
     misrouted: dict[str, tuple[int, ...]] = field(default_factory=dict)
