@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gradaudit.judging.tolerances import COARSE, Tolerances
-from gradaudit.model.paths import PathResult
+from gradaudit.judging.tolerances import COARSE
 from gradaudit.numerics import finite_differences
 from gradaudit.numerics.finite_differences import CHECK
 
@@ -194,42 +193,26 @@ number, any path's) is AD's rounding of the function's terms, whatever the toler
 
 
 def passed_by_absolute(
-    ad_blocks: Sequence[Sequence[np.ndarray]],
-    reference: PathResult,
-    allowance: Masks,
-    excluded: Masks,
-    tolerances: Tolerances,
-    scale: float,
-) -> int:
-    """How many first-order entries an AD path (`ad_blocks`, each a path's blocks) agrees with finite
-    differences (`reference`) at only by the absolute tolerance: its gap from them more than the relative
-    tolerance of the entry plus their own error there (the judge's `allowance`: their rounding, the terms'
-    rounding, their spread where they move; plus their central estimates at h and h/2 apart) and more than
-    ROUNDED epsilons of the function's `scale` (AD's rounding: an exact 0 of poly at 1e9 read 1e-12);
-    `excluded` entries (kinks, no estimate, a step lost in rounding) are not counted. The absolute
-    tolerance is taken at the function's scale (AD's rounding of terms that cancel), which lets a rule
-    twice the slope of an entry 1e-4 the size of the rest pass; a finer dtype can check such entries."""
-    rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
-    wants = [np.asarray(w, np.float64) for w in reference.ok_arrays]
+    paths: Sequence[np.ndarray],
+    reference: np.ndarray,
+    error: np.ndarray,
+    excluded: np.ndarray,
+    rtol: np.ndarray | float,
+    atol: np.ndarray | float,
+    rounded: np.ndarray | float,
+) -> np.ndarray:
+    """Per case (a row of cases alike, entries flat: `paths`, each an AD path's, and `reference`, finite
+    differences'), how many first-order entries an AD path agrees with finite differences at only by the
+    absolute tolerance: its gap from them more than the relative tolerance of the entry plus their own
+    `error` there and more than `rounded` (AD's rounding: ROUNDED epsilons of the function's scale; an exact
+    0 of poly at 1e9 reads 1e-12), at entries not `excluded` (kinks, no estimate, a step lost in rounding).
+    The absolute tolerance is taken at the function's scale (AD's rounding of terms that cancel), which
+    lets a rule twice the slope of an entry 1e-4 the size of the rest pass; a finer dtype can check them."""
+    counts = np.zeros(reference.shape[0], dtype=np.int64)
     with np.errstate(invalid="ignore", over="ignore"):
-        errors = [np.abs(np.asarray(a, np.float64)) for a in allowance]
-        if reference.estimates is not None:
-            errors = [
-                e + np.abs(np.asarray(c, np.float64) - np.asarray(h, np.float64)).reshape(e.shape)
-                for e, c, h in zip(
-                    errors, reference.estimates["central"], reference.estimates["central_half"], strict=True
-                )
-            ]
-        found = 0
-        for blocks in ad_blocks:
-            if len(blocks) != len(wants):
-                continue
-            for got, want, error, skip in zip(blocks, wants, errors, excluded, strict=True):
-                rounded = ROUNDED * finite_differences.rounding(np.asarray(got).dtype) * scale
-                got = np.asarray(got, np.float64)
-                if not got.shape == want.shape == error.shape == np.shape(skip):
-                    continue
-                gap, relative = np.abs(got - want), rtol * np.abs(want)
-                passed = (gap <= atol + relative) & (gap > relative + error) & (gap > rounded) & ~np.asarray(skip)
-                found += int(np.count_nonzero(passed))
-    return found
+        relative = rtol * np.abs(reference)
+        beyond = np.maximum(relative + error, rounded)
+        for got in paths:
+            gap = np.abs(got - reference)
+            counts += np.count_nonzero((gap <= atol + relative) & (gap > beyond) & ~excluded, axis=1)
+    return counts

@@ -46,6 +46,7 @@ from gradaudit.judging.classes import (
 )
 from gradaudit.judging.fd_trust import (
     ESTIMATES,
+    ROUNDED,
     Masks,
     Trust,
     absorbed_by_rounding,
@@ -57,7 +58,7 @@ from gradaudit.judging.fd_trust import (
 from gradaudit.judging.provenance import provenances, routing_findings
 from gradaudit.judging.refine import PROBED, Refined, refined, rounding_unit
 from gradaudit.judging.scale import below_resolution, beyond_scale
-from gradaudit.judging.tolerances import Tolerances, coarse_notes, function_scale
+from gradaudit.judging.tolerances import Tolerances, coarse_notes
 from gradaudit.judging.wording import (
     entries_summary,
     grouped_by_said,
@@ -131,6 +132,8 @@ class _Against:
     """Whether `trust` holds a kink anywhere."""
     unchecked: tuple[int, int]
     """How many of the entries finite differences cannot check (a kink, undefined, absorbed), of how many."""
+    absolute_only: int = 0
+    """How many entries an AD path passed only by the absolute tolerance (`fd_trust.passed_by_absolute`)."""
 
 
 def _rounding_of_terms(
@@ -230,12 +233,13 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
     if np.any(larger):
         absorbed = absorbed_by_rounding(larger, allowance, largest, fd_atol) & ~undefined_flat & ~kink
     blocks = len(references[0].ok_arrays)
-    scales = [
-        stacks.largest(name)
+    scaled = [
+        name
         for name in paths
         if all(case.results[name].ok and len(case.results[name].ok_arrays) == blocks for case in cases)
         and stacks.path(name).shape == undefined_flat.shape
     ]
+    scales = [stacks.largest(name) for name in scaled]
     if scales:
         # Finite differences' own estimate counts too: a rule whose tangent is wrongly 0 drowns nothing.
         with np.errstate(invalid="ignore"):
@@ -246,6 +250,24 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
     loose = loosely_checked(allowance, largest, fd_rtol, fd_atol) & ~undefined_flat & ~kink & ~absorbed
     kinked: np.ndarray = np.asarray(np.asarray(kink).any(axis=1))
     unchecked = np.count_nonzero(kink | undefined_flat | absorbed, axis=1)
+    absolute_only = np.zeros(len(cases), dtype=np.int64)
+    if order == 1 and scaled and references[0].estimates is not None and _narrow(cases[0].results[scaled[0]]):
+        # asked of a narrow dtype alone: the float64 referee checks those entries again
+        with np.errstate(invalid="ignore", over="ignore"):
+            settling = np.abs(stacked["central"] - stacked["central_half"])
+        scale = derivatives[:, 0]
+        if all(VALUE in case.results and case.results[VALUE].ok for case in cases):
+            scale = np.maximum(scale, stacks.largest(VALUE))
+        eps = rounding(np.asarray(cases[0].results[scaled[0]].ok_arrays[0]).dtype)
+        absolute_only = passed_by_absolute(
+            [stacks.path(name) for name in scaled],
+            stacks.path(reference),
+            allowance + settling,
+            kink | undefined_flat | absorbed,
+            fd_rtol,
+            fd_atol,
+            (ROUNDED * eps * scale)[:, None],
+        )
     bad: dict[str, list[list[np.ndarray | None]]] = {}
     for name in paths:
         closeness = _closeness(
@@ -277,6 +299,7 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
             bad={name: found[b] for name, found in bad.items()},
             kinked=bool(kinked[b]),
             unchecked=(int(unchecked[b]), undefined_flat.shape[1]),
+            absolute_only=int(absolute_only[b]),
         )
         for b, mine in enumerate(undefined)
     ]
@@ -1453,21 +1476,15 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             families.append(Compared(family.order, reference, tolerances.fd_rtol, tolerances.fd_atol, skip))
             if family.order == 1:
                 notes += coarse_notes(tolerances, case.inputs)
-            skipped = [s | a for s, a in zip(skip, trusted.absorbed, strict=True)] if trusted.absorbed else list(skip)
             if family.order == 1 and refinement is None:
                 unchecked = compared.unchecked
             elif family.order == 1:
-                unchecked = (sum(int(np.sum(s)) for s in skipped), sum(int(np.size(s)) for s in skipped))
-            # only a narrow dtype's count is asked (the float64 referee checks those entries again)
-            if family.order == 1 and noise is not None and ad_paths and _narrow(ad_paths[0]):
-                absolute_only = passed_by_absolute(
-                    [p.ok_arrays for p in ad_paths],
-                    reference,
-                    noise,
-                    tuple(skipped),
-                    tolerances,
-                    function_scale(results),
+                skipped = (
+                    [s | a for s, a in zip(skip, trusted.absorbed, strict=True)] if trusted.absorbed else list(skip)
                 )
+                unchecked = (sum(int(np.sum(s)) for s in skipped), sum(int(np.size(s)) for s in skipped))
+            if family.order == 1:
+                absolute_only = compared.absolute_only
             notes += _finite_difference_notes(reference, trusted, noise, output_shape, names, family.order)
             # Every AD path on one side against finite differences (apart by rounding at most): the signature
             # of a step finite differences cannot take (or of a wrong rule): a probe may settle which.
