@@ -483,7 +483,8 @@ def test_a_run_whose_finite_differences_checked_almost_nothing_is_checked_in_flo
     """A layer norm over float32 inputs offset by 1e4 (features 1 apart): float32's step there (3.9) straddles
     them, so every entry reads as a kink and a sign-flipped tanh rule after it passed as "not compared" (a red
     team's case). float64's step (0.06) resolves them: the flipped rule is `wrong`, the plain layer norm passes,
-    a note saying float64 checked what float32 could not."""
+    a note saying float64 checked what float32 could not. The same beside another input, or beside an infinite
+    input it does not read (a review's cases): `wrong`."""
     import jax
     import jax.numpy as jnp
 
@@ -498,9 +499,18 @@ def test_a_run_whose_finite_differences_checked_almost_nothing_is_checked_in_flo
     wrong = gradaudit.audit(lambda x: flipped(layer_norm(x)), at)
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
     assert all("float64" in f.message for f in wrong.findings)
+    others = np.array([0.1, 0.2, 0.3], np.float32)
+    beside = gradaudit.audit(lambda x, y: jnp.concatenate([flipped(layer_norm(x)), jnp.sin(y)]), at, others)
+    assert not beside.passed and {str(f.finding_class) for f in beside.findings} == {"wrong"}
+    unread = gradaudit.audit(
+        lambda x, y: flipped(layer_norm(x)) + 0 * jnp.sum(jnp.where(jnp.isfinite(y), y, 0.0)),
+        at,
+        np.array([np.inf], np.float32),
+    )
+    assert not unread.passed and "wrong" in {str(f.finding_class) for f in unread.findings}
     plain = gradaudit.audit(layer_norm, at)
     assert plain.passed and not plain.findings
-    assert any("the float64 referee at the same inputs checks" in n.message for n in plain.notes)
+    assert any("the float64 referee at the same inputs leaves 1 of 25" in n.message for n in plain.notes)
 
 
 def test_an_output_the_function_rounds_through_float32_inside_is_not_checked_closer_in_float64():
@@ -508,7 +518,9 @@ def test_an_output_the_function_rounds_through_float32_inside_is_not_checked_clo
     differences 0 against AD's correct 1e-4, within the absolute tolerance), and float64's are too, the function
     casting to float32 inside: the same output and the same finite differences in both dtypes are no closer check
     (a review found it called `wrong` from float64's 0)."""
+    import jax
     import jax.numpy as jnp
+    import ml_dtypes
 
     import gradaudit
 
@@ -517,3 +529,13 @@ def test_an_output_the_function_rounds_through_float32_inside_is_not_checked_clo
 
     audit = gradaudit.audit(rounded_inside, np.array([0.3, 0.7, 100.0], np.float32))
     assert audit.passed and not audit.findings, [f.labelled for f in audit.findings]
+    # A second review's: logsumexp computed in float32 at logits near 1e6, float64 reading 0 where AD's 0.64 is
+    # right. An exact output with a real slope is carried over: x**2 at 0.5 and 1.5 in bfloat16, a rule 1.5 times.
+    inside = gradaudit.audit(
+        lambda x: jax.nn.logsumexp(x.astype(jnp.float32)).astype(x.dtype), 1e6 + np.arange(4.0, dtype=np.float32)
+    )
+    assert inside.passed and not inside.findings, [f.labelled for f in inside.findings]
+    square = jax.custom_jvp(lambda x: x**2)
+    square.defjvp(lambda p, t: (p[0] ** 2, 3 * p[0] * t[0]))
+    exact = gradaudit.audit(square, np.array([0.5, 1.5], ml_dtypes.bfloat16))
+    assert not exact.passed and {str(f.finding_class) for f in exact.findings} == {"wrong"}

@@ -160,6 +160,7 @@ def _result(
         method=computed.engine,
         judge_seconds=judged,
         unchecked=verdict.unchecked,
+        unresolved=verdict.unresolved,
         # kept where a finer dtype can referee and the absolute tolerance is the dtype's
         absolute_only=(
             0 if scenario.precision_dtype == "float64" or atol_given(scenario, tolerance) else verdict.absolute_only

@@ -400,6 +400,26 @@ class _Pairs:
 # --- numeric comparison -----------------------------------------------------------------------
 
 
+def _unresolved(trusted: Trust, inputs: Sequence[np.ndarray]) -> bool:
+    """Whether finite differences left entries a finer dtype's steps may resolve, at an input that is finite
+    throughout: an entry whose step is lost in the value's rounding or checked only within rounding above a
+    few percent of the derivative (`1000 + 1e-4 sin x` in float32: its value rounds by 6e-5, a step moves it
+    by 4e-7), or at least half of the input's entries with an estimate read as kinks (float32's steps at
+    inputs offset by 1e4 straddle a layer norm's features 1 apart). The referee checks such runs in float64."""
+    for k, undefined in enumerate(trusted.undefined):
+        if k < len(inputs) and not np.isfinite(np.asarray(inputs[k], dtype=np.float64)).all():
+            continue
+        defined = ~np.asarray(undefined, bool)
+        for masks in (trusted.absorbed, trusted.loose):
+            if k < len(masks) and np.any(np.asarray(masks[k], bool) & defined):
+                return True
+        if defined.any() and 2 * np.count_nonzero(np.asarray(trusted.kink[k], bool) & defined) >= np.count_nonzero(
+            defined
+        ):
+            return True
+    return False
+
+
 def _narrow(path: PathResult) -> bool:
     """Whether `path`'s first block is a floating dtype narrower than float64."""
     dtype = np.asarray(path.ok_arrays[0]).dtype if path.ok_arrays else np.dtype(np.float64)
@@ -1408,7 +1428,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         findings += values.findings(output_shape, ("",), 0)
     disagreeing: dict[str, dict[int, FindingClass]] = {}
     unchecked = (0, 0)
-    absolute_only = 0
+    absolute_only, unresolved = 0, False
     families: list[Compared] = []
     for family, references in _references(case):
         ad_names, _ = family.bound(bindings)
@@ -1485,6 +1505,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 unchecked = (sum(int(np.sum(s)) for s in skipped), sum(int(np.size(s)) for s in skipped))
             if family.order == 1:
                 absolute_only = compared.absolute_only
+                unresolved = _unresolved(trusted, case.inputs)
             notes += _finite_difference_notes(reference, trusted, noise, output_shape, names, family.order)
             # Every AD path on one side against finite differences (apart by rounding at most): the signature
             # of a step finite differences cannot take (or of a wrong rule): a probe may settle which.
@@ -1563,6 +1584,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
         notes=tuple(notes),
         unchecked=unchecked,
         absolute_only=absolute_only,
+        unresolved=unresolved,
         compared=tuple(families),
         misrouted=misrouted_elements,
     )

@@ -19,7 +19,7 @@ import numpy as np
 
 from gradaudit.judging.classes import between_slopes
 from gradaudit.judging.scale import row_and_column_scale
-from gradaudit.judging.tolerances import COARSE, Tolerances, tolerances_for
+from gradaudit.judging.tolerances import COARSE, Tolerances, function_scale, tolerances_for
 from gradaudit.judging.wording import path_labels
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Moved
@@ -40,6 +40,7 @@ from gradaudit.model.findings import (
 from gradaudit.model.paths import FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE, VALUE, base_name, block_names
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
+from gradaudit.numerics.finite_differences import rounding
 
 NARROW = ("bfloat16", "float16", "float32")
 """Floating dtypes float64 can referee."""
@@ -86,24 +87,11 @@ def wanted(result: ScenarioResult, tolerance: tuple[float | None, ...] = ()) -> 
 
 def _checked_loosely(result: ScenarioResult, tolerance: tuple[float | None, ...]) -> bool:
     """Whether float64 should check `result`'s AD paths more closely (`_checked_closely`): coarsely
-    checked (`_coarse`), mostly not checked at all (`_mostly_unchecked`), or passed only by the absolute
-    tolerance at an entry finite differences resolve
+    checked (`_coarse`), left entries unresolved (`ScenarioResult.unresolved`), or passed only by
+    the absolute tolerance at an entry finite differences resolve
     (`ScenarioResult.absolute_only`: taken at the function's scale, it lets a rule twice the slope of an
     entry 1e-4 the size of the rest pass in float32; float64's is 1e8 times finer)."""
-    return result.absolute_only > 0 or _coarse(result, tolerance) or _mostly_unchecked(result)
-
-
-def _mostly_unchecked(result: ScenarioResult) -> bool:
-    """Whether finite differences in `result`'s dtype could check at most half its first-order entries, at
-    finite inputs: float32's step at inputs offset by 1e4 (3.9) straddles a layer norm's features 1 apart, so
-    every entry read as a kink and a sign-flipped rule after it passed as "not compared"; float64's step
-    (0.06) resolves them."""
-    unchecked, entries = result.unchecked
-    return (
-        entries > 0
-        and 2 * unchecked >= entries
-        and all(np.isfinite(np.asarray(a, dtype=np.float64)).all() for a in result.inputs)
-    )
+    return result.absolute_only > 0 or result.unresolved or _coarse(result, tolerance)
 
 
 def _coarse(result: ScenarioResult, tolerance: tuple[float | None, ...]) -> bool:
@@ -217,19 +205,20 @@ def refereed(
 
 
 def _checked_instead(narrow: ScenarioResult, wide: ScenarioResult) -> Note | None:
-    """Where the narrow dtype's finite differences could not check most entries (`_mostly_unchecked`) and
-    float64's checked more and found its AD paths wrong nowhere: a note saying so, beside the narrow run's
-    own note on what it could not check."""
+    """Where the narrow dtype's finite differences left entries unresolved (`ScenarioResult.unresolved`) and
+    float64's left no more unchecked and found its AD paths wrong nowhere: a note saying so, beside the
+    narrow run's own notes on what it could not check."""
     unchecked, entries = narrow.unchecked
-    if not _mostly_unchecked(narrow) or wide.unchecked[1] != entries or wide.unchecked[0] >= unchecked:
+    if not narrow.unresolved or wide.unchecked[1] != entries or wide.unchecked[0] > unchecked:
         return None
     if any(f.finding_class == FindingClass.WRONG for f in wide.findings):
         return None
     dtype = narrow.scenario.precision_dtype
     return Note(
         message=(
-            f"{dtype}'s finite differences could not check {unchecked} of {entries} entries; the float64 referee "
-            f"at the same inputs checks {entries - wide.unchecked[0]} of them and finds no AD path wrong"
+            f"{dtype}'s finite differences could not check entries closely ({unchecked} of {entries} not at "
+            f"all); the float64 referee at the same inputs leaves {wide.unchecked[0]} of {entries} unchecked and "
+            "finds no AD path wrong"
         ),
         count=entries - wide.unchecked[0],
         of=entries,
@@ -240,11 +229,16 @@ def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: T
     """The AD paths of a loosely checked narrow run (`_checked_loosely`) that float64 finds wrong: where float64's
     judge finds its AD paths `wrong` against its finite differences, the narrow paths within the narrow
     tolerance of float64's (the same rule in both dtypes), and further from float64's finite differences
-    than the narrow relative tolerance alone, a `wrong` finding of the narrow run naming float64's numbers.
-    The narrow finite differences' absolute part and rounding no longer decide: a bfloat16 rule 1.5 times
-    softplus's slope passed within 0.98 at 0.85, float64's finite differences say 0.845."""
+    than the narrow relative tolerance alone plus what float64 resolves at the function's scale (the square
+    root of its epsilon times the function's largest number), a `wrong` finding of the narrow run naming
+    float64's numbers. The narrow finite differences' absolute part and rounding no longer decide: a
+    bfloat16 rule 1.5 times softplus's slope passed within 0.98 at 0.85, float64's finite differences say
+    0.845."""
     found: list[Finding] = []
     dtype = narrow.scenario.precision_dtype
+    # What float64 resolves at the function's scale (a computation of condition up to 1/sqrt(eps) rounds to it):
+    # poly of a matrix holding 1e9 has an exact 0 that float64's finite differences read as -3e-6.
+    floor = math.sqrt(rounding(np.dtype(np.float64))) * function_scale(wide.paths)
     for wrong in wide.findings:
         location = wrong.location or ""
         reference = wrong.values.get(FINITE_DIFFERENCE)
@@ -255,7 +249,7 @@ def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: T
             or FINITE_DIFFERENCE not in wrong.paths
             or reference is None
             or not math.isfinite(reference)
-            or _computed_narrow(narrow, wide, location)
+            or _computed_narrow(narrow, wide, location, reference)
         ):
             continue
         here = {p: _entry(narrow, p, location) for p in sides}
@@ -268,7 +262,7 @@ def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: T
         if not sides or len(numbers) != len(sides):
             continue
         shared = all(abs(h - t) <= tolerances.fd_atol + tolerances.fd_rtol * abs(t) for h, t in numbers)
-        if not shared or all(abs(h - reference) <= tolerances.fd_rtol * abs(reference) for h, _ in numbers):
+        if not shared or all(abs(h - reference) <= tolerances.fd_rtol * abs(reference) + floor for h, _ in numbers):
             continue
         labels = path_labels(sides)
         own = _entry(narrow, FINITE_DIFFERENCE, location)
@@ -343,12 +337,14 @@ def _located(result: ScenarioResult, path: str, location: str) -> tuple[np.ndarr
     return block, index
 
 
-def _computed_narrow(narrow: ScenarioResult, wide: ScenarioResult, location: str) -> bool:
+def _computed_narrow(narrow: ScenarioResult, wide: ScenarioResult, location: str, reading: float) -> bool:
     """Whether the output element of `location` is the same number in float64 as in the narrow dtype (a
-    finite one), and so are finite differences at the entry: the function rounds it through the narrow
-    dtype inside, whatever its inputs, so float64's finite differences there are the narrow dtype's and
-    no closer check (`x + 1e-4 y` cast to float32 and less x reads 0 at every step at x = 100, though its
-    derivative in y is 1e-4)."""
+    finite one), and float64's finite differences read a slope of 0 at the entry (`reading`, its finding's):
+    the function
+    rounds it through the narrow dtype inside, whatever its inputs, so float64's finite differences there
+    are the narrow dtype's and no closer check (`x + 1e-4 y` cast to float32 and less x reads 0 at every
+    step at x = 100, though its derivative in y is 1e-4; a layer norm or logsumexp computed in float32 at
+    inputs offset by 1e4 or 1e6 reads 0 where AD's 0.64 is right)."""
     names = (*block_names(narrow.arg_names, 1), *block_names(narrow.arg_names, 2))
     parsed = parse_location(location, names)
     values = [r.paths.get(VALUE) for r in (narrow, wide)]
@@ -360,7 +356,7 @@ def _computed_narrow(narrow: ScenarioResult, wide: ScenarioResult, location: str
         return False
     if not (np.isfinite(here[out]) and here[out] == there[out]):
         return False
-    return _entry(narrow, FINITE_DIFFERENCE, location) == _entry(wide, FINITE_DIFFERENCE, location)
+    return reading == 0.0
 
 
 def _entry(result: ScenarioResult, path: str, location: str) -> float | None:

@@ -282,6 +282,8 @@ class Verdict:
     absolute_only: int = 0
     """First-order entries an AD path passed only within the absolute tolerance where finite differences
     resolve them (`fd_trust.passed_by_absolute`): a finer dtype checks them more closely."""
+    unresolved: bool = False
+    """Finite differences left entries a finer dtype may resolve (`judge._unresolved`): the referee checks them."""
     compared: tuple[Compared, ...] = ()
     """Each family's comparison (`Compared`)."""
     misrouted: dict[str, tuple[int, ...]] = field(default_factory=dict)

@@ -74,6 +74,8 @@ class ScenarioResult:
     """(first-order entries finite differences could not check, of how many): see `Verdict.unchecked`."""
     absolute_only: int = 0
     """See `Verdict.absolute_only`; 0 where the absolute tolerance is the user's or the dtype float64."""
+    unresolved: bool = False
+    """See `Verdict.unresolved`."""
     compared: tuple[Compared, ...] = ()
     """What the judge compared each family with (`Verdict.compared`); empty for a result read back from a report."""
     misrouted: dict[str, tuple[int, ...]] = field(default_factory=dict)
