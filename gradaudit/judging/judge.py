@@ -134,6 +134,8 @@ class _Against:
     """How many of the entries finite differences cannot check (a kink, undefined, absorbed), of how many."""
     absolute_only: int = 0
     """How many entries an AD path passed only by the absolute tolerance (`fd_trust.passed_by_absolute`)."""
+    unresolved: bool = False
+    """Whether finite differences left entries a finer dtype may resolve (`_unresolved`)."""
 
 
 def _rounding_of_terms(
@@ -251,7 +253,9 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
     kinked: np.ndarray = np.asarray(np.asarray(kink).any(axis=1))
     unchecked = np.count_nonzero(kink | undefined_flat | absorbed, axis=1)
     absolute_only = np.zeros(len(cases), dtype=np.int64)
+    unresolved = np.zeros(len(cases), dtype=bool)
     if order == 1 and scaled and references[0].estimates is not None and _narrow(cases[0].results[scaled[0]]):
+        unresolved = _unresolved(kink, absorbed | loose, undefined_flat, [np.size(a) for a in references[0].ok_arrays])
         # asked of a narrow dtype alone: the float64 referee checks those entries again
         with np.errstate(invalid="ignore", over="ignore"):
             settling = np.abs(stacked["central"] - stacked["central_half"])
@@ -300,6 +304,7 @@ def _against(cases: Sequence[Case], reference: str, paths: Sequence[str], order:
             kinked=bool(kinked[b]),
             unchecked=(int(unchecked[b]), undefined_flat.shape[1]),
             absolute_only=int(absolute_only[b]),
+            unresolved=bool(unresolved[b]),
         )
         for b, mine in enumerate(undefined)
     ]
@@ -400,24 +405,23 @@ class _Pairs:
 # --- numeric comparison -----------------------------------------------------------------------
 
 
-def _unresolved(trusted: Trust, inputs: Sequence[np.ndarray]) -> bool:
-    """Whether finite differences left entries a finer dtype's steps may resolve, at an input that is finite
-    throughout: an entry whose step is lost in the value's rounding or checked only within rounding above a
-    few percent of the derivative (`1000 + 1e-4 sin x` in float32: its value rounds by 6e-5, a step moves it
-    by 4e-7), or at least half of the input's entries with an estimate read as kinks (float32's steps at
-    inputs offset by 1e4 straddle a layer norm's features 1 apart). The referee checks such runs in float64."""
-    for k, undefined in enumerate(trusted.undefined):
-        if k < len(inputs) and not np.isfinite(np.asarray(inputs[k], dtype=np.float64)).all():
-            continue
-        defined = ~np.asarray(undefined, bool)
-        for masks in (trusted.absorbed, trusted.loose):
-            if k < len(masks) and np.any(np.asarray(masks[k], bool) & defined):
-                return True
-        if defined.any() and 2 * np.count_nonzero(np.asarray(trusted.kink[k], bool) & defined) >= np.count_nonzero(
-            defined
-        ):
-            return True
-    return False
+def _unresolved(kink: np.ndarray, rounded: np.ndarray, undefined: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """Per case (rows of cases alike, entries flat, blocks of `sizes` one per input), whether finite
+    differences left entries a finer dtype's steps may resolve: an entry with an estimate whose step is lost
+    in the value's rounding or checked only within rounding above a few percent of the derivative
+    (`rounded`: `1000 + 1e-4 sin x` in float32, whose value rounds by 6e-5 where a step moves it by 4e-7),
+    or half or more of one input's entries with an estimate read as kinks (float32's steps at inputs offset
+    by 1e4 straddle a layer norm's features 1 apart). The referee checks such runs in float64."""
+    defined = ~undefined
+    found = np.any(rounded & defined, axis=1)
+    start = 0
+    for size in sizes:
+        block = slice(start, start + size)
+        estimated = np.count_nonzero(defined[:, block], axis=1)
+        kinked = np.count_nonzero(kink[:, block] & defined[:, block], axis=1)
+        found |= (estimated > 0) & (2 * kinked >= estimated)
+        start += size
+    return found
 
 
 def _narrow(path: PathResult) -> bool:
@@ -1505,7 +1509,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 unchecked = (sum(int(np.sum(s)) for s in skipped), sum(int(np.size(s)) for s in skipped))
             if family.order == 1:
                 absolute_only = compared.absolute_only
-                unresolved = _unresolved(trusted, case.inputs)
+                unresolved = compared.unresolved
             notes += _finite_difference_notes(reference, trusted, noise, output_shape, names, family.order)
             # Every AD path on one side against finite differences (apart by rounding at most): the signature
             # of a step finite differences cannot take (or of a wrong rule): a probe may settle which.
