@@ -1,6 +1,6 @@
-"""lax.linalg.svd: [wrong] jacrev and jit(jacrev) disagree with jacfwd on 103 of 189 entries; largest at d out[0]/d x0[0, 0]: -inf from jacfwd, nan from jacrev and jit(jacrev)
+"""lax.linalg.svd: [wrong] jacrev and jit(jacrev) disagree with jacfwd on 105 of 189 entries; largest at d out[0]/d x0[0, 0]: -inf from jacfwd, nan from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0[0, 0] = 6.2e-37; out[0] = -0.4678); finite differences -1.628e+35 (slope -1.629e+35 from the left, -1.627e+35 from the right), both sides agree; the split persists in float64, largest at d out[11]/d x0[0, 2] there
+Why: inputs and output finite (x0[0, 0] = 6.2e-37; out[0] = -0.4678); finite differences -1.628e+35 (slope -1.629e+35 from the left, -1.627e+35 from the right), both sides agree; the split persists in float64, largest at d out[8]/d x0[1, 0] there
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[0, 0]: jacrev nan, jit(jacrev) nan, jacfwd -inf.
 Written from <survey>:2:3; needs only JAX and NumPy: python lax.linalg.svd-2.py

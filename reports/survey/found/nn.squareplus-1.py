@@ -1,6 +1,6 @@
-"""nn.squareplus: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 1 of 1 entries; at d out/d x0: 0 from finite differences, 1.26311e-08 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 1.26e-08; tolerance 1.74e-11)
+"""nn.squareplus: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 1 of 1 entries; at d out/d x0: 0 from finite differences, 1.26311e-08 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 1.26e-08; tolerance 3.28e-11)
 
-Why: inputs and output finite (x0 = -1e+04; out = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (9.99999973e-09 from jacfwd, 9.99999967e-09 from jit_jacfwd, 9.99999973e-09 from jacrev, 9.99999966e-09 from jit_jacrev, 1.00016594e-08 from finite_difference)
+Why: inputs and output finite (x0 = -1e+04; out = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (9.99999973e-09 from jacfwd, 9.99999973e-09 from jit_jacfwd, 9.99999973e-09 from jacrev, 9.99999972e-09 from jit_jacrev, 1.00016594e-08 from finite_difference)
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacfwd 1.26311e-08, jit(jacfwd) 1.26311e-08, jacrev 1.26311e-08, jit(jacrev) 1.26311e-08, finite differences 0.
 Written from <survey>:2:3; needs only JAX and NumPy: python nn.squareplus-1.py

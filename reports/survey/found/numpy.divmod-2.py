@@ -1,8 +1,8 @@
-"""numpy.divmod: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 2 of 36 entries; largest at d out[5]/d x0[2]: 0 from finite differences, 1 from jacfwd and jit(jacfwd) (difference 1; tolerance 0.00138)
+"""numpy.divmod: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 1 of 4 entries; at d out[1]/d x1: 0.5 from finite differences, -6.2e+36 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 6.2e+36, relative 1.2e+37; tolerance 0.00222)
 
-Why: inputs and output finite (x0[2] = 0 (all of x0: [0, 0, 0]); out[5] = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (1 from jacfwd, 1 from jit_jacfwd, 0 from finite_difference)
+Why: inputs and output finite (x1 = 1e-37; out[1] = 4.851e-38); finite differences 0.5 (slope 0.56 from the left, 0.44 from the right), both sides agree; the float64 referee at the same inputs finds it non-differentiable: no derivative at this point (x1 = 1e-37; out[1] = 4.851e-38): finite differences 0 (slope 1.628e-30 from the left, -1.628e-30 from the right); a jump or kink finer than the usual step 7.63e-06: at step 5.47e-48 the slope is -2.262e+09 from the left, 9.285e+09 from the right (at 2.24e-44: 5.227e+05 and -1.981e+06)
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[5]/d x0[2]: jacfwd 1, jit(jacfwd) 1, finite differences 0.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1]/d x1: jacfwd -6.2e+36, jit(jacfwd) -6.2e+36, jacrev -6.2e+36, jit(jacrev) -6.2e+36, finite differences 0.5.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.divmod-2.py
 """
 
@@ -65,8 +65,8 @@ KWARGS = {}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'dd'
 ARGUMENTS = [
-    np.array([0.0, 0.0, 0.0], dtype=np.float32),
-    np.array([0.0, 0.0, 1.1754943508222875e-38], dtype=np.float32),
+    np.array(0.6200000047683716, dtype=np.float32),
+    np.array(9.99999991097579e-38, dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 
@@ -94,7 +94,9 @@ PASSED = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind != "d"]
 HELD = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "h"]
 ARGNUMS = tuple(range(len(INPUTS)))
 
-print('at d out[5]/d x0[2]:')
-print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (5, 2)), sep=': ')
-print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (5, 2)), sep=': ')
-print('finite differences', entry(finite_difference(traced, PASSED, 0, (2,), (5,), 0.00390625), ()), sep=': ')
+print('at d out[1]/d x1:')
+print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[1], (1,)), sep=': ')
+print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[1], (1,)), sep=': ')
+print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[1], (1,)), sep=': ')
+print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[1], (1,)), sep=': ')
+print('finite differences', entry(finite_difference(traced, PASSED, 1, (), (1,), 0.00390625), ()), sep=': ')

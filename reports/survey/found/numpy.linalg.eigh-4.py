@@ -1,8 +1,8 @@
-"""numpy.linalg.eigh: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 107 of 108 entries; largest at d out[9]/d x0[2, 1]: -0.0807152 from finite differences, 0.597577 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 0.678, relative 8.4; tolerance 0.00156)
+"""numpy.linalg.eigh: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 107 of 108 entries; largest at d out[9]/d x0[2, 1]: -0.0807271 from finite differences, 0.597577 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 0.678, relative 8.4; tolerance 0.00156)
 
-Why: inputs and output finite (x0[2, 1] = -1.72; out[9] = 0.506); finite differences -0.08072 (slope -0.08062 from the left, -0.0808 from the right), both sides agree; the split persists in float64, largest at d out[1]/d x0[2, 0] there
+Why: inputs and output finite (x0[2, 1] = -1.72; out[9] = 0.506); finite differences -0.08073 (slope -0.08064 from the left, -0.0808 from the right), both sides agree; the split persists in float64, largest at d out[1]/d x0[2, 0] there
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[9]/d x0[2, 1]: jacfwd 0.597577, jit(jacfwd) 0.597577, jacrev 0.597577, jit(jacrev) 0.597577, finite differences -0.0807152.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[9]/d x0[2, 1]: jacfwd 0.597577, jit(jacfwd) 0.597577, jacrev 0.597577, jit(jacrev) 0.597577, finite differences -0.0807271.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.linalg.eigh-4.py
 """
 

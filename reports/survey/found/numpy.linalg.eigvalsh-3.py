@@ -1,8 +1,8 @@
-"""numpy.linalg.eigvalsh: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 27 of 27 entries; largest at d out[1]/d x0[2, 0]: 0.94514 from finite differences, -0.346586 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 1.29, relative 1.4; tolerance 0.00303)
+"""numpy.linalg.eigvalsh: [wrong] jacfwd, jit(jacfwd), jacrev and jit(jacrev) disagree with finite differences on 27 of 27 entries; largest at d out[1]/d x0[2, 0]: 0.945063 from finite differences, -0.346586 from jacfwd, jit(jacfwd), jacrev and jit(jacrev) (difference 1.29, relative 1.4; tolerance 0.00303)
 
-Why: inputs and output finite (x0[2, 0] = 0.93; out[1] = 1.405); finite differences 0.9451 (slope 0.9452 from the left, 0.9451 from the right), both sides agree; the split persists in float64 (-0.346586291 from jacfwd, -0.346586291 from jit_jacfwd, -0.346586291 from jacrev, -0.346586291 from jit_jacrev, 0.945070224 from finite_difference)
+Why: inputs and output finite (x0[2, 0] = 0.93; out[1] = 1.405); finite differences 0.9451 (slope 0.9452 from the left, 0.9449 from the right), both sides agree; the split persists in float64 (-0.346586291 from jacfwd, -0.346586291 from jit_jacfwd, -0.346586291 from jacrev, -0.346586291 from jit_jacrev, 0.945070224 from finite_difference)
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1]/d x0[2, 0]: jacfwd -0.346586, jit(jacfwd) -0.346586, jacrev -0.346586, jit(jacrev) -0.346586, finite differences 0.94514.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1]/d x0[2, 0]: jacfwd -0.346586, jit(jacfwd) -0.346586, jacrev -0.346586, jit(jacrev) -0.346586, finite differences 0.945063.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.linalg.eigvalsh-3.py
 """
 

@@ -1,8 +1,8 @@
-"""numpy.polyfit: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 4 of 16 entries; largest at d out[0]/d x0[0]: -5.65668e+34 from jacfwd and jit(jacfwd), nan from jacrev and jit(jacrev)
+"""numpy.polyfit: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 4 of 16 entries; largest at d out[0]/d x0[0]: -5.65667e+34 from jacfwd and jit(jacfwd), nan from jacrev and jit(jacrev)
 
 Why: inputs and output finite (x0[0] = 6.2e-19 (all of x0: [6.2e-19, -1.37e-18, 2.5e-19, 1.81e-18]); out[0] = 1e+18); finite differences -5.65e+34 (slope -4.898e+34 from the left, -6.401e+34 from the right), both sides agree; float64 agrees (-5.65668182e+34 from jacrev, -5.65668182e+34 from jit_jacrev, -5.65668182e+34 from jacfwd, -5.65668182e+34 from jit_jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacrev nan against -5.65668e+34; jit_jacrev nan against -5.65668e+34
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[0]: jacrev nan, jit(jacrev) nan, jacfwd -5.65668e+34, jit(jacfwd) -5.65668e+34.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[0]: jacrev nan, jit(jacrev) nan, jacfwd -5.65667e+34, jit(jacfwd) -5.65667e+34.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.polyfit-3.py
 """
 

@@ -1,8 +1,8 @@
-"""numpy.roots: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 18 of 24 entries; largest at d out[0]/d x0[1]: nan from jacfwd and jit(jacfwd), -2.83568e+37 from jacrev and jit(jacrev)
+"""numpy.roots: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 18 of 24 entries; largest at d out[0]/d x0[1]: nan from jacfwd and jit(jacfwd), -2.83569e+37 from jacrev and jit(jacrev)
 
 Why: inputs and output finite (x0[1] = 0 (all of x0: [1.175e-38, 0, 0, 1]); out[0] = -5.684e-14); finite differences -1.1e+12 (slope -1.1e+12 from the left, -1.1e+12 from the right), both sides agree; the split persists in float64, largest at d out[3]/d x0[0] there
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[1]: jacrev -2.83568e+37, jit(jacrev) -2.83568e+37, jacfwd nan, jit(jacfwd) nan.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[1]: jacrev -2.83569e+37, jit(jacrev) -2.83569e+37, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python numpy.roots-4.py
 """
 

@@ -1,8 +1,8 @@
-"""scipy.linalg.polar: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 8 of 162 entries; largest at d out[10]/d x0[2, 2]: -0.00358327 from finite differences, 0.000600918 from jacfwd and jit(jacfwd) (difference 0.00418, relative 1.2; tolerance 0.00153)
+"""scipy.linalg.polar: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 6 of 162 entries; largest at d out[10]/d x0[2, 2]: -0.00423431 from finite differences, 0.000600126 from jacfwd and jit(jacfwd) (difference 0.00483, relative 1.1; tolerance 0.00153)
 
-Why: inputs and output finite (x0[2, 2] = 0.38; out[10] = 0.5832); finite differences -0.003583 (slope -0.003174 from the left, -0.002167 from the right), both sides agree; the float64 referee could not judge: jacrev and jit(jacrev) raised ValueError: Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop.
+Why: inputs and output finite (x0[2, 2] = 0.38; out[10] = 0.5832); finite differences -0.004234 (slope -0.003387 from the left, -0.002655 from the right), both sides agree; the float64 referee could not judge: jacrev and jit(jacrev) raised ValueError: Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop.
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[10]/d x0[2, 2]: jacfwd 0.000600918, jit(jacfwd) 0.000600918, finite differences -0.00358327.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[10]/d x0[2, 2]: jacfwd 0.000600126, jit(jacfwd) 0.000600126, finite differences -0.00423431.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.linalg.polar-2.py
 """
 

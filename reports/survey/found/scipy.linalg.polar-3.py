@@ -1,6 +1,6 @@
-"""scipy.linalg.polar: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 159 of 162 entries; largest at d out[0]/d x0[0, 0]: 2.80187e+35 from finite differences, nan from jacfwd and jit(jacfwd)
+"""scipy.linalg.polar: [wrong] jacfwd and jit(jacfwd) disagree with finite differences on 158 of 162 entries; largest at d out[0]/d x0[0, 0]: 2.80187e+35 from finite differences, nan from jacfwd and jit(jacfwd)
 
-Why: inputs and output finite (x0[0, 0] = 6.2e-37; out[0] = -0.3236); finite differences 2.802e+35 (slope 2.799e+35 from the left, 2.805e+35 from the right), both sides agree; the float64 referee could not judge: jacrev and jit(jacrev) raised ValueError: Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop.
+Why: inputs and output finite (x0[0, 0] = 6.2e-37; out[0] = -0.3236); finite differences 2.802e+35 (slope 2.798e+35 from the left, 2.805e+35 from the right), both sides agree; the float64 referee could not judge: jacrev and jit(jacrev) raised ValueError: Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values. Try using lax.scan, or using fori_loop with static start/stop.
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[0, 0]: jacfwd nan, jit(jacfwd) nan, finite differences 2.80187e+35.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.linalg.polar-3.py

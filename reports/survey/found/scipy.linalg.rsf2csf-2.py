@@ -1,6 +1,6 @@
 """scipy.linalg.rsf2csf: [wrong] jacrev and jit(jacrev) disagree with finite differences on 85 of 648 entries; largest at d out[10]/d x0[2, 2]: 4.02653e+08 from finite differences, -1.11187e+13 from jacrev and jit(jacrev) (difference 1.11e+13, relative 2.8e+04; tolerance 4.23e+09)
 
-Why: inputs and output finite (x0[2, 2] = 0.38; out[10] = -1.547e+07); finite differences 4.027e+08 (slope 1.342e+08 from the left, 2.684e+08 from the right), both sides agree; the split persists in float64, largest at d out[10]/d x0[1, 2] there
+Why: inputs and output finite (x0[2, 2] = 0.38; out[10] = -1.547e+07); finite differences 4.027e+08 (slope 1.342e+08 from the left, 2.684e+08 from the right), both sides agree; float64 agrees (1157126.55 from jacrev, 1157126.55 from jit_jacrev, 1156810.67 from finite_difference) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacrev 1.11187e+13 against 338088; jit_jacrev 1.11187e+13 against 338088
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[10]/d x0[2, 2]: jacrev -1.11187e+13, jit(jacrev) -1.11187e+13, finite differences 4.02653e+08.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.linalg.rsf2csf-2.py

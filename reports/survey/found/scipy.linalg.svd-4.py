@@ -1,8 +1,8 @@
-"""scipy.linalg.svd: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 119 of 189 entries; largest at d out[1]/d x0[0, 0]: -1.27598e-16 from jacfwd and jit(jacfwd), nan from jacrev and jit(jacrev)
+"""scipy.linalg.svd: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 119 of 189 entries; largest at d out[1]/d x0[0, 0]: -6.03015e-20 from jacfwd and jit(jacfwd), nan from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0[0, 0] = 0.62; out[1] = 0); finite differences 2.543e-06 (slope 0 from the left, 0 from the right), both sides agree; float64 agrees (-5.26278715e-35 from jacrev, -5.26278715e-35 from jit_jacrev, -5.26278715e-35 from jacfwd, -5.26278715e-35 from jit_jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacrev nan against -1.94179e-93; jit_jacrev nan against -1.94179e-93; jacfwd nan against -1.94179e-93; jit_jacfwd nan against -1.94179e-93
+Why: inputs and output finite (x0[0, 0] = 0.62; out[1] = 0); finite differences 2.543e-06 (slope 0 from the left, 0 from the right), both sides agree; float64 agrees (1.75641405e-77 from jacrev, 1.75641405e-77 from jit_jacrev, 1.75641405e-77 from jacfwd, 1.75641405e-77 from jit_jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacrev nan against -1.95001e-93; jit_jacrev nan against -1.95001e-93; jacfwd nan against -1.95001e-93; jit_jacfwd nan against -1.95001e-93
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1]/d x0[0, 0]: jacrev nan, jit(jacrev) nan, jacfwd -1.27598e-16, jit(jacfwd) -1.27598e-16.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[1]/d x0[0, 0]: jacrev nan, jit(jacrev) nan, jacfwd -6.03015e-20, jit(jacfwd) -6.03015e-20.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.linalg.svd-4.py
 """
 

@@ -1,6 +1,6 @@
-"""scipy.special.expn: [eager-jit] jacrev disagrees with finite differences on 1 of 18 entries; at d out[0]/d x0[0]: -0.121037 from finite differences, 0 from jacrev (difference 0.121, relative 1; tolerance 0.0673)
+"""scipy.special.expn: [wrong] jacrev disagrees with finite differences on 1 of 18 entries; at d out[0]/d x0[0]: -0.121037 from finite differences, 0 from jacrev (difference 0.121, relative 1; tolerance 0.0673)
 
-Why: one transform, two answers (x0[0] = 2.871 (all of x0: [2.871, -0, 1]); out[0] = 0.3484); the split persists in float64 (0 from jacrev, -0.121312416 from finite_difference)
+Why: inputs and output finite (x0[0] = 2.871 (all of x0: [2.871, -0, 1]); out[0] = 0.3484); finite differences -0.121 (slope -0.1291 from the left, -0.1141 from the right), both sides agree; the split persists in float64 (0 from jacrev, -0.121312416 from finite_difference)
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0]/d x0[0]: jacrev 0, finite differences -0.121037.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.expn-2.py

@@ -1,8 +1,8 @@
-"""scipy.special.hyp2f1: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 4 of 4 entries; largest at d out/d x0: nan from jacfwd and jit(jacfwd), -inf from jacrev and jit(jacrev)
+"""scipy.special.hyp2f1: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 3 of 4 entries; largest at d out/d x0: nan from jacfwd and jit(jacfwd), 0 from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0 = 0.62; out = 2.884e-11); finite differences -1.129e-09 (slope -1.173e-09 from the left, -1.087e-09 from the right), both sides agree; the split persists in float64 (-inf from jacrev, -inf from jit_jacrev, nan from jacfwd, nan from jit_jacfwd)
+Why: inputs and output finite (x0 = 0; out = 1); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (0 from jacrev, 0 from jit_jacrev, nan from jacfwd, nan from jit_jacfwd)
 
-gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacrev -inf, jit(jacrev) -inf, jacfwd nan, jit(jacfwd) nan.
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacrev 0, jit(jacrev) 0, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.special.hyp2f1-11.py
 """
 
@@ -65,10 +65,10 @@ KWARGS = {}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'dddd'
 ARGUMENTS = [
-    np.array(0.6200000047683716, dtype=np.float32),
-    np.array(0.6200000047683716, dtype=np.float32),
-    np.array(0.6200000047683716, dtype=np.float32),
-    np.array(-9.999999843067494e+16, dtype=np.float32),
+    np.array(0.0, dtype=np.float32),
+    np.array(0.0, dtype=np.float32),
+    np.array(0.0, dtype=np.float32),
+    np.array(0.0, dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
 

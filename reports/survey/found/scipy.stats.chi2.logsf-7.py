@@ -1,6 +1,6 @@
 """scipy.stats.chi2.logsf: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 2 of 2 entries; largest at d out/d x0: nan from jacfwd and jit(jacfwd), 0 from jacrev and jit(jacrev)
 
-Why: inputs and output finite (x0 = 0; out = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64, largest at d out/d x1 there
+Why: inputs and output finite (x0 = -1; out = 0); finite differences 0 (slope 0 from the left, 0 from the right), both sides agree; the split persists in float64 (0 from jacrev, 0 from jit_jacrev, nan from jacfwd, nan from jit_jacfwd)
 
 gradaudit 0.1.0 (JAX 0.10.2) reported at d out/d x0: jacrev 0, jit(jacrev) 0, jacfwd nan, jit(jacfwd) nan.
 Written from <survey>:2:3; needs only JAX and NumPy: python scipy.stats.chi2.logsf-7.py
@@ -65,7 +65,7 @@ KWARGS = {}
 # as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
 PATTERN = 'dd'
 ARGUMENTS = [
-    np.array(0.0, dtype=np.float32),
+    np.array(-1.0, dtype=np.float32),
     np.array(0.6200000047683716, dtype=np.float32),
 ]
 CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]

@@ -1,0 +1,101 @@
+"""wrappers.lu_solve: [wrong] jacrev and jit(jacrev) disagree with jacfwd and jit(jacfwd) on 43 of 162 entries; largest at d out[0, 0]/d x0[0, 0]: inf from jacfwd and jit(jacfwd), nan from jacrev and jit(jacrev)
+
+Why: inputs and output finite (x0[0, 0] = 0.62; out[0, 0] = 1e+37); finite differences 2.678e+38 (slope 2.545e+38 from the left, 2.825e+38 from the right), both sides agree; float64 agrees (2.67770701e+38 from jacrev, 2.67770701e+38 from jit_jacrev, 2.67770701e+38 from jacfwd, 2.67770701e+38 from jit_jacfwd) but float32 strays from it by more than float32's tolerance (rtol 0.0014, atol 0.0014, or rtol of the block's largest entry): jacrev nan against 2.67771e+38; jit_jacrev nan against 2.67771e+38; jacfwd inf against 2.67771e+38; jit_jacfwd inf against 2.67771e+38
+
+gradaudit 0.1.0 (JAX 0.10.2) reported at d out[0, 0]/d x0[0, 0]: jacrev nan, jit(jacrev) nan, jacfwd inf, jit(jacfwd) inf.
+Written from <survey>:2:3; needs only JAX and NumPy: python wrappers.lu_solve-3.py
+"""
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+
+def flat(out):
+    """The function's floating outputs in one vector (an array stays as it is): what was differentiated."""
+    leaves = []
+    for leaf in jax.tree_util.tree_leaves(out):
+        leaves += [jnp.real(leaf), jnp.imag(leaf)] if jnp.iscomplexobj(leaf) else [leaf]
+    floating = [leaf for leaf in leaves if jnp.issubdtype(jnp.result_type(leaf), jnp.floating)]
+    if len(leaves) == 1 and len(floating) == 1:
+        return floating[0]
+    return jnp.concatenate([jnp.ravel(leaf) for leaf in floating]) if len(floating) > 1 else jnp.ravel(floating[0])
+
+
+def finite_difference(f, fixed, k, at, out, h):
+    """Central differences of jit(f) at steps h and h/2, extrapolated (4 c(h/2) - c(h)) / 3: the
+    derivative of out with respect to INPUTS[k][at] from evaluations of the function alone.
+    Where jit cannot compile f (it needs an input's concrete value), f itself, as the audit does."""
+    g = jax.jit(f)
+    try:
+        g(*INPUTS, *fixed)
+    except (
+        jax.errors.TracerBoolConversionError,
+        jax.errors.ConcretizationTypeError,
+        jax.errors.TracerIntegerConversionError,
+        IndexError,
+    ):
+        g = f
+
+    def central(step):
+        values = []
+        for sign in (1.0, -1.0):
+            moved = [np.array(x) for x in INPUTS]
+            moved[k][at] = (np.float64(moved[k][at]) + sign * step).astype(moved[k].dtype)
+            values.append(np.float64(np.asarray(g(*moved, *fixed))[out]))
+        return (values[0] - values[1]) / (2 * step)
+
+    return (4 * central(h / 2) - central(h)) / 3
+
+
+def entry(block, index):
+    return float(np.asarray(block)[index])
+
+
+import importlib
+import sys
+
+function = importlib.import_module('gradaudit.survey.wrappers')
+for attribute in 'lu_solve'.split("."):
+    function = getattr(function, attribute)
+KWARGS = {'trans': 0}
+
+# Each positional argument and how it reaches the function: d differentiated, h held fixed (passed
+# as an argument), c an integer input: passed as an argument (traced), or captured as a constant.
+PATTERN = 'dd'
+ARGUMENTS = [
+    np.array([[0.6200000047683716, -1.3700000047683716, 0.25], [1.809999942779541, -0.4399999976158142, 1.090000033378601], [0.9300000071525574, -1.7200000286102295, 0.3799999952316284]], dtype=np.float32),
+    np.array([[6.199999857553756e+36, -1.3699999491002965e+37, 2.499999983453953e+36], [1.8099999512587947e+37, -4.4000000215849815e+36, 1.090000016871285e+37], [9.300000103243284e+36, -1.720000054534151e+37, 3.800000076262057e+36]], dtype=np.float32),
+]
+CONSTANTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "c"]
+
+
+def _called(inputs, passed, captured):
+    d, p, c = iter(inputs), iter(passed), iter(CONSTANTS)
+    arguments = [next(d) if kind == "d" else next(c) if kind == "c" and captured else next(p) for kind in PATTERN]
+    return flat(function(*arguments, **KWARGS))
+
+
+def traced(*inputs):
+    # The differentiated inputs, then every other input, passed as arguments.
+    n = PATTERN.count("d")
+    return _called(inputs[:n], inputs[n:], captured=False)
+
+
+def with_constants(*inputs):
+    # The differentiated inputs, then the held ones, passed; the integer inputs captured as constants.
+    n = PATTERN.count("d")
+    return _called(inputs[:n], inputs[n:], captured=True)
+
+
+INPUTS = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "d"]
+PASSED = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind != "d"]
+HELD = [jnp.asarray(a) for a, kind in zip(ARGUMENTS, PATTERN) if kind == "h"]
+ARGNUMS = tuple(range(len(INPUTS)))
+
+print('at d out[0, 0]/d x0[0, 0]:')
+print('jacrev', entry(jax.jacrev(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (0, 0, 0, 0)), sep=': ')
+print('jit(jacrev)', entry(jax.jit(jax.jacrev(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (0, 0, 0, 0)), sep=': ')
+print('jacfwd', entry(jax.jacfwd(traced, argnums=ARGNUMS)(*INPUTS, *PASSED)[0], (0, 0, 0, 0)), sep=': ')
+print('jit(jacfwd)', entry(jax.jit(jax.jacfwd(traced, argnums=ARGNUMS))(*INPUTS, *PASSED)[0], (0, 0, 0, 0)), sep=': ')
