@@ -183,4 +183,4 @@ def one_story(result: ScenarioResult, tolerance: tuple[float | None, ...] = ()) 
     which a batch computes as one call does) keeps its findings where the twins agree."""
     if result.findings and not result.scenario.target.bundled:
         return False
-    return twins_agree(result.paths, tolerances_for(result.scenario, tolerance, result.paths))
+    return twins_agree(result.paths, tolerances_for(result.scenario, tolerance))  # AD against AD: no scale

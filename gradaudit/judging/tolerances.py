@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gradaudit.judging.scale import largest_finite
 from gradaudit.model import dtypes
 from gradaudit.model.findings import Note
 from gradaudit.model.paths import PathResult
@@ -53,18 +54,15 @@ def coarse_notes(tolerances: Tolerances, inputs: Sequence[np.ndarray]) -> list[N
     ]
 
 
-def function_scale(paths: Mapping[str, PathResult]) -> float:
+def function_scale(paths: Mapping[str, PathResult], cap: float = math.inf) -> float:
     """The largest finite |entry| of any path that ran, values and derivatives (AD or finite
-    differences) alike; 0 where none."""
+    differences) alike; 0 where none. Once one reaches `cap`, that one (the rest cannot matter)."""
     largest = 0.0
     for path in paths.values():
-        if not path.ok:
-            continue
-        for block in path.ok_arrays:
-            values = np.abs(np.asarray(block, dtype=np.float64))
-            finite = values[np.isfinite(values)]
-            if finite.size:
-                largest = max(largest, float(finite.max()))
+        if path.ok:
+            largest = max(largest, largest_finite(path.ok_arrays))
+            if largest >= cap:
+                break
     return largest
 
 
@@ -90,8 +88,8 @@ def tolerances_for(
     Finite differences' rounding is allowed for separately (`numerics.finite_differences`)."""
     given = (*default, None, None, None, None)[:4]
     fd_rtol, fd_atol = dtypes.default_tolerance(scenario.precision_dtype)
-    if paths is not None:
-        fd_atol *= min(1.0, function_scale(paths))
+    if paths is not None and given[1] is None and scenario.tolerance is None:
+        fd_atol *= min(1.0, function_scale(paths, cap=1.0))
     fd_rtol = fd_rtol if given[0] is None else given[0]
     fd_atol = fd_atol if given[1] is None else given[1]
     if scenario.tolerance is not None:
