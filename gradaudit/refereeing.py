@@ -6,6 +6,7 @@ batch of results at a time: widened scenarios calling one function run vmapped o
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 from gradaudit.engines import GROUP_MIN
@@ -25,7 +26,7 @@ def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[Sc
     its scenario widened to float64 and run in this process, x64 on for it alone."""
     from gradaudit.judging import referee
 
-    wanted = [(i, referee.widened(r.scenario)) for i, r in enumerate(results) if referee.wanted(r, options.tolerance)]
+    wanted = [(i, referee.widened(r)) for i, r in enumerate(results) if referee.wanted(r, options.tolerance)]
     wides = [(i, wide) for i, wide in wanted if wide is not None]
     if not wides:
         return list(results)
@@ -55,8 +56,23 @@ def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[Sc
             found[position],
             nearby=_nearby(wide, results[index].scenario.precision_dtype, options.timeout),
             tolerance=options.tolerance,
+            narrowing=functools.cache(functools.partial(_narrowing, wide)),
         )
     return ruled
+
+
+def _narrowing(wide: Scenario) -> str:
+    """`targets.base.narrowing` of the widened scenario's function; '' where it cannot be traced (its float64
+    run then checks the narrow one as it finds)."""
+    from gradaudit.jaxenv import x64_for
+    from gradaudit.targets import build_targets
+    from gradaudit.targets.base import narrowing
+
+    try:
+        with x64_for(wide):
+            return narrowing(build_targets(wide)[0])
+    except Exception:  # noqa: BLE001 (no such evidence: float64's run is taken as it is)
+        return ""
 
 
 def _nearby(wide: Scenario, narrow: str, timeout: float | None) -> Callable[[], Moved | None]:

@@ -31,7 +31,7 @@ ALLOWED: dict[str, set[str]] = {
     "search": {"model", "sources", "limits"},
     "survey": {"model", "sources", "jaxenv", "search", "merge"},
     "screening": {"model", "engines", "judging"},
-    "refereeing": {"model", "engines", "judging"},
+    "refereeing": {"model", "jaxenv", "targets", "engines", "judging"},
     "worker_starts": {"jaxenv"},
     "isolation": {"model", "targets", "engines", "jaxenv", "judging", "screening", "refereeing", "worker_starts"},
     "service": {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from gradaudit.judging.referee import _scaled_split, _strays, widened
 from gradaudit.model.findings import DISAGREEMENT, Finding
 from gradaudit.model.paths import FINITE_DIFFERENCE, JACFWD, JACREV
+from gradaudit.model.results import ScenarioResult
 from tests.helpers import off_by, run_cli, sin_of_pi_times, sinc, write_yaml
 
 SURVEY = Path(__file__).resolve().parent / "data" / "survey"
@@ -212,7 +214,7 @@ def test_widened_keeps_the_narrow_inputs_exactly():
         source=Location("f.yaml", 1, 1),
         target=FunctionCall(fn="m:f", root=".", inputs=(spec, InputSpec(dtype="int32", value=3))),
     )
-    wide = widened(scenario)
+    wide = widened(_result(scenario))
     assert wide is not None and [s.dtype for s in wide.target.inputs] == ["float64", "int32"]
     # float32(0.1) widened, not float64 0.1; the subnormal as float32 holds it.
     assert wide.target.inputs[0].array().tolist() == spec.array().astype(np.float64).tolist()
@@ -222,7 +224,27 @@ def test_widened_keeps_the_narrow_inputs_exactly():
         source=Location("f.yaml", 1, 1),
         target=SelectN(selector=Selector("int32", 2), cases=2, shape=(), dtype="float32"),
     )
-    assert widened(seed) is None
+    assert widened(_result(seed)) is None
+    # An order-2 audit goes to float64 at order 2 only for a finding to settle in its Hessian: checking a
+    # loosely checked run closely is first order.
+    second = replace(scenario, order=2)
+    assert widened(_result(second)).order == 1
+    hessian = replace(_finding(JACFWD, JACREV), location="d2 out/d x d x[0, 1]")
+    assert widened(_result(second, (hessian,))).order == 2
+    assert widened(_result(second, (_finding(JACFWD, JACREV),))).order == 1
+
+
+def _result(scenario, findings=()) -> ScenarioResult:
+    return ScenarioResult(
+        scenario=scenario,
+        arg_names=("x",),
+        inputs=(),
+        status="mismatch" if findings else "consistent",
+        paths={},
+        findings=findings,
+        provenance=None,
+        seconds=0.0,
+    )
 
 
 def test_a_split_no_float64_answer_reconciles_at_ordinary_values_is_not_refereed(tmp_path):
@@ -456,27 +478,57 @@ def test_an_entry_far_below_the_function_s_scale_passed_by_the_absolute_toleranc
     flipped, passed within it, in a stacked output and in a scalar loss alike (a red team's cases). Where an AD path
     passes only by the absolute tolerance, further from finite differences than their own error there, float64
     checks it: `wrong`. The right rule passes, with nothing to say."""
-    import jax
     import jax.numpy as jnp
 
     import gradaudit
 
-    def sine_times(factor):
-        rule = jax.custom_jvp(jnp.sin)
-        rule.defjvp(lambda p, t: (jnp.sin(p[0]), factor * jnp.cos(p[0]) * t[0]))
-        return rule
-
     at = np.array([0.3, 0.7], np.float32)
     for factor in (2.0, -1.0, 1.0):
-        small = sine_times(factor)
+        small = _sine_times(factor)
         stacked = gradaudit.audit(lambda x, small=small: jnp.stack([jnp.sin(x[0]), 1e-4 * small(x[1])]), at)
         loss = gradaudit.audit(lambda p, small=small: jnp.sin(p[0]) + 1e-4 * small(p[1]), at)
         for audit in (stacked, loss):
             if factor == 1.0:
-                assert audit.passed and not audit.findings and not audit.notes, audit.findings
+                # the scalar loss's small entry is checked only within float32's rounding of the loss: said so
+                said = [n.location for n in audit.notes if "only within their rounding" in n.message]
+                assert audit.passed and not audit.findings and len(audit.notes) == len(said), audit.notes
+                assert said == (["d out/d p[1]"] if audit is loss else []), said
             else:
                 assert not audit.passed and {str(f.finding_class) for f in audit.findings} == {"wrong"}
                 assert all(f.location.endswith("[1]") for f in audit.findings), [f.labelled for f in audit.findings]
+    # A rule 5% off there hides in float32's rounding of the loss (7.2e-5 on a slope of 7.6e-5), within the
+    # absolute tolerance: it passes, and the note says the entry was checked only within its rounding.
+    near = gradaudit.audit(lambda p: jnp.sin(p[0]) + 1e-4 * _sine_times(1.05)(p[1]), at)
+    rounding = [n for n in near.notes if "only within their rounding" in n.message]
+    assert near.passed and len(rounding) == 1 and rounding[0].location == "d out/d p[1]", [
+        n.message for n in near.notes
+    ]
+
+
+def test_an_entry_far_below_numbers_elsewhere_is_checked_at_its_own_scale():
+    """Beside an output of 1e9, a rule twice the slope of an entry 1e-4 (or its sign flipped) passed: AD's rounding
+    and float64's resolution were taken at the whole function's scale (4 eps and sqrt(eps) of 1e9: 400 and 15),
+    not at the entry's row and column. Each is the entry's own now: `wrong`, the right rule passes. In a scalar
+    loss of 1e9 no dtype's finite differences resolve a slope of 1e-4 (float64's step moves the loss by less
+    than its rounding there), and the note says so rather than that float64 checked it."""
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    at = np.array([0.5, 0.7], np.float32)
+    for factor in (2.0, -1.0, 1.0):
+        small = _sine_times(factor)
+        stacked = gradaudit.audit(lambda x, small=small: jnp.stack([1e9 * jnp.sin(x[0]), 1e-4 * small(x[1])]), at)
+        if factor == 1.0:
+            assert stacked.passed and not stacked.findings, [f.labelled for f in stacked.findings]
+        else:
+            assert not stacked.passed and {str(f.finding_class) for f in stacked.findings} == {"wrong"}
+            assert all(f.location == "d out[1]/d x[1]" for f in stacked.findings), [
+                f.labelled for f in stacked.findings
+            ]
+    loss = gradaudit.audit(lambda p: 1e9 * jnp.sin(p[0]) + 1e-4 * _sine_times(2.0)(p[1]), at)
+    assert any("nor could the float64 referee's" in n.message for n in loss.notes), [n.message for n in loss.notes]
+    assert not any("finds no AD path wrong" in n.message for n in loss.notes)
 
 
 def test_a_run_whose_finite_differences_checked_almost_nothing_is_checked_in_float64():
@@ -539,3 +591,39 @@ def test_an_output_the_function_rounds_through_float32_inside_is_not_checked_clo
     square.defjvp(lambda p, t: (p[0] ** 2, 3 * p[0] * t[0]))
     exact = gradaudit.audit(square, np.array([0.5, 1.5], ml_dtypes.bfloat16))
     assert not exact.passed and {str(f.finding_class) for f in exact.findings} == {"wrong"}
+
+
+def test_a_function_rounding_float64_inside_is_found_in_its_jaxpr():
+    """The float64 referee's finite differences are finer only where the function computes in float64: a cast to
+    a narrower float or `reduce_precision` to fewer bits anywhere in its jaxpr (inside a function with its own
+    rule too) is named; a float32 constant that float64 promotes, or a cast to float64, is not."""
+    import jax
+    import jax.numpy as jnp
+
+    from gradaudit.jaxenv import x64
+    from gradaudit.targets.base import Target, narrowing
+
+    def found(fn) -> str:
+        with x64(True):
+            return narrowing(Target(fn=fn, args=(np.array([0.5, 2.0]),), arg_names=("x",)))
+
+    inside = jax.custom_jvp(lambda x: jnp.sin(x.astype(jnp.float32)).astype(x.dtype))
+    inside.defjvp(lambda p, t: (inside(p[0]), jnp.cos(p[0]) * t[0]))
+    assert (
+        found(lambda x: (x.astype(jnp.float32) * 2).astype(x.dtype)) == "convert_element_type from float64 to float32"
+    )
+    assert "bfloat16" in found(lambda x: x.astype(jnp.bfloat16).astype(x.dtype) + x)
+    assert "float32" in found(inside)
+    assert found(lambda x: jax.lax.reduce_precision(x, exponent_bits=11, mantissa_bits=10)).endswith("10 mantissa bits")
+    assert found(lambda x: jnp.sin(x) * np.float32(3.0) + jnp.arange(2, dtype=jnp.float32)) == ""
+    assert found(lambda x: jnp.cumsum(x.astype(jnp.float64)) + jnp.float32(1.0)) == ""
+
+
+def _sine_times(factor: float):
+    """jnp.sin with a derivative rule `factor` times its slope."""
+    import jax
+    import jax.numpy as jnp
+
+    rule = jax.custom_jvp(jnp.sin)
+    rule.defjvp(lambda p, t: (jnp.sin(p[0]), factor * jnp.cos(p[0]) * t[0]))
+    return rule

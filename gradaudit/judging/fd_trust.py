@@ -187,9 +187,18 @@ def loosely_checked(
         return (np.asarray(rtol) < COARSE) & (scale > 0) & (allowance > COARSE * scale + atol)
 
 
-ROUNDED = 4.0
-"""An AD path's gap from finite differences within this many epsilons of the function's scale (its largest
-number, any path's) is AD's rounding of the function's terms, whatever the tolerance."""
+def hidden_by_tolerance(
+    allowance: np.ndarray, largest: np.ndarray, rtol: np.ndarray | float, rounded: np.ndarray | float
+) -> np.ndarray:
+    """Where the rounding a difference quotient can hide (`allowance`) is more than COARSE of the derivative
+    (`largest`, as `loosely_checked`'s) though within the absolute tolerance, at an entry above AD's rounding
+    there (`rounded`): a rule a few percent off the slope of an entry 1e-4 the size of a scalar loss hides in
+    float32's rounding of the loss (7.2e-5 on a slope of 8e-5) and nothing said so. Noted as loosely checked
+    (a finer dtype can check it); an entry near 0 (AD's rounding of terms that cancel) is left to the absolute
+    tolerance."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = np.nan_to_num(largest, nan=0.0)
+        return (np.asarray(rtol) < COARSE) & (scale > rounded) & (allowance > COARSE * scale)
 
 
 def passed_by_absolute(
@@ -204,7 +213,7 @@ def passed_by_absolute(
     """Per case (a row of cases alike, entries flat: `paths`, each an AD path's, and `reference`, finite
     differences'), how many first-order entries an AD path agrees with finite differences at only by the
     absolute tolerance: its gap from them more than the relative tolerance of the entry plus their own
-    `error` there and more than `rounded` (AD's rounding: ROUNDED epsilons of the function's scale; an exact
+    `error` there and more than `rounded` (AD's rounding: `scale.RESOLUTION` epsilons of the function's scale; an exact
     0 of poly at 1e9 reads 1e-12), at entries not `excluded` (kinks, no estimate, a step lost in rounding).
     The absolute tolerance is taken at the function's scale (AD's rounding of terms that cancel), which
     lets a rule twice the slope of an entry 1e-4 the size of the rest pass; a finer dtype can check them."""

@@ -56,13 +56,19 @@ SCALED = 64.0
 REFERENCES = (FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE)
 
 
-def widened(scenario: Scenario) -> Scenario | None:
-    """The scenario with every narrow floating input float64, at the same values (the narrow
-    array's, widened exactly), its tolerances and step the float64 defaults; None where there is
-    nothing to widen (a select_n scenario is a question about routing, not precision)."""
+def widened(result: ScenarioResult) -> Scenario | None:
+    """The result's scenario with every narrow floating input float64, at the same values (the narrow
+    array's, widened exactly), its tolerances and step the float64 defaults, and no higher an order than
+    the findings to settle ask (the close check of a loosely checked run is first order: an order-2
+    audit's Hessians in float64 would double its time for nothing); None where there is nothing to widen
+    (a select_n scenario is a question about routing, not precision)."""
+    scenario = result.scenario
     target = scenario.target.widened(NARROW)
     if target is None:
         return None
+    names = (*block_names(result.arg_names, 1), *block_names(result.arg_names, 2))
+    asked = [parse_location(f.location or "", names) for f in result.findings if _refereed(f)]
+    order = max((found[0] if found is not None else scenario.order for found in asked), default=1)
     return replace(
         scenario,
         name=f"{scenario.name} (float64 referee)",
@@ -70,6 +76,7 @@ def widened(scenario: Scenario) -> Scenario | None:
         tolerance=None,
         eps=None,
         expect=None,
+        order=min(scenario.order, max(order, 1)),
     )
 
 
@@ -155,12 +162,16 @@ def refereed(
     why: str = "",
     nearby: Nearby | None = None,
     tolerance: tuple[float | None, ...] = (),
+    narrowing: Callable[[], str] | None = None,
 ) -> ScenarioResult:
     """`narrow` with each finding the float64 run `wide` settles as precision turned into a note,
     and the others' reasons saying what float64 showed; `wide` None (it could not be made: `why`)
     leaves the findings as they are, each reason saying the referee could not judge. `nearby`: float64's
     derivatives at inputs moved by the narrow dtype's rounding, asked for where a narrow path strays;
-    `tolerance`: the run's (`Options.tolerance`), which the narrow run was judged by."""
+    `tolerance`: the run's (`Options.tolerance`), which the narrow run was judged by; `narrowing`: where the
+    widened function rounds float64 to a narrower dtype inside (`targets.base.narrowing`), asked where float64's
+    evidence holds only if its finite differences are finer (it finds no AD path of a loosely checked run wrong,
+    or its own finite differences part from AD where a finding is)."""
     kept: list[Finding] = []
     notes: list[Note] = []
     rulings: list[tuple[Finding, Note | Finding]] = []
@@ -171,7 +182,7 @@ def refereed(
             failure = why or (wide.findings[0].message if wide is not None and wide.findings else "")
             rulings.append((finding, _with_reason(finding, f"the float64 referee could not judge: {failure}")))
         else:
-            rulings.append((finding, _ruling(finding, narrow, wide, nearby, tolerance)))
+            rulings.append((finding, _ruling(finding, narrow, wide, nearby, tolerance, narrowing)))
     ruled = {id(finding): ruling for finding, ruling in rulings}
     for finding in narrow.findings:
         ruling = ruled.get(id(finding)) or (_routed(finding, rulings) if finding.kind == ROUTING else finding)
@@ -184,7 +195,9 @@ def refereed(
         reported = {frozenset(f.paths) for f in kept if f.kind == DISAGREEMENT}
         closely = _checked_closely(narrow, wide, tolerances_for(narrow.scenario, tolerance, paths=narrow.paths))
         kept.extend(f for f in closely if frozenset(f.paths) not in reported)
-        checked = _checked_instead(narrow, wide)
+        # float64 finding nothing wrong vouches for the AD paths only where it computes in float64 throughout
+        rounded = narrowing() if narrowing is not None and not closely else ""
+        checked = _not_finer(narrow, rounded) if rounded else _checked_instead(narrow, wide)
         if checked is not None and not closely:
             notes.append(checked)
     if (
@@ -206,21 +219,57 @@ def refereed(
 
 def _checked_instead(narrow: ScenarioResult, wide: ScenarioResult) -> Note | None:
     """Where the narrow dtype's finite differences left entries unresolved (`ScenarioResult.unresolved`) and
-    float64's left no more unchecked and found its AD paths wrong nowhere: a note saying so, beside the
-    narrow run's own notes on what it could not check."""
+    float64's judge finds its AD paths wrong nowhere: a note saying whether float64's finite differences
+    checked them instead (they left no more unchecked, and none unresolved) or could not either (an entry
+    1e-4 the size of a scalar loss of 1e9 is below what float64's steps resolve too), beside the narrow
+    run's own notes on what it could not check."""
     unchecked, entries = narrow.unchecked
-    if not narrow.unresolved or wide.unchecked[1] != entries or wide.unchecked[0] > unchecked:
+    if not narrow.unresolved or wide.unchecked[1] != entries:
         return None
     if any(f.finding_class == FindingClass.WRONG for f in wide.findings):
         return None
     dtype = narrow.scenario.precision_dtype
+    left = f" ({unchecked} of {entries} not at all)" if unchecked else ""
+    if wide.unresolved or wide.unchecked[0] > unchecked:
+        return Note(
+            message=(
+                f"{dtype}'s finite differences could not check entries closely{left}, nor could the float64 "
+                f"referee's at the same inputs ({wide.unchecked[0]} of {entries} not at all): those entries are "
+                "checked only within their rounding"
+            ),
+            count=entries - wide.unchecked[0],
+            of=entries,
+        )
     return Note(
         message=(
-            f"{dtype}'s finite differences could not check entries closely ({unchecked} of {entries} not at "
-            f"all); the float64 referee at the same inputs leaves {wide.unchecked[0]} of {entries} unchecked and "
-            "finds no AD path wrong"
+            f"{dtype}'s finite differences could not check entries closely{left}; the float64 referee at the same "
+            f"inputs leaves {wide.unchecked[0]} of {entries} unchecked and finds no AD path wrong"
         ),
         count=entries - wide.unchecked[0],
+        of=entries,
+    )
+
+
+def _not_finer(narrow: ScenarioResult, rounded: str) -> Note:
+    """The note for a loosely checked narrow run whose function rounds float64 to a narrower dtype inside
+    (`rounded`, `targets.base.narrowing`) and where float64 finds no AD path wrong: its finite differences
+    may be no finer there (a rule 1.1 times the slope of a minimiser whose state is a float32 constant
+    passes in both), so the referee says it could not check rather than that float64 did."""
+    dtype = narrow.scenario.precision_dtype
+    unchecked, entries = narrow.unchecked
+    if narrow.unresolved:
+        loose = f"{unchecked} of {entries} entries not at all" if unchecked else "some entries only within rounding"
+    elif narrow.absolute_only:
+        loose = f"{narrow.absolute_only} entries only within the absolute tolerance"
+    else:
+        loose = f"every entry only within {dtype}'s coarse tolerance"
+    return Note(
+        message=(
+            f"{dtype}'s finite differences check its AD paths only loosely ({loose}), and the float64 referee cannot "
+            f"check them more closely: the function rounds float64 inside ({rounded}), so float64's finite "
+            "differences are no finer there"
+        ),
+        count=unchecked if narrow.unresolved and unchecked else narrow.absolute_only or entries,
         of=entries,
     )
 
@@ -229,16 +278,12 @@ def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: T
     """The AD paths of a loosely checked narrow run (`_checked_loosely`) that float64 finds wrong: where float64's
     judge finds its AD paths `wrong` against its finite differences, the narrow paths within the narrow
     tolerance of float64's (the same rule in both dtypes), and further from float64's finite differences
-    than the narrow relative tolerance alone plus what float64 resolves at the function's scale (the square
-    root of its epsilon times the function's largest number), a `wrong` finding of the narrow run naming
-    float64's numbers. The narrow finite differences' absolute part and rounding no longer decide: a
-    bfloat16 rule 1.5 times softplus's slope passed within 0.98 at 0.85, float64's finite differences say
-    0.845."""
+    than the narrow relative tolerance alone plus what float64 resolves at the entry (`_resolved`), a `wrong`
+    finding of the narrow run naming float64's numbers. The narrow finite differences' absolute part and
+    rounding no longer decide: a bfloat16 rule 1.5 times softplus's slope passed within 0.98 at 0.85,
+    float64's finite differences say 0.845."""
     found: list[Finding] = []
     dtype = narrow.scenario.precision_dtype
-    # What float64 resolves at the function's scale (a computation of condition up to 1/sqrt(eps) rounds to it):
-    # poly of a matrix holding 1e9 has an exact 0 that float64's finite differences read as -3e-6.
-    floor = math.sqrt(rounding(np.dtype(np.float64))) * function_scale(wide.paths)
     for wrong in wide.findings:
         location = wrong.location or ""
         reference = wrong.values.get(FINITE_DIFFERENCE)
@@ -262,10 +307,13 @@ def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: T
         if not sides or len(numbers) != len(sides):
             continue
         shared = all(abs(h - t) <= tolerances.fd_atol + tolerances.fd_rtol * abs(t) for h, t in numbers)
+        own = _entry(narrow, FINITE_DIFFERENCE, location)
+        floor = _resolved(
+            wide, sides, location, own is not None and abs(own - reference) <= tolerances.fd_rtol * abs(reference)
+        )
         if not shared or all(abs(h - reference) <= tolerances.fd_rtol * abs(reference) + floor for h, _ in numbers):
             continue
         labels = path_labels(sides)
-        own = _entry(narrow, FINITE_DIFFERENCE, location)
         found.append(
             replace(
                 wrong,
@@ -337,6 +385,38 @@ def _located(result: ScenarioResult, path: str, location: str) -> tuple[np.ndarr
     return block, index
 
 
+def _resolved(wide: ScenarioResult, paths: list[str], location: str, confirmed: bool) -> float:
+    """What float64 resolves at the entry of `location`: the square root of its epsilon (a computation of
+    condition up to 1/sqrt(eps) rounds to it) times the whole function's largest number: the entry's
+    terms may be as large (poly of a matrix holding 1e9 has an exact 0 that float64's finite differences read
+    as -3e-6; lstsq's at a matrix holding 1e8 reads 1e-6 where AD's 4e-22 is right). Where the narrow run's
+    own finite differences read float64's slope (`confirmed`: two dtypes' steps agree on it, as rounding
+    at another scale would not), at the entry's own scale instead: the larger of its output and the largest
+    AD entry in its row and column (`_rounding_room`), where they can be read. A rule twice the slope of an
+    entry 1e-4 beside an output of 1e9 is wrong: both dtypes read 7.6484e-5."""
+    room = _rounding_room(wide, paths, location, "float64")
+    output = _output_at(wide, location)
+    condition = math.sqrt(rounding(np.dtype(np.float64)))
+    if not confirmed or room is None or output is None:
+        return condition * function_scale(wide.paths)
+    return max(room, condition * abs(output)) if math.isfinite(output) else room
+
+
+def _output_at(result: ScenarioResult, location: str) -> float | None:
+    """The function's output element of `location` in `result` (its value path's); None where it cannot
+    be read."""
+    value = result.paths.get(VALUE)
+    names = (*block_names(result.arg_names, 1), *block_names(result.arg_names, 2))
+    parsed = parse_location(location, names)
+    if parsed is None or value is None or not value.ok or not value.ok_arrays:
+        return None
+    output = np.asarray(value.ok_arrays[0], dtype=np.float64)
+    out = parsed[1]
+    if len(out) != output.ndim or any(not 0 <= i < n for i, n in zip(out, output.shape, strict=True)):
+        return None
+    return float(output[out])
+
+
 def _computed_narrow(narrow: ScenarioResult, wide: ScenarioResult, location: str, reading: float) -> bool:
     """Whether the output element of `location` is the same number in float64 as in the narrow dtype (a
     finite one), and float64's finite differences read a slope of 0 at the entry (`reading`, its finding's):
@@ -345,18 +425,8 @@ def _computed_narrow(narrow: ScenarioResult, wide: ScenarioResult, location: str
     are the narrow dtype's and no closer check (`x + 1e-4 y` cast to float32 and less x reads 0 at every
     step at x = 100, though its derivative in y is 1e-4; a layer norm or logsumexp computed in float32 at
     inputs offset by 1e4 or 1e6 reads 0 where AD's 0.64 is right)."""
-    names = (*block_names(narrow.arg_names, 1), *block_names(narrow.arg_names, 2))
-    parsed = parse_location(location, names)
-    values = [r.paths.get(VALUE) for r in (narrow, wide)]
-    if parsed is None or any(v is None or not v.ok or not v.ok_arrays for v in values):
-        return False
-    out = parsed[1]
-    here, there = (np.asarray(v.ok_arrays[0], dtype=np.float64) for v in values if v is not None)
-    if here.shape != there.shape or len(out) != here.ndim:
-        return False
-    if not (np.isfinite(here[out]) and here[out] == there[out]):
-        return False
-    return reading == 0.0
+    here, there = _output_at(narrow, location), _output_at(wide, location)
+    return reading == 0.0 and here is not None and math.isfinite(here) and here == there
 
 
 def _entry(result: ScenarioResult, path: str, location: str) -> float | None:
@@ -370,10 +440,11 @@ def _ruling(
     wide: ScenarioResult,
     nearby: Nearby | None,
     tolerance: tuple[float | None, ...] = (),
+    narrowing: Callable[[], str] | None = None,
 ) -> Note | Finding:
     """What float64 makes of `finding`: a precision note, the finding reclassed (float64 finds the
     point non-differentiable, or the derivative beyond the narrow dtype's range), or the finding
-    with its reason saying why it stands."""
+    with its reason saying why it stands (`narrowing`: as `refereed`'s)."""
     location = finding.location or ""
     dtype = narrow.scenario.precision_dtype
     here = {p: _entry(narrow, p, location) for p in finding.paths}
@@ -472,6 +543,15 @@ def _ruling(
         )
     same = [g for g in sharing if g.location == location]
     narrow_numbers = [v for v in here.values() if v is not None]
+    rounded = narrowing() if parted and not scaled and not same and narrowing is not None else ""
+    if rounded:
+        # float64's finite differences part from AD as the narrow ones do, and its judge excused them; a function
+        # rounding float64 inside gives float64 no finer step to excuse them with (a solver's float32 state)
+        return _with_reason(
+            finding,
+            f"the float64 referee cannot judge: its finite differences part from the AD paths too ({shown}), and the "
+            f"function rounds float64 inside ({rounded}), so they are no finer than {dtype}'s there",
+        )
     found_words = (
         f"{scaled} ({shown})"
         if scaled

@@ -19,15 +19,34 @@ def row_and_column_scale(blocks: Sequence[np.ndarray], out_size: int, combine=np
     its row (out[i] against every input) or its column (every output against x[j]), the larger of
     the two (`combine`, or the smaller). Forward mode computes a column at once and rounds it to its
     largest entry, reverse mode a row; None where the blocks do not split into rows of the output."""
-    if not out_size or any(np.size(b) % out_size for b in blocks):
+    if not blocks:
+        return None
+    sizes = [int(np.size(b)) for b in blocks]
+    flat = np.concatenate([np.asarray(b, dtype=np.float64).reshape(-1) for b in blocks])[None, :]
+    scale = stacked_row_and_column_scale(flat, sizes, out_size, combine)
+    return None if scale is None else np.split(scale[0], np.cumsum(sizes)[:-1])
+
+
+def stacked_row_and_column_scale(
+    entries: np.ndarray, sizes: Sequence[int], out_size: int, combine=np.maximum, outputs: np.ndarray | None = None
+) -> np.ndarray | None:
+    """`row_and_column_scale` for cases alike at once: `entries` a row per case of first-order blocks of
+    `sizes`, flat; the same shape back. `outputs` (a row per case of the output's elements, where given)
+    count in each entry's row: AD's rounding of an output's terms is bounded by the output as well."""
+    if not out_size or any(size % out_size for size in sizes):
         return None
     with np.errstate(invalid="ignore"):
-        matrices = [
-            np.nan_to_num(np.abs(np.asarray(b, dtype=np.float64)).reshape(out_size, -1), nan=0.0, posinf=0.0)
-            for b in blocks
-        ]
-    rows = functools.reduce(np.maximum, [m.max(axis=1, initial=0.0) for m in matrices])
-    return [combine(rows[:, None], m.max(axis=0, initial=0.0)[None, :]).reshape(-1) for m in matrices]
+        magnitudes = np.nan_to_num(np.abs(np.asarray(entries, dtype=np.float64)), nan=0.0, posinf=0.0)
+    cases = magnitudes.shape[0]
+    matrices = [m.reshape(cases, out_size, -1) for m in np.split(magnitudes, np.cumsum(sizes)[:-1], axis=1)]
+    rows = functools.reduce(np.maximum, [m.max(axis=2, initial=0.0) for m in matrices])
+    if outputs is not None:
+        with np.errstate(invalid="ignore"):
+            rows = np.maximum(rows, np.nan_to_num(np.abs(np.asarray(outputs, dtype=np.float64)), nan=0.0, posinf=0.0))
+    return np.concatenate(
+        [combine(rows[:, :, None], m.max(axis=1, initial=0.0)[:, None, :]).reshape(cases, -1) for m in matrices],
+        axis=1,
+    )
 
 
 Split = tuple[list[np.ndarray | None], list[np.ndarray]]
@@ -63,8 +82,10 @@ def beyond_scale(
 
 
 RESOLUTION = 4.0
-"""How many of the dtype's epsilons of an entry's row and column scale an AD path may part from
-finite differences by and still be below what the Jacobian's numbers there resolve."""
+"""How many of the dtype's epsilons of a scale an AD path may part from finite differences by and still
+be below what the numbers there resolve: AD's rounding of the terms it sums. At an entry's row and
+column scale (`below_resolution`); at the function's largest number, where an entry passed only by the
+absolute tolerance is not sent to a finer dtype for it (`fd_trust.passed_by_absolute`)."""
 
 
 def below_resolution(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+
+from gradaudit.model.dtypes import FLOAT_DTYPES
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,6 +52,35 @@ def primitives(target: Target) -> frozenset[str]:
     found: set[str] = set()
     _walk(closed.jaxpr, found)
     return frozenset(found)
+
+
+def narrowing(target: Target) -> str:
+    """Where the target's function rounds a float64 number to a narrower floating dtype inside (a cast, or
+    `reduce_precision` to fewer bits), a few words naming the first such equation and the dtypes; '' where
+    it never does. Its finite differences in float64 are then no finer than that dtype's where it rounds
+    (a solver whose state is a float32 constant, a layer computed in float32), sub-jaxprs and functions
+    with their own rules included: their insides are what the function computes."""
+    import jax
+
+    closed = jax.make_jaxpr(target.fn)(*target.args, *target.fixed)
+    return next(_narrowings(closed.jaxpr), "")
+
+
+def _narrowings(jaxpr) -> Iterator[str]:
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name in ("convert_element_type", "reduce_precision") and eqn.invars and eqn.outvars:
+            was, now = (np.dtype(getattr(v.aval, "dtype", np.int8)) for v in (eqn.invars[0], eqn.outvars[0]))
+            fewer = name == "reduce_precision" and eqn.params.get("mantissa_bits", 52) < np.finfo(was).nmant
+            if was == np.float64 and fewer:
+                yield f"{name} of float64 to {eqn.params['mantissa_bits']} mantissa bits"
+            elif was == np.float64 and now.name in FLOAT_DTYPES and now.itemsize < was.itemsize:
+                yield f"{name} from float64 to {now.name}"
+        for value in eqn.params.values():
+            for inner in value if isinstance(value, tuple | list) else (value,):
+                sub = getattr(inner, "jaxpr", inner)
+                if hasattr(sub, "eqns"):
+                    yield from _narrowings(sub)
 
 
 def _walk(jaxpr, found: set[str]) -> None:
