@@ -211,17 +211,17 @@ def passed_by_absolute(
     rounded: np.ndarray | float,
 ) -> np.ndarray:
     """Per case (a row of cases alike, entries flat: `paths`, each an AD path's, and `reference`, finite
-    differences'), how many first-order entries an AD path agrees with finite differences at only by the
+    differences'), how many first-order entries some AD path agrees with finite differences at only by the
     absolute tolerance: its gap from them more than the relative tolerance of the entry plus their own
     `error` there and more than `rounded` (AD's rounding: `scale.RESOLUTION` epsilons of the function's scale; an exact
     0 of poly at 1e9 reads 1e-12), at entries not `excluded` (kinks, no estimate, a step lost in rounding).
     The absolute tolerance is taken at the function's scale (AD's rounding of terms that cancel), which
     lets a rule twice the slope of an entry 1e-4 the size of the rest pass; a finer dtype can check them."""
-    counts = np.zeros(reference.shape[0], dtype=np.int64)
+    passed = np.zeros(reference.shape, dtype=bool)
     with np.errstate(invalid="ignore", over="ignore"):
         relative = rtol * np.abs(reference)
         beyond = np.maximum(relative + error, rounded)
         for got in paths:
             gap = np.abs(got - reference)
-            counts += np.count_nonzero((gap <= atol + relative) & (gap > beyond) & ~excluded, axis=1)
-    return counts
+            passed |= (gap <= atol + relative) & (gap > beyond) & ~excluded
+    return np.count_nonzero(passed, axis=1)

@@ -191,15 +191,22 @@ def refereed(
         else:
             kept.append(ruling)
     if wide is not None and wide.status != ERROR and _checked_loosely(narrow, tolerance):
-        # a split the narrow run reports on the same paths already says the rule is wrong: not twice
-        reported = {frozenset(f.paths) for f in kept if f.kind == DISAGREEMENT}
-        closely = _checked_closely(narrow, wide, tolerances_for(narrow.scenario, tolerance, paths=narrow.paths))
-        kept.extend(f for f in closely if frozenset(f.paths) not in reported)
-        # float64 finding nothing wrong vouches for the AD paths only where it computes in float64 throughout
-        rounded = narrowing() if narrowing is not None and not closely else ""
-        checked = _not_finer(narrow, rounded) if rounded else _checked_instead(narrow, wide)
-        if checked is not None and not closely:
-            notes.append(checked)
+        # float64 checks more closely only where it computes in float64 on the way to the outputs: through a
+        # cast its steps may fall inside one of the narrow dtype's stairs and read 0, or round as the narrow ones
+        rounded = narrowing() if narrowing is not None else ""
+        if rounded:
+            notes.append(_not_finer(narrow, rounded))
+        else:
+            # a split the narrow run reports `wrong` on the same paths already says the rule is wrong: not twice (one
+            # it classes otherwise, a kink its coarse steps saw, does not: a flipped rule after a layer norm at 1e4)
+            reported = {
+                frozenset(f.paths) for f in kept if f.kind == DISAGREEMENT and f.finding_class == FindingClass.WRONG
+            }
+            tolerances = tolerances_for(narrow.scenario, tolerance, paths=narrow.paths)
+            closely, unresolved = _checked_closely(narrow, wide, tolerances)
+            kept.extend(f for f in closely if frozenset(f.paths) not in reported)
+            checked = None if closely else _checked_instead(narrow, wide)
+            notes.extend([*([checked] if checked is not None else []), *unresolved])
     if (
         not notes
         and len(kept) == len(narrow.findings)
@@ -260,7 +267,7 @@ def _not_finer(narrow: ScenarioResult, rounded: str) -> Note:
     if narrow.unresolved:
         loose = f"{unchecked} of {entries} entries not at all" if unchecked else "some entries only within rounding"
     elif narrow.absolute_only:
-        loose = f"{narrow.absolute_only} entries only within the absolute tolerance"
+        loose = f"{narrow.absolute_only} of {entries} only within the absolute tolerance"
     else:
         loose = f"every entry only within {dtype}'s coarse tolerance"
     return Note(
@@ -274,15 +281,21 @@ def _not_finer(narrow: ScenarioResult, rounded: str) -> Note:
     )
 
 
-def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: Tolerances) -> list[Finding]:
+def _checked_closely(
+    narrow: ScenarioResult, wide: ScenarioResult, tolerances: Tolerances
+) -> tuple[list[Finding], list[Note]]:
     """The AD paths of a loosely checked narrow run (`_checked_loosely`) that float64 finds wrong: where float64's
     judge finds its AD paths `wrong` against its finite differences, the narrow paths within the narrow
     tolerance of float64's (the same rule in both dtypes), and further from float64's finite differences
     than the narrow relative tolerance alone plus what float64 resolves at the entry (`_resolved`), a `wrong`
     finding of the narrow run naming float64's numbers. The narrow finite differences' absolute part and
     rounding no longer decide: a bfloat16 rule 1.5 times softplus's slope passed within 0.98 at 0.85,
-    float64's finite differences say 0.845."""
+    float64's finite differences say 0.845. And the notes for float64 `wrong` findings that are within what
+    float64 resolves there, beyond the narrow relative tolerance: float64 saw them, and cannot say whether
+    they are rounding ([1e9 sin x0, 1e4 + 1e-4 bad(x1)]: a rule twice the slope of x1, 15 of float64's
+    resolution at the function's scale)."""
     found: list[Finding] = []
+    unsure: list[Note] = []
     dtype = narrow.scenario.precision_dtype
     for wrong in wide.findings:
         location = wrong.location or ""
@@ -311,9 +324,26 @@ def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: T
         floor = _resolved(
             wide, sides, location, own is not None and abs(own - reference) <= tolerances.fd_rtol * abs(reference)
         )
-        if not shared or all(abs(h - reference) <= tolerances.fd_rtol * abs(reference) + floor for h, _ in numbers):
+        beyond = [abs(h - reference) > tolerances.fd_rtol * abs(reference) for h, _ in numbers]
+        if not shared or not any(beyond):
             continue
         labels = path_labels(sides)
+        if all(abs(h - reference) <= tolerances.fd_rtol * abs(reference) + floor for h, _ in numbers):
+            unsure.append(
+                Note(
+                    paths=wrong.paths,
+                    message=(
+                        f"the float64 referee finds {labels} apart from its finite differences at {location} "
+                        f"({_values(wrong)}) by less than float64 resolves there ({floor:.3g}: the square root of "
+                        "its epsilon times the largest number the entry's terms may hold), so it cannot judge "
+                        "them: not counted"
+                    ),
+                    count=wrong.count,
+                    of=wrong.of,
+                    location=location,
+                )
+            )
+            continue
         found.append(
             replace(
                 wrong,
@@ -334,7 +364,7 @@ def _checked_closely(narrow: ScenarioResult, wide: ScenarioResult, tolerances: T
                 ),
             )
         )
-    return found
+    return found, unsure
 
 
 def _routed(finding: Finding, rulings: list[tuple[Finding, Note | Finding]]) -> Note | Finding:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,32 +55,54 @@ def primitives(target: Target) -> frozenset[str]:
 
 
 def narrowing(target: Target) -> str:
-    """Where the target's function rounds a float64 number to a narrower floating dtype inside (a cast, or
-    `reduce_precision` to fewer bits), a few words naming the first such equation and the dtypes; '' where
-    it never does. Its finite differences in float64 are then no finer than that dtype's where it rounds
-    (a solver whose state is a float32 constant, a layer computed in float32), sub-jaxprs and functions
-    with their own rules included: their insides are what the function computes."""
+    """Where the target's function rounds a float64 number to a narrower floating dtype on the way to its
+    outputs (a cast, or `reduce_precision` to fewer bits), a few words naming the first such equation and the
+    dtypes; '' where it never does. Its finite differences in float64 are then no finer than that dtype's
+    (a solver whose state is a float32 constant, a layer computed in float32). Sub-jaxprs and functions with
+    their own rules count (their insides are what the function computes); a cast whose numbers reach the
+    outputs only as booleans (a mask) or not at all (a debug callback) does not."""
     import jax
 
     closed = jax.make_jaxpr(target.fn)(*target.args, *target.fixed)
-    return next(_narrowings(closed.jaxpr), "")
+    return next(iter(_narrowings(closed.jaxpr)), "")
 
 
-def _narrowings(jaxpr) -> Iterator[str]:
-    for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
-        if name in ("convert_element_type", "reduce_precision") and eqn.invars and eqn.outvars:
-            was, now = (np.dtype(getattr(v.aval, "dtype", np.int8)) for v in (eqn.invars[0], eqn.outvars[0]))
-            fewer = name == "reduce_precision" and eqn.params.get("mantissa_bits", 52) < np.finfo(was).nmant
-            if was == np.float64 and fewer:
-                yield f"{name} of float64 to {eqn.params['mantissa_bits']} mantissa bits"
-            elif was == np.float64 and now.name in FLOAT_DTYPES and now.itemsize < was.itemsize:
-                yield f"{name} from float64 to {now.name}"
+def _narrowings(jaxpr) -> list[str]:
+    """`narrowing`'s words for each narrowing equation whose floating result reaches a floating output of
+    `jaxpr` through floating numbers (walked backwards from the outputs), sub-jaxprs of such equations
+    taken whole."""
+    from jax.extend.core import Var
+
+    def floating(var) -> bool:
+        return isinstance(var, Var) and np.dtype(getattr(var.aval, "dtype", np.int8)).name in FLOAT_DTYPES
+
+    live = {v for v in jaxpr.outvars if floating(v)}
+    found: list[str] = []
+    for eqn in reversed(jaxpr.eqns):
+        if not any(v in live for v in eqn.outvars):
+            continue
+        found += _narrowed(eqn)
         for value in eqn.params.values():
             for inner in value if isinstance(value, tuple | list) else (value,):
-                sub = getattr(inner, "jaxpr", inner)
+                sub = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr holds its Jaxpr
                 if hasattr(sub, "eqns"):
-                    yield from _narrowings(sub)
+                    found += _narrowings(sub)
+        live |= {v for v in eqn.invars if floating(v)}
+    return found
+
+
+def _narrowed(eqn) -> list[str]:
+    """`narrowing`'s words where `eqn` itself rounds a float64 number to fewer bits."""
+    name = eqn.primitive.name
+    if name not in ("convert_element_type", "reduce_precision") or not eqn.invars or not eqn.outvars:
+        return []
+    was, now = (np.dtype(getattr(v.aval, "dtype", np.int8)) for v in (eqn.invars[0], eqn.outvars[0]))
+    if was != np.float64:
+        return []
+    if name == "reduce_precision":
+        bits = eqn.params.get("mantissa_bits", 52)
+        return [f"{name} of float64 to {bits} mantissa bits"] if bits < np.finfo(was).nmant else []
+    return [f"{name} from float64 to {now.name}"] if now.name in FLOAT_DTYPES and now.itemsize < 8 else []
 
 
 def _walk(jaxpr, found: set[str]) -> None:
