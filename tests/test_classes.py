@@ -313,3 +313,26 @@ def test_a_hessian_diagonal_entry_names_its_input_once():
     here = _surroundings([0.3, 1.0], 0.84)
     why, evidence = explain(FindingClass.WRONG, here, None, 0, 2, 4, 3, (0.0, -0.84))
     assert why.count("x[1] = 1") == 1 and evidence["input x[1]"] == 1.0
+
+
+def test_an_eager_jit_split_seen_across_modes_is_eager_jit():
+    """A layer norm whose variance is E[x^2] - E[x]^2 (flax's fast variance) at float32 inputs near 1000: eager
+    and jit round the cancelling sums apart (values 5% apart), each binding's jacfwd and jacrev agree, and
+    jacfwd against jit(jacrev) parts by the same split. That pair was classed `wrong` (a red team's case); it is
+    the eager/jit split seen across modes: `eager-jit`, as jacfwd against jit(jacfwd) is."""
+    import jax
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    def fast_norm(x):
+        mean = jnp.mean(x, -1, keepdims=True)
+        var = jnp.mean(x * x, -1, keepdims=True) - mean * mean
+        return jnp.tanh((x - mean) * jax.lax.rsqrt(jnp.maximum(var, 0.0) + 1e-6))
+
+    at = (1000.0 + np.random.default_rng(0).standard_normal((2, 6))).astype(np.float32)
+    audit = gradaudit.audit(fast_norm, at)
+    classes = {(str(f.finding_class), frozenset(f.paths)) for f in audit.findings}
+    assert ("eager-jit", frozenset({VALUE, "jit_value"})) in classes, classes
+    assert ("eager-jit", frozenset({JACFWD, JIT_JACREV})) in classes, classes
+    assert not any(c == "wrong" and FINITE_DIFFERENCE not in paths for c, paths in classes), classes

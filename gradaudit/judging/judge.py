@@ -557,6 +557,11 @@ def _summed_over(blocks: Sequence[np.ndarray], tied: tuple[tuple[int, int], ...]
     return float(sum(rows[k][out, j] for k, j in tied if k < len(rows)))
 
 
+MIRRORED = 0.1
+"""A twin of one side within this share of the gap between two AD paths of different modes gives the other
+side's number (`_Classifying.mirrored_at`): the split is the twins' own."""
+
+
 @dataclass(frozen=True)
 class _Classifying:
     """What a comparison's entries are classed by (`classes.classify`): the case's numbers, finite
@@ -579,6 +584,11 @@ class _Classifying:
     side's own (their sides parted over a NaN input elsewhere), the side's split is its own."""
     twin_tolerance: tuple[float, float] = (0.0, 0.0)
     """(rtol, atol) of AD against AD, by which a twin gives another number."""
+    mirrors: tuple[PathResult, ...] = ()
+    """For two AD paths of different modes that are not twins: the eager/jit or binding twins of the first
+    side. An entry where one of them gives the other side's number is the twins' split seen across modes
+    (jacfwd against jit(jacrev) where jacfwd and jacrev agree, jit(jacfwd) and jit(jacrev) agree, and eager
+    and jit part: a layer norm's fast variance in float32), not a mode's rule."""
 
     @functools.cached_property
     def surroundings(self) -> Surroundings:
@@ -598,6 +608,22 @@ class _Classifying:
                 return True
             differ |= ~_close(np.asarray(got, dtype=np.float64), theirs[flat], *self.twin_tolerance)
         return differ
+
+    def mirrored_at(self, block: int, flat: np.ndarray, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+        """Entry by entry (`flat` of `block`), whether a path of `mirrors` gives the other side's number `want`:
+        within AD's tolerance, or within MIRRORED of the gap between the sides (the modes of one binding round
+        apart too, by less)."""
+        found = np.zeros(np.shape(flat), bool)
+        got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        for twin in self.mirrors:
+            if block >= len(twin.ok_arrays) or np.size(twin.ok_arrays[block]) <= int(np.max(flat, initial=0)):
+                continue
+            theirs = np.asarray(twin.ok_arrays[block], dtype=np.float64).reshape(-1)[flat]
+            with np.errstate(invalid="ignore", over="ignore"):
+                found |= _close(theirs, want, *self.twin_tolerance) | (
+                    np.abs(theirs - want) <= MIRRORED * np.abs(got - want)
+                )
+        return found
 
     def crossed(self, block: int, flat: int) -> bool:
         return self.crossing is not None and bool(np.asarray(self.crossing[block]).reshape(-1)[flat])
@@ -734,6 +760,8 @@ class _Comparison:
             c = self.classifying
             crossing = None if c.crossing is None else c.crossing[block]
             twins = c.twins_at(block, indices, got)
+            if c.mirrors:
+                twins = twins | c.mirrored_at(block, indices, got, want)
             classes = classify(c.surroundings, c.reference, block, order, size, indices, got, want, twins, crossing)
             if c.probe is not None:
                 for k in np.flatnonzero(classes == WRONG.value)[: PROBED * PROBED]:
@@ -1484,10 +1512,13 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             twin_paths: Sequence[PathResult] = (),
             evidence: Reference | None = evidence,
             crossing: Masks | None = crossing,
+            mirrors: Sequence[PathResult] = (),
         ) -> _Classifying:
             tolerance = (tolerances.fd_rtol, tolerances.fd_atol)
             ad = (tolerances.ad_rtol, tolerances.ad_atol)
-            return _Classifying(surroundings_of, evidence, twins, crossing, probe, tolerance, tuple(twin_paths), ad)
+            return _Classifying(
+                surroundings_of, evidence, twins, crossing, probe, tolerance, tuple(twin_paths), ad, tuple(mirrors)
+            )
 
         comparisons = []
         split = False  # two AD paths of the family disagree beyond rounding at the Jacobian's scale
@@ -1505,7 +1536,9 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 notes += _scale_note(later, earlier, rounded, output_shape, names)
             split = split or known is None or any(k is None or np.size(k) for k in known)
             pair = _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=known)
-            comparisons.append(replace(pair, classifying=classed(pair.splits_twins())))
+            twins = pair.splits_twins()
+            mirrors = () if twins else [p for p in _twins_of(later, ad_paths) if p not in earlier]
+            comparisons.append(replace(pair, classifying=classed(twins, mirrors=mirrors)))
         if references:
             compared = elementwise.against[references[0].name]
             reference, trusted = references[0], compared.trust
