@@ -336,3 +336,27 @@ def test_an_eager_jit_split_seen_across_modes_is_eager_jit():
     assert ("eager-jit", frozenset({VALUE, "jit_value"})) in classes, classes
     assert ("eager-jit", frozenset({JACFWD, JIT_JACREV})) in classes, classes
     assert not any(c == "wrong" and FINITE_DIFFERENCE not in paths for c, paths in classes), classes
+
+
+def test_a_mode_split_within_one_binding_stays_wrong_beside_an_eager_jit_split():
+    """Hand-made paths over two entries: at the first, eager and jit part (jacfwd = jacrev = 1.0, both jit forms
+    1.1), each binding's modes agreeing: nothing there is `wrong`, the cross pair (the eager paths against
+    jit(jacfwd)) included. At the second, jit(jacrev) alone is twice the rest (a reverse rule wrong under jit):
+    jit(jacfwd) against jit(jacrev) is `wrong`, whatever the eager/jit split at the first entry (a review found it
+    `eager-jit`: the twin of jit(jacrev) in the eager binding, jacrev, gives jit(jacfwd)'s number)."""
+    x = [0.5, 0.7]
+    results = path_results(
+        {
+            VALUE: ([0.48, 0.64],),
+            JACFWD: ([[1.0, 0.0], [0.0, 0.76]],),
+            JACREV: ([[1.0, 0.0], [0.0, 0.76]],),
+            JIT_JACFWD: ([[1.1, 0.0], [0.0, 0.76]],),
+            JIT_JACREV: ([[1.1, 0.0], [0.0, 1.52]],),
+            FINITE_DIFFERENCE: ([[1.0, 0.0], [0.0, 0.76]],),
+        }
+    )
+    verdict = judge(results, ("x",), TOL, inputs=(np.asarray(x, dtype=np.float32),))
+    classes = {(str(f.finding_class), frozenset(f.paths), f.location) for f in verdict.findings}
+    assert ("eager-jit", frozenset({JACFWD, JACREV, JIT_JACFWD}), "d out[0]/d x[0]") in classes, classes
+    assert not any(c == "wrong" and at == "d out[0]/d x[0]" for c, _, at in classes), classes
+    assert ("wrong", frozenset({JIT_JACFWD, JIT_JACREV}), "d out[1]/d x[1]") in classes, classes

@@ -602,6 +602,13 @@ def test_an_output_the_function_rounds_through_float32_inside_is_not_checked_clo
     cannot = [n for n in stairs.notes if "cannot check them more closely" in n.message]
     assert stairs.passed and len(cannot) == 1 and "to bfloat16" in cannot[0].message, [n.message for n in stairs.notes]
     assert (cannot[0].count, cannot[0].of) == (1, 4) and "(1 of 4 only within the absolute" in cannot[0].message
+    # A second review's: the cast on x0 alone, a rule 2x on x1, whose path is float64's own: both dtypes' finite
+    # differences read the slope (7.648e-5), so float64's `wrong` there counts.
+    beside = gradaudit.audit(
+        lambda x: jnp.stack([jnp.sin(x[0].astype(jnp.float32)).astype(x.dtype), 1e-4 * _sine_times(2.0)(x[1])]),
+        np.array([0.5, 0.7], np.float32),
+    )
+    assert not beside.passed and {f.location for f in beside.findings} == {"d out[1]/d x[1]"}, beside.findings
     # A second review's: logsumexp computed in float32 at logits near 1e6, float64 reading 0 where AD's 0.64 is
     # right. An exact output with a real slope is carried over: x**2 at 0.5 and 1.5 in bfloat16, a rule 1.5 times.
     inside = gradaudit.audit(
@@ -641,6 +648,9 @@ def test_a_function_rounding_float64_inside_is_found_in_its_jaxpr():
     assert found(lambda x: jnp.where(jnp.isfinite(x.astype(jnp.bfloat16)), jax.nn.softmax(x), 0.0)) == ""
     assert found(lambda x: jax.debug.callback(lambda v: None, x.astype(jnp.float32)) or jnp.sin(x)) == ""
     assert "float32" in found(lambda x: jnp.where(x > 0, x.astype(jnp.float32), 0.0).astype(x.dtype))
+    # through complex numbers (a second review's): the cast's rounding reaches the output's imaginary part
+    assert "bfloat16" in found(lambda x: jnp.imag(jnp.exp(1j * x.astype(jnp.bfloat16).astype(jnp.float32))))
+    assert "complex64" in found(lambda x: jnp.real(jnp.fft.fft((x + 0j).astype(jnp.complex64))).astype(x.dtype))
     assert found(lambda x: jnp.cumsum(x.astype(jnp.float64)) + jnp.float32(1.0)) == ""
 
 

@@ -584,11 +584,12 @@ class _Classifying:
     side's own (their sides parted over a NaN input elsewhere), the side's split is its own."""
     twin_tolerance: tuple[float, float] = (0.0, 0.0)
     """(rtol, atol) of AD against AD, by which a twin gives another number."""
-    mirrors: tuple[PathResult, ...] = ()
-    """For two AD paths of different modes that are not twins: the eager/jit or binding twins of the first
-    side. An entry where one of them gives the other side's number is the twins' split seen across modes
-    (jacfwd against jit(jacrev) where jacfwd and jacrev agree, jit(jacfwd) and jit(jacrev) agree, and eager
-    and jit part: a layer norm's fast variance in float32), not a mode's rule."""
+    mirrors: tuple[tuple[PathResult, ...], tuple[PathResult, ...]] = ((), ())
+    """For two AD paths of different modes, each side all in one binding (eager or jit, traced or constant) and
+    the two in different ones: the first side's twins in the second's binding, and the second's in the first's
+    (`_mirrors`). An entry where twins of each side give the other side's number is the twins' split seen
+    across modes (jacfwd against jit(jacrev) where jacfwd and jacrev agree, jit(jacfwd) and jit(jacrev) agree,
+    and eager and jit part: a layer norm's fast variance in float32), not a mode's rule."""
 
     @functools.cached_property
     def surroundings(self) -> Surroundings:
@@ -610,20 +611,24 @@ class _Classifying:
         return differ
 
     def mirrored_at(self, block: int, flat: np.ndarray, got: np.ndarray, want: np.ndarray) -> np.ndarray:
-        """Entry by entry (`flat` of `block`), whether a path of `mirrors` gives the other side's number `want`:
-        within AD's tolerance, or within MIRRORED of the gap between the sides (the modes of one binding round
-        apart too, by less)."""
-        found = np.zeros(np.shape(flat), bool)
+        """Entry by entry (`flat` of `block`), whether a twin of the first side gives the second side's number
+        `want` and a twin of the second gives `got`: within AD's tolerance, or within MIRRORED of the gap between
+        the sides (the modes of one binding round apart too, by less)."""
         got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
-        for twin in self.mirrors:
-            if block >= len(twin.ok_arrays) or np.size(twin.ok_arrays[block]) <= int(np.max(flat, initial=0)):
-                continue
-            theirs = np.asarray(twin.ok_arrays[block], dtype=np.float64).reshape(-1)[flat]
-            with np.errstate(invalid="ignore", over="ignore"):
-                found |= _close(theirs, want, *self.twin_tolerance) | (
-                    np.abs(theirs - want) <= MIRRORED * np.abs(got - want)
-                )
-        return found
+
+        def given(twins: tuple[PathResult, ...], number: np.ndarray) -> np.ndarray:
+            found = np.zeros(np.shape(flat), bool)
+            for twin in twins:
+                if block >= len(twin.ok_arrays) or np.size(twin.ok_arrays[block]) <= int(np.max(flat, initial=0)):
+                    continue
+                theirs = np.asarray(twin.ok_arrays[block], dtype=np.float64).reshape(-1)[flat]
+                with np.errstate(invalid="ignore", over="ignore"):
+                    found |= _close(theirs, number, *self.twin_tolerance) | (
+                        np.abs(theirs - number) <= MIRRORED * np.abs(got - want)
+                    )
+            return found
+
+        return given(self.mirrors[0], want) & given(self.mirrors[1], got)
 
     def crossed(self, block: int, flat: int) -> bool:
         return self.crossing is not None and bool(np.asarray(self.crossing[block]).reshape(-1)[flat])
@@ -760,7 +765,7 @@ class _Comparison:
             c = self.classifying
             crossing = None if c.crossing is None else c.crossing[block]
             twins = c.twins_at(block, indices, got)
-            if c.mirrors:
+            if c.mirrors[0] and c.mirrors[1]:
                 twins = twins | c.mirrored_at(block, indices, got, want)
             classes = classify(c.surroundings, c.reference, block, order, size, indices, got, want, twins, crossing)
             if c.probe is not None:
@@ -1306,6 +1311,29 @@ def _twin_elsewhere(side: Sequence[PathResult], ad_paths: Sequence[PathResult]) 
     return all(transform_of(path.name) in elsewhere for path in side)
 
 
+def _mirrors(
+    side: Sequence[PathResult], other: Sequence[PathResult], ad_paths: Sequence[PathResult]
+) -> tuple[tuple[PathResult, ...], tuple[PathResult, ...]]:
+    """`_Classifying.mirrors` of a pair of AD sides: empty unless each side is all in one binding and the two
+    in different ones (two modes parting within one binding are a mode's rule, whatever the other binding
+    does)."""
+    bindings = [{_binding_of(p.name) for p in paths} for paths in (side, other)]
+    if any(len(b) != 1 for b in bindings) or bindings[0] == bindings[1]:
+        return (), ()
+
+    def twins(paths: Sequence[PathResult], binding: set[str]) -> tuple[PathResult, ...]:
+        modes = {transform_of(p.name) for p in paths}
+        return tuple(p for p in ad_paths if transform_of(p.name) in modes and _binding_of(p.name) in binding)
+
+    return twins(side, bindings[1]), twins(other, bindings[0])
+
+
+def _binding_of(name: str) -> str:
+    """How a path is computed, its transform aside: `jit_:const` for `jit_jacrev:const` (eager or jit, traced
+    or constant, device); a path and its twin of the same binding share the transform."""
+    return name.replace(transform_of(name), "", 1)
+
+
 def _twins_of(side: Sequence[PathResult], ad_paths: Sequence[PathResult]) -> list[PathResult]:
     """The eager/jit or binding twins (the same mode) of `side`'s paths among the other AD paths."""
     names = {p.name for p in side}
@@ -1512,12 +1540,12 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             twin_paths: Sequence[PathResult] = (),
             evidence: Reference | None = evidence,
             crossing: Masks | None = crossing,
-            mirrors: Sequence[PathResult] = (),
+            mirrors: tuple[tuple[PathResult, ...], tuple[PathResult, ...]] = ((), ()),
         ) -> _Classifying:
             tolerance = (tolerances.fd_rtol, tolerances.fd_atol)
             ad = (tolerances.ad_rtol, tolerances.ad_atol)
             return _Classifying(
-                surroundings_of, evidence, twins, crossing, probe, tolerance, tuple(twin_paths), ad, tuple(mirrors)
+                surroundings_of, evidence, twins, crossing, probe, tolerance, tuple(twin_paths), ad, mirrors
             )
 
         comparisons = []
@@ -1537,7 +1565,7 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
             split = split or known is None or any(k is None or np.size(k) for k in known)
             pair = _Comparison(later, earlier, tolerances.ad_rtol, tolerances.ad_atol, known=known)
             twins = pair.splits_twins()
-            mirrors = () if twins else [p for p in _twins_of(later, ad_paths) if p not in earlier]
+            mirrors = ((), ()) if twins else _mirrors(later, earlier, ad_paths)
             comparisons.append(replace(pair, classifying=classed(twins, mirrors=mirrors)))
         if references:
             compared = elementwise.against[references[0].name]

@@ -192,21 +192,20 @@ def refereed(
             kept.append(ruling)
     if wide is not None and wide.status != ERROR and _checked_loosely(narrow, tolerance):
         # float64 checks more closely only where it computes in float64 on the way to the outputs: through a
-        # cast its steps may fall inside one of the narrow dtype's stairs and read 0, or round as the narrow ones
+        # cast its steps may fall inside one of the narrow dtype's stairs and read 0, or round as the narrow ones.
+        # Where the function casts, float64's `wrong` counts only where the narrow finite differences read its
+        # slope too (the entry's path is float64's own); otherwise the note says float64 could not check closely.
         rounded = narrowing() if narrowing is not None else ""
-        if rounded:
-            notes.append(_not_finer(narrow, rounded))
-        else:
-            # a split the narrow run reports `wrong` on the same paths already says the rule is wrong: not twice (one
-            # it classes otherwise, a kink its coarse steps saw, does not: a flipped rule after a layer norm at 1e4)
-            reported = {
-                frozenset(f.paths) for f in kept if f.kind == DISAGREEMENT and f.finding_class == FindingClass.WRONG
-            }
-            tolerances = tolerances_for(narrow.scenario, tolerance, paths=narrow.paths)
-            closely, unresolved = _checked_closely(narrow, wide, tolerances)
-            kept.extend(f for f in closely if frozenset(f.paths) not in reported)
-            checked = None if closely else _checked_instead(narrow, wide)
-            notes.extend([*([checked] if checked is not None else []), *unresolved])
+        # a split the narrow run reports `wrong` on the same paths already says the rule is wrong: not twice (one
+        # it classes otherwise, a kink its coarse steps saw, does not: a flipped rule after a layer norm at 1e4)
+        reported = {
+            frozenset(f.paths) for f in kept if f.kind == DISAGREEMENT and f.finding_class == FindingClass.WRONG
+        }
+        tolerances = tolerances_for(narrow.scenario, tolerance, paths=narrow.paths)
+        closely, unresolved = _checked_closely(narrow, wide, tolerances, confirmed_only=bool(rounded))
+        kept.extend(f for f in closely if frozenset(f.paths) not in reported)
+        checked = None if closely else _not_finer(narrow, rounded) if rounded else _checked_instead(narrow, wide)
+        notes.extend([*([checked] if checked is not None else []), *([] if rounded else unresolved)])
     if (
         not notes
         and len(kept) == len(narrow.findings)
@@ -282,7 +281,7 @@ def _not_finer(narrow: ScenarioResult, rounded: str) -> Note:
 
 
 def _checked_closely(
-    narrow: ScenarioResult, wide: ScenarioResult, tolerances: Tolerances
+    narrow: ScenarioResult, wide: ScenarioResult, tolerances: Tolerances, confirmed_only: bool = False
 ) -> tuple[list[Finding], list[Note]]:
     """The AD paths of a loosely checked narrow run (`_checked_loosely`) that float64 finds wrong: where float64's
     judge finds its AD paths `wrong` against its finite differences, the narrow paths within the narrow
@@ -293,7 +292,8 @@ def _checked_closely(
     float64's finite differences say 0.845. And the notes for float64 `wrong` findings that are within what
     float64 resolves there, beyond the narrow relative tolerance: float64 saw them, and cannot say whether
     they are rounding ([1e9 sin x0, 1e4 + 1e-4 bad(x1)]: a rule twice the slope of x1, 15 of float64's
-    resolution at the function's scale)."""
+    resolution at the function's scale). `confirmed_only` (the function rounds float64 inside): only where
+    the narrow finite differences read float64's slope too."""
     found: list[Finding] = []
     unsure: list[Note] = []
     dtype = narrow.scenario.precision_dtype
@@ -321,9 +321,10 @@ def _checked_closely(
             continue
         shared = all(abs(h - t) <= tolerances.fd_atol + tolerances.fd_rtol * abs(t) for h, t in numbers)
         own = _entry(narrow, FINITE_DIFFERENCE, location)
-        floor = _resolved(
-            wide, sides, location, own is not None and abs(own - reference) <= tolerances.fd_rtol * abs(reference)
-        )
+        confirmed = own is not None and abs(own - reference) <= tolerances.fd_rtol * abs(reference)
+        if confirmed_only and not confirmed:
+            continue
+        floor = _resolved(wide, sides, location, confirmed)
         beyond = [abs(h - reference) > tolerances.fd_rtol * abs(reference) for h, _ in numbers]
         if not shared or not any(beyond):
             continue

@@ -73,8 +73,8 @@ def _narrowings(jaxpr) -> list[str]:
     taken whole."""
     from jax.extend.core import Var
 
-    def floating(var) -> bool:
-        return isinstance(var, Var) and np.dtype(getattr(var.aval, "dtype", np.int8)).name in FLOAT_DTYPES
+    def floating(var) -> bool:  # complex numbers carry their parts' rounding
+        return isinstance(var, Var) and _inexact(np.dtype(getattr(var.aval, "dtype", np.int8)))
 
     live = {v for v in jaxpr.outvars if floating(v)}
     found: list[str] = []
@@ -97,12 +97,18 @@ def _narrowed(eqn) -> list[str]:
     if name not in ("convert_element_type", "reduce_precision") or not eqn.invars or not eqn.outvars:
         return []
     was, now = (np.dtype(getattr(v.aval, "dtype", np.int8)) for v in (eqn.invars[0], eqn.outvars[0]))
-    if was != np.float64:
+    if was.name not in ("float64", "complex128"):
         return []
     if name == "reduce_precision":
         bits = eqn.params.get("mantissa_bits", 52)
-        return [f"{name} of float64 to {bits} mantissa bits"] if bits < np.finfo(was).nmant else []
-    return [f"{name} from float64 to {now.name}"] if now.name in FLOAT_DTYPES and now.itemsize < 8 else []
+        return [f"{name} of {was.name} to {bits} mantissa bits"] if bits < np.finfo(was).nmant else []
+    # a complex128 number's parts are float64s: complex64 holds float32s
+    narrower = now.itemsize < (8 if was.name == "float64" else 16)
+    return [f"{name} from {was.name} to {now.name}"] if _inexact(now) and narrower else []
+
+
+def _inexact(dtype: np.dtype) -> bool:
+    return dtype.name in FLOAT_DTYPES or dtype.kind == "c"
 
 
 def _walk(jaxpr, found: set[str]) -> None:
