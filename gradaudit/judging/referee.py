@@ -170,8 +170,8 @@ def refereed(
     derivatives at inputs moved by the narrow dtype's rounding, asked for where a narrow path strays;
     `tolerance`: the run's (`Options.tolerance`), which the narrow run was judged by; `narrowing`: where the
     widened function rounds float64 to a narrower dtype inside (`targets.base.narrowing`), asked where float64's
-    evidence holds only if its finite differences are finer (it finds no AD path of a loosely checked run wrong,
-    or its own finite differences part from AD where a finding is)."""
+    evidence holds only if its finite differences are finer (its close check of a loosely checked run, or its
+    finite differences parting from AD where a finding is); traced once, when first asked."""
     kept: list[Finding] = []
     notes: list[Note] = []
     rulings: list[tuple[Finding, Note | Finding]] = []
