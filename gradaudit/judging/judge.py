@@ -602,12 +602,10 @@ class _Classifying:
             return self.twins
         differ = np.zeros(np.shape(flat), bool)
         for twin in self.twin_paths:
-            if block >= len(twin.ok_arrays):
+            theirs = _entries_of(twin, block, flat)
+            if theirs is None:
                 return True
-            theirs = np.asarray(twin.ok_arrays[block], dtype=np.float64).reshape(-1)
-            if theirs.size <= int(np.max(flat, initial=0)):
-                return True
-            differ |= ~_close(np.asarray(got, dtype=np.float64), theirs[flat], *self.twin_tolerance)
+            differ |= ~_close(np.asarray(got, dtype=np.float64), theirs, *self.twin_tolerance)
         return differ
 
     def mirrored_at(self, block: int, flat: np.ndarray, got: np.ndarray, want: np.ndarray) -> np.ndarray:
@@ -619,9 +617,9 @@ class _Classifying:
         def given(twins: tuple[PathResult, ...], number: np.ndarray) -> np.ndarray:
             found = np.zeros(np.shape(flat), bool)
             for twin in twins:
-                if block >= len(twin.ok_arrays) or np.size(twin.ok_arrays[block]) <= int(np.max(flat, initial=0)):
+                theirs = _entries_of(twin, block, flat)
+                if theirs is None:
                     continue
-                theirs = np.asarray(twin.ok_arrays[block], dtype=np.float64).reshape(-1)[flat]
                 with np.errstate(invalid="ignore", over="ignore"):
                     found |= _close(theirs, number, *self.twin_tolerance) | (
                         np.abs(theirs - number) <= MIRRORED * np.abs(got - want)
@@ -1309,6 +1307,13 @@ def _twin_elsewhere(side: Sequence[PathResult], ad_paths: Sequence[PathResult]) 
     names = {p.name for p in side}
     elsewhere = {transform_of(p.name) for p in ad_paths if p.name not in names}
     return all(transform_of(path.name) in elsewhere for path in side)
+
+
+def _entries_of(path: PathResult, block: int, flat: np.ndarray) -> np.ndarray | None:
+    """`path`'s numbers at the entries `flat` of `block` (float64); None where it has no such entries."""
+    if block >= len(path.ok_arrays) or np.size(path.ok_arrays[block]) <= int(np.max(flat, initial=0)):
+        return None
+    return np.asarray(path.ok_arrays[block], dtype=np.float64).reshape(-1)[flat]
 
 
 def _mirrors(
