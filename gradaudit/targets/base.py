@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,11 +82,8 @@ def _narrowings(jaxpr) -> list[str]:
         if not any(v in live for v in eqn.outvars):
             continue
         found += _narrowed(eqn)
-        for value in eqn.params.values():
-            for inner in value if isinstance(value, tuple | list) else (value,):
-                sub = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr holds its Jaxpr
-                if hasattr(sub, "eqns"):
-                    found += _narrowings(sub)
+        for sub in sub_jaxprs(eqn):
+            found += _narrowings(sub)
         live |= {v for v in eqn.invars if floating(v)}
     return found
 
@@ -124,8 +121,14 @@ def _walk(jaxpr, found: set[str]) -> None:
             if " at " in source and is_user_file(source.rsplit(" at ", 1)[1].rsplit(":", 1)[0]):
                 found.add(f"{name}:user")
             continue
-        for value in eqn.params.values():
-            for inner in value if isinstance(value, tuple | list) else (value,):
-                sub = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr holds its Jaxpr
-                if hasattr(sub, "eqns"):
-                    _walk(sub, found)
+        for sub in sub_jaxprs(eqn):
+            _walk(sub, found)
+
+
+def sub_jaxprs(eqn) -> Iterator:
+    """The jaxprs an equation calls (cond branches, loop bodies, a jit's or a custom rule's function)."""
+    for value in eqn.params.values():
+        for inner in value if isinstance(value, tuple | list) else (value,):
+            sub = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr holds its Jaxpr
+            if hasattr(sub, "eqns"):
+                yield sub
