@@ -187,6 +187,20 @@ class Reference:
         )
         return between_slopes(got, left, right, (wide_left, wide_right))
 
+    def kink_at(self, block: int, flat: np.ndarray, got: np.ndarray, non_finite_too: bool = False) -> np.ndarray:
+        """Per entry `flat` of `block`, whether finite differences found a kink there and `got` lies between its
+        one-sided slopes (`between`; with `non_finite_too`, or is not finite). The slopes are read only at kinks:
+        most comparisons have none."""
+        kink = np.asarray(self.kink[block]).reshape(-1)[flat]
+        if not kink.any():
+            return kink
+        at = np.flatnonzero(kink)
+        inside = self.between(block, flat[at], got[at])
+        if non_finite_too:
+            inside = inside | ~np.isfinite(got[at])
+        kink[at] = inside
+        return kink
+
     def at(self, name: str, block: int, flat: int) -> float | None:
         arrays = self.estimates.get(name)
         return None if arrays is None else float(np.asarray(arrays[block], dtype=np.float64).reshape(-1)[flat])
@@ -234,7 +248,7 @@ def classify(
             classes[twins] = EAGER_JIT.value
             if reference is not None:
                 undefined = np.asarray(reference.undefined[block]).reshape(-1)[flat]
-                kink = np.asarray(reference.kink[block]).reshape(-1)[flat] & reference.between(block, flat, got)
+                kink = reference.kink_at(block, flat, got)
                 classes[kink] = NON_DIFFERENTIABLE.value
                 extrapolated = reference.estimates.get("extrapolated")
                 if extrapolated is not None:
@@ -256,9 +270,7 @@ def classify(
         undefined = kink = np.zeros(flat.shape, bool)
         if reference is not None:
             undefined = np.asarray(reference.undefined[block]).reshape(-1)[flat]
-            with np.errstate(invalid="ignore"):
-                at_kink = reference.between(block, flat, got) | ~np.isfinite(got)
-            kink = np.asarray(reference.kink[block]).reshape(-1)[flat] & at_kink
+            kink = reference.kink_at(block, flat, got, non_finite_too=True)
             extrapolated = reference.estimates.get("extrapolated")
             if extrapolated is not None:
                 estimate = np.asarray(extrapolated[block], dtype=np.float64).reshape(-1)[flat]

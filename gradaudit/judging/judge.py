@@ -789,6 +789,8 @@ class _Comparison:
     def settled_notes(self, output_shape: tuple[int, ...], names: tuple[str, ...], order: int) -> list[Note]:
         """A note per outcome for the entries a probe settled beyond finite differences' usual step (not
         findings): those finer steps checked, and those no step can judge, said as unjudged, not checked."""
+        if not self.probed:
+            return []
         these = path_labels([p.name for p in self.side])
         total = sum(np.size(a) for a in self.side[0].ok_arrays)
         notes = []
