@@ -75,19 +75,18 @@ def _narrowing(wide: Scenario) -> str:
         return ""
 
 
-def _nearby(wide: Scenario, narrow: str, timeout: float | None) -> Callable[[], Moved | None]:
-    """`engines.probe.moved_jacobians` for the widened scenario, computed when the referee first asks; None where
-    it cannot be had (the finding stays as the rest of the ruling says)."""
-    asked: list[Moved | None] = []
+def _nearby(wide: Scenario, narrow: str, timeout: float | None) -> Callable[[float], Moved | None]:
+    """`engines.probe.moved_jacobians` for the widened scenario at a multiple of the narrow dtype's rounding,
+    computed when the referee first asks for that multiple; None where it cannot be had (the finding stays as the
+    rest of the ruling says)."""
 
-    def found() -> Moved | None:
-        if not asked:
-            from gradaudit.engines.probe import moved_jacobians
+    @functools.cache
+    def found(scale: float) -> Moved | None:
+        from gradaudit.engines.probe import moved_jacobians
 
-            try:
-                asked.append(moved_jacobians(wide, narrow, timeout))
-            except Exception:  # noqa: BLE001 (no such evidence: the finding stays as the rest of the ruling says)
-                asked.append(None)
-        return asked[0]
+        try:
+            return moved_jacobians(wide, narrow, timeout, scale)
+        except Exception:  # noqa: BLE001 (no such evidence: the finding stays as the rest of the ruling says)
+            return None
 
     return found

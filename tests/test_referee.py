@@ -323,6 +323,33 @@ def _off_in_narrow_only(f, factor: float):
     return wrapped
 
 
+def test_a_function_that_rounds_its_input_inside_is_unjudged_where_its_float32_value_strays_as_far():
+    """|1 - (1 - x)| ** 0.62 at x = 1e-7 in float32: 1 - x rounds to the float32 below 1, so float32 computes the
+    power at 1.19e-7, and its value strays 11.5% from float64's. Its AD is the exact derivative of that (265.09,
+    0.62 times 1.19e-7 ** -0.38, where float64's is 283.39); finite differences see a staircase, and the referee
+    read float32's AD as a rule straying from float64's: the run failed `wrong`. float64's derivative moves by
+    more than that within twice the input move the value's stray shows: a note says the referee cannot judge it,
+    not counted. A rule 1.5 times in float32 alone strays beyond that move and stays wrong; so does a rule 1% off
+    at x = 0.3, where the value does not stray."""
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    def rounded_inside(x):
+        return jnp.abs(1 - (1 - x)) ** 0.62
+
+    at = np.float32(1e-7)
+    plain = gradaudit.audit(rounded_inside, at)
+    assert plain.passed and not plain.findings, [f.message for f in plain.findings]
+    (note,) = [n for n in plain.notes if n.message.startswith("unjudged, not counted")]
+    assert "cannot tell a rule's error from the function's own" in note.message
+    assert 1.1 < note.values["value (float32)"] / note.values["value (float64)"] < 1.12
+    for function, x in ((_off_in_narrow_only(rounded_inside, 1.5), at), (_off_in_narrow_only(jnp.cbrt, 1.01), 0.3)):
+        wrong = gradaudit.audit(function, np.float32(x))
+        assert not wrong.passed and "wrong" in {str(f.finding_class) for f in wrong.findings}, x
+        assert any("strays from it" in f.reason for f in wrong.findings), [f.reason for f in wrong.findings]
+
+
 @pytest.mark.parametrize("function", [sin_of_pi_times, sinc])
 def test_float32_at_a_million_goes_to_float64_which_resolves_the_slope_and_the_rounding_of_pi_x(function):
     """sin(pi x) and sinc(x) at 1e6 in float32: no step float32 can take resolves the slope (its spacing

@@ -254,11 +254,11 @@ MOVED_ELEMENTS = 16
 """Most input elements whose moves `moved_jacobians` evaluates (four float64 Jacobians each)."""
 
 
-def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None) -> Moved | None:
+def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None, scale: float = 1.0) -> Moved | None:
     """float64's Jacobian, by jax.jit(jax.jacfwd) as the float64 run computed it, at the widened
-    scenario's inputs and at each input element moved up and down by the `narrow` dtype's epsilon times
-    its size, and by a quarter of that (`model.computed.Moved`); None where the inputs hold more than
-    MOVED_ELEMENTS elements."""
+    scenario's inputs and at each input element moved up and down by `scale` times the `narrow` dtype's
+    epsilon times its size, and by a quarter of that (`model.computed.Moved`); None where the inputs hold
+    more than MOVED_ELEMENTS elements."""
     import jax
 
     from gradaudit.engines.group import FORWARD, computations
@@ -275,7 +275,8 @@ def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None) -> Moved
         def at(args: list) -> tuple[np.ndarray, ...]:
             return tuple(np.asarray(b, np.float64) for b in jax.device_get(jacobian(*args, *target.fixed)))
 
-        sizes = tuple(epsilon * np.maximum(np.abs(np.asarray(a, dtype=np.float64)), smallest) for a in target.args)
+        moved = scale * epsilon
+        sizes = tuple(moved * np.maximum(np.abs(np.asarray(a, dtype=np.float64)), smallest) for a in target.args)
 
         def pairs(share: float) -> tuple:
             found = []

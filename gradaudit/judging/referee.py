@@ -518,6 +518,7 @@ def _ruling(
     strays: list[str] = []
     beyond: list[str] = []
     conditioned: list[str] = []
+    unjudged: list[str] = []
     for path in finding.paths:
         if base_name(path) in REFERENCES:
             continue  # the narrow finite differences are what float64 improves on, not what it checks
@@ -534,6 +535,10 @@ def _ruling(
         moves = _moves(nearby, narrow, wide, location, theirs[0].shape)
         if moves is not None and _strays(mine[0], theirs[0], rtol, atol, moves) is None:
             conditioned.append(f"{path} {got:g} against {want:.6g} (float64 moves by {moves.reshape(-1)[off]:.3g})")
+            continue
+        backward = _moves(nearby, narrow, wide, location, theirs[0].shape, backward=True)
+        if backward is not None and _strays(mine[0], theirs[0], rtol, atol, backward) is None:
+            unjudged.append(f"{path} {got:g} against {want:.6g} (float64 moves by {backward.reshape(-1)[off]:.3g})")
         else:
             strays.append(f"{path} {got:g} against {want:.6g}")
     if strays:
@@ -542,6 +547,8 @@ def _ruling(
             f"float64 agrees ({shown}) but {dtype} strays from it by more than {dtype}'s tolerance "
             f"(rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's largest entry): {'; '.join(strays)}",
         )
+    if unjudged and not beyond:
+        return _unjudged(finding, narrow, wide, location, shown, unjudged)
     if beyond:
         return replace(
             _with_reason(
@@ -617,6 +624,34 @@ def _ruling(
         values={
             **{f"{p} ({dtype})": v for p, v in here.items() if v is not None},
             **{f"{p} (float64)": v for p, v in there.items() if v is not None},
+        },
+    )
+
+
+def _unjudged(
+    finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, location: str, shown: str, unjudged: list[str]
+) -> Note:
+    """The note for a finding whose narrow AD paths stray from float64's by no more than float64's derivative moves
+    over the input move the narrow value's own stray shows (`_moves`' backward one): the narrow function computes
+    elsewhere than float64's, and a rule's error cannot be told from that (not counted, said as unjudged)."""
+    dtype = narrow.scenario.precision_dtype
+    here, there = _output_at(narrow, location), _output_at(wide, location)
+    value = f"{_number(here)} in {dtype} against {_number(there)} in float64"
+    return Note(
+        paths=finding.paths,
+        message=(
+            f"unjudged, not counted: {location}: float64 gives {shown}, but the function's value there is {value}, "
+            f"further apart than rounding its inputs to {dtype} moves it: {dtype} computes the function as float64 "
+            f"does at inputs moved as far as that stray shows, and within {BACKWARD:g} times that move float64's "
+            f"own derivative moves by more than {dtype}'s AD strays from it ({'; '.join(unjudged)}): the float64 "
+            f"referee cannot tell a rule's error from the function's own"
+        ),
+        count=finding.count,
+        of=finding.of,
+        location=location,
+        values={
+            **({f"value ({dtype})": here} if here is not None else {}),
+            **({"value (float64)": there} if there is not None else {}),
         },
     )
 
@@ -775,15 +810,33 @@ def _strays(
     return int(np.argmax(excess))
 
 
-Nearby = Callable[[], Moved | None]
-"""`Moved` for a result, computed when first called (None: not to be had)."""
+Nearby = Callable[[float], Moved | None]
+"""`Moved` for a result, each input element moved by the given multiple of the narrow dtype's epsilon times its
+size, computed when first called for that multiple (None: not to be had)."""
+
+BACKWARD = 2.0
+"""How far beyond the input move that the narrow value's stray shows to first order (`_moves`' backward one) the
+referee still reads float64's derivative: the first-order move falls short where the derivative itself bends
+(beta.logsf at 1e-7 in float32, which computes as float64 does at 1.19e-7, needs 1.04 times it)."""
+MOVED_AT_MOST = 0.5
+"""The largest input move, as a share of the input's size, that a backward move may be: a narrow value further
+from float64's is no nearby input's value, and nothing is read from it."""
 
 
 def _moves(
-    nearby: Nearby | None, narrow: ScenarioResult, wide: ScenarioResult, location: str, shape: tuple[int, ...]
+    nearby: Nearby | None,
+    narrow: ScenarioResult,
+    wide: ScenarioResult,
+    location: str,
+    shape: tuple[int, ...],
+    backward: bool = False,
 ) -> np.ndarray | None:
     """`_allowance` for the first-order block `location` falls in, where `nearby` gives them and both
-    runs have values."""
+    runs have values: for the narrow dtype's rounding of the inputs (each moved by its epsilon at most), or,
+    `backward`, for the input move the narrow value's stray shows where the function rounds inside by more than
+    that (its backward error: beta.logsf's 1 - x rounded in float32 moves x = 1e-7 by 19%): float64's derivative
+    read at inputs moved BACKWARD times as far; None where the inputs' rounding explains the stray, or the move
+    would be more than MOVED_AT_MOST of an input."""
     names = block_names(narrow.arg_names, 1)
     parsed = parse_location(location, names)
     mine, theirs = narrow.paths.get(VALUE), wide.paths.get(VALUE)
@@ -791,7 +844,7 @@ def _moves(
         return None
     if mine is None or theirs is None or not mine.ok or not theirs.ok:
         return None
-    moved = nearby()
+    moved = nearby(1.0)
     if moved is None:
         return None
     block = names.index(parsed[2])
@@ -800,10 +853,28 @@ def _moves(
     here, there = (np.asarray(p.ok_arrays[0], dtype=np.float64) for p in (mine, theirs))
     if here.shape != there.shape:
         return None
-    rounding = dtypes.machine_epsilon(narrow.scenario.precision_dtype) * np.abs(there)
+    epsilon = dtypes.machine_epsilon(narrow.scenario.precision_dtype)
     with np.errstate(invalid="ignore"):
-        strayed = np.maximum(np.abs(here - there) - rounding, 0.0)
-    return _allowance(moved, block, np.where(np.isfinite(strayed), strayed, 0.0))
+        strayed = np.maximum(np.abs(here - there) - epsilon * np.abs(there), 0.0)
+    strayed = np.where(np.isfinite(strayed), strayed, 0.0)
+    if not backward:
+        return _allowance(moved, block, strayed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = np.where((change := _change(moved, strayed.size)) > 0, strayed.reshape(-1) / change, 0.0)
+    scale = BACKWARD * float(np.max(shares, initial=0.0))
+    if not 1.0 < scale / BACKWARD or not scale * epsilon <= MOVED_AT_MOST:
+        return None
+    far = nearby(scale)
+    # each output's allowance is float64's move at BACKWARD times its own stray's input move (the largest's at scale)
+    return None if far is None else _allowance(far, block, BACKWARD * strayed)
+
+
+def _change(found: Moved, outputs: int) -> np.ndarray:
+    """Per output, the value change moving every input element by `found.sizes` would make, to first order."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return sum(
+            np.abs(c.reshape(outputs, -1)) @ s.reshape(-1) for c, s in zip(found.center, found.sizes, strict=True)
+        )
 
 
 def _allowance(found: Moved, block: int, strayed: np.ndarray) -> np.ndarray:
@@ -825,12 +896,8 @@ def _allowance(found: Moved, block: int, strayed: np.ndarray) -> np.ndarray:
         return summed
 
     far, near = total(found.moved), total(found.closer)
-    outputs = strayed.size
+    change = _change(found, strayed.size)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        # the value change moving every input by the narrow epsilon would make, per output
-        change = sum(
-            np.abs(c.reshape(outputs, -1)) @ s.reshape(-1) for c, s in zip(found.center, found.sizes, strict=True)
-        )
         share = np.clip(np.where(change > 0, strayed.reshape(-1) / change, 0.0), 0.0, 1.0)
         scaled = far * share.reshape(strayed.shape + (1,) * (far.ndim - strayed.ndim))
         smooth = np.isfinite(far) & (near <= 0.5 * far) & (near >= far / 32.0)
