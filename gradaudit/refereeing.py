@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable, Sequence
 
 from gradaudit.engines import GROUP_MIN
-from gradaudit.model.computed import Moved
+from gradaudit.model.computed import Backward, Moved
 from gradaudit.model.options import Options
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
@@ -57,6 +57,7 @@ def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[Sc
             nearby=_nearby(wide, results[index].scenario.precision_dtype, options.timeout),
             tolerance=options.tolerance,
             narrowing=functools.cache(functools.partial(_narrowing, wide)),
+            backward=functools.cache(functools.partial(_backward, wide, options.timeout)),
         )
     return ruled
 
@@ -75,18 +76,30 @@ def _narrowing(wide: Scenario) -> str:
         return ""
 
 
-def _nearby(wide: Scenario, narrow: str, timeout: float | None) -> Callable[[float], Moved | None]:
-    """`engines.probe.moved_jacobians` for the widened scenario at a multiple of the narrow dtype's rounding,
-    computed when the referee first asks for that multiple; None where it cannot be had (the finding stays as the
-    rest of the ruling says)."""
+def _nearby(wide: Scenario, narrow: str, timeout: float | None) -> Callable[[], Moved | None]:
+    """`engines.probe.moved_jacobians` for the widened scenario, computed when the referee first asks; None where
+    it cannot be had (the finding stays as the rest of the ruling says)."""
+    asked: list[Moved | None] = []
 
-    @functools.cache
-    def found(scale: float) -> Moved | None:
-        from gradaudit.engines.probe import moved_jacobians
+    def found() -> Moved | None:
+        if not asked:
+            from gradaudit.engines.probe import moved_jacobians
 
-        try:
-            return moved_jacobians(wide, narrow, timeout, scale)
-        except Exception:  # noqa: BLE001 (no such evidence: the finding stays as the rest of the ruling says)
-            return None
+            try:
+                asked.append(moved_jacobians(wide, narrow, timeout))
+            except Exception:  # noqa: BLE001 (no such evidence: the finding stays as the rest of the ruling says)
+                asked.append(None)
+        return asked[0]
 
     return found
+
+
+def _backward(wide: Scenario, timeout: float | None, output: int, value: float, within: float) -> list[Backward] | None:
+    """`engines.probe.backward_points` for the widened scenario; None where they cannot be had (the finding stays
+    as the rest of the ruling says)."""
+    from gradaudit.engines.probe import backward_points
+
+    try:
+        return backward_points(wide, output, value, within, timeout)
+    except Exception:  # noqa: BLE001 (no such evidence: the finding stays as the rest of the ruling says)
+        return None

@@ -323,14 +323,16 @@ def _off_in_narrow_only(f, factor: float):
     return wrapped
 
 
-def test_a_function_that_rounds_its_input_inside_is_unjudged_where_its_float32_value_strays_as_far():
+def test_a_function_that_rounds_its_input_inside_is_precision_where_its_ad_is_float64s_at_the_point_it_computes():
     """|1 - (1 - x)| ** 0.62 at x = 1e-7 in float32: 1 - x rounds to the float32 below 1, so float32 computes the
     power at 1.19e-7, and its value strays 11.5% from float64's. Its AD is the exact derivative of that (265.09,
     0.62 times 1.19e-7 ** -0.38, where float64's is 283.39); finite differences see a staircase, and the referee
-    read float32's AD as a rule straying from float64's: the run failed `wrong`. float64's derivative moves by
-    more than that within twice the input move the value's stray shows: a note says the referee cannot judge it,
-    not counted. A rule 1.5 times in float32 alone strays beyond that move and stays wrong; so does a rule 1% off
-    at x = 0.3, where the value does not stray."""
+    read float32's AD as a rule straying from float64's: the run failed `wrong`. float64 gives float32's value
+    with x moved by 1.92e-8, and its derivative there is float32's AD: a precision note. Rules 15% and 50% off in
+    float32 alone give other numbers there and stay wrong, as does a rule 1% off where the value does not stray
+    (cbrt at 0.3), and (a review's) a sign-flipped rule on y beside an x that float32 rounds through 1e6: one
+    input's rounding explains no other input's derivative."""
+    import jax
     import jax.numpy as jnp
 
     import gradaudit
@@ -341,12 +343,24 @@ def test_a_function_that_rounds_its_input_inside_is_unjudged_where_its_float32_v
     at = np.float32(1e-7)
     plain = gradaudit.audit(rounded_inside, at)
     assert plain.passed and not plain.findings, [f.message for f in plain.findings]
-    (note,) = [n for n in plain.notes if n.message.startswith("unjudged, not counted")]
-    assert "cannot tell a rule's error from the function's own" in note.message
-    assert 1.1 < note.values["value (float32)"] / note.values["value (float64)"] < 1.12
-    for function, x in ((_off_in_narrow_only(rounded_inside, 1.5), at), (_off_in_narrow_only(jnp.cbrt, 1.01), 0.3)):
-        wrong = gradaudit.audit(function, np.float32(x))
-        assert not wrong.passed and "wrong" in {str(f.finding_class) for f in wrong.findings}, x
+    (note,) = [n for n in plain.notes if "computes the function elsewhere" in n.message]
+    assert note.message.startswith("precision, not counted") and "x moved by 1.92e-08" in note.message
+    assert 1.1 < note.values["value (float32, jacfwd)"] / note.values["value (float64)"] < 1.12
+
+    def power_of_y(y):
+        return 1e8 * y**10  # d/dy 1 at 0.1
+
+    def rounded_beside(x, y):
+        return (jax.lax.optimization_barrier(x + 1e6) - 1e6) + _off_in_narrow_only(power_of_y, -1.0)(y)
+
+    for function, args in (
+        (_off_in_narrow_only(rounded_inside, 1.15), (at,)),
+        (_off_in_narrow_only(rounded_inside, 1.5), (at,)),
+        (_off_in_narrow_only(jnp.cbrt, 1.01), (np.float32(0.3),)),
+        (rounded_beside, (np.float32(0.025), np.float32(0.1))),
+    ):
+        wrong = gradaudit.audit(function, *args)
+        assert not wrong.passed and "wrong" in {str(f.finding_class) for f in wrong.findings}, args
         assert any("strays from it" in f.reason for f in wrong.findings), [f.reason for f in wrong.findings]
 
 

@@ -13,6 +13,7 @@ decides what they mean.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -21,7 +22,7 @@ import numpy as np
 from gradaudit.engines.base import compiled_or_eager
 from gradaudit.jaxenv import again_if_stale, x64_for
 from gradaudit.model import dtypes
-from gradaudit.model.computed import Convention, Flip, Moved, Probe, Prober
+from gradaudit.model.computed import Backward, Convention, Flip, Moved, Probe, Prober
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import moved, step_size
 from gradaudit.targets.base import Target
@@ -254,11 +255,11 @@ MOVED_ELEMENTS = 16
 """Most input elements whose moves `moved_jacobians` evaluates (four float64 Jacobians each)."""
 
 
-def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None, scale: float = 1.0) -> Moved | None:
+def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None) -> Moved | None:
     """float64's Jacobian, by jax.jit(jax.jacfwd) as the float64 run computed it, at the widened
-    scenario's inputs and at each input element moved up and down by `scale` times the `narrow` dtype's
-    epsilon times its size, and by a quarter of that (`model.computed.Moved`); None where the inputs hold
-    more than MOVED_ELEMENTS elements."""
+    scenario's inputs and at each input element moved up and down by the `narrow` dtype's epsilon times
+    its size, and by a quarter of that (`model.computed.Moved`); None where the inputs hold more than
+    MOVED_ELEMENTS elements."""
     import jax
 
     from gradaudit.engines.group import FORWARD, computations
@@ -275,8 +276,7 @@ def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None, scale: f
         def at(args: list) -> tuple[np.ndarray, ...]:
             return tuple(np.asarray(b, np.float64) for b in jax.device_get(jacobian(*args, *target.fixed)))
 
-        moved = scale * epsilon
-        sizes = tuple(moved * np.maximum(np.abs(np.asarray(a, dtype=np.float64)), smallest) for a in target.args)
+        sizes = tuple(epsilon * np.maximum(np.abs(np.asarray(a, dtype=np.float64)), smallest) for a in target.args)
 
         def pairs(share: float) -> tuple:
             found = []
@@ -292,3 +292,60 @@ def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None, scale: f
             return tuple(found)
 
         return Moved(at(list(target.args)), pairs(1.0), pairs(0.25), sizes)
+
+
+NEWTON_STEPS = 8
+"""Most Newton steps `backward_points` takes along one input element."""
+BACKWARD_AT_MOST = 0.5
+"""The largest move `backward_points` makes, as a share of the input element's size (its dtype's smallest normal
+at least): a narrow value further from float64's is no nearby input's."""
+
+
+def backward_points(
+    wide: Scenario, output: int, value: float, within: float, timeout: float | None
+) -> list[Backward] | None:
+    """For each input element of the widened scenario alone, the move that makes float64's output element `output`
+    the narrow run's `value` to `within` (Newton's method in float64, from float64's own value and jax.jacfwd's
+    slope; at most BACKWARD_AT_MOST of the element's size), and float64's Jacobian there, where one is found; None
+    where the inputs hold more than MOVED_ELEMENTS elements."""
+    import jax
+
+    from gradaudit.engines.group import FORWARD, VALUE, computations
+    from gradaudit.engines.literal import time_limit
+    from gradaudit.targets import build_targets
+
+    target = build_targets(wide)[0]
+    if sum(np.size(a) for a in target.args) > MOVED_ELEMENTS:
+        return None
+    found = []
+    with x64_for(wide), time_limit(timeout):
+        compute = computations(target.fn, len(target.args))
+        evaluate = jax.jit(lambda *args: (compute[VALUE](*args), compute[FORWARD](*args)))
+
+        def at(args: list) -> tuple[float, tuple[np.ndarray, ...]]:
+            out, blocks = jax.device_get(evaluate(*args, *target.fixed))
+            blocks = tuple(np.asarray(b, np.float64) for b in blocks)
+            return float(np.asarray(out, np.float64).reshape(-1)[output]), blocks
+
+        smallest = dtypes.smallest_normal("float64")
+        for position, arg in enumerate(target.args):
+            base = np.asarray(arg, dtype=np.float64)
+            for element in range(base.size):
+                farthest = BACKWARD_AT_MOST * max(abs(float(base.flat[element])), smallest)
+                move, args = 0.0, list(target.args)
+                for _ in range(NEWTON_STEPS):
+                    got, blocks = at(args)
+                    slope = float(blocks[position].reshape(-1, base.size)[output, element])
+                    miss = got - value
+                    if abs(miss) <= within:
+                        found.append(Backward(position, element, move, blocks))
+                        break
+                    if not (math.isfinite(miss) and math.isfinite(slope)) or slope == 0.0:
+                        break
+                    move -= miss / slope
+                    if not abs(move) <= farthest:
+                        break
+                    shifted = base.copy()
+                    shifted.flat[element] += move
+                    args = [*target.args[:position], shifted, *target.args[position + 1 :]]
+    return found

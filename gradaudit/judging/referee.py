@@ -20,9 +20,9 @@ import numpy as np
 from gradaudit.judging.classes import between_slopes
 from gradaudit.judging.scale import row_and_column_scale
 from gradaudit.judging.tolerances import COARSE, Tolerances, function_scale, tolerances_for
-from gradaudit.judging.wording import path_labels
+from gradaudit.judging.wording import index_text, path_labels
 from gradaudit.model import dtypes
-from gradaudit.model.computed import Moved
+from gradaudit.model.computed import Backward, Moved
 from gradaudit.model.findings import (
     CLASSES,
     CONSISTENT,
@@ -37,7 +37,14 @@ from gradaudit.model.findings import (
     Note,
     parse_location,
 )
-from gradaudit.model.paths import FINITE_DIFFERENCE, HESSIAN_FINITE_DIFFERENCE, VALUE, base_name, block_names
+from gradaudit.model.paths import (
+    FINITE_DIFFERENCE,
+    HESSIAN_FINITE_DIFFERENCE,
+    VALUE,
+    base_name,
+    block_names,
+    transform_of,
+)
 from gradaudit.model.results import ScenarioResult
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import rounding
@@ -163,6 +170,7 @@ def refereed(
     nearby: Nearby | None = None,
     tolerance: tuple[float | None, ...] = (),
     narrowing: Callable[[], str] | None = None,
+    backward: Backwards | None = None,
 ) -> ScenarioResult:
     """`narrow` with each finding the float64 run `wide` settles as precision turned into a note,
     and the others' reasons saying what float64 showed; `wide` None (it could not be made: `why`)
@@ -171,7 +179,9 @@ def refereed(
     `tolerance`: the run's (`Options.tolerance`), which the narrow run was judged by; `narrowing`: where the
     widened function rounds float64 to a narrower dtype inside (`targets.base.narrowing`), asked where float64's
     evidence holds only if its finite differences are finer (its close check of a loosely checked run, or its
-    finite differences parting from AD where a finding is); traced once, when first asked."""
+    finite differences parting from AD where a finding is); traced once, when first asked; `backward`: where
+    float64 gives the narrow value with one input element moved (`Backwards`), asked where a narrow AD path strays
+    and the narrow value does too."""
     kept: list[Finding] = []
     notes: list[Note] = []
     rulings: list[tuple[Finding, Note | Finding]] = []
@@ -182,7 +192,7 @@ def refereed(
             failure = why or (wide.findings[0].message if wide is not None and wide.findings else "")
             rulings.append((finding, _with_reason(finding, f"the float64 referee could not judge: {failure}")))
         else:
-            rulings.append((finding, _ruling(finding, narrow, wide, nearby, tolerance, narrowing)))
+            rulings.append((finding, _ruling(finding, narrow, wide, nearby, tolerance, narrowing, backward)))
     ruled = {id(finding): ruling for finding, ruling in rulings}
     for finding in narrow.findings:
         ruling = ruled.get(id(finding)) or (_routed(finding, rulings) if finding.kind == ROUTING else finding)
@@ -472,10 +482,11 @@ def _ruling(
     nearby: Nearby | None,
     tolerance: tuple[float | None, ...] = (),
     narrowing: Callable[[], str] | None = None,
+    backward: Backwards | None = None,
 ) -> Note | Finding:
     """What float64 makes of `finding`: a precision note, the finding reclassed (float64 finds the
     point non-differentiable, or the derivative beyond the narrow dtype's range), or the finding
-    with its reason saying why it stands (`narrowing`: as `refereed`'s)."""
+    with its reason saying why it stands (`narrowing`, `backward`: as `refereed`'s)."""
     location = finding.location or ""
     dtype = narrow.scenario.precision_dtype
     here = {p: _entry(narrow, p, location) for p in finding.paths}
@@ -518,7 +529,7 @@ def _ruling(
     strays: list[str] = []
     beyond: list[str] = []
     conditioned: list[str] = []
-    unjudged: list[str] = []
+    strayed: list[str] = []
     for path in finding.paths:
         if base_name(path) in REFERENCES:
             continue  # the narrow finite differences are what float64 improves on, not what it checks
@@ -535,20 +546,18 @@ def _ruling(
         moves = _moves(nearby, narrow, wide, location, theirs[0].shape)
         if moves is not None and _strays(mine[0], theirs[0], rtol, atol, moves) is None:
             conditioned.append(f"{path} {got:g} against {want:.6g} (float64 moves by {moves.reshape(-1)[off]:.3g})")
-            continue
-        backward = _moves(nearby, narrow, wide, location, theirs[0].shape, backward=True)
-        if backward is not None and _strays(mine[0], theirs[0], rtol, atol, backward) is None:
-            unjudged.append(f"{path} {got:g} against {want:.6g} (float64 moves by {backward.reshape(-1)[off]:.3g})")
         else:
             strays.append(f"{path} {got:g} against {want:.6g}")
+            strayed.append(path)
     if strays:
+        computed = _computed_elsewhere(finding, narrow, wide, backward, strayed, rtol, atol)
+        if computed is not None:
+            return computed
         return _with_reason(
             finding,
             f"float64 agrees ({shown}) but {dtype} strays from it by more than {dtype}'s tolerance "
             f"(rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's largest entry): {'; '.join(strays)}",
         )
-    if unjudged and not beyond:
-        return _unjudged(finding, narrow, wide, location, shown, unjudged)
     if beyond:
         return replace(
             _with_reason(
@@ -624,34 +633,6 @@ def _ruling(
         values={
             **{f"{p} ({dtype})": v for p, v in here.items() if v is not None},
             **{f"{p} (float64)": v for p, v in there.items() if v is not None},
-        },
-    )
-
-
-def _unjudged(
-    finding: Finding, narrow: ScenarioResult, wide: ScenarioResult, location: str, shown: str, unjudged: list[str]
-) -> Note:
-    """The note for a finding whose narrow AD paths stray from float64's by no more than float64's derivative moves
-    over the input move the narrow value's own stray shows (`_moves`' backward one): the narrow function computes
-    elsewhere than float64's, and a rule's error cannot be told from that (not counted, said as unjudged)."""
-    dtype = narrow.scenario.precision_dtype
-    here, there = _output_at(narrow, location), _output_at(wide, location)
-    value = f"{_number(here)} in {dtype} against {_number(there)} in float64"
-    return Note(
-        paths=finding.paths,
-        message=(
-            f"unjudged, not counted: {location}: float64 gives {shown}, but the function's value there is {value}, "
-            f"further apart than rounding its inputs to {dtype} moves it: {dtype} computes the function as float64 "
-            f"does at inputs moved as far as that stray shows, and within {BACKWARD:g} times that move float64's "
-            f"own derivative moves by more than {dtype}'s AD strays from it ({'; '.join(unjudged)}): the float64 "
-            f"referee cannot tell a rule's error from the function's own"
-        ),
-        count=finding.count,
-        of=finding.of,
-        location=location,
-        values={
-            **({f"value ({dtype})": here} if here is not None else {}),
-            **({"value (float64)": there} if there is not None else {}),
         },
     )
 
@@ -810,33 +791,99 @@ def _strays(
     return int(np.argmax(excess))
 
 
-Nearby = Callable[[float], Moved | None]
-"""`Moved` for a result, each input element moved by the given multiple of the narrow dtype's epsilon times its
-size, computed when first called for that multiple (None: not to be had)."""
+Nearby = Callable[[], Moved | None]
+"""`Moved` for a result, computed when first called (None: not to be had)."""
 
-BACKWARD = 2.0
-"""How far beyond the input move that the narrow value's stray shows to first order (`_moves`' backward one) the
-referee still reads float64's derivative: the first-order move falls short where the derivative itself bends
-(beta.logsf at 1e-7 in float32, which computes as float64 does at 1.19e-7, needs 1.04 times it)."""
-MOVED_AT_MOST = 0.5
-"""The largest input move, as a share of the input's size, that a backward move may be: a narrow value further
-from float64's is no nearby input's value, and nothing is read from it."""
+Backwards = Callable[[int, float, float], list[Backward] | None]
+"""(output element, the narrow value there, how closely) -> float64's `Backward` points for it, one per input
+element where one is found (None: not to be had)."""
+MATCHED = 0.25
+"""How closely, in the narrow dtype's rounding of the value, float64's value at a backward point matches the narrow
+one: well within that rounding (float64 rounds inside too: 1 - (1 - x) at 1e-7 holds x to 1e-9 of itself)."""
+
+
+def _computed_elsewhere(
+    finding: Finding,
+    narrow: ScenarioResult,
+    wide: ScenarioResult,
+    backward: Backwards | None,
+    strayed: list[str],
+    rtol: float,
+    atol: float,
+) -> Note | None:
+    """A precision note where each of the `strayed` narrow AD paths is computed at another point than float64's: the
+    narrow value of its own evaluation (eager or jit) at the finding's output element strays from float64's beyond
+    its rounding, float64 gives that value with one input element moved (its backward error: the function rounds
+    inside, as 1 - x at x = 1e-7 in float32 moves x to 1.19e-7), and there float64's first-order Jacobian is the
+    path's within the narrow tolerance, every block: the path computes the function at that point, and its AD is
+    that point's derivative. A wrong rule gives another number there (one 15% off, a sign flipped, a zero), and one
+    input's rounding explains no other input's derivative. None elsewhere."""
+    location = finding.location or ""
+    names = block_names(narrow.arg_names, 1)
+    parsed = parse_location(location, names)
+    there = _output_at(wide, location)
+    if backward is None or not strayed or parsed is None or parsed[0] != 1 or there is None or not math.isfinite(there):
+        return None
+    dtype = narrow.scenario.precision_dtype
+    epsilon = dtypes.machine_epsilon(dtype)
+    found: list[tuple[str, float, Backward]] = []
+    for path in strayed:
+        evaluated = narrow.paths.get(path.replace(transform_of(path), VALUE, 1))
+        if evaluated is None or not evaluated.ok or not narrow.paths[path].ok:
+            return None
+        output = np.asarray(evaluated.ok_arrays[0], dtype=np.float64)
+        here = float(output[parsed[1]]) if output.ndim == len(parsed[1]) else math.nan
+        if not math.isfinite(here) or abs(here - there) <= epsilon * abs(there):
+            return None  # the value holds: nothing rounds inside beyond the inputs' rounding (the moves above)
+        blocks = narrow.paths[path].ok_arrays
+        point = next(
+            (
+                p
+                for p in backward(
+                    int(np.ravel_multi_index(parsed[1], output.shape)), here, MATCHED * epsilon * abs(here)
+                )
+                or ()
+                if len(blocks) == len(p.jacobian)
+                and all(
+                    np.shape(b) == np.shape(j) and _strays(np.asarray(b, dtype=np.float64), j, rtol, atol) is None
+                    for b, j in zip(blocks, p.jacobian, strict=True)
+                )
+            ),
+            None,
+        )
+        if point is None:
+            return None
+        found.append((path, here, point))
+    shown = "; ".join(
+        f"{path} {_number(_entry(narrow, path, location))} where float64's value is {dtype}'s {_number(here)} with "
+        f"{names[point.argument]}{index_text(np.shape(narrow.inputs[point.argument]), point.element)} moved by "
+        f"{point.move:.3g}"
+        for path, here, point in found
+    )
+    return Note(
+        paths=finding.paths,
+        message=(
+            f"precision, not counted: {location}: float64 gives {_number(there)} for the value and "
+            f"{_number(_entry(wide, strayed[0], location))} from {strayed[0]}, but {dtype} computes the function "
+            f"elsewhere (it rounds inside), and its AD is float64's there, every block within {dtype}'s tolerance "
+            f"(rtol {rtol:.2g}, atol {atol:.2g}): {shown}"
+        ),
+        count=finding.count,
+        of=finding.of,
+        location=location,
+        values={
+            "value (float64)": there,
+            **{f"value ({dtype}, {path})": here for path, here, _ in found},
+            **{f"{path} moved by": point.move for path, _, point in found},
+        },
+    )
 
 
 def _moves(
-    nearby: Nearby | None,
-    narrow: ScenarioResult,
-    wide: ScenarioResult,
-    location: str,
-    shape: tuple[int, ...],
-    backward: bool = False,
+    nearby: Nearby | None, narrow: ScenarioResult, wide: ScenarioResult, location: str, shape: tuple[int, ...]
 ) -> np.ndarray | None:
     """`_allowance` for the first-order block `location` falls in, where `nearby` gives them and both
-    runs have values: for the narrow dtype's rounding of the inputs (each moved by its epsilon at most), or,
-    `backward`, for the input move the narrow value's stray shows where the function rounds inside by more than
-    that (its backward error: beta.logsf's 1 - x rounded in float32 moves x = 1e-7 by 19%): float64's derivative
-    read at inputs moved BACKWARD times as far; None where the inputs' rounding explains the stray, or the move
-    would be more than MOVED_AT_MOST of an input."""
+    runs have values."""
     names = block_names(narrow.arg_names, 1)
     parsed = parse_location(location, names)
     mine, theirs = narrow.paths.get(VALUE), wide.paths.get(VALUE)
@@ -844,7 +891,7 @@ def _moves(
         return None
     if mine is None or theirs is None or not mine.ok or not theirs.ok:
         return None
-    moved = nearby(1.0)
+    moved = nearby()
     if moved is None:
         return None
     block = names.index(parsed[2])
@@ -853,28 +900,10 @@ def _moves(
     here, there = (np.asarray(p.ok_arrays[0], dtype=np.float64) for p in (mine, theirs))
     if here.shape != there.shape:
         return None
-    epsilon = dtypes.machine_epsilon(narrow.scenario.precision_dtype)
+    rounding = dtypes.machine_epsilon(narrow.scenario.precision_dtype) * np.abs(there)
     with np.errstate(invalid="ignore"):
-        strayed = np.maximum(np.abs(here - there) - epsilon * np.abs(there), 0.0)
-    strayed = np.where(np.isfinite(strayed), strayed, 0.0)
-    if not backward:
-        return _allowance(moved, block, strayed)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        shares = np.where((change := _change(moved, strayed.size)) > 0, strayed.reshape(-1) / change, 0.0)
-    scale = BACKWARD * float(np.max(shares, initial=0.0))
-    if not 1.0 < scale / BACKWARD or not scale * epsilon <= MOVED_AT_MOST:
-        return None
-    far = nearby(scale)
-    # each output's allowance is float64's move at BACKWARD times its own stray's input move (the largest's at scale)
-    return None if far is None else _allowance(far, block, BACKWARD * strayed)
-
-
-def _change(found: Moved, outputs: int) -> np.ndarray:
-    """Per output, the value change moving every input element by `found.sizes` would make, to first order."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        return sum(
-            np.abs(c.reshape(outputs, -1)) @ s.reshape(-1) for c, s in zip(found.center, found.sizes, strict=True)
-        )
+        strayed = np.maximum(np.abs(here - there) - rounding, 0.0)
+    return _allowance(moved, block, np.where(np.isfinite(strayed), strayed, 0.0))
 
 
 def _allowance(found: Moved, block: int, strayed: np.ndarray) -> np.ndarray:
@@ -896,8 +925,12 @@ def _allowance(found: Moved, block: int, strayed: np.ndarray) -> np.ndarray:
         return summed
 
     far, near = total(found.moved), total(found.closer)
-    change = _change(found, strayed.size)
+    outputs = strayed.size
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        # the value change moving every input by the narrow epsilon would make, per output
+        change = sum(
+            np.abs(c.reshape(outputs, -1)) @ s.reshape(-1) for c, s in zip(found.center, found.sizes, strict=True)
+        )
         share = np.clip(np.where(change > 0, strayed.reshape(-1) / change, 0.0), 0.0, 1.0)
         scaled = far * share.reshape(strayed.shape + (1,) * (far.ndim - strayed.ndim))
         smooth = np.isfinite(far) & (near <= 0.5 * far) & (near >= far / 32.0)

@@ -90,6 +90,18 @@ class Moved:
 
 
 @dataclass(frozen=True)
+class Backward:
+    """Where float64 gives a narrow run's value of one output element with a single input element moved (its
+    backward error along that element), and float64's Jacobian there (`engines.probe.backward_points`; the float64
+    referee reads it)."""
+
+    argument: int
+    element: int
+    move: float
+    jacobian: Jacobians
+
+
+@dataclass(frozen=True)
 class Failure:
     """Why a scenario has no paths: it timed out, its worker crashed, or it was too large."""
 
