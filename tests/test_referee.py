@@ -330,8 +330,10 @@ def test_a_function_that_rounds_its_input_inside_is_precision_where_its_ad_is_fl
     read float32's AD as a rule straying from float64's: the run failed `wrong`. float64 gives float32's value
     with x moved by 1.92e-8, and its derivative there is float32's AD: a precision note. Rules 15% and 50% off in
     float32 alone give other numbers there and stay wrong, as does a rule 1% off where the value does not stray
-    (cbrt at 0.3), and (a review's) a sign-flipped rule on y beside an x that float32 rounds through 1e6: one
-    input's rounding explains no other input's derivative."""
+    (cbrt at 0.3), and (reviews') a sign-flipped rule on y beside an x that float32 rounds through 1e6 (one
+    input's rounding explains no other input's derivative), and a sign-flipped rule on (1e8 (1 - (1 - x)) - 11) ** 2,
+    whose float32 value float64 also takes on the other side of its minimum, where its slope is flipped: a value
+    taken twice within the moves names no point."""
     import jax
     import jax.numpy as jnp
 
@@ -353,7 +355,12 @@ def test_a_function_that_rounds_its_input_inside_is_precision_where_its_ad_is_fl
     def rounded_beside(x, y):
         return (jax.lax.optimization_barrier(x + 1e6) - 1e6) + _off_in_narrow_only(power_of_y, -1.0)(y)
 
+    def penalty(x):
+        return ((1 - (1 - x)) * 1e8 - 11.0) ** 2
+
+    assert gradaudit.audit(penalty, at).passed
     for function, args in (
+        (_off_in_narrow_only(penalty, -1.0), (at,)),
         (_off_in_narrow_only(rounded_inside, 1.15), (at,)),
         (_off_in_narrow_only(rounded_inside, 1.5), (at,)),
         (_off_in_narrow_only(jnp.cbrt, 1.01), (np.float32(0.3),)),
@@ -703,3 +710,26 @@ def _sine_times(factor: float):
     rule = jax.custom_jvp(jnp.sin)
     rule.defjvp(lambda p, t: (jnp.sin(p[0]), factor * jnp.cos(p[0]) * t[0]))
     return rule
+
+
+@pytest.mark.parametrize("factor", [-1.0, 0.0])
+def test_a_rule_wrong_in_float32_alone_where_its_finite_differences_read_a_staircase_is_wrong(factor):
+    """|1 - (1 - x)| ** 0.3 at 1e-7 in float32: the value is a staircase (1 - x rounds to float32's grid), so float32's
+    finite differences see a kink and compare nothing, and float64's, which check float64's own AD paths, were all
+    the referee read: a rule sign-flipped or zeroed in float32 alone passed in silence (a review's). float32's AD
+    strays from float64's there, and no input rounding or point float32 computes at explains it: `wrong`. The right
+    rule passes (its AD is float64's at the point float32 computes at)."""
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    def rounded_inside(x):
+        return jnp.abs(1 - (1 - x)) ** 0.3
+
+    at = np.float32(1e-7)
+    assert gradaudit.audit(rounded_inside, at).passed
+    wrong = gradaudit.audit(_off_in_narrow_only(rounded_inside, factor), at)
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+    (finding,) = wrong.findings
+    assert "disagree with float64's at the same inputs at d out/d x" in finding.message
+    assert "could not compare the entry" in finding.reason

@@ -296,6 +296,10 @@ def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None) -> Moved
 
 NEWTON_STEPS = 8
 """Most Newton steps `backward_points` takes along one input element."""
+SCANNED = 64
+"""Cells `backward_points` parts the moves of an input element into, to count where float64's value crosses the
+narrow one: a point is kept only where it crosses once (a value a turning point or a period away takes again has
+another point with another derivative, a sign-flipped one beyond a minimum)."""
 BACKWARD_AT_MOST = 0.5
 """The largest move `backward_points` makes, as a share of the input element's size (its dtype's smallest normal
 at least): a narrow value further from float64's is no nearby input's."""
@@ -306,8 +310,9 @@ def backward_points(
 ) -> list[Backward] | None:
     """For each input element of the widened scenario alone, the move that makes float64's output element `output`
     the narrow run's `value` to `within` (Newton's method in float64, from float64's own value and jax.jacfwd's
-    slope; at most BACKWARD_AT_MOST of the element's size), and float64's Jacobian there, where one is found; None
-    where the inputs hold more than MOVED_ELEMENTS elements."""
+    slope; at most BACKWARD_AT_MOST of the element's size), and float64's Jacobian there, where one is found and
+    float64's value crosses the narrow one once over the element's moves (SCANNED); None where the inputs hold more
+    than MOVED_ELEMENTS elements."""
     import jax
 
     from gradaudit.engines.group import FORWARD, VALUE, computations
@@ -327,11 +332,28 @@ def backward_points(
             blocks = tuple(np.asarray(b, np.float64) for b in blocks)
             return float(np.asarray(out, np.float64).reshape(-1)[output]), blocks
 
+        def crossings(position: int, element: int, farthest: float) -> int:
+            """How often float64's value crosses `value` as the element moves by up to `farthest` either way (-1
+            where it is not finite somewhere there)."""
+            moves = np.linspace(-farthest, farthest, SCANNED + 1)
+            stacked = np.repeat(np.asarray(target.args[position], np.float64)[None], moves.size, axis=0)
+            stacked.reshape(moves.size, -1)[:, element] += moves
+            axes = [0 if k == position else None for k in range(len(target.args) + len(target.fixed))]
+            batched = jax.jit(jax.vmap(compute[VALUE], in_axes=axes))
+            args = [*target.args[:position], stacked, *target.args[position + 1 :], *target.fixed]
+            misses = np.asarray(jax.device_get(batched(*args)), np.float64).reshape(moves.size, -1)[:, output] - value
+            if not np.isfinite(misses).all():
+                return -1
+            signs = np.sign(misses[misses != 0])
+            return int(np.count_nonzero(signs[1:] != signs[:-1]))
+
         smallest = dtypes.smallest_normal("float64")
         for position, arg in enumerate(target.args):
             base = np.asarray(arg, dtype=np.float64)
             for element in range(base.size):
                 farthest = BACKWARD_AT_MOST * max(abs(float(base.flat[element])), smallest)
+                if crossings(position, element, farthest) != 1:
+                    continue
                 move, args = 0.0, list(target.args)
                 for _ in range(NEWTON_STEPS):
                     got, blocks = at(args)

@@ -61,10 +61,10 @@ from gradaudit.judging.scale import RESOLUTION, below_resolution, beyond_scale, 
 from gradaudit.judging.tolerances import Tolerances, coarse_notes
 from gradaudit.judging.wording import (
     entries_summary,
+    entry_location,
     grouped_by_said,
     index_text,
     path_labels,
-    unravel,
 )
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Prober
@@ -83,7 +83,6 @@ from gradaudit.model.findings import (
     Note,
     Provenance,
     Verdict,
-    location_text,
     raised_class,
 )
 from gradaudit.model.mechanisms import non_finite_inside
@@ -971,9 +970,7 @@ def _gap(got: float, want: float, rtol: float, atol: float, noise: float) -> str
 
 
 def _location(block: np.ndarray, output_shape: tuple[int, ...], name: str, order: int, flat: int) -> str:
-    in_shape = np.shape(block)[len(output_shape) :]
-    out_flat, in_flat = divmod(flat, max(1, math.prod(in_shape)))
-    return location_text(unravel(out_flat, output_shape), order, name, unravel(in_flat, in_shape))
+    return entry_location(np.shape(block), output_shape, name, order, flat)
 
 
 def _first_entry(masks: Masks) -> tuple[int, int] | None:

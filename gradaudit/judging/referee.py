@@ -12,7 +12,7 @@ made or fails leaves every finding as it was.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -20,7 +20,7 @@ import numpy as np
 from gradaudit.judging.classes import between_slopes
 from gradaudit.judging.scale import row_and_column_scale
 from gradaudit.judging.tolerances import COARSE, Tolerances, function_scale, tolerances_for
-from gradaudit.judging.wording import index_text, path_labels
+from gradaudit.judging.wording import entry_location, index_text, path_labels
 from gradaudit.model import dtypes
 from gradaudit.model.computed import Backward, Moved
 from gradaudit.model.findings import (
@@ -39,7 +39,9 @@ from gradaudit.model.findings import (
 )
 from gradaudit.model.paths import (
     FINITE_DIFFERENCE,
+    FIRST_ORDER_PATHS,
     HESSIAN_FINITE_DIFFERENCE,
+    JIT_VALUE,
     VALUE,
     base_name,
     block_names,
@@ -214,6 +216,8 @@ def refereed(
         tolerances = tolerances_for(narrow.scenario, tolerance, paths=narrow.paths)
         closely, unresolved = _checked_closely(narrow, wide, tolerances, confirmed_only=bool(rounded))
         kept.extend(f for f in closely if frozenset(f.paths) not in reported)
+        if not rounded:
+            kept.extend(_strays_unchecked(narrow, wide, tolerances, nearby, backward, kept))
         checked = None if closely else _not_finer(narrow, rounded) if rounded else _checked_instead(narrow, wide)
         notes.extend([*([checked] if checked is not None else []), *([] if rounded else unresolved)])
     if (
@@ -231,6 +235,88 @@ def refereed(
         diagnosis=narrow.diagnosis if kept else None,
         seconds=narrow.seconds + wide.seconds if wide is not None else narrow.seconds,
     )
+
+
+def _strays_unchecked(
+    narrow: ScenarioResult,
+    wide: ScenarioResult,
+    tolerances: Tolerances,
+    nearby: Nearby | None,
+    backward: Backwards | None,
+    kept: Sequence[Finding],
+) -> list[Finding]:
+    """`wrong` findings at first-order entries the narrow finite differences could not compare (a kink or
+    staircase their steps saw, no finite estimate) and float64's did, finding float64's AD path right there, where
+    the narrow AD path strays from float64's beyond the narrow tolerance (`_strays`), and neither the inputs'
+    rounding (`_moves`) nor a point the narrow run computes at instead (`_computed_elsewhere`) explains it: a
+    rule wrong in the narrow dtype alone (a sign flipped at 1e-7 in float32, where its finite differences read a
+    staircase) passed in silence, float64 checking only its own paths. One finding per entry, paths straying
+    there together; none on a path a finding already names."""
+    named = {p for f in (*kept, *wide.findings) for p in f.paths}
+    mine, theirs = (next((c for c in r.compared if c.order == 1), None) for r in (narrow, wide))
+    value = narrow.paths.get(VALUE) or narrow.paths.get(JIT_VALUE)
+    if mine is None or theirs is None or value is None or not value.ok or not mine.excluded or not theirs.excluded:
+        return []
+    names = block_names(narrow.arg_names, 1)
+    output_shape = np.shape(value.ok_arrays[0])
+    rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
+    straying: dict[tuple[int, int], list[str]] = {}
+    for name, path in narrow.paths.items():
+        wide_path = wide.paths.get(name)
+        if base_name(name) not in FIRST_ORDER_PATHS or name in named or not path.ok or wide_path is None:
+            continue
+        if not wide_path.ok or not len(path.ok_arrays) == len(wide_path.ok_arrays) == len(mine.excluded):
+            continue
+        for block, (here, there) in enumerate(zip(path.ok_arrays, wide_path.ok_arrays, strict=True)):
+            here, there = np.asarray(here, dtype=np.float64), np.asarray(there, dtype=np.float64)
+            unchecked = np.asarray(mine.excluded[block]).reshape(-1) & ~np.asarray(theirs.excluded[block]).reshape(-1)
+            if here.shape != there.shape or unchecked.size != here.size or not unchecked.any():
+                continue
+            off = _straying(here, there, rtol, atol) & unchecked
+            if not off.any():
+                continue
+            location = entry_location(here.shape, output_shape, names[block], 1, int(np.argmax(off)))
+            moves = _moves(nearby, narrow, wide, location, there.shape)
+            if moves is not None:
+                off &= _straying(here, there, rtol, atol, moves)
+            if off.any():
+                straying.setdefault((block, int(np.argmax(off))), []).append(name)
+    dtype = narrow.scenario.precision_dtype
+    found = []
+    for (block, flat), paths in straying.items():
+        location = entry_location(
+            np.shape(narrow.paths[paths[0]].ok_arrays[block]), output_shape, names[block], 1, flat
+        )
+        got = {p: _entry(narrow, p, location) for p in paths}
+        want = _entry(wide, paths[0], location)
+        shown = ", ".join(f"{_number(v)} from {path_labels([p])}" for p, v in got.items())
+        finding = Finding(
+            kind=DISAGREEMENT,
+            paths=tuple(paths),
+            message=(
+                f"{path_labels(paths)} in {dtype} {'disagrees' if len(paths) == 1 else 'disagree'} with float64's at "
+                f"the same inputs at {location}: {shown} in {dtype}, {_number(want)} in float64"
+            ),
+            count=1,
+            of=int(sum(np.size(a) for a in mine.excluded)),
+            location=location,
+            values={
+                **{p: v for p, v in got.items() if v is not None},
+                **({f"{paths[0]} (float64)": want} if want is not None else {}),
+            },
+            magnitude=math.inf,
+            wrong="value",
+            finding_class=FindingClass.WRONG,
+            reason=(
+                f"{dtype}'s finite differences could not compare the entry (a kink or staircase their steps saw, or no "
+                f"finite estimate); float64's did and find its AD paths right there, and {dtype}'s AD strays from "
+                f"float64's by more than {dtype}'s tolerance (rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's "
+                "largest entry), beyond what rounding its inputs moves float64's derivative"
+            ),
+        )
+        if _computed_elsewhere(finding, narrow, wide, backward, list(paths), rtol, atol) is None:
+            found.append(finding)
+    return found
 
 
 def _checked_instead(narrow: ScenarioResult, wide: ScenarioResult) -> Note | None:
@@ -776,19 +862,29 @@ def _strays(
     mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float, moves: np.ndarray | None = None
 ) -> int | None:
     """The flat index of the entry where the narrow block `mine` strays furthest from the float64
-    block `theirs`: beyond tolerance both entry-wise and against the block's largest finite entry
-    (a norm-wise bound: linear algebra rounds relative to the whole matrix), and not the same
-    number, NaN or infinity; None where none strays. `moves` (`_moves`) widens each entry's tolerance."""
+    block `theirs` (`_straying`); None where none strays."""
+    off = _straying(mine, theirs, rtol, atol, moves)
+    if not off.any():
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.abs(mine - theirs).reshape(-1)
+    excess = np.where(off, np.nan_to_num(gap, nan=np.inf, posinf=np.inf), -1.0)
+    return int(np.argmax(excess))
+
+
+def _straying(
+    mine: np.ndarray, theirs: np.ndarray, rtol: float, atol: float, moves: np.ndarray | None = None
+) -> np.ndarray:
+    """Per entry (flat), whether the narrow block `mine` strays from the float64 block `theirs`: beyond tolerance
+    both entry-wise and against the block's largest finite entry (a norm-wise bound: linear algebra rounds
+    relative to the whole matrix), and not the same number, NaN or infinity. `moves` (`_moves`) widens each
+    entry's tolerance."""
     with np.errstate(invalid="ignore", over="ignore"):
         scale = float(np.max(np.abs(theirs[np.isfinite(theirs)]), initial=0.0))
         gap = np.abs(mine - theirs)
         entry = atol + rtol * np.abs(theirs) + (0.0 if moves is None else moves)
         within = (gap <= entry) | (gap <= rtol * scale)
-        off = ~(within | (mine == theirs) | (np.isnan(mine) & np.isnan(theirs))).reshape(-1)
-    if not off.any():
-        return None
-    excess = np.where(off, np.nan_to_num(gap.reshape(-1), nan=np.inf, posinf=np.inf), -1.0)
-    return int(np.argmax(excess))
+        return ~(within | (mine == theirs) | (np.isnan(mine) & np.isnan(theirs))).reshape(-1)
 
 
 Nearby = Callable[[], Moved | None]

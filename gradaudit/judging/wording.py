@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
 
 import numpy as np
 
-from gradaudit.model.findings import Sources
+from gradaudit.model.findings import Sources, location_text
 from gradaudit.model.paths import label
 
 
@@ -27,6 +28,16 @@ def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
         flat, at = divmod(flat, size)
         index.append(at)
     return tuple(reversed(index))
+
+
+def entry_location(
+    block_shape: tuple[int, ...], output_shape: tuple[int, ...], name: str, order: int, flat: int
+) -> str:
+    """How findings name the entry `flat` of a derivative block of `block_shape` (the output's shape, then the
+    input's): `d out[i]/d x[j]`."""
+    in_shape = block_shape[len(output_shape) :]
+    out_flat, in_flat = divmod(flat, max(1, math.prod(in_shape)))
+    return location_text(unravel(out_flat, output_shape), order, name, unravel(in_flat, in_shape))
 
 
 def and_words(words: Sequence[str]) -> str:
