@@ -718,7 +718,10 @@ def test_a_rule_wrong_in_float32_alone_where_its_finite_differences_read_a_stair
     finite differences see a kink and compare nothing, and float64's, which check float64's own AD paths, were all
     the referee read: a rule sign-flipped or zeroed in float32 alone passed in silence (a review's). float32's AD
     strays from float64's there, and no input rounding or point float32 computes at explains it: `wrong`. The right
-    rule passes (its AD is float64's at the point float32 computes at)."""
+    rule passes (its AD is float64's at the point float32 computes at), and so do (a review's) functions whose float32
+    value float64 takes at several points, float32's AD being float64's at one of them: a penalty whose minimum
+    lies between float32's and float64's point, a clip float32 computes past its bound, |sum| of terms float32 sums
+    to the other sign."""
     import jax.numpy as jnp
 
     import gradaudit
@@ -728,6 +731,13 @@ def test_a_rule_wrong_in_float32_alone_where_its_finite_differences_read_a_stair
 
     at = np.float32(1e-7)
     assert gradaudit.audit(rounded_inside, at).passed
+    for function, args in (
+        (lambda x: (jnp.log(1 + x) * 1e8 - 11.0) ** 2, (at,)),
+        (lambda x: jnp.clip(jnp.log(1 + x), 1.1e-7, 1.0), (at,)),
+        (lambda v: jnp.abs(jnp.sum(v)), (np.array([1, 1e-7, -1, -1.1e-7], np.float32),)),
+    ):
+        plain = gradaudit.audit(function, *args)
+        assert plain.passed, [f.message for f in plain.findings]
     wrong = gradaudit.audit(_off_in_narrow_only(rounded_inside, factor), at)
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
     (finding,) = wrong.findings

@@ -294,12 +294,11 @@ def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None) -> Moved
         return Moved(at(list(target.args)), pairs(1.0), pairs(0.25), sizes)
 
 
-NEWTON_STEPS = 8
-"""Most Newton steps `backward_points` takes along one input element."""
+NEWTON_STEPS = 40
+"""Most safeguarded Newton steps `backward_points` takes within one crossing's cell."""
 SCANNED = 64
-"""Cells `backward_points` parts the moves of an input element into, to count where float64's value crosses the
-narrow one: a point is kept only where it crosses once (a value a turning point or a period away takes again has
-another point with another derivative, a sign-flipped one beyond a minimum)."""
+"""Cells `backward_points` parts the moves of an input element into, to find where float64's value crosses the
+narrow one (a value a turning point or a period away is taken again: each crossing is a point)."""
 BACKWARD_AT_MOST = 0.5
 """The largest move `backward_points` makes, as a share of the input element's size (its dtype's smallest normal
 at least): a narrow value further from float64's is no nearby input's."""
@@ -308,11 +307,11 @@ at least): a narrow value further from float64's is no nearby input's."""
 def backward_points(
     wide: Scenario, output: int, value: float, within: float, timeout: float | None
 ) -> list[Backward] | None:
-    """For each input element of the widened scenario alone, the move that makes float64's output element `output`
-    the narrow run's `value` to `within` (Newton's method in float64, from float64's own value and jax.jacfwd's
-    slope; at most BACKWARD_AT_MOST of the element's size), and float64's Jacobian there, where one is found and
-    float64's value crosses the narrow one once over the element's moves (SCANNED); None where the inputs hold more
-    than MOVED_ELEMENTS elements."""
+    """For each input element of the widened scenario alone, the moves (at most BACKWARD_AT_MOST of the element's
+    size, each way) at which float64's output element `output` is the narrow run's `value` to `within`: each
+    crossing of float64's value over SCANNED cells of moves, settled by Newton's method kept within its cell; and
+    float64's Jacobian at each (`model.computed.Backward`, with how many the element has). None where the inputs
+    hold more than MOVED_ELEMENTS elements, or float64's value is not finite somewhere over an element's moves."""
     import jax
 
     from gradaudit.engines.group import FORWARD, VALUE, computations
@@ -322,52 +321,52 @@ def backward_points(
     target = build_targets(wide)[0]
     if sum(np.size(a) for a in target.args) > MOVED_ELEMENTS:
         return None
-    found = []
+    found: list[Backward] = []
     with x64_for(wide), time_limit(timeout):
         compute = computations(target.fn, len(target.args))
         evaluate = jax.jit(lambda *args: (compute[VALUE](*args), compute[FORWARD](*args)))
-
-        def at(args: list) -> tuple[float, tuple[np.ndarray, ...]]:
-            out, blocks = jax.device_get(evaluate(*args, *target.fixed))
-            blocks = tuple(np.asarray(b, np.float64) for b in blocks)
-            return float(np.asarray(out, np.float64).reshape(-1)[output]), blocks
-
-        def crossings(position: int, element: int, farthest: float) -> int:
-            """How often float64's value crosses `value` as the element moves by up to `farthest` either way (-1
-            where it is not finite somewhere there)."""
-            moves = np.linspace(-farthest, farthest, SCANNED + 1)
-            stacked = np.repeat(np.asarray(target.args[position], np.float64)[None], moves.size, axis=0)
-            stacked.reshape(moves.size, -1)[:, element] += moves
-            axes = [0 if k == position else None for k in range(len(target.args) + len(target.fixed))]
-            batched = jax.jit(jax.vmap(compute[VALUE], in_axes=axes))
-            args = [*target.args[:position], stacked, *target.args[position + 1 :], *target.fixed]
-            misses = np.asarray(jax.device_get(batched(*args)), np.float64).reshape(moves.size, -1)[:, output] - value
-            if not np.isfinite(misses).all():
-                return -1
-            signs = np.sign(misses[misses != 0])
-            return int(np.count_nonzero(signs[1:] != signs[:-1]))
-
         smallest = dtypes.smallest_normal("float64")
         for position, arg in enumerate(target.args):
             base = np.asarray(arg, dtype=np.float64)
+            axes = [0 if k == position else None for k in range(len(target.args) + len(target.fixed))]
+            batched = jax.jit(jax.vmap(compute[VALUE], in_axes=axes))
+
+            def moved_by(element: int, moves: np.ndarray, base: np.ndarray = base, position: int = position) -> list:
+                stacked = np.repeat(base[None], np.size(moves), axis=0)
+                stacked.reshape(np.size(moves), -1)[:, element] += moves
+                return [*target.args[:position], stacked, *target.args[position + 1 :], *target.fixed]
+
             for element in range(base.size):
                 farthest = BACKWARD_AT_MOST * max(abs(float(base.flat[element])), smallest)
-                if crossings(position, element, farthest) != 1:
-                    continue
-                move, args = 0.0, list(target.args)
-                for _ in range(NEWTON_STEPS):
-                    got, blocks = at(args)
-                    slope = float(blocks[position].reshape(-1, base.size)[output, element])
-                    miss = got - value
-                    if abs(miss) <= within:
-                        found.append(Backward(position, element, move, blocks))
-                        break
-                    if not (math.isfinite(miss) and math.isfinite(slope)) or slope == 0.0:
-                        break
-                    move -= miss / slope
-                    if not abs(move) <= farthest:
-                        break
-                    shifted = base.copy()
-                    shifted.flat[element] += move
-                    args = [*target.args[:position], shifted, *target.args[position + 1 :]]
+                moves = np.linspace(-farthest, farthest, SCANNED + 1)
+                outputs = np.asarray(jax.device_get(batched(*moved_by(element, moves))), np.float64)
+                misses = outputs.reshape(moves.size, -1)[:, output] - value
+                if not np.isfinite(misses).all():
+                    return None
+                points = []
+                for cell in np.flatnonzero(np.sign(misses[:-1]) * np.sign(misses[1:]) <= 0).tolist():
+                    if misses[cell] == 0 and cell > 0:
+                        continue  # a crossing at a scanned move is its left cell's
+                    low, high, low_miss = moves[cell], moves[cell + 1], misses[cell]
+                    move = low if low_miss == 0 else (low + high) / 2
+                    for _ in range(NEWTON_STEPS):
+                        shifted = base.copy()
+                        shifted.flat[element] += move
+                        args = [*target.args[:position], shifted, *target.args[position + 1 :], *target.fixed]
+                        out, blocks = jax.device_get(evaluate(*args))
+                        miss = float(np.asarray(out, np.float64).reshape(-1)[output]) - value
+                        jacobian = tuple(np.asarray(b, np.float64) for b in blocks)
+                        if abs(miss) <= within:
+                            points.append((move, jacobian))
+                            break
+                        if not math.isfinite(miss):
+                            break
+                        if np.sign(miss) == np.sign(low_miss):
+                            low, low_miss = move, miss
+                        else:
+                            high = move
+                        slope = float(jacobian[position].reshape(-1, base.size)[output, element])
+                        step = move - miss / slope if slope != 0 and math.isfinite(slope) else math.nan
+                        move = step if min(low, high) < step < max(low, high) else (low + high) / 2
+                found += [Backward(position, element, move, jacobian, len(points)) for move, jacobian in points]
     return found

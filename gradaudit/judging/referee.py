@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -283,10 +283,18 @@ def _strays_unchecked(
                 straying.setdefault((block, int(np.argmax(off))), []).append(name)
     dtype = narrow.scenario.precision_dtype
     found = []
-    for (block, flat), paths in straying.items():
+    for (block, flat), straying_there in straying.items():
         location = entry_location(
-            np.shape(narrow.paths[paths[0]].ok_arrays[block]), output_shape, names[block], 1, flat
+            np.shape(narrow.paths[straying_there[0]].ok_arrays[block]), output_shape, names[block], 1, flat
         )
+        paths = [
+            p
+            for p in straying_there
+            if (elsewhere := _elsewhere(narrow, wide, backward, p, location, rtol, atol)) is not None
+            and elsewhere.unexplained
+        ]
+        if not paths:
+            continue
         got = {p: _entry(narrow, p, location) for p in paths}
         want = _entry(wide, paths[0], location)
         shown = ", ".join(f"{_number(v)} from {path_labels([p])}" for p, v in got.items())
@@ -314,8 +322,7 @@ def _strays_unchecked(
                 "largest entry), beyond what rounding its inputs moves float64's derivative"
             ),
         )
-        if _computed_elsewhere(finding, narrow, wide, backward, list(paths), rtol, atol) is None:
-            found.append(finding)
+        found.append(finding)
     return found
 
 
@@ -898,6 +905,68 @@ MATCHED = 0.25
 one: well within that rounding (float64 rounds inside too: 1 - (1 - x) at 1e-7 holds x to 1e-9 of itself)."""
 
 
+@dataclass(frozen=True)
+class _Elsewhere:
+    """Where a narrow AD path's own evaluation (eager or jit) computes the function, at an output element: its value
+    there, whether it strays from float64's beyond its rounding (the function rounds inside), the points float64
+    gives that value at (`Backwards`; None: none to be had), and those where float64's first-order Jacobian is the
+    path's within the narrow tolerance, every block."""
+
+    value: float
+    strays: bool
+    points: tuple[Backward, ...] | None = None
+    matching: tuple[Backward, ...] = ()
+
+    @property
+    def unexplained(self) -> bool:
+        """Whether the path's straying from float64's AD is unexplained by where it computes the function: its value
+        holds, or it strays and float64's Jacobian is the path's at none of the points float64 gives that value at.
+        Where the value strays and no point is to be had (a value float64 never takes nearby), nothing says the
+        rule is wrong."""
+        return not self.strays or (bool(self.points) and not self.matching)
+
+
+def _elsewhere(
+    narrow: ScenarioResult,
+    wide: ScenarioResult,
+    backward: Backwards | None,
+    path: str,
+    location: str,
+    rtol: float,
+    atol: float,
+) -> _Elsewhere | None:
+    """`_Elsewhere` for `path` at the output element of the first-order `location`; None where it cannot be read."""
+    parsed = parse_location(location, block_names(narrow.arg_names, 1))
+    there = _output_at(wide, location)
+    evaluated = narrow.paths.get(path.replace(transform_of(path), VALUE, 1))
+    if parsed is None or parsed[0] != 1 or there is None or not math.isfinite(there):
+        return None
+    if evaluated is None or not evaluated.ok or path not in narrow.paths or not narrow.paths[path].ok:
+        return None
+    output = np.asarray(evaluated.ok_arrays[0], dtype=np.float64)
+    if output.ndim != len(parsed[1]) or not math.isfinite(here := float(output[parsed[1]])):
+        return None
+    epsilon = dtypes.machine_epsilon(narrow.scenario.precision_dtype)
+    if abs(here - there) <= epsilon * abs(there):
+        return _Elsewhere(here, False)
+    points = (
+        None
+        if backward is None
+        else backward(int(np.ravel_multi_index(parsed[1], output.shape)), here, MATCHED * epsilon * abs(here))
+    )
+    blocks = narrow.paths[path].ok_arrays
+    matching = tuple(
+        p
+        for p in points or ()
+        if len(blocks) == len(p.jacobian)
+        and all(
+            np.shape(b) == np.shape(j) and _strays(np.asarray(b, dtype=np.float64), j, rtol, atol) is None
+            for b, j in zip(blocks, p.jacobian, strict=True)
+        )
+    )
+    return _Elsewhere(here, True, None if points is None else tuple(points), matching)
+
+
 def _computed_elsewhere(
     finding: Finding,
     narrow: ScenarioResult,
@@ -907,49 +976,26 @@ def _computed_elsewhere(
     rtol: float,
     atol: float,
 ) -> Note | None:
-    """A precision note where each of the `strayed` narrow AD paths is computed at another point than float64's: the
-    narrow value of its own evaluation (eager or jit) at the finding's output element strays from float64's beyond
-    its rounding, float64 gives that value with one input element moved (its backward error: the function rounds
-    inside, as 1 - x at x = 1e-7 in float32 moves x to 1.19e-7), and there float64's first-order Jacobian is the
-    path's within the narrow tolerance, every block: the path computes the function at that point, and its AD is
-    that point's derivative. A wrong rule gives another number there (one 15% off, a sign flipped, a zero), and one
-    input's rounding explains no other input's derivative. None elsewhere."""
+    """A precision note where each of the `strayed` narrow AD paths is computed at another point than float64's
+    (`_elsewhere`): the narrow value strays from float64's beyond its rounding, float64 gives that value with one
+    input element moved, at one point alone over that element's moves (its backward error: the function rounds
+    inside, as 1 - x at x = 1e-7 in float32 moves x to 1.19e-7), and there float64's Jacobian is the path's, every
+    block: the path computes the function at that point, and its AD is that point's derivative. A wrong rule gives
+    another number there (one 15% off, a sign flipped, a zero); one input's rounding explains no other input's
+    derivative; and a value taken at two points (either side of a minimum) names neither. None elsewhere."""
     location = finding.location or ""
     names = block_names(narrow.arg_names, 1)
-    parsed = parse_location(location, names)
     there = _output_at(wide, location)
-    if backward is None or not strayed or parsed is None or parsed[0] != 1 or there is None or not math.isfinite(there):
+    if backward is None or not strayed or there is None:
         return None
     dtype = narrow.scenario.precision_dtype
-    epsilon = dtypes.machine_epsilon(dtype)
     found: list[tuple[str, float, Backward]] = []
     for path in strayed:
-        evaluated = narrow.paths.get(path.replace(transform_of(path), VALUE, 1))
-        if evaluated is None or not evaluated.ok or not narrow.paths[path].ok:
+        elsewhere = _elsewhere(narrow, wide, backward, path, location, rtol, atol)
+        alone = [p for p in (elsewhere.matching if elsewhere is not None else ()) if p.crossings == 1]
+        if elsewhere is None or not alone:
             return None
-        output = np.asarray(evaluated.ok_arrays[0], dtype=np.float64)
-        here = float(output[parsed[1]]) if output.ndim == len(parsed[1]) else math.nan
-        if not math.isfinite(here) or abs(here - there) <= epsilon * abs(there):
-            return None  # the value holds: nothing rounds inside beyond the inputs' rounding (the moves above)
-        blocks = narrow.paths[path].ok_arrays
-        point = next(
-            (
-                p
-                for p in backward(
-                    int(np.ravel_multi_index(parsed[1], output.shape)), here, MATCHED * epsilon * abs(here)
-                )
-                or ()
-                if len(blocks) == len(p.jacobian)
-                and all(
-                    np.shape(b) == np.shape(j) and _strays(np.asarray(b, dtype=np.float64), j, rtol, atol) is None
-                    for b, j in zip(blocks, p.jacobian, strict=True)
-                )
-            ),
-            None,
-        )
-        if point is None:
-            return None
-        found.append((path, here, point))
+        found.append((path, elsewhere.value, alone[0]))
     shown = "; ".join(
         f"{path} {_number(_entry(narrow, path, location))} where float64's value is {dtype}'s {_number(here)} with "
         f"{names[point.argument]}{index_text(np.shape(narrow.inputs[point.argument]), point.element)} moved by "

@@ -91,14 +91,16 @@ class Moved:
 
 @dataclass(frozen=True)
 class Backward:
-    """Where float64 gives a narrow run's value of one output element with a single input element moved (its
-    backward error along that element), and float64's Jacobian there (`engines.probe.backward_points`; the float64
+    """Where float64 gives a narrow run's value of one output element with a single input element moved (a backward
+    error along that element), and float64's Jacobian there (`engines.probe.backward_points`; the float64
     referee reads it)."""
 
     argument: int
     element: int
     move: float
     jacobian: Jacobians
+    crossings: int
+    """How many points the element has within its moves (one: the value names this point alone)."""
 
 
 @dataclass(frozen=True)
