@@ -721,7 +721,9 @@ def test_a_rule_wrong_in_float32_alone_where_its_finite_differences_read_a_stair
     rule passes (its AD is float64's at the point float32 computes at), and so do (a review's) functions whose float32
     value float64 takes at several points, float32's AD being float64's at one of them: a penalty whose minimum
     lies between float32's and float64's point, a clip float32 computes past its bound, |sum| of terms float32 sums
-    to the other sign."""
+    to the other sign. Where float32's value is no one point's (two elements that each round; a period away, where
+    a flipped rule is float64's at the mirror point), the referee says it cannot judge, in a note, and fails
+    nothing (a review found the sum of two such terms failing `wrong`)."""
     import jax.numpy as jnp
 
     import gradaudit
@@ -738,6 +740,12 @@ def test_a_rule_wrong_in_float32_alone_where_its_finite_differences_read_a_stair
     ):
         plain = gradaudit.audit(function, *args)
         assert plain.passed, [f.message for f in plain.findings]
+    for function, args in (
+        (lambda x: jnp.sum(rounded_inside(x)), (np.full(2, 1e-7, np.float32),)),
+        (_off_in_narrow_only(lambda x: jnp.sin(5e7 * (1 - (1 - x))), -1.0), (at,)),
+    ):
+        unsure = gradaudit.audit(function, *args)
+        assert unsure.passed and any(n.message.startswith("unjudged, not counted") for n in unsure.notes)
     wrong = gradaudit.audit(_off_in_narrow_only(rounded_inside, factor), at)
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
     (finding,) = wrong.findings

@@ -217,7 +217,9 @@ def refereed(
         closely, unresolved = _checked_closely(narrow, wide, tolerances, confirmed_only=bool(rounded))
         kept.extend(f for f in closely if frozenset(f.paths) not in reported)
         if not rounded:
-            kept.extend(_strays_unchecked(narrow, wide, tolerances, nearby, backward, kept))
+            added, unjudged = _strays_unchecked(narrow, wide, tolerances, nearby, backward, kept)
+            kept.extend(added)
+            notes.extend(unjudged)
         checked = None if closely else _not_finer(narrow, rounded) if rounded else _checked_instead(narrow, wide)
         notes.extend([*([checked] if checked is not None else []), *([] if rounded else unresolved)])
     if (
@@ -244,19 +246,20 @@ def _strays_unchecked(
     nearby: Nearby | None,
     backward: Backwards | None,
     kept: Sequence[Finding],
-) -> list[Finding]:
+) -> tuple[list[Finding], list[Note]]:
     """`wrong` findings at first-order entries the narrow finite differences could not compare (a kink or
     staircase their steps saw, no finite estimate) and float64's did, finding float64's AD path right there, where
     the narrow AD path strays from float64's beyond the narrow tolerance (`_strays`), and neither the inputs'
-    rounding (`_moves`) nor a point the narrow run computes at instead (`_computed_elsewhere`) explains it: a
+    rounding (`_moves`) nor where its evaluation computes the function (`_Elsewhere.ruling`) explains it: a
     rule wrong in the narrow dtype alone (a sign flipped at 1e-7 in float32, where its finite differences read a
     staircase) passed in silence, float64 checking only its own paths. One finding per entry, paths straying
-    there together; none on a path a finding already names."""
+    there together; none on a path a finding already names. And an "unjudged" note per entry where the narrow
+    value strays too and no one point settles where the narrow run computes the function."""
     named = {p for f in (*kept, *wide.findings) for p in f.paths}
     mine, theirs = (next((c for c in r.compared if c.order == 1), None) for r in (narrow, wide))
     value = narrow.paths.get(VALUE) or narrow.paths.get(JIT_VALUE)
     if mine is None or theirs is None or value is None or not value.ok or not mine.excluded or not theirs.excluded:
-        return []
+        return [], []
     names = block_names(narrow.arg_names, 1)
     output_shape = np.shape(value.ok_arrays[0])
     rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
@@ -282,17 +285,37 @@ def _strays_unchecked(
             if off.any():
                 straying.setdefault((block, int(np.argmax(off))), []).append(name)
     dtype = narrow.scenario.precision_dtype
-    found = []
+    found, notes = [], []
     for (block, flat), straying_there in straying.items():
         location = entry_location(
             np.shape(narrow.paths[straying_there[0]].ok_arrays[block]), output_shape, names[block], 1, flat
         )
-        paths = [
-            p
-            for p in straying_there
-            if (elsewhere := _elsewhere(narrow, wide, backward, p, location, rtol, atol)) is not None
-            and elsewhere.unexplained
-        ]
+        rulings: dict[str, list[str]] = {}
+        for straying_path in straying_there:
+            elsewhere = _elsewhere(narrow, wide, backward, straying_path, location, rtol, atol)
+            if elsewhere is not None:
+                rulings.setdefault(elsewhere.ruling, []).append(straying_path)
+        if UNJUDGED in rulings:
+            unsure = rulings[UNJUDGED]
+            shown = ", ".join(f"{_number(_entry(narrow, p, location))} from {path_labels([p])}" for p in unsure)
+            wide_shown = _number(_entry(wide, unsure[0], location))
+            notes.append(
+                Note(
+                    paths=tuple(unsure),
+                    message=(
+                        f"unjudged, not counted: {location}: {shown} in {dtype}, {wide_shown} in float64, whose "
+                        f"finite differences check it where {dtype}'s could not; {dtype}'s value there "
+                        f"is {_number(_output_at(narrow, location))} against {_number(_output_at(wide, location))} in "
+                        f"float64, so {dtype} computes the function elsewhere (it rounds inside), and no one point "
+                        f"float64 takes that value at, moving one input element (16 at most), settles where: the "
+                        f"referee cannot tell a rule's error from the function's own rounding"
+                    ),
+                    count=1,
+                    of=int(sum(np.size(a) for a in mine.excluded)),
+                    location=location,
+                )
+            )
+        paths = rulings.get(UNEXPLAINED, [])
         if not paths:
             continue
         got = {p: _entry(narrow, p, location) for p in paths}
@@ -323,7 +346,7 @@ def _strays_unchecked(
             ),
         )
         found.append(finding)
-    return found
+    return found, notes
 
 
 def _checked_instead(narrow: ScenarioResult, wide: ScenarioResult) -> Note | None:
@@ -905,6 +928,9 @@ MATCHED = 0.25
 one: well within that rounding (float64 rounds inside too: 1 - (1 - x) at 1e-7 holds x to 1e-9 of itself)."""
 
 
+UNEXPLAINED, EXPLAINED, UNJUDGED = "unexplained", "explained", "unjudged"
+
+
 @dataclass(frozen=True)
 class _Elsewhere:
     """Where a narrow AD path's own evaluation (eager or jit) computes the function, at an output element: its value
@@ -918,12 +944,20 @@ class _Elsewhere:
     matching: tuple[Backward, ...] = ()
 
     @property
-    def unexplained(self) -> bool:
-        """Whether the path's straying from float64's AD is unexplained by where it computes the function: its value
-        holds, or it strays and float64's Jacobian is the path's at none of the points float64 gives that value at.
-        Where the value strays and no point is to be had (a value float64 never takes nearby), nothing says the
-        rule is wrong."""
-        return not self.strays or (bool(self.points) and not self.matching)
+    def ruling(self) -> str:
+        """What the path's straying from float64's AD is, where it computes the function: UNEXPLAINED where its
+        value holds, or strays and float64 takes that value at points of one input element alone, its Jacobian the
+        path's at none of them; EXPLAINED where float64's Jacobian is the path's at an element's only point;
+        UNJUDGED otherwise: several elements' or points' values (two elements that each round, a period or a
+        turning point away, where a flipped rule is float64's at the mirror point), none nearby, or more elements
+        than are moved."""
+        if not self.strays:
+            return UNEXPLAINED
+        if any(p.crossings == 1 for p in self.matching):
+            return EXPLAINED
+        if self.points and not self.matching and len({(p.argument, p.element) for p in self.points}) == 1:
+            return UNEXPLAINED
+        return UNJUDGED
 
 
 def _elsewhere(
