@@ -310,8 +310,9 @@ def backward_points(
     """For each input element of the widened scenario alone, the moves (at most BACKWARD_AT_MOST of the element's
     size, each way) at which float64's output element `output` is the narrow run's `value` to `within`: each
     crossing of float64's value over SCANNED cells of moves, settled by Newton's method kept within its cell; and
-    float64's Jacobian at each (`model.computed.Backward`, with how many the element has). None where the inputs
-    hold more than MOVED_ELEMENTS elements, or float64's value is not finite somewhere over an element's moves."""
+    float64's Jacobian at each (`model.computed.Backward`, with how many crossings the element has). None where the
+    inputs hold more than MOVED_ELEMENTS elements, or float64's value is not finite somewhere over an element's
+    moves."""
     import jax
 
     from gradaudit.engines.group import FORWARD, VALUE, computations
@@ -343,10 +344,14 @@ def backward_points(
                 misses = outputs.reshape(moves.size, -1)[:, output] - value
                 if not np.isfinite(misses).all():
                     return None
+                # a crossing at a scanned move is its left cell's
+                cells = [
+                    cell
+                    for cell in np.flatnonzero(np.sign(misses[:-1]) * np.sign(misses[1:]) <= 0).tolist()
+                    if cell == 0 or misses[cell] != 0
+                ]
                 points = []
-                for cell in np.flatnonzero(np.sign(misses[:-1]) * np.sign(misses[1:]) <= 0).tolist():
-                    if misses[cell] == 0 and cell > 0:
-                        continue  # a crossing at a scanned move is its left cell's
+                for cell in cells:
                     low, high, low_miss = moves[cell], moves[cell + 1], misses[cell]
                     move = low if low_miss == 0 else (low + high) / 2
                     for _ in range(NEWTON_STEPS):
@@ -368,5 +373,6 @@ def backward_points(
                         slope = float(jacobian[position].reshape(-1, base.size)[output, element])
                         step = move - miss / slope if slope != 0 and math.isfinite(slope) else math.nan
                         move = step if min(low, high) < step < max(low, high) else (low + high) / 2
-                found += [Backward(position, element, move, jacobian, len(points)) for move, jacobian in points]
+                # every crossing counts, settled or not (a jump's sign change has no point, and names none alone)
+                found += [Backward(position, element, move, jacobian, len(cells)) for move, jacobian in points]
     return found

@@ -100,7 +100,8 @@ class Backward:
     move: float
     jacobian: Jacobians
     crossings: int
-    """How many points the element has within its moves (one: the value names this point alone)."""
+    """How often float64's value crosses the narrow one over the element's moves (one: the value names this point
+    alone)."""
 
 
 @dataclass(frozen=True)
