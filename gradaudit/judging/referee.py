@@ -258,7 +258,9 @@ def _strays_unchecked(
     named = {p for f in (*kept, *wide.findings) for p in f.paths}
     mine, theirs = (next((c for c in r.compared if c.order == 1), None) for r in (narrow, wide))
     value = narrow.paths.get(VALUE) or narrow.paths.get(JIT_VALUE)
-    if mine is None or theirs is None or value is None or not value.ok or not mine.excluded or not theirs.excluded:
+    if mine is None or theirs is None or value is None or not value.ok or not mine.excluded:
+        return [], []
+    if len(theirs.excluded) != len(mine.excluded):
         return [], []
     names = block_names(narrow.arg_names, 1)
     output_shape = np.shape(value.ok_arrays[0])
@@ -342,7 +344,8 @@ def _strays_unchecked(
                 f"{dtype}'s finite differences could not compare the entry (a kink or staircase their steps saw, or no "
                 f"finite estimate); float64's did and find its AD paths right there, and {dtype}'s AD strays from "
                 f"float64's by more than {dtype}'s tolerance (rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's "
-                "largest entry), beyond what rounding its inputs moves float64's derivative"
+                "largest entry), beyond what rounding its inputs moves float64's derivative, and at every point "
+                f"float64 takes {dtype}'s value at there, if it strays"
             ),
         )
         found.append(finding)
