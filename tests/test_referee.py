@@ -751,3 +751,19 @@ def test_a_rule_wrong_in_float32_alone_where_its_finite_differences_read_a_stair
     (finding,) = wrong.findings
     assert "disagree with float64's at the same inputs at d out/d x" in finding.message
     assert "could not compare the entry" in finding.reason
+
+
+def test_a_float32_only_rule_at_an_uncompared_entry_is_found_beside_a_finding_on_the_same_paths_elsewhere():
+    """[sin(x) flipped in float32, |1 - (1 - y)| ** 0.3 zeroed in float32] at (0.5, 1e-7): float32's finite
+    differences find the flipped sine; the zeroed rule sits at an entry they could not compare. The check of such
+    entries skipped every path a finding named anywhere, so the zero went unreported beside the sine; it is decided
+    entry by entry now, float64's own finite differences vouching for float64's AD at the entry."""
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    stair = _off_in_narrow_only(lambda y: jnp.abs(1 - (1 - y)) ** 0.3, 0.0)
+    sine = _off_in_narrow_only(jnp.sin, -1.0)
+    audit = gradaudit.audit(lambda x, y: jnp.stack([sine(x), stair(y)]), np.float32(0.5), np.float32(1e-7))
+    assert not audit.passed
+    assert {f.location for f in audit.findings if str(f.finding_class) == "wrong"} == {"d out[0]/d x", "d out[1]/d y"}

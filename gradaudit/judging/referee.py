@@ -253,40 +253,55 @@ def _strays_unchecked(
     rounding (`_moves`) nor where its evaluation computes the function (`_Elsewhere.ruling`) explains it: a
     rule wrong in the narrow dtype alone (a sign flipped at 1e-7 in float32, where its finite differences read a
     staircase) passed in silence, float64 checking only its own paths. One finding per entry, paths straying
-    there together; none on a path a finding already names. And an "unjudged" note per entry where the narrow
-    value strays too and no one point settles where the narrow run computes the function."""
-    named = {p for f in (*kept, *wide.findings) for p in f.paths}
+    there together, decided entry by entry: float64's AD path agrees with float64's finite differences at the entry
+    (within the tolerance its judge compared them by), and no finding kept names the path at the entry. And an
+    "unjudged" note per entry where the narrow value strays too and no one point settles where the narrow run
+    computes the function."""
+    named = {(p, f.location) for f in kept for p in f.paths}
     mine, theirs = (next((c for c in r.compared if c.order == 1), None) for r in (narrow, wide))
     value = narrow.paths.get(VALUE) or narrow.paths.get(JIT_VALUE)
     if mine is None or theirs is None or value is None or not value.ok or not mine.excluded:
         return [], []
-    if len(theirs.excluded) != len(mine.excluded):
+    if theirs.reference is None or len(theirs.excluded) != len(mine.excluded):
         return [], []
+    references = theirs.reference.ok_arrays
     names = block_names(narrow.arg_names, 1)
     output_shape = np.shape(value.ok_arrays[0])
     rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
     straying: dict[tuple[int, int], list[str]] = {}
+    counts: dict[tuple[int, int], int] = {}
     for name, path in narrow.paths.items():
         wide_path = wide.paths.get(name)
-        if base_name(name) not in FIRST_ORDER_PATHS or name in named or not path.ok or wide_path is None:
+        if base_name(name) not in FIRST_ORDER_PATHS or not path.ok or wide_path is None or not wide_path.ok:
             continue
-        if not wide_path.ok or not len(path.ok_arrays) == len(wide_path.ok_arrays) == len(mine.excluded):
+        if not len(path.ok_arrays) == len(wide_path.ok_arrays) == len(mine.excluded) == len(references):
             continue
         for block, (here, there) in enumerate(zip(path.ok_arrays, wide_path.ok_arrays, strict=True)):
             here, there = np.asarray(here, dtype=np.float64), np.asarray(there, dtype=np.float64)
+            estimate = np.asarray(references[block], dtype=np.float64)
             unchecked = np.asarray(mine.excluded[block]).reshape(-1) & ~np.asarray(theirs.excluded[block]).reshape(-1)
-            if here.shape != there.shape or unchecked.size != here.size or not unchecked.any():
+            if here.shape != there.shape or estimate.shape != there.shape or unchecked.size != here.size:
                 continue
-            off = _straying(here, there, rtol, atol) & unchecked
+            with np.errstate(invalid="ignore", over="ignore"):
+                # float64's AD right at the entry: its finite differences there say so
+                right = (np.abs(there - estimate) <= theirs.atol + theirs.rtol * np.abs(estimate)).reshape(-1)
+            off = _straying(here, there, rtol, atol) & unchecked & right
             if not off.any():
                 continue
             location = entry_location(here.shape, output_shape, names[block], 1, int(np.argmax(off)))
             moves = _moves(nearby, narrow, wide, location, there.shape)
             if moves is not None:
                 off &= _straying(here, there, rtol, atol, moves)
-            if off.any():
-                straying.setdefault((block, int(np.argmax(off))), []).append(name)
+            flats = [
+                flat
+                for flat in np.flatnonzero(off).tolist()
+                if (name, entry_location(here.shape, output_shape, names[block], 1, flat)) not in named
+            ]
+            if flats:
+                straying.setdefault((block, flats[0]), []).append(name)
+                counts[block, flats[0]] = max(counts.get((block, flats[0]), 0), len(flats))
     dtype = narrow.scenario.precision_dtype
+    entries = int(sum(np.size(a) for a in mine.excluded))
     found, notes = [], []
     for (block, flat), straying_there in straying.items():
         location = entry_location(
@@ -312,8 +327,8 @@ def _strays_unchecked(
                         f"float64 takes that value at, moving one input element (16 at most), settles where: the "
                         f"referee cannot tell a rule's error from the function's own rounding"
                     ),
-                    count=1,
-                    of=int(sum(np.size(a) for a in mine.excluded)),
+                    count=counts[block, flat],
+                    of=entries,
                     location=location,
                 )
             )
@@ -328,10 +343,11 @@ def _strays_unchecked(
             paths=tuple(paths),
             message=(
                 f"{path_labels(paths)} in {dtype} {'disagrees' if len(paths) == 1 else 'disagree'} with float64's at "
-                f"the same inputs at {location}: {shown} in {dtype}, {_number(want)} in float64"
+                f"the same inputs at {location}: {shown} in {dtype}, {_number(want)} in float64 ({counts[block, flat]} "
+                f"of {entries} entries stray, this the first)"
             ),
-            count=1,
-            of=int(sum(np.size(a) for a in mine.excluded)),
+            count=counts[block, flat],
+            of=entries,
             location=location,
             values={
                 **{p: v for p, v in got.items() if v is not None},
