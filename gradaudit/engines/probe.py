@@ -22,7 +22,7 @@ import numpy as np
 from gradaudit.engines.base import compiled_or_eager
 from gradaudit.jaxenv import again_if_stale, x64_for
 from gradaudit.model import dtypes
-from gradaudit.model.computed import Backward, Convention, Flip, Moved, Probe, Prober
+from gradaudit.model.computed import MOVED_ELEMENTS, Backward, Convention, Flip, Moved, Probe, Prober
 from gradaudit.model.scenario import Scenario
 from gradaudit.numerics.finite_differences import moved, step_size
 from gradaudit.targets.base import Target
@@ -249,10 +249,6 @@ def _subnormal(value) -> bool:
     tiny = float(ml_dtypes.finfo(array.dtype).smallest_normal)
     magnitude = abs(float(np.float64(array)))
     return 0.0 < magnitude < tiny
-
-
-MOVED_ELEMENTS = 16
-"""Most input elements whose moves `moved_jacobians` evaluates (four float64 Jacobians each)."""
 
 
 def moved_jacobians(wide: Scenario, narrow: str, timeout: float | None) -> Moved | None:

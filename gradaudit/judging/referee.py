@@ -22,7 +22,7 @@ from gradaudit.judging.scale import row_and_column_scale
 from gradaudit.judging.tolerances import COARSE, Tolerances, function_scale, tolerances_for
 from gradaudit.judging.wording import entry_location, index_text, path_labels
 from gradaudit.model import dtypes
-from gradaudit.model.computed import Backward, Moved
+from gradaudit.model.computed import MOVED_ELEMENTS, Backward, Moved
 from gradaudit.model.findings import (
     CLASSES,
     CONSISTENT,
@@ -217,9 +217,7 @@ def refereed(
         closely, unresolved = _checked_closely(narrow, wide, tolerances, confirmed_only=bool(rounded))
         kept.extend(f for f in closely if frozenset(f.paths) not in reported)
         if not rounded:
-            added, unjudged = _strays_unchecked(narrow, wide, tolerances, nearby, backward, kept)
-            kept.extend(added)
-            notes.extend(unjudged)
+            kept.extend(_strays_unchecked(narrow, wide, tolerances, nearby, backward, kept))
         checked = None if closely else _not_finer(narrow, rounded) if rounded else _checked_instead(narrow, wide)
         notes.extend([*([checked] if checked is not None else []), *([] if rounded else unresolved)])
     if (
@@ -246,7 +244,7 @@ def _strays_unchecked(
     nearby: Nearby | None,
     backward: Backwards | None,
     kept: Sequence[Finding],
-) -> tuple[list[Finding], list[Note]]:
+) -> list[Finding]:
     """`wrong` findings at first-order entries the narrow finite differences could not compare (a kink or
     staircase their steps saw, no finite estimate) and float64's did, finding float64's AD path right there, where
     the narrow AD path strays from float64's beyond the narrow tolerance (`_strays`), and neither the inputs'
@@ -255,15 +253,15 @@ def _strays_unchecked(
     staircase) passed in silence, float64 checking only its own paths. One finding per entry, paths straying
     there together, decided entry by entry: float64's AD path agrees with float64's finite differences at the entry
     (within the tolerance its judge compared them by), and no finding kept names the path at the entry. And an
-    "unjudged" note per entry where the narrow value strays too and no one point settles where the narrow run
+    `unjudged` finding per entry where the narrow value strays too and no one point settles where the narrow run
     computes the function."""
     named = {(p, f.location) for f in kept for p in f.paths}
     mine, theirs = (next((c for c in r.compared if c.order == 1), None) for r in (narrow, wide))
     value = narrow.paths.get(VALUE) or narrow.paths.get(JIT_VALUE)
     if mine is None or theirs is None or value is None or not value.ok or not mine.excluded:
-        return [], []
+        return []
     if theirs.reference is None or len(theirs.excluded) != len(mine.excluded):
-        return [], []
+        return []
     references = theirs.reference.ok_arrays
     names = block_names(narrow.arg_names, 1)
     output_shape = np.shape(value.ok_arrays[0])
@@ -302,7 +300,13 @@ def _strays_unchecked(
                 counts[block, flats[0]] = max(counts.get((block, flats[0]), 0), len(flats))
     dtype = narrow.scenario.precision_dtype
     entries = int(sum(np.size(a) for a in mine.excluded))
-    found, notes = [], []
+    unchecked = (
+        f"{dtype}'s finite differences could not compare the entry (a kink or staircase their steps saw, or no finite "
+        f"estimate); float64's did and find its AD paths right there, and {dtype}'s AD strays from float64's by more "
+        f"than {dtype}'s tolerance (rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's largest entry), beyond "
+        "what rounding its inputs moves float64's derivative"
+    )
+    found = []
     for (block, flat), straying_there in straying.items():
         location = entry_location(
             np.shape(narrow.paths[straying_there[0]].ok_arrays[block]), output_shape, names[block], 1, flat
@@ -312,60 +316,66 @@ def _strays_unchecked(
             elsewhere = _elsewhere(narrow, wide, backward, straying_path, location, rtol, atol)
             if elsewhere is not None:
                 rulings.setdefault(elsewhere.ruling, []).append(straying_path)
-        if UNJUDGED in rulings:
-            unsure = rulings[UNJUDGED]
-            shown = ", ".join(f"{_number(_entry(narrow, p, location))} from {path_labels([p])}" for p in unsure)
-            wide_shown = _number(_entry(wide, unsure[0], location))
-            notes.append(
-                Note(
-                    paths=tuple(unsure),
-                    message=(
-                        f"unjudged, not counted: {location}: {shown} in {dtype}, {wide_shown} in float64, whose "
-                        f"finite differences check it where {dtype}'s could not; {dtype}'s value there "
-                        f"is {_number(_output_at(narrow, location))} against {_number(_output_at(wide, location))} in "
-                        f"float64, so {dtype} computes the function elsewhere (it rounds inside), and no one point "
-                        f"float64 takes that value at, moving one input element (16 at most), settles where: the "
-                        f"referee cannot tell a rule's error from the function's own rounding"
-                    ),
-                    count=counts[block, flat],
-                    of=entries,
-                    location=location,
-                )
-            )
-        paths = rulings.get(UNEXPLAINED, [])
-        if not paths:
-            continue
-        got = {p: _entry(narrow, p, location) for p in paths}
-        want = _entry(wide, paths[0], location)
-        shown = ", ".join(f"{_number(v)} from {path_labels([p])}" for p, v in got.items())
-        finding = Finding(
-            kind=DISAGREEMENT,
-            paths=tuple(paths),
-            message=(
-                f"{path_labels(paths)} in {dtype} {'disagrees' if len(paths) == 1 else 'disagree'} with float64's at "
-                f"the same inputs at {location}: {shown} in {dtype}, {_number(want)} in float64 ({counts[block, flat]} "
-                f"of {entries} entries stray, this the first)"
+        for ruling, finding_class, why in (
+            (
+                UNEXPLAINED,
+                FindingClass.WRONG,
+                f"{unchecked}, and at every point float64 takes {dtype}'s value at there, if it strays",
             ),
-            count=counts[block, flat],
-            of=entries,
-            location=location,
-            values={
-                **{p: v for p, v in got.items() if v is not None},
-                **({f"{paths[0]} (float64)": want} if want is not None else {}),
-            },
-            magnitude=math.inf,
-            wrong="value",
-            finding_class=FindingClass.WRONG,
-            reason=(
-                f"{dtype}'s finite differences could not compare the entry (a kink or staircase their steps saw, or no "
-                f"finite estimate); float64's did and find its AD paths right there, and {dtype}'s AD strays from "
-                f"float64's by more than {dtype}'s tolerance (rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's "
-                "largest entry), beyond what rounding its inputs moves float64's derivative, and at every point "
-                f"float64 takes {dtype}'s value at there, if it strays"
+            (
+                UNJUDGED,
+                FindingClass.UNJUDGED,
+                f"{unchecked}; {dtype}'s value there is {_number(_output_at(narrow, location))} against "
+                f"{_number(_output_at(wide, location))} in float64, so {dtype} computes the function elsewhere (it "
+                "rounds inside), and no one point float64 takes that value at, moving one input element "
+                f"({MOVED_ELEMENTS} at most), settles where: the referee cannot tell a rule's error from the "
+                "function's own rounding",
             ),
-        )
-        found.append(finding)
-    return found, notes
+        ):
+            if paths := rulings.get(ruling, []):
+                count = counts[block, flat]
+                found.append(_strays_from_float64(narrow, wide, paths, location, (count, entries), finding_class, why))
+    return found
+
+
+def _strays_from_float64(
+    narrow: ScenarioResult,
+    wide: ScenarioResult,
+    paths: list[str],
+    location: str,
+    counted: tuple[int, int],
+    finding_class: FindingClass,
+    why: str,
+) -> Finding:
+    """A finding that the narrow AD `paths` stray from float64's at `location`, first of `counted` (entries that stray,
+    of how many), of `finding_class` because `why`."""
+    dtype = narrow.scenario.precision_dtype
+    count, entries = counted
+    got = {p: _entry(narrow, p, location) for p in paths}
+    want = _entry(wide, paths[0], location)
+    shown = ", ".join(f"{_number(v)} from {path_labels([p])}" for p, v in got.items())
+    return Finding(
+        kind=DISAGREEMENT,
+        paths=tuple(paths),
+        message=(
+            f"{path_labels(paths)} in {dtype} {'disagrees' if len(paths) == 1 else 'disagree'} with float64's at "
+            f"the same inputs at {location}: {shown} in {dtype}, {_number(want)} in float64 ({count} of {entries} "
+            "entries stray, this the first)"
+        ),
+        count=count,
+        of=entries,
+        location=location,
+        values={
+            **{p: v for p, v in got.items() if v is not None},
+            **({f"{paths[0]} (float64)": want} if want is not None else {}),
+            **({f"value ({dtype})": here} if (here := _output_at(narrow, location)) is not None else {}),
+            **({"value (float64)": there} if (there := _output_at(wide, location)) is not None else {}),
+        },
+        magnitude=math.inf,
+        wrong="value",
+        finding_class=finding_class,
+        reason=why,
+    )
 
 
 def _checked_instead(narrow: ScenarioResult, wide: ScenarioResult) -> Note | None:
@@ -686,13 +696,15 @@ def _ruling(
             strayed.append(path)
     if strays:
         computed = _computed_elsewhere(finding, narrow, wide, backward, strayed, rtol, atol)
-        if computed is not None:
+        if isinstance(computed, Note):
             return computed
-        return _with_reason(
-            finding,
+        words = (
             f"float64 agrees ({shown}) but {dtype} strays from it by more than {dtype}'s tolerance "
-            f"(rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's largest entry): {'; '.join(strays)}",
+            f"(rtol {rtol:.2g}, atol {atol:.2g}, or rtol of the block's largest entry): {'; '.join(strays)}"
         )
+        if computed is not None:
+            return replace(_with_reason(finding, f"{words}; {computed[1]}"), finding_class=computed[0])
+        return _with_reason(finding, words)
     if beyond:
         return replace(
             _with_reason(
@@ -961,22 +973,52 @@ class _Elsewhere:
     strays: bool
     points: tuple[Backward, ...] | None = None
     matching: tuple[Backward, ...] = ()
+    read: tuple[Backward, ...] = ()
+    """The points whose float64 Jacobian entry the narrow finite differences' estimate there agrees with, where they
+    compared the entry: they read the slope of the function the narrow dtype computes, so of the point it computes at
+    (`((1 - (1 - x)) 1e8 - 11) ** 2` at 1e-7 in float32: 1.844e8, float64's slope at x + 1.92e-8, not at the mirror
+    point x + 7.9e-10 past the minimum, -1.842e8)."""
+    refuted: bool = False
+    """Whether that estimate reads a slope the path's AD is not, each told apart (from 0, from the path) by the
+    judge's tolerance: the function the narrow dtype computes has that slope, wherever it computes, so no point
+    explains the path (`(x + 1e6) - 1e6 + g(y)` at x = 0.025 in float32, g's rule flipped: x's share rounds away,
+    which no move of one element reproduces, but d/dy reads 1.0 in float32 as in float64; `rsf2csf` of a matrix of
+    entries near 1e-18). A stair's 0 refutes nothing: steps inside one stair read no slope at all (`sin(x + 2e7)`
+    at 6.83 in float32, `tan(pi (1/2 - q))` at q = 1e10: -5.1e-8, rounding's noise)."""
 
     @property
     def ruling(self) -> str:
         """What the path's straying from float64's AD is, where it computes the function: UNEXPLAINED where its
         value holds, or strays and float64 takes that value at points of one input element alone, its Jacobian the
-        path's at none of them; EXPLAINED where float64's Jacobian is the path's at an element's only point;
+        path's at none of them, or at none of those the narrow finite differences read; EXPLAINED where float64's
+        Jacobian is the path's at an element's only point, or at every point the narrow finite differences read;
         UNJUDGED otherwise: several elements' or points' values (two elements that each round, a period or a
         turning point away, where a flipped rule is float64's at the mirror point), none nearby, or more elements
         than are moved."""
         if not self.strays:
             return UNEXPLAINED
-        if any(p.crossings == 1 for p in self.matching):
+        if self.explained_at is not None:
             return EXPLAINED
+        if self.refuted or (self.read and not any(_among(p, self.matching) for p in self.read)):
+            return UNEXPLAINED
         if self.points and not self.matching and len({(p.argument, p.element) for p in self.points}) == 1:
             return UNEXPLAINED
         return UNJUDGED
+
+    @property
+    def explained_at(self) -> Backward | None:
+        """The point that explains the path: where float64's Jacobian is the path's, the element's only point or every
+        point the narrow finite differences read."""
+        alone = [p for p in self.matching if p.crossings == 1]
+        if alone:
+            return alone[0]
+        if self.read and all(_among(p, self.matching) for p in self.read):
+            return self.read[0]
+        return None
+
+
+def _among(point: Backward, points: Sequence[Backward]) -> bool:
+    return any(point is p for p in points)
 
 
 def _elsewhere(
@@ -1017,7 +1059,44 @@ def _elsewhere(
             for b, j in zip(blocks, p.jacobian, strict=True)
         )
     )
-    return _Elsewhere(here, True, None if points is None else tuple(points), matching)
+    estimate = _estimate(narrow, location)
+    read = (
+        ()
+        if estimate is None
+        else tuple(
+            p
+            for p in points or ()
+            if (entry := _jacobian_entry(p, location, block_names(narrow.arg_names, 1))) is not None
+            and abs(entry - estimate[0]) <= estimate[1]
+        )
+    )
+    mine = _entry(narrow, path, location)
+    refuted = (
+        estimate is not None
+        and mine is not None
+        and abs(estimate[0]) > estimate[1]  # a slope told from 0, not a stair's
+        and abs(mine - estimate[0]) > estimate[1]
+    )
+    return _Elsewhere(here, True, None if points is None else tuple(points), matching, read, refuted)
+
+
+def _estimate(narrow: ScenarioResult, location: str) -> tuple[float, float] | None:
+    """The narrow finite differences' estimate at the first-order `location` and the tolerance the judge compared it
+    by, where the judge compared it (not a kink's or staircase's entry, nor one without an estimate)."""
+    compared = next((c for c in narrow.compared if c.order == 1), None)
+    names = block_names(narrow.arg_names, 1)
+    parsed = parse_location(location, names)
+    if compared is None or compared.reference is None or not compared.reference.ok or parsed is None:
+        return None
+    if parsed[2] not in names or len(compared.excluded) != len(compared.reference.ok_arrays):
+        return None
+    block = names.index(parsed[2])
+    estimates, excluded = np.asarray(compared.reference.ok_arrays[block]), np.asarray(compared.excluded[block])
+    index = (*parsed[1], *parsed[3])
+    if len(index) != estimates.ndim or estimates.shape != excluded.shape or excluded[index]:
+        return None
+    estimate = float(estimates[index])
+    return (estimate, compared.atol + compared.rtol * abs(estimate)) if math.isfinite(estimate) else None
 
 
 def _computed_elsewhere(
@@ -1028,14 +1107,19 @@ def _computed_elsewhere(
     strayed: list[str],
     rtol: float,
     atol: float,
-) -> Note | None:
+) -> Note | tuple[FindingClass, str] | None:
     """A precision note where each of the `strayed` narrow AD paths is computed at another point than float64's
     (`_elsewhere`): the narrow value strays from float64's beyond its rounding, float64 gives that value with one
     input element moved, at one point alone over that element's moves (its backward error: the function rounds
-    inside, as 1 - x at x = 1e-7 in float32 moves x to 1.19e-7), and there float64's Jacobian is the path's, every
-    block: the path computes the function at that point, and its AD is that point's derivative. A wrong rule gives
-    another number there (one 15% off, a sign flipped, a zero); one input's rounding explains no other input's
-    derivative; and a value taken at two points (either side of a minimum) names neither. None elsewhere."""
+    inside, as 1 - x at x = 1e-7 in float32 moves x to 1.19e-7), or at several of which the narrow finite
+    differences read one, and there float64's Jacobian is the path's, every block: the path computes the function
+    at that point, and its AD is that point's derivative. A wrong rule gives another number there (one 15% off, a
+    sign flipped, a zero); one input's rounding explains no other input's derivative. Otherwise the class the
+    finding keeps and the words on float64's points: its own where a path's Jacobian is float64's at none of the
+    points that could explain it (`_Elsewhere.ruling` UNEXPLAINED); `unjudged` where no one point settles where a
+    path computes (float64's Jacobian the path's at one of several points, either side of a minimum or a period of a
+    sine away, where a flipped rule is float64's at the mirror point; the points of two elements; none nearby): the
+    evidence fits the path's rule and a wrong rule alike. None where a path's value holds or cannot be read."""
     location = finding.location or ""
     names = block_names(narrow.arg_names, 1)
     there = _output_at(wide, location)
@@ -1043,12 +1127,34 @@ def _computed_elsewhere(
         return None
     dtype = narrow.scenario.precision_dtype
     found: list[tuple[str, float, Backward]] = []
+    unsettled: dict[str, dict[str, list[str]]] = {UNEXPLAINED: {}, UNJUDGED: {}}
+    value = math.nan
     for path in strayed:
         elsewhere = _elsewhere(narrow, wide, backward, path, location, rtol, atol)
-        alone = [p for p in (elsewhere.matching if elsewhere is not None else ()) if p.crossings == 1]
-        if elsewhere is None or not alone:
-            return None
-        found.append((path, elsewhere.value, alone[0]))
+        mine = _entry(narrow, path, location)
+        if elsewhere is None or not elsewhere.strays or mine is None or not math.isfinite(mine):
+            return None  # a NaN or inf derivative is no finite function's at any point: where it computes explains none
+        if elsewhere.explained_at is not None:
+            found.append((path, elsewhere.value, elsewhere.explained_at))
+            continue
+        value = elsewhere.value
+        said = f"{_number(mine)}: {_points_read(elsewhere, narrow, location)}"
+        unsettled[elsewhere.ruling].setdefault(said, []).append(path)
+    for ruling, finding_class, verdict in (
+        (UNEXPLAINED, finding.finding_class, "no point explains a path's AD"),
+        (
+            UNJUDGED,
+            FindingClass.UNJUDGED,
+            f"no one point settles where {dtype} computes: a path's rule there and a wrong rule fit alike, and the "
+            "referee cannot tell which",
+        ),
+    ):
+        if unsettled[ruling]:
+            read = " | ".join(f"{path_labels(paths)} {points}" for points, paths in unsettled[ruling].items())
+            return finding_class, (
+                f"{dtype}'s value there is {_number(value)} against {_number(there)} in float64, so {dtype} computes "
+                f"the function elsewhere (it rounds inside); moving one input element, {read}; {verdict}"
+            )
     shown = "; ".join(
         f"{path} {_number(_entry(narrow, path, location))} where float64's value is {dtype}'s {_number(here)} with "
         f"{names[point.argument]}{index_text(np.shape(narrow.inputs[point.argument]), point.element)} moved by "
@@ -1072,6 +1178,43 @@ def _computed_elsewhere(
             **{f"{path} moved by": point.move for path, _, point in found},
         },
     )
+
+
+def _points_read(elsewhere: _Elsewhere, narrow: ScenarioResult, location: str) -> str:
+    """Where float64 takes a narrow value, and its Jacobian there: the numbers an `_Elsewhere` ruling is read from."""
+    names = block_names(narrow.arg_names, 1)
+    dtype = narrow.scenario.precision_dtype
+    estimate = _estimate(narrow, location)
+    read = (
+        f"; {dtype}'s finite differences there read {_number(estimate[0])}, the slope of the function {dtype} computes"
+        if elsewhere.refuted and estimate is not None
+        else ""
+    )
+    if elsewhere.points is None:
+        return f"float64's points not read (more than {MOVED_ELEMENTS} input elements, or a value not finite){read}"
+    if not elsewhere.points:
+        return f"float64 takes that value at no point over its moves (half its size each way){read}"
+    return (
+        "float64 takes that value at "
+        + "; ".join(
+            f"{names[p.argument]}{index_text(np.shape(narrow.inputs[p.argument]), p.element)} moved by {p.move:.3g} "
+            f"(its Jacobian {_number(_jacobian_entry(p, location, names))}, "
+            f"{'matching' if _among(p, elsewhere.matching) else 'not matching'}"
+            f"{', the one the finite differences read' if _among(p, elsewhere.read) else ''})"
+            for p in elsewhere.points
+        )
+        + read
+    )
+
+
+def _jacobian_entry(point: Backward, location: str, names: tuple[str, ...]) -> float | None:
+    """Float64's Jacobian entry at the first-order `location`, at a backward point."""
+    parsed = parse_location(location, names)
+    if parsed is None or parsed[2] not in names:
+        return None
+    block = np.asarray(point.jacobian[names.index(parsed[2])])
+    index = (*parsed[1], *parsed[3])
+    return float(block[index]) if len(index) == block.ndim else None
 
 
 def _moves(

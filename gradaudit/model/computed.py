@@ -89,6 +89,11 @@ class Moved:
     sizes: tuple[np.ndarray, ...]
 
 
+MOVED_ELEMENTS = 16
+"""Most input elements whose moves the float64 referee's probes evaluate (`engines.probe`: four float64 Jacobians
+each, or a scan of the value and a Jacobian per crossing)."""
+
+
 @dataclass(frozen=True)
 class Backward:
     """Where float64 gives a narrow run's value of one output element with a single input element moved (a backward

@@ -56,6 +56,10 @@ class FindingClass(StrEnum):
     """Confined to entries whose own input or output is not finite, or whose derivative overflows."""
     NON_DIFFERENTIABLE = "non-differentiable"
     """At a kink, jump, tie or staircase: the paths pick different one-sided derivatives."""
+    UNJUDGED = "unjudged"
+    """A narrow dtype's AD strays from float64's where the narrow dtype computes the function elsewhere (it rounds
+    inside), and float64's evidence fits a rule's error and the function's own rounding alike: gradaudit cannot
+    tell which, and says so (`judging.referee`)."""
 
 
 CLASSES: tuple[FindingClass, ...] = tuple(FindingClass)

@@ -47,9 +47,11 @@ LEVELS: dict[FindingClass, str] = {
     **{finding_class: "error" for finding_class in FAIL_ON_DEFAULT},
     FindingClass.NON_FINITE: "warning",
     FindingClass.NON_DIFFERENTIABLE: "note",
+    FindingClass.UNJUDGED: "note",
 }
 """SARIF's level per class: the classes the gate fails by default are errors; a split at non-finite
-numbers a warning; paths picking different one-sided derivatives at a kink a note."""
+numbers a warning; paths picking different one-sided derivatives at a kink, and a split the float64 referee
+cannot judge, notes."""
 
 
 def _rule_id(result: ScenarioResult, finding: Finding) -> str:
