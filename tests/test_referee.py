@@ -778,7 +778,12 @@ def test_where_float32_computes_a_sine_a_period_away_the_referee_says_it_cannot_
     float32's value at x - 0.83, its slope 0.407 there, and at x - 1.67, its slope -0.407: the right rule is float64's
     at one point and a flipped one at the other, and float32's finite differences read the staircase's 0 at both.
     It failed `wrong`; the evidence fits either, so it is `unjudged`: reported with both points, not failed. Where
-    float32's own finite differences read one of the points (a penalty either side of its minimum), they decide."""
+    float32's own finite differences read one of the points (a penalty either side of its minimum), they decide.
+    At 0.3 float32 computes sin(2e7), x - 0.3 away, past half of x: the scan reaches twice the first-order move, finds
+    the one point, and the right rule is precision there while rules 1.05 or 1000 times it stay `wrong` (a review
+    found them `unjudged` when the scan stopped at half of x); so does a rule zeroed on y in sin(x + y + 2e7), whose
+    points float64's Jacobian fits in no block (a review's: they were x's and y's, so `unjudged`)."""
+    import jax
     import jax.numpy as jnp
 
     import gradaudit
@@ -798,3 +803,17 @@ def test_where_float32_computes_a_sine_a_period_away_the_referee_says_it_cannot_
     (finding,) = wrong.findings
     assert not wrong.passed and str(finding.finding_class) == "wrong"
     assert "not matching, the one the finite differences read" in finding.reason
+
+    near = np.float32(0.3)
+    right = gradaudit.audit(lambda x: jnp.sin(x + 2e7), near)
+    assert right.passed and not right.findings and any("x moved by -0.3" in n.message for n in right.notes)
+    for factor in (1.05, 1000.0):
+        off = gradaudit.audit(_off_in_narrow_only(lambda x: jnp.sin(x + 2e7), factor), near)
+        assert not off.passed and {str(f.finding_class) for f in off.findings} == {"wrong"}, factor
+
+    def zeroed_on_y(x, y):
+        """sin(x + y + 2e7), y's derivative dropped in float32 alone."""
+        return jnp.sin(x + (y if y.dtype == jnp.float64 else jax.lax.stop_gradient(y)) + 2e7)
+
+    zeroed = gradaudit.audit(zeroed_on_y, np.float32(6.83), np.float32(1.3))
+    assert not zeroed.passed and "wrong" in {str(f.finding_class) for f in zeroed.findings}

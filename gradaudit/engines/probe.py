@@ -297,18 +297,22 @@ SCANNED = 64
 narrow one (a value a turning point or a period away is taken again: each crossing is a point)."""
 BACKWARD_AT_MOST = 0.5
 """The largest move `backward_points` makes, as a share of the input element's size (its dtype's smallest normal
-at least): a narrow value further from float64's is no nearby input's."""
+at least), unless the first-order move to the narrow value (`FURTHER` times it) is larger."""
+FURTHER = 2.0
+"""How far past the first-order move to the narrow value (float64's miss over its slope there) `backward_points`
+scans: rounding inside moves the point a function is computed at by the spacing of the number it rounds, which
+the input's size does not bound (`sin(x + 2e7)` at 0.3 in float32 computes at x - 0.3, twice half of x)."""
 
 
 def backward_points(
     wide: Scenario, output: int, value: float, within: float, timeout: float | None
 ) -> list[Backward] | None:
     """For each input element of the widened scenario alone, the moves (at most BACKWARD_AT_MOST of the element's
-    size, each way) at which float64's output element `output` is the narrow run's `value` to `within`: each
-    crossing of float64's value over SCANNED cells of moves, settled by Newton's method kept within its cell; and
-    float64's Jacobian at each (`model.computed.Backward`, with how many crossings the element has). None where the
-    inputs hold more than MOVED_ELEMENTS elements, or float64's value is not finite somewhere over an element's
-    moves."""
+    size each way, or FURTHER times the first-order move to `value`) at which float64's output element `output` is
+    the narrow run's `value` to `within`: each crossing of float64's value over SCANNED cells of moves, settled by
+    Newton's method kept within its cell; and float64's Jacobian at each (`model.computed.Backward`, with how many
+    crossings the element has). None where the inputs hold more than MOVED_ELEMENTS elements, or float64's value is
+    not finite somewhere over an element's moves."""
     import jax
 
     from gradaudit.engines.group import FORWARD, VALUE, computations
@@ -333,8 +337,15 @@ def backward_points(
                 stacked.reshape(np.size(moves), -1)[:, element] += moves
                 return [*target.args[:position], stacked, *target.args[position + 1 :], *target.fixed]
 
+            out, blocks = jax.device_get(evaluate(*target.args, *target.fixed))
+            misses_here = float(np.asarray(out, np.float64).reshape(-1)[output]) - value
+            slopes = np.asarray(blocks[position], np.float64).reshape(-1, base.size)[output]
             for element in range(base.size):
                 farthest = BACKWARD_AT_MOST * max(abs(float(base.flat[element])), smallest)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    needed = abs(misses_here / slopes[element]) * FURTHER
+                if math.isfinite(needed):
+                    farthest = max(farthest, needed)
                 moves = np.linspace(-farthest, farthest, SCANNED + 1)
                 outputs = np.asarray(jax.device_get(batched(*moved_by(element, moves))), np.float64)
                 misses = outputs.reshape(moves.size, -1)[:, output] - value
