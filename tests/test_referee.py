@@ -782,7 +782,8 @@ def test_where_float32_computes_a_sine_a_period_away_the_referee_says_it_cannot_
     At 0.3 float32 computes sin(2e7), x - 0.3 away, past half of x: the scan reaches twice the first-order move, finds
     the one point, and the right rule is precision there while rules 1.05 or 1000 times it stay `wrong` (a review
     found them `unjudged` when the scan stopped at half of x); so does a rule zeroed on y in sin(x + y + 2e7), whose
-    points float64's Jacobian fits in no block (a review's: they were x's and y's, so `unjudged`)."""
+    points float64's Jacobian fits in no block (a review's: they were x's and y's, so `unjudged`), and one beside a
+    term whose float64 value is NaN somewhere over the scan (`1e-3 log(y)`: a second review's)."""
     import jax
     import jax.numpy as jnp
 
@@ -817,3 +818,10 @@ def test_where_float32_computes_a_sine_a_period_away_the_referee_says_it_cannot_
 
     zeroed = gradaudit.audit(zeroed_on_y, np.float32(6.83), np.float32(1.3))
     assert not zeroed.passed and "wrong" in {str(f.finding_class) for f in zeroed.findings}
+
+    # a second review's: y's scan, twice its first-order move (about 225), reaches log's NaN below 0, which made every
+    # element's points unread, so a rule 1000 times too large beside it was `unjudged`; NaN moves now take no value
+    for factor, fails in ((1000.0, True), (1.0, False)):
+        beside = _off_in_narrow_only(lambda x: jnp.sin(x + 2e7), factor)
+        logged = gradaudit.audit(lambda x, y, b=beside: b(x) + 1e-3 * jnp.log(y), near, np.float32(1.0))
+        assert logged.passed is not fails and {str(f.finding_class) for f in logged.findings} <= {"wrong"}, factor

@@ -311,8 +311,8 @@ def backward_points(
     size each way, or FURTHER times the first-order move to `value`) at which float64's output element `output` is
     the narrow run's `value` to `within`: each crossing of float64's value over SCANNED cells of moves, settled by
     Newton's method kept within its cell; and float64's Jacobian at each (`model.computed.Backward`, with how many
-    crossings the element has). None where the inputs hold more than MOVED_ELEMENTS elements, or float64's value is
-    not finite somewhere over an element's moves."""
+    crossings the element has; moves where float64's value is not finite take no value). None where the inputs hold
+    more than MOVED_ELEMENTS elements."""
     import jax
 
     from gradaudit.engines.group import FORWARD, VALUE, computations
@@ -349,14 +349,11 @@ def backward_points(
                 moves = np.linspace(-farthest, farthest, SCANNED + 1)
                 outputs = np.asarray(jax.device_get(batched(*moved_by(element, moves))), np.float64)
                 misses = outputs.reshape(moves.size, -1)[:, output] - value
-                if not np.isfinite(misses).all():
-                    return None
-                # a crossing at a scanned move is its left cell's
-                cells = [
-                    cell
-                    for cell in np.flatnonzero(np.sign(misses[:-1]) * np.sign(misses[1:]) <= 0).tolist()
-                    if cell == 0 or misses[cell] != 0
-                ]
+                # a crossing at a scanned move is its left cell's; float64 takes the narrow value nowhere its own is
+                # not finite (log's NaN below 0: a scan that reaches past a domain's edge reads the rest)
+                with np.errstate(invalid="ignore"):
+                    crossing = (np.sign(misses[:-1]) * np.sign(misses[1:]) <= 0) & np.isfinite(misses[:-1] + misses[1:])
+                cells = [cell for cell in np.flatnonzero(crossing).tolist() if cell == 0 or misses[cell] != 0]
                 points = []
                 for cell in cells:
                     low, high, low_miss = moves[cell], moves[cell + 1], misses[cell]

@@ -1198,7 +1198,8 @@ def _points_read(elsewhere: _Elsewhere, narrow: ScenarioResult, location: str) -
         else ""
     )
     if elsewhere.points is None:
-        return f"float64's points not read (more than {MOVED_ELEMENTS} input elements, or a value not finite){read}"
+        unread = f"more than {MOVED_ELEMENTS} input elements, or the probe could not run"
+        return f"float64's points not read ({unread}){read}"
     if not elsewhere.points:
         return f"float64 takes that value at no point over its moves (half its size each way){read}"
     return (
