@@ -819,6 +819,16 @@ def test_where_float32_computes_a_sine_a_period_away_the_referee_says_it_cannot_
     zeroed = gradaudit.audit(zeroed_on_y, np.float32(6.83), np.float32(1.3))
     assert not zeroed.passed and "wrong" in {str(f.finding_class) for f in zeroed.findings}
 
+    # my read-through's: the finding is ruled at its lead entry; 20 elements leave x[0]'s points unread there, which
+    # made the whole finding `unjudged` and hid a rule 5% off in float32 alone at x[19], whose value rounds nothing
+    twenty = np.concatenate([[6.83], np.linspace(0.5, 1.5, 19)]).astype(np.float32)
+    off_last = _off_in_narrow_only(jnp.sin, 1.05)
+    hidden = gradaudit.audit(
+        lambda x: jnp.concatenate([jnp.sin(x[:1] + 2e7), jnp.sin(x[1:19]), off_last(x[19:])]), twenty
+    )
+    assert not hidden.passed and "wrong" in {str(f.finding_class) for f in hidden.findings}
+    assert any("at d out[19]/d x[19], another entry of the finding" in f.reason for f in hidden.findings)
+
     # a second review's: y's scan, twice its first-order move (about 225), reaches log's NaN below 0, which made every
     # element's points unread, so a rule 1000 times too large beside it was `unjudged`; NaN moves now take no value
     for factor, fails in ((1000.0, True), (1.0, False)):
