@@ -23,7 +23,8 @@ def refereed(result: ScenarioResult, options: Options) -> ScenarioResult:
 
 def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[ScenarioResult]:
     """Each result with its low-precision splits put to the float64 referee (judging/referee.py):
-    its scenario widened to float64 and run in this process, x64 on for it alone."""
+    its scenario widened to float64 and run in this process, x64 on for it alone; only its compiled AD paths where
+    it has no finding to settle (`referee.checked_closely_only`)."""
     from gradaudit.judging import referee
 
     wanted = [(i, referee.widened(r)) for i, r in enumerate(results) if referee.wanted(r, options.tolerance)]
@@ -47,7 +48,8 @@ def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[Sc
     for position, (index, wide) in enumerate(wides):
         if position not in found:
             try:
-                found[position] = assess(wide, compute(wide, options.timeout))
+                closely = referee.checked_closely_only(results[index])
+                found[position] = assess(wide, compute(wide, options.timeout, compiled_only=closely))
             except Exception as error:  # noqa: BLE001 (a function that cannot run in float64 leaves its findings be)
                 ruled[index] = referee.refereed(results[index], None, f"{type(error).__name__}: {error}")
                 continue

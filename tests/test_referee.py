@@ -606,6 +606,11 @@ def test_a_run_whose_finite_differences_checked_almost_nothing_is_checked_in_flo
     wrong = gradaudit.audit(lambda x: flipped(layer_norm(x)), at)
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
     assert all("float64" in f.message for f in wrong.findings)
+    # float64 computes its compiled AD paths alone for this close check; each eager float32 path is still named,
+    # with its own number, held to its compiled twin's float64 number (the reason says so)
+    for finding in wrong.findings:
+        assert {"jacfwd", "jacrev", "jit_jacfwd", "jit_jacrev"} <= set(finding.paths)
+        assert {"jacfwd", "jacrev"} <= set(finding.values) and "compiled twin" in finding.reason
     others = np.array([0.1, 0.2, 0.3], np.float32)
     beside = gradaudit.audit(lambda x, y: jnp.concatenate([flipped(layer_norm(x)), jnp.sin(y)]), at, others)
     assert not beside.passed and {str(f.finding_class) for f in beside.findings} == {"wrong"}

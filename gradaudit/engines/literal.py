@@ -28,6 +28,7 @@ from gradaudit.model import dtypes
 from gradaudit.model.computed import Computed, Failure, failed
 from gradaudit.model.options import Limits
 from gradaudit.model.paths import (
+    COMPILED,
     CONSTANT_SUFFIX,
     DEVICE_SEPARATOR,
     EAGER_TWINS,
@@ -157,11 +158,12 @@ def run_paths(
     devices: Sequence = (),
     modes: Sequence[str] = ("fwd", "rev"),
     given: Mapping[str, PathResult] | None = None,
+    compiled_only: bool = False,
 ) -> dict[str, PathResult]:
     """Every path up to `order` for each binding of the target, in the order reports show them;
     a derivative path only where it uses none but `modes`; one in `given` taken as it is where it has
     this path's name and binding (`_reusable`: a select_n selector the group engine passed traced is
-    captured here, under the same name).
+    captured here, under the same name); `compiled_only`: of the derivative paths only the jit ones (`_paths`).
 
     With devices, every path runs on the first; value and the AD paths run again on each further
     device, named `path@device` (finite differences are the oracle and need running only once).
@@ -171,14 +173,16 @@ def run_paths(
         if not devices:
             return {
                 name: _reusable(given, name, binding) or replace(run_path(name, compute), binding=binding)
-                for name, binding, compute in _paths(targets, eps, order, modes)
+                for name, binding, compute in _paths(targets, eps, order, modes, compiled_only=compiled_only)
             }
         results = {}
         for index, device in enumerate(devices):
             where = device_name(device)
             suffix = "" if index == 0 else DEVICE_SEPARATOR + where
             with jax.default_device(device):
-                for name, binding, compute in _paths(targets, eps, order, modes, references=index == 0):
+                for name, binding, compute in _paths(
+                    targets, eps, order, modes, references=index == 0, compiled_only=compiled_only
+                ):
                     named = name + suffix
                     computed = _reusable(given, named, binding) or run_path(named, compute, where)
                     results[named] = replace(computed, binding=binding)
@@ -192,9 +196,17 @@ def _reusable(given: Mapping[str, PathResult], name: str, binding: str) -> PathR
 
 
 def _paths(
-    targets: Sequence[Target], eps: float | None, order: int, modes: Sequence[str], references: bool = True
+    targets: Sequence[Target],
+    eps: float | None,
+    order: int,
+    modes: Sequence[str],
+    references: bool = True,
+    compiled_only: bool = False,
 ) -> Iterator[tuple[str, str, Callable]]:
-    """(name, binding, compute) of every path, in report order; finite differences only with `references`.
+    """(name, binding, compute) of every path, in report order; finite differences only with `references`;
+    with `compiled_only` no eager derivative path (the float64 referee's close check: eager ones compile each
+    operation on their own, most of a small audit's time, and where the narrow run found no split its eager paths
+    agree with their compiled twins).
 
     `value` is the function called eagerly on JAX arrays, as a user would, once; `jit_value` per binding.
     """
@@ -204,7 +216,7 @@ def _paths(
         binding, bound = target.binding, target.bound
         compiled = jax.jit(target.fn)
         yield path_name(JIT_VALUE, binding), bound, lambda tg=target, c=compiled: (np.asarray(c(*tg.args, *tg.fixed)),)
-        for base in (b for b in FIRST_ORDER if MODES_NEEDED[b] <= set(modes)):
+        for base in (b for b in FIRST_ORDER if MODES_NEEDED[b] <= set(modes) and _wanted(b, compiled_only)):
             yield path_name(base, binding), bound, lambda t=base, tg=target: ad_blocks(tg, t, 1)
         if references:
             yield (
@@ -213,7 +225,7 @@ def _paths(
                 lambda tg=target, c=compiled: finite_difference_jacobians(tg, eps, c),
             )
         if order >= 2:
-            for base in (b for b in SECOND_ORDER if MODES_NEEDED[b] <= set(modes)):
+            for base in (b for b in SECOND_ORDER if MODES_NEEDED[b] <= set(modes) and _wanted(b, compiled_only)):
                 yield path_name(base, binding), bound, lambda t=base, tg=target: ad_blocks(tg, t, 2)
             if references:
                 yield (
@@ -221,6 +233,10 @@ def _paths(
                     bound,
                     lambda tg=target: finite_difference_hessian(tg, eps),
                 )
+
+
+def _wanted(base: str, compiled_only: bool) -> bool:
+    return not compiled_only or base in COMPILED
 
 
 class ScenarioTimeout(BaseException):
@@ -270,8 +286,10 @@ def compute(
     devices: Sequence = (),
     limits: Limits | None = None,
     given: Mapping[str, PathResult] | None = None,
+    compiled_only: bool = False,
 ) -> Computed:
-    """Every path of one scenario (on each of `devices`), or a timeout after `timeout` seconds.
+    """Every path of one scenario (on each of `devices`), or a timeout after `timeout` seconds; `compiled_only`:
+    of the derivative paths only the jit ones (`_paths`).
 
     With `limits`, the scenario is first checked against them with its function traced (under the
     timeout too); one too large is a LimitExceeded failure, unaudited. Paths in `given` (another
@@ -285,7 +303,7 @@ def compute(
             if problems:
                 return failed(Failure(problems[0].message, LIMIT_EXCEEDED), time.perf_counter() - start)
             targets = build_targets(scenario)
-            results = run_paths(targets, scenario.eps, scenario.order, devices, scenario.modes, given)
+            results = run_paths(targets, scenario.eps, scenario.order, devices, scenario.modes, given, compiled_only)
     except ScenarioTimeout as stopped:
         return failed(timed_out(stopped, timeout), time.perf_counter() - start)
     target = targets[0]

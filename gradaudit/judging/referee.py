@@ -41,7 +41,9 @@ from gradaudit.model.paths import (
     FINITE_DIFFERENCE,
     FIRST_ORDER_PATHS,
     HESSIAN_FINITE_DIFFERENCE,
+    JIT_PREFIX,
     JIT_VALUE,
+    SECOND_ORDER_PATHS,
     VALUE,
     base_name,
     block_names,
@@ -165,6 +167,21 @@ def _refereed(finding: Finding) -> bool:
     return finding.kind == DISAGREEMENT and finding.finding_class in REFEREED and finding.location is not None
 
 
+def checked_closely_only(result: ScenarioResult) -> bool:
+    """Whether float64 is asked only to check `result`'s AD paths more closely (`_checked_loosely`), no finding to
+    settle: then its compiled AD paths suffice (the narrow run found no split, so its eager paths agree with their
+    compiled twins), and each eager narrow path is held to its compiled twin's float64 number (`_answering`)."""
+    return not any(_refereed(f) for f in result.findings)
+
+
+def _answering(wide: ScenarioResult, name: str) -> str:
+    """The float64 path a narrow path `name` is held to: its own, or where float64 computed compiled AD paths
+    alone (`checked_closely_only`), an eager path's compiled twin (`jit_jacfwd` for `jacfwd`)."""
+    twin = JIT_PREFIX + name
+    eager = base_name(name) in (*FIRST_ORDER_PATHS, *SECOND_ORDER_PATHS) and not name.startswith(JIT_PREFIX)
+    return twin if eager and name not in wide.paths and twin in wide.paths else name
+
+
 def refereed(
     narrow: ScenarioResult,
     wide: ScenarioResult | None,
@@ -269,7 +286,7 @@ def _strays_unchecked(
     straying: dict[tuple[int, int], list[str]] = {}
     counts: dict[tuple[int, int], int] = {}
     for name, path in narrow.paths.items():
-        wide_path = wide.paths.get(name)
+        wide_path = wide.paths.get(_answering(wide, name))
         if base_name(name) not in FIRST_ORDER_PATHS or not path.ok or wide_path is None or not wide_path.ok:
             continue
         if not len(path.ok_arrays) == len(wide_path.ok_arrays) == len(mine.excluded) == len(references):
@@ -318,7 +335,7 @@ def _strays_unchecked(
             if entry is None or not math.isfinite(entry):
                 # no finite function's derivative, at whatever point: wrong where the value there is finite and
                 # float64's derivative within the narrow dtype's range (else the split is the range's: not this check's)
-                output, wanted = _output_at(narrow, location), _entry(wide, straying_path, location)
+                output, wanted = _output_at(narrow, location), _entry(wide, _answering(wide, straying_path), location)
                 if output is not None and math.isfinite(output) and wanted is not None and abs(wanted) <= largest:
                     rulings.setdefault(UNEXPLAINED, []).append(straying_path)
                 continue
@@ -361,7 +378,8 @@ def _strays_from_float64(
     dtype = narrow.scenario.precision_dtype
     count, entries = counted
     got = {p: _entry(narrow, p, location) for p in paths}
-    want = _entry(wide, paths[0], location)
+    answering = _answering(wide, paths[0])
+    want = _entry(wide, answering, location)
     shown = ", ".join(f"{_number(v)} from {path_labels([p])}" for p, v in got.items())
     return Finding(
         kind=DISAGREEMENT,
@@ -376,7 +394,7 @@ def _strays_from_float64(
         location=location,
         values={
             **{p: v for p, v in got.items() if v is not None},
-            **({f"{paths[0]} (float64)": want} if want is not None else {}),
+            **({f"{answering} (float64)": want} if want is not None else {}),
             **({f"value ({dtype})": here} if (here := _output_at(narrow, location)) is not None else {}),
             **({"value (float64)": there} if (there := _output_at(wide, location)) is not None else {}),
         },
@@ -464,7 +482,9 @@ def _checked_closely(
     for wrong in wide.findings:
         location = wrong.location or ""
         reference = wrong.values.get(FINITE_DIFFERENCE)
-        sides = [p for p in wrong.paths if base_name(p) not in REFERENCES]
+        answered = [p for p in wrong.paths if base_name(p) not in REFERENCES]
+        # the narrow paths float64's are, in the narrow run's order (an eager one float64 did not compute: its twin's)
+        sides = [p for p in narrow.paths if _answering(wide, p) in answered] or answered
         if (
             wrong.finding_class != FindingClass.WRONG
             or wrong.kind != DISAGREEMENT
@@ -475,7 +495,7 @@ def _checked_closely(
         ):
             continue
         here = {p: _entry(narrow, p, location) for p in sides}
-        there = {p: wrong.values.get(p) for p in sides}
+        there = {p: wrong.values.get(_answering(wide, p)) for p in sides}
         numbers = [
             (h, t)
             for h, t in zip(here.values(), there.values(), strict=True)
@@ -488,17 +508,19 @@ def _checked_closely(
         confirmed = own is not None and abs(own - reference) <= tolerances.fd_rtol * abs(reference)
         if confirmed_only and not confirmed:
             continue
-        floor = _resolved(wide, sides, location, confirmed)
+        floor = _resolved(wide, answered, location, confirmed)
         beyond = [abs(h - reference) > tolerances.fd_rtol * abs(reference) for h, _ in numbers]
         if not shared or not any(beyond):
             continue
         labels = path_labels(sides)
+        twins = " (an eager path float64 did not compute: its compiled twin's)" if set(sides) != set(answered) else ""
         if all(abs(h - reference) <= tolerances.fd_rtol * abs(reference) + floor for h, _ in numbers):
             unsure.append(
                 Note(
                     paths=wrong.paths,
                     message=(
-                        f"the float64 referee finds {labels} apart from its finite differences at {location} "
+                        f"the float64 referee finds {path_labels(answered)} apart from its finite differences at "
+                        f"{location} "
                         f"({_values(wrong)}) by less than float64 resolves there ({floor:.3g}: the square root of "
                         "its epsilon times the largest number the entry's terms may hold), so it cannot judge "
                         "them: not counted"
@@ -512,6 +534,7 @@ def _checked_closely(
         found.append(
             replace(
                 wrong,
+                paths=wrong.paths if not twins else (*sides, *(p for p in wrong.paths if p not in answered)),
                 message=(
                     f"{labels} disagree with float64's finite differences at the same inputs on {wrong.count} of "
                     f"{wrong.of} entries; largest at {location}: {_number(reference)} from finite differences in "
@@ -524,7 +547,7 @@ def _checked_closely(
                     f"{dtype}'s finite differences check it only within {tolerances.fd_rtol:.3g} relative plus "
                     f"{tolerances.fd_atol:.3g} absolute; the float64 referee at the same inputs finds the AD paths "
                     f"wrong ({_values(wrong)}), and every {dtype} AD path is within {dtype}'s tolerance of its float64 "
-                    f"number (the same rule) and further than {tolerances.fd_rtol:.3g} relative from float64's "
+                    f"number{twins} (the same rule) and further than {tolerances.fd_rtol:.3g} relative from float64's "
                     f"finite differences: {wrong.reason}"
                 ),
             )
@@ -1216,7 +1239,7 @@ def _strays_where_value_holds(
     names = block_names(narrow.arg_names, 1)
     output_shape = np.shape(values[0].ok_arrays[0]) if values[0] is not None else ()
     for path in strayed:
-        mine, theirs = narrow.paths.get(path), wide.paths.get(path)
+        mine, theirs = narrow.paths.get(path), wide.paths.get(_answering(wide, path))
         if mine is None or theirs is None or not mine.ok or not theirs.ok or len(mine.ok_arrays) != len(names):
             continue
         for block, (a, b) in enumerate(zip(mine.ok_arrays, theirs.ok_arrays, strict=False)):
