@@ -36,6 +36,7 @@ def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[Sc
 
     scenarios = [wide for _, wide in wides]
     found: dict[int, ScenarioResult] = {}
+    split: set[int] = set()  # a group's float64 eager and jit paths apart: computed again with every path
     if len(scenarios) >= GROUP_MIN:
         from gradaudit.engines.group import GroupEngine
 
@@ -44,11 +45,12 @@ def refereed_all(results: Sequence[ScenarioResult], options: Options) -> list[Sc
             judged = assess_all([(scenarios[p], computed) for p, computed in batch])
             # Kept only where each eager path agrees with its jit twin, as the service keeps a group's results.
             found.update({p: r for (p, _), r in zip(batch, judged, strict=True) if one_story(r)})
+            split.update(p for (p, _), r in zip(batch, judged, strict=True) if not one_story(r))
     ruled = list(results)
     for position, (index, wide) in enumerate(wides):
         if position not in found:
             try:
-                closely = referee.checked_closely_only(results[index])
+                closely = position not in split and referee.checked_closely_only(results[index])
                 found[position] = assess(wide, compute(wide, options.timeout, compiled_only=closely))
             except Exception as error:  # noqa: BLE001 (a function that cannot run in float64 leaves its findings be)
                 ruled[index] = referee.refereed(results[index], None, f"{type(error).__name__}: {error}")

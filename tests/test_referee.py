@@ -586,6 +586,70 @@ def test_an_entry_far_below_numbers_elsewhere_is_checked_at_its_own_scale():
     assert not any("finds no AD path wrong" in n.message for n in loss.notes)
 
 
+def test_float64_checks_eager_paths_itself_where_the_narrow_jit_paths_could_not_run():
+    """A close check computes float64's compiled AD paths alone only where each narrow eager path has a compiled twin
+    that ran: behind a Python `if` on an input jit cannot compile the function, so float64 computes the eager paths
+    itself (a review found a bfloat16 rule 1.5 times softplus's slope, and a flipped tanh after a layer norm at 1e4
+    in float32, both behind such an `if`, passing once float64 computed no AD path there). Where a binding's jit paths
+    run, the finding names that binding's eager paths too, each with its own number."""
+    import jax
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    def softplus(x):
+        return jnp.logaddexp(x, 0.0)
+
+    steep = jax.custom_jvp(softplus)
+    steep.defjvp(lambda p, t: (softplus(p[0]), 1.5 * jax.nn.sigmoid(p[0]) * t[0]))
+    branchy = gradaudit.audit(lambda x: steep(x) if x > 0 else steep(-x), jnp.asarray(0.7, jnp.bfloat16))
+    assert not branchy.passed and {str(f.finding_class) for f in branchy.findings} == {"wrong"}
+    assert {"jacfwd", "jacrev"} <= {p for f in branchy.findings for p in f.paths}
+    sliced = gradaudit.audit(
+        lambda x, n: steep(x[:n]), jnp.asarray([0.7, 0.3, 0.5], jnp.bfloat16), jnp.asarray(2), bind="both"
+    )
+    named = {p for f in sliced.findings if str(f.finding_class) == "wrong" for p in f.paths}
+    assert {"jacfwd", "jacrev", "jacfwd:const", "jit_jacfwd:const", "jacrev:const", "jit_jacrev:const"} <= named
+    assert all(f.values.get(p) is not None for f in sliced.findings for p in f.paths if p != FINITE_DIFFERENCE)
+
+
+def test_a_rule_float64_finds_wrong_is_wrong_where_the_narrow_dtype_computes_the_function_elsewhere():
+    """`|1 - (1 - x)| ** 0.3` at 1e-7 in float32 (at 0.01 in bfloat16): the narrow dtype computes at another point
+    (1 - (1 - x) rounds), so its AD, the same rule there, is not float64's number at x, and its finite differences see a
+    kink. A rule sign-flipped, or 1.5 times the slope, in every dtype passed with a kink note; float64 finds the rule
+    wrong, and its Jacobian where the narrow dtype computes is the narrow AD: `wrong`. bfloat16's 1.5 times rule sits
+    within 0.354 of float64's finite differences there (10.06 against 7.53), though the rule, as float64 measures it,
+    is 1.5 times. The right rule passes, and a penalty whose narrow value float64 takes on both sides of its minimum
+    (a flipped rule float64's at one of them) is `unjudged`: the referee says it cannot tell."""
+    import jax
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    def staircase(x):
+        return jnp.abs(1 - (1 - x)) ** 0.3
+
+    def penalty(x):
+        return ((1 - (1 - x)) * 1e3 - 11.0) ** 2
+
+    def ruled(f, factor):
+        wrapped = jax.custom_jvp(f)
+        wrapped.defjvp(lambda p, t: (f(p[0]), factor * jax.jvp(f, p, t)[1]))
+        return wrapped
+
+    for at in (np.float32(1e-7), jnp.asarray(0.01, jnp.bfloat16)):
+        for factor in (-1.0, 1.5):
+            audit = gradaudit.audit(ruled(staircase, factor), at)
+            assert not audit.passed and {str(f.finding_class) for f in audit.findings} == {"wrong"}, (at, factor)
+            assert all("float64" in f.reason for f in audit.findings)
+        right = gradaudit.audit(ruled(staircase, 1.0), at)
+        assert right.passed and not right.findings
+    mirrored = gradaudit.audit(ruled(penalty, -1.0), jnp.asarray(0.01, jnp.bfloat16))
+    assert mirrored.passed and {str(f.finding_class) for f in mirrored.findings} == {"unjudged"}
+    assert all("cannot tell" in f.reason for f in mirrored.findings)
+    assert gradaudit.audit(ruled(penalty, 1.0), jnp.asarray(0.01, jnp.bfloat16)).findings == ()
+
+
 def test_a_run_whose_finite_differences_checked_almost_nothing_is_checked_in_float64():
     """A layer norm over float32 inputs offset by 1e4 (features 1 apart): float32's step there (3.9) straddles
     them, so every entry reads as a kink and a sign-flipped tanh rule after it passed as "not compared" (a red

@@ -169,9 +169,19 @@ def _refereed(finding: Finding) -> bool:
 
 def checked_closely_only(result: ScenarioResult) -> bool:
     """Whether float64 is asked only to check `result`'s AD paths more closely (`_checked_loosely`), no finding to
-    settle: then its compiled AD paths suffice (the narrow run found no split, so its eager paths agree with their
-    compiled twins), and each eager narrow path is held to its compiled twin's float64 number (`_answering`)."""
-    return not any(_refereed(f) for f in result.findings)
+    settle, and each eager AD path of `result` has a compiled twin that ran (jit compiles the function: not a Python
+    `if` on an input, nor a slice a traced input bounds): then float64's compiled AD paths suffice (the narrow run
+    found no split, so each eager path agrees with its twin) and each eager narrow path is held to its twin's float64
+    number (`_answering`). A review found wrong rules behind an `if` passing once float64 computed no eager path where
+    it could compute no compiled one."""
+    if any(_refereed(f) for f in result.findings):
+        return False
+    for name, path in result.paths.items():
+        if base_name(name) in (*FIRST_ORDER_PATHS, *SECOND_ORDER_PATHS) and not name.startswith(JIT_PREFIX):
+            twin = result.paths.get(JIT_PREFIX + name)
+            if not path.ok or twin is None or not twin.ok:
+                return False
+    return True
 
 
 def _answering(wide: ScenarioResult, name: str) -> str:
@@ -231,7 +241,7 @@ def refereed(
             frozenset(f.paths) for f in kept if f.kind == DISAGREEMENT and f.finding_class == FindingClass.WRONG
         }
         tolerances = tolerances_for(narrow.scenario, tolerance, paths=narrow.paths)
-        closely, unresolved = _checked_closely(narrow, wide, tolerances, confirmed_only=bool(rounded))
+        closely, unresolved = _checked_closely(narrow, wide, tolerances, bool(rounded), backward)
         kept.extend(f for f in closely if frozenset(f.paths) not in reported)
         if not rounded:
             kept.extend(_strays_unchecked(narrow, wide, tolerances, nearby, backward, kept))
@@ -386,7 +396,9 @@ def _strays_from_float64(
         paths=tuple(paths),
         message=(
             f"{path_labels(paths)} in {dtype} {'disagrees' if len(paths) == 1 else 'disagree'} with float64's at "
-            f"the same inputs at {location}: {shown} in {dtype}, {_number(want)} in float64 ({count} of {entries} "
+            f"the same inputs at {location}: {shown} in {dtype}, {_number(want)} in float64"
+            f"{f' (from {path_labels([answering])}: float64 computed no eager path)' if answering != paths[0] else ''} "
+            f"({count} of {entries} "
             "entries stray, this the first)"
         ),
         count=count,
@@ -463,7 +475,11 @@ def _not_finer(narrow: ScenarioResult, rounded: str) -> Note:
 
 
 def _checked_closely(
-    narrow: ScenarioResult, wide: ScenarioResult, tolerances: Tolerances, confirmed_only: bool = False
+    narrow: ScenarioResult,
+    wide: ScenarioResult,
+    tolerances: Tolerances,
+    confirmed_only: bool = False,
+    backward: Backwards | None = None,
 ) -> tuple[list[Finding], list[Note]]:
     """The AD paths of a loosely checked narrow run (`_checked_loosely`) that float64 finds wrong: where float64's
     judge finds its AD paths `wrong` against its finite differences, the narrow paths within the narrow
@@ -509,15 +525,31 @@ def _checked_closely(
         if confirmed_only and not confirmed:
             continue
         floor = _resolved(wide, answered, location, confirmed)
-        beyond = [abs(h - reference) > tolerances.fd_rtol * abs(reference) for h, _ in numbers]
-        if not shared or not any(beyond):
+        if not shared:
+            # each path's own error and its float64 twin's (the rule's, as float64 measures it), past what float64
+            # resolves there as well as the narrow tolerance
+            slack = tolerances.fd_rtol * abs(reference) + floor
+            off = {
+                p: (abs(h - reference) > slack, abs(t - reference) > slack)
+                for p, (h, t) in zip(sides, numbers, strict=True)
+            }
+            found.extend(_not_shared(wrong, narrow, wide, backward, off, tolerances))
+            continue
+        # the path or its float64 twin (the same rule, float64's measure of its error: a bfloat16 path may sit nearer
+        # the truth than its rule, computing elsewhere) further than the narrow tolerance from float64's differences
+        beyond = [max(abs(h - reference), abs(t - reference)) > tolerances.fd_rtol * abs(reference) for h, t in numbers]
+        if not any(beyond):
             continue
         labels = path_labels(sides)
-        twins = " (an eager path float64 did not compute: its compiled twin's)" if set(sides) != set(answered) else ""
-        if all(abs(h - reference) <= tolerances.fd_rtol * abs(reference) + floor for h, _ in numbers):
+        twins = " (eager paths float64 did not compute: their compiled twins')" if set(sides) != set(answered) else ""
+        paths = wrong.paths if not twins else (*sides, *(p for p in wrong.paths if p not in answered))
+        if all(
+            max(abs(h - reference), abs(t - reference)) <= tolerances.fd_rtol * abs(reference) + floor
+            for h, t in numbers
+        ):
             unsure.append(
                 Note(
-                    paths=wrong.paths,
+                    paths=tuple(paths),
                     message=(
                         f"the float64 referee finds {path_labels(answered)} apart from its finite differences at "
                         f"{location} "
@@ -534,7 +566,7 @@ def _checked_closely(
         found.append(
             replace(
                 wrong,
-                paths=wrong.paths if not twins else (*sides, *(p for p in wrong.paths if p not in answered)),
+                paths=tuple(paths),
                 message=(
                     f"{labels} disagree with float64's finite differences at the same inputs on {wrong.count} of "
                     f"{wrong.of} entries; largest at {location}: {_number(reference)} from finite differences in "
@@ -547,12 +579,103 @@ def _checked_closely(
                     f"{dtype}'s finite differences check it only within {tolerances.fd_rtol:.3g} relative plus "
                     f"{tolerances.fd_atol:.3g} absolute; the float64 referee at the same inputs finds the AD paths "
                     f"wrong ({_values(wrong)}), and every {dtype} AD path is within {dtype}'s tolerance of its float64 "
-                    f"number{twins} (the same rule) and further than {tolerances.fd_rtol:.3g} relative from float64's "
-                    f"finite differences: {wrong.reason}"
+                    f"number{twins} (the same rule), it or that number further than {tolerances.fd_rtol:.3g} relative "
+                    f"from float64's finite differences: {wrong.reason}"
                 ),
             )
         )
     return found, unsure
+
+
+def _not_shared(
+    wrong: Finding,
+    narrow: ScenarioResult,
+    wide: ScenarioResult,
+    backward: Backwards | None,
+    off: dict[str, tuple[bool, bool]],
+    tolerances: Tolerances,
+) -> list[Finding]:
+    """Float64's `wrong` finding of a loosely checked narrow run whose AD paths are not float64's numbers (not the
+    same rule at the same inputs, which `_checked_closely` carries over), decided path by path where the narrow run
+    computes the function (`_elsewhere`). `off`: per path, whether it and whether its float64 twin (the rule, as float64
+    measures it) are further than the narrow tolerance from float64's finite differences. Only where float64's rule is
+    off (else its AD is right at the narrow dtype's standard and its split is float64's precision: `jnp.linalg.solve`
+    of a 1e-18 matrix, float64's AD 4e-6 relative from its differences, float32's computed elsewhere): `wrong` where
+    the narrow value is float64's within rounding and the path is off too (it misses float64's finite differences at
+    the same inputs and value), or where float64's Jacobian is the path's at the point the narrow run computes at
+    (`_Elsewhere.explained_at`: the same rule); `unjudged` where the path is off, or is float64's rule at some point
+    float64 takes the narrow value at, and neither settles it (several points, a parabola's two sides where a
+    sign-flipped rule is float64's at one; none matching; nothing to read: float64's AD being wrong, its points say
+    nothing of the truth there); else nothing (the path within the narrow tolerance, the rule not shown to be its).
+    Silent before: a rule sign-flipped in every dtype on `|1 - (1 - x)| ** 0.3` at 1e-7 in float32 (float32 computes
+    at x + 1.92e-8, its AD -2.1e4; float64's -2.38e4 against its finite differences' 2.38e4) passed with a kink note."""
+    location = wrong.location or ""
+    dtype = narrow.scenario.precision_dtype
+    reference = wrong.values.get(FINITE_DIFFERENCE)
+    rtol, atol = tolerances.fd_rtol, tolerances.fd_atol
+    classed: dict[FindingClass, list[tuple[str, str]]] = {}
+    for path, (missed, rule_off) in off.items():
+        if not rule_off:
+            continue  # float64's AD right within the narrow tolerance: its split is float64's precision, not the rule
+        elsewhere = _elsewhere(narrow, wide, backward, path, location, rtol, atol)
+        point = None if elsewhere is None or not elsewhere.strays else elsewhere.explained_at
+        if elsewhere is None:
+            if missed:
+                why = f"where {dtype} computes the function cannot be read"
+                classed.setdefault(FindingClass.UNJUDGED, []).append((path, why))
+        elif not elsewhere.strays:
+            if missed:
+                why = f"{dtype}'s value there is float64's within its rounding ({_number(elsewhere.value)})"
+                classed.setdefault(FindingClass.WRONG, []).append((path, why))
+        elif point is not None:
+            if not rule_off:
+                continue
+            why = (
+                f"{dtype}'s value there is {_number(elsewhere.value)} against {_number(_output_at(wide, location))} "
+                f"in float64, and float64's Jacobian where it takes that value ({_moved(point, narrow)}) is "
+                f"{dtype}'s AD there: the same rule, which float64 finds wrong"
+            )
+            classed.setdefault(FindingClass.WRONG, []).append((path, why))
+        elif missed or elsewhere.matching:
+            why = (
+                f"{dtype} computes the function elsewhere ({_number(elsewhere.value)} against "
+                f"{_number(_output_at(wide, location))} in float64) and no one point settles where "
+                f"({_points_read(elsewhere, narrow, location)}): the referee cannot tell whether {dtype}'s AD is "
+                "float64's rule"
+            )
+            classed.setdefault(FindingClass.UNJUDGED, []).append((path, why))
+    found = []
+    for finding_class, ruled in classed.items():
+        paths = [p for p, _ in ruled]
+        here = {p: _entry(narrow, p, location) for p in paths}
+        shown = ", ".join(f"{_number(h)} from {path_labels([p])}" for p, h in here.items())
+        own = _entry(narrow, FINITE_DIFFERENCE, location)
+        found.append(
+            replace(
+                wrong,
+                paths=(*paths, FINITE_DIFFERENCE),
+                message=(
+                    f"{path_labels(paths)} in {dtype} {'disagrees' if len(paths) == 1 else 'disagree'} with float64's "
+                    f"finite differences at the same inputs at {location}: {_number(reference)} from finite "
+                    f"differences in float64, {shown} in {dtype}"
+                ),
+                values={p: h for p, h in {**here, FINITE_DIFFERENCE: own}.items() if h is not None},
+                evidence={f"{name} (float64)": number for name, number in wrong.evidence.items()},
+                finding_class=finding_class,
+                reason=(
+                    f"{dtype}'s finite differences check it only within {rtol:.3g} relative plus {atol:.3g} absolute; "
+                    f"the float64 referee at the same inputs finds its AD paths wrong ({_values(wrong)}); {dtype}'s "
+                    f"are not float64's numbers; {'; '.join(sorted({why for _, why in ruled}))}"
+                ),
+            )
+        )
+    return found
+
+
+def _moved(point: Backward, narrow: ScenarioResult) -> str:
+    """The input element a backward point moves, and by how much."""
+    name = block_names(narrow.arg_names, 1)[point.argument]
+    return f"{name}{index_text(np.shape(narrow.inputs[point.argument]), point.element)} moved by {point.move:.3g}"
 
 
 def _routed(finding: Finding, rulings: list[tuple[Finding, Note | Finding]]) -> Note | Finding:
@@ -1270,7 +1393,7 @@ def _points_read(elsewhere: _Elsewhere, narrow: ScenarioResult, location: str) -
     return (
         "float64 takes that value at "
         + "; ".join(
-            f"{names[p.argument]}{index_text(np.shape(narrow.inputs[p.argument]), p.element)} moved by {p.move:.3g} "
+            f"{_moved(p, narrow)} "
             f"(its Jacobian {_number(_jacobian_entry(p, location, names))}, "
             f"{'matching' if _among(p, elsewhere.matching) else 'not matching'}"
             f"{', the one the finite differences read' if _among(p, elsewhere.read) else ''})"
