@@ -443,7 +443,9 @@ def _checked_instead(narrow: ScenarioResult, wide: ScenarioResult) -> Note | Non
     return Note(
         message=(
             f"{dtype}'s finite differences could not check entries closely{left}; the float64 referee at the same "
-            f"inputs leaves {wide.unchecked[0]} of {entries} unchecked and finds no AD path wrong"
+            f"inputs leaves {wide.unchecked[0]} of {entries} unchecked and finds none of float64's own AD paths wrong "
+            f"(float64's rule; {dtype}'s AD is compared with it only where it strays at an entry {dtype}'s finite "
+            "differences could not compare)"
         ),
         count=entries - wide.unchecked[0],
         of=entries,
