@@ -177,7 +177,7 @@ def checked_closely_only(result: ScenarioResult) -> bool:
     if any(_refereed(f) for f in result.findings):
         return False
     for name, path in result.paths.items():
-        if base_name(name) in (*FIRST_ORDER_PATHS, *SECOND_ORDER_PATHS) and not name.startswith(JIT_PREFIX):
+        if _eager_ad(name):
             twin = result.paths.get(JIT_PREFIX + name)
             if not path.ok or twin is None or not twin.ok:
                 return False
@@ -188,8 +188,11 @@ def _answering(wide: ScenarioResult, name: str) -> str:
     """The float64 path a narrow path `name` is held to: its own, or where float64 computed compiled AD paths
     alone (`checked_closely_only`), an eager path's compiled twin (`jit_jacfwd` for `jacfwd`)."""
     twin = JIT_PREFIX + name
-    eager = base_name(name) in (*FIRST_ORDER_PATHS, *SECOND_ORDER_PATHS) and not name.startswith(JIT_PREFIX)
-    return twin if eager and name not in wide.paths and twin in wide.paths else name
+    return twin if _eager_ad(name) and name not in wide.paths and twin in wide.paths else name
+
+
+def _eager_ad(name: str) -> bool:
+    return base_name(name) in (*FIRST_ORDER_PATHS, *SECOND_ORDER_PATHS) and not name.startswith(JIT_PREFIX)
 
 
 def refereed(
@@ -638,10 +641,8 @@ def _not_shared(
             if missed:
                 why = f"{dtype}'s value there is float64's within its rounding ({_number(elsewhere.value)})"
                 classed.setdefault(FindingClass.WRONG, []).append((path, why))
-        elif point is not None and _jacobian_entry(point, location, block_names(narrow.arg_names, 1)) != 0:
+        elif point is not None and _jacobian_entry(point, location, block_names(narrow.arg_names, 1)) not in (None, 0):
             # a Jacobian of 0 there is every rule's (x ** 2 at 0, where bfloat16 rounds (x + 1) - 1): it shows none
-            if not rule_off:
-                continue
             why = (
                 f"{dtype}'s value there is {_number(elsewhere.value)} against {_number(_output_at(wide, location))} "
                 f"in float64, and float64's Jacobian where it takes that value ({_moved(point, narrow)}) is "
