@@ -100,6 +100,7 @@ def test_a_kink_excuses_a_derivative_between_its_one_sided_slopes_and_nothing_ou
     assert _classes(here, absolute, [0], [NAN], [0.0]) == ["non-differentiable"]
 
 
+@pytest.mark.slow
 def test_a_wrong_rule_is_wrong_at_a_kink_and_along_random_directions(tmp_path):
     import jax
     import jax.numpy as jnp
@@ -315,6 +316,7 @@ def test_a_hessian_diagonal_entry_names_its_input_once():
     assert why.count("x[1] = 1") == 1 and evidence["input x[1]"] == 1.0
 
 
+@pytest.mark.slow
 def test_an_eager_jit_split_seen_across_modes_is_eager_jit():
     """A layer norm whose variance is E[x^2] - E[x]^2 (flax's fast variance) at float32 inputs near 1000: eager
     and jit round the cancelling sums apart (values 5% apart), each binding's jacfwd and jacrev agree, and

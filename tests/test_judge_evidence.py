@@ -115,6 +115,7 @@ def test_a_wrong_derivative_near_a_pole_is_a_finding_though_the_central_estimate
     assert code == 1
 
 
+@pytest.mark.slow
 def test_poles_jumps_kinks_and_infinities_stay_consistent(tmp_path):
     code, results = audit(
         tmp_path,
@@ -278,6 +279,7 @@ def test_a_custom_jvp_rule_wrong_only_at_second_order_is_diagnosed_as_the_rule()
     assert gradaudit.audit(sine, np.array([0.3, 1.0], np.float32)).passed  # first order: right
 
 
+@pytest.mark.slow
 def test_a_matrix_of_tiny_numbers_is_judged_at_steps_of_its_own_size_where_the_usual_step_outreaches_it():
     """eigvalsh of a float32 matrix of about 1e-36: the usual step (2**-8, absolute below 1) is 1e33 times
     every element, so finite differences measure the eigenvalues of the step itself and gave 0 where the
@@ -326,6 +328,7 @@ def test_a_function_jit_cannot_compile_is_probed_eagerly():
     assert any(n.message.startswith("finite differences refined at") for n in result.notes)
 
 
+@pytest.mark.slow
 def test_eigenvectors_of_a_matrix_of_tiny_numbers_are_compared_where_steps_of_its_own_size_settle():
     """eigh's eigenvectors of that matrix: every entry looked like a kink at the usual step and none was
     compared, so a rule 1.5 times too large passed; refined at steps relative to the matrix's size,
@@ -397,6 +400,7 @@ def test_a_sign_flip_of_the_output_along_an_input_is_non_differentiable_not_a_wr
     assert not away.passed and {str(f.finding_class) for f in away.findings} == {"wrong"}
 
 
+@pytest.mark.slow
 def test_a_cusp_the_usual_step_crosses_next_to_the_smallest_normal_input_cannot_be_judged():
     """|x| ** 0.62 + 1 at float32's smallest normal x: the usual step (2**-8) crosses the cusp at 0, so its
     one-sided slopes part and say nothing of the derivative at x (0.62 x ** -0.38, about 1.6e14, which
@@ -524,6 +528,7 @@ def _sine_beside_a_bump(x):
     return jnp.sin(x) + 1e4 * jnp.maximum(0.0, 1 - u * u) ** 3
 
 
+@pytest.mark.slow
 def test_a_refined_entry_is_compared_within_what_its_own_step_measured_not_the_usual_steps_noise():
     """Refining past the bump gives cos(0.5) = 0.8776; the usual step's noise, read with the slope it
     took across the bump, once came along scaled to the finer step (39 there), and a rule twice too
@@ -540,6 +545,7 @@ def test_a_refined_entry_is_compared_within_what_its_own_step_measured_not_the_u
     assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
 
 
+@pytest.mark.slow
 def test_a_function_whose_output_shape_follows_its_values_is_probed_without_breaking_the_audit():
     """jnp.unique without size= runs eagerly (jit cannot trace it); moved by a probe step, an input
     next to another gives more or fewer unique values. Those steps have no slope (as at a NaN); the
@@ -745,6 +751,7 @@ def test_an_infinite_rule_where_the_function_is_smooth_is_wrong_and_the_nans_it_
         ]
 
 
+@pytest.mark.slow
 def test_nans_every_ad_path_gives_where_the_function_is_smooth_excuse_neither_each_other_nor_a_neighbour():
     """A review's cases of the rule above: a NaN rule at two points of a sum (each NaN excused the other as
     0 × NaN), a custom_vjp whose backward pass is NaN everywhere (its reverse paths the only AD paths), and a

@@ -102,6 +102,7 @@ def test_a_rounding_split_that_shrinks_in_float64_is_a_precision_note_and_a_wron
     assert result.exit_code == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "classes", "words"),
     [
@@ -323,6 +324,7 @@ def _off_in_narrow_only(f, factor: float):
     return wrapped
 
 
+@pytest.mark.slow
 def test_a_function_that_rounds_its_input_inside_is_precision_where_its_ad_is_float64s_at_the_point_it_computes():
     """|1 - (1 - x)| ** 0.62 at x = 1e-7 in float32: 1 - x rounds to the float32 below 1, so float32 computes the
     power at 1.19e-7, and its value strays 11.5% from float64's. Its AD is the exact derivative of that (265.09,
@@ -371,6 +373,7 @@ def test_a_function_that_rounds_its_input_inside_is_precision_where_its_ad_is_fl
         assert any("strays from it" in f.reason for f in wrong.findings), [f.reason for f in wrong.findings]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("function", [sin_of_pi_times, sinc])
 def test_float32_at_a_million_goes_to_float64_which_resolves_the_slope_and_the_rounding_of_pi_x(function):
     """sin(pi x) and sinc(x) at 1e6 in float32: no step float32 can take resolves the slope (its spacing
@@ -451,6 +454,7 @@ def test_a_float64_split_the_narrow_tolerance_passes_still_persists_where_it_exp
     assert gradaudit.audit(jnp.sin, points.astype(np.float32), rtol=1e-4, atol=1e-5).passed
 
 
+@pytest.mark.slow
 def test_a_coarsely_checked_rule_goes_to_float64_which_checks_it_within_the_relative_tolerance_alone():
     """bfloat16 and float16 finite differences check a derivative only within 0.354 and 0.125 relative plus as much
     absolute: a bfloat16 softplus rule 1.5 times its slope (0.85 at 1.7) passed within 0.98, a float16 one 1.3 times
@@ -613,6 +617,7 @@ def test_float64_checks_eager_paths_itself_where_the_narrow_jit_paths_could_not_
     assert all(f.values.get(p) is not None for f in sliced.findings for p in f.paths if p != FINITE_DIFFERENCE)
 
 
+@pytest.mark.slow
 def test_a_rule_float64_finds_wrong_is_wrong_where_the_narrow_dtype_computes_the_function_elsewhere():
     """`|1 - (1 - x)| ** 0.3` at 1e-7 in float32 (at 0.01 in bfloat16): the narrow dtype computes at another point
     (1 - (1 - x) rounds), so its AD, the same rule there, is not float64's number at x, and its finite differences see a
@@ -660,6 +665,7 @@ def test_a_rule_float64_finds_wrong_is_wrong_where_the_narrow_dtype_computes_the
     assert gradaudit.audit(softplus, jnp.asarray([0.85], jnp.bfloat16)).findings == ()
 
 
+@pytest.mark.slow
 def test_a_run_whose_finite_differences_checked_almost_nothing_is_checked_in_float64():
     """A layer norm over float32 inputs offset by 1e4 (features 1 apart): float32's step there (3.9) straddles
     them, so every entry reads as a kink and a sign-flipped tanh rule after it passed as "not compared" (a red
@@ -704,6 +710,7 @@ def test_a_run_whose_finite_differences_checked_almost_nothing_is_checked_in_flo
     assert any("the float64 referee at the same inputs leaves 1 of 25" in n.message for n in plain.notes)
 
 
+@pytest.mark.slow
 def test_an_output_the_function_rounds_through_float32_inside_is_not_checked_closer_in_float64():
     """`(z + 1e-4 y)` cast to float32, less z, at z = 100: float32's steps in y are lost in the rounding (finite
     differences 0 against AD's correct 1e-4, within the absolute tolerance), and float64's are too, the function
@@ -793,6 +800,7 @@ def _sine_times(factor: float):
     return rule
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factor", [-1.0, 0.0])
 def test_a_rule_wrong_in_float32_alone_where_its_finite_differences_read_a_staircase_is_wrong(factor):
     """|1 - (1 - x)| ** 0.3 at 1e-7 in float32: the value is a staircase (1 - x rounds to float32's grid), so float32's
@@ -851,6 +859,7 @@ def test_a_float32_only_rule_at_an_uncompared_entry_is_found_beside_a_finding_on
     assert {f.location for f in audit.findings if str(f.finding_class) == "wrong"} == {"d out[0]/d x", "d out[1]/d y"}
 
 
+@pytest.mark.slow
 def test_where_float32_computes_a_sine_a_period_away_the_referee_says_it_cannot_judge():
     """sin(x + 2e7) at 6.83 in float32 (a red team's): x + 2e7 rounds to float32's grid of 2, so float32 computes
     sin(2e7 + 6) and its AD, 0.407, is that point's derivative; float64, at 2e7 + 6.83, says 0.949. float64 takes

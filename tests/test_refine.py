@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gradaudit.judging.refine import converged
 from gradaudit.model.computed import Probe
@@ -134,6 +135,7 @@ def test_a_norm_at_the_origin_is_a_kink_where_ad_has_no_number_not_a_derivative_
     assert not any("no disagreement" in n.message for n in audit.notes)
 
 
+@pytest.mark.slow
 def test_strong_curvature_for_the_usual_step_is_checked_where_the_slopes_part_as_a_smooth_function_s():
     """At logits near 1000 float32's usual step is 3.9 (relative to the input), which straddles logsumexp's
     curvature: every entry looked like a kink and was refined only at a step whose rounding (0.03) hid a
@@ -207,6 +209,7 @@ def test_a_kink_at_the_point_beside_others_within_the_coarser_step_is_not_refine
     assert any(n["message"].startswith("kink or jump") for n in result["notes"])
 
 
+@pytest.mark.slow
 def test_a_value_rounded_flat_is_no_derivative_of_zero_and_a_truly_flat_one_is():
     """gamma.logsf(x, 0.62) at float32's smallest normal x: the value is log(1 - P) with P = 3e-24, 0 in
     float32 and float64 alike. Its finite differences last move by one rounding unit of 1 (2**-24 in float32,

@@ -365,6 +365,7 @@ def smooth(w, idx):
 """
 
 
+@pytest.mark.slow
 def test_a_scenario_file_compares_a_large_function_along_directions_as_the_api_does(tmp_path):
     (tmp_path / "userlib.py").write_text(DIRECTIONAL_MODULE)
     inputs = "inputs: [{dtype: float32, shape: [100000], fill: normal}, {dtype: int32, value: [0, 5, 7]}]"
