@@ -310,13 +310,49 @@ def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves
     )
     options = Options(jobs=1, cache=None)
     isolation.start_ahead(1)
-    worker = isolation._ahead[0]
+    worker = isolation.taken_ahead()[0]
     loaded = time.monotonic()
     worker.configure(isolation._settings(options, ()))
     assert worker.started >= loaded and not worker.ready
+    isolation._ahead.append(worker)  # as if not yet taken: the run takes it
     report = audit(load_paths([str(tmp_path / "s.yaml")]).scenarios, options)
     assert [r.status for r in report.results] == ["consistent"]
     assert set((tmp_path / "pids").read_text().split()) == {str(worker.process.pid)}
+
+
+def test_workers_started_ahead_leave_the_caller_free_to_load_and_one_that_cannot_start_is_left_to_the_run(
+    monkeypatch, capfd
+):
+    # Starting a worker from the fork server waits for the server to import JAX: start_ahead returns
+    # while its workers are still starting (the caller loads meanwhile), and the run that takes them
+    # waits for them. A start that fails there prints nothing: the run starts its own worker and says
+    # why one cannot start.
+    import threading
+
+    from gradaudit import isolation
+
+    release = threading.Event()
+    made = []
+
+    class Slow:
+        def __init__(self, settings):
+            assert release.wait(timeout=30)
+            made.append(self)
+
+    monkeypatch.setattr(isolation, "_Worker", Slow)
+    isolation.start_ahead(2)
+    assert not made and not isolation._ahead  # returned before any worker had started
+    release.set()
+    assert isolation.taken_ahead() == made and len(made) == 2
+
+    class Broken:
+        def __init__(self, settings):
+            raise OSError("no fork server here")
+
+    monkeypatch.setattr(isolation, "_Worker", Broken)
+    isolation.start_ahead(1)
+    assert isolation.taken_ahead() == []
+    assert "no fork server" not in capfd.readouterr().err
 
 
 def test_group_batches_are_queued_kin_next_to_each_other_and_two_workers_take_a_stretch_each():

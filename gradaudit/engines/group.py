@@ -40,7 +40,7 @@ from gradaudit.engines.base import FORWARD_, REVERSE_, VALUE_, Recorded, assembl
 from gradaudit.engines.literal import ScenarioTimeout, steps, stop_computing, time_limit
 from gradaudit.engines.probe import prober
 from gradaudit.function_caches import per_function
-from gradaudit.jaxenv import as_jax_arrays, device_name, tracing_context, unfiltered_tracebacks, x64_for
+from gradaudit.jaxenv import as_jax_arrays, device_name, on_host, tracing_context, unfiltered_tracebacks, x64_for
 from gradaudit.limits import check_limits
 from gradaudit.model.computed import Computed
 from gradaudit.model.options import Limits
@@ -176,7 +176,7 @@ def _member(
             answers.update(call(tuple(inputs), tuple(stacks)))
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the call's exception is each of its computations'
             failed.update({name: exc for name in names if name not in failures})
-    return jax.device_get(answers), failed
+    return on_host(answers), failed
 
 
 def _group(members: Sequence[Scenario], started: float, device: str | None, with_eager: bool) -> list[Computed | None]:
