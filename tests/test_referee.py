@@ -923,3 +923,31 @@ def test_where_float32_computes_a_sine_a_period_away_the_referee_says_it_cannot_
         beside = _off_in_narrow_only(lambda x: jnp.sin(x + 2e7), factor)
         logged = gradaudit.audit(lambda x, y, b=beside: b(x) + 1e-3 * jnp.log(y), near, np.float32(1.0))
         assert logged.passed is not fails and {str(f.finding_class) for f in logged.findings} <= {"wrong"}, factor
+
+
+@pytest.mark.slow
+def test_finite_differences_the_rounding_inside_blinds_to_an_inputs_share_judge_no_point_of_it():
+    """sin(x + 2e7) + 1e-3 log(x) at 0.3 in float32 (jnp's own rules): x's share of the sine rounds away, so
+    float32's steps read the logarithm's 0.0033 alone, a slope float64 gives neither at x (0.846) nor at the one
+    point where it takes float32's value (x - 0.294, 0.817), which is therefore not where float32 computes. It
+    failed `wrong` against those finite differences; the evidence cannot tell AD's 0.6496 from a wrong rule's, so
+    it is `unjudged`, with the numbers. A rule flipped in every dtype is still `wrong` (float64 finds it), and one
+    flipped on y beside it in float32 alone too: float32's steps read y's slope as float64's do."""
+    import jax
+    import jax.numpy as jnp
+
+    import gradaudit
+
+    near = np.float32(0.3)
+    right = gradaudit.audit(lambda x: jnp.sin(x + 2e7) + 1e-3 * jnp.log(x), near)
+    (finding,) = right.findings
+    assert right.passed and str(finding.finding_class) == "unjudged"
+    assert "float32's finite differences there read 0.00334" in finding.reason
+    assert "a slope neither float64's finite differences (0.846" in finding.reason
+    flipped_everywhere = jax.custom_jvp(jnp.sin)
+    flipped_everywhere.defjvp(lambda p, t: (jnp.sin(p[0]), -jnp.cos(p[0]) * t[0]))
+    wrong = gradaudit.audit(lambda x: flipped_everywhere(x + 2e7) + 1e-3 * jnp.log(x), near)
+    assert not wrong.passed and {str(f.finding_class) for f in wrong.findings} == {"wrong"}
+    flipped = _off_in_narrow_only(jnp.sin, -1.0)
+    beside = gradaudit.audit(lambda x, y: jnp.sin(x + 2e7) + 1e-3 * jnp.log(x) + flipped(y), near, np.float32(0.7))
+    assert not beside.passed and "wrong" in {str(f.finding_class) for f in beside.findings}

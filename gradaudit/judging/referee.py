@@ -1148,11 +1148,20 @@ class _Elsewhere:
     point x + 7.9e-10 past the minimum, -1.842e8)."""
     refuted: bool = False
     """Whether that estimate reads a slope the path's AD is not, each told apart (from 0, from the path) by the
-    judge's tolerance: the function the narrow dtype computes has that slope, wherever it computes, so no point
-    explains the path (`(x + 1e6) - 1e6 + g(y)` at x = 0.025 in float32, g's rule flipped: x's share rounds away,
-    which no move of one element reproduces, but d/dy reads 1.0 in float32 as in float64; `rsf2csf` of a matrix of
-    entries near 1e-18). A stair's 0 refutes nothing: steps inside one stair read no slope at all (`sin(x + 2e7)`
-    at 6.83 in float32, `tan(pi (1/2 - q))` at q = 1e10: -5.1e-8, rounding's noise)."""
+    judge's tolerance, and float64's finite differences read it too: the function has that slope, wherever the
+    narrow dtype computes, so no point explains the path (`(x + 1e6) - 1e6 + g(y)` at x = 0.025 in float32, g's
+    rule flipped: x's share rounds away, which no move of one element reproduces, but d/dy reads 1.0 in float32 as
+    in float64; `rsf2csf` of a matrix of entries near 1e-18). A stair's 0 refutes nothing: steps inside one stair
+    read no slope at all (`sin(x + 2e7)` at 6.83 in float32, `tan(pi (1/2 - q))` at q = 1e10: -5.1e-8, rounding's
+    noise)."""
+    unread: bool = False
+    """Whether that estimate, told from 0, reads a slope float64 gives neither at the inputs nor at any point where
+    it takes the narrow value: the rounding inside hides part of the input's effect from the narrow steps, a slope
+    no move of the input makes (`sin(x + 2e7) + 1e-3 log(x)` at 0.3 in float32: x's share of the sine rounds away,
+    its steps read the logarithm's 0.0033 alone, float64 0.846), so those points are not where the narrow dtype
+    computes, and the estimate tells a wrong rule from a right one no more than they do."""
+    wide_slope: float | None = None
+    """Float64's finite differences at the entry, where the narrow ones compared it."""
 
     @property
     def ruling(self) -> str:
@@ -1169,6 +1178,8 @@ class _Elsewhere:
             return EXPLAINED
         if self.refuted or (self.read and not any(_among(p, self.matching) for p in self.read)):
             return UNEXPLAINED
+        if self.unread:
+            return UNJUDGED
         if self.points and not self.matching and len({(p.argument, p.element) for p in self.points}) == 1:
             return UNEXPLAINED
         return UNJUDGED
@@ -1239,13 +1250,29 @@ def _elsewhere(
         )
     )
     mine = _entry(narrow, path, location)
-    refuted = (
+    wide_estimate = _entry(wide, FINITE_DIFFERENCE, location)
+    faithful = (
         estimate is not None
+        and wide_estimate is not None
+        and math.isfinite(wide_estimate)
+        and abs(wide_estimate - estimate[0]) <= estimate[1]
+    )
+    refuted = (
+        faithful
         and mine is not None
         and abs(estimate[0]) > estimate[1]  # a slope told from 0, not a stair's
         and abs(mine - estimate[0]) > estimate[1]
     )
-    return _Elsewhere(here, True, None if points is None else tuple(points), matching, read, refuted)
+    unread = (
+        estimate is not None
+        and wide_estimate is not None
+        and abs(estimate[0]) > estimate[1]  # a stair's 0 reads no slope: it says nothing of the points either
+        and not read
+        and not faithful
+    )
+    return _Elsewhere(
+        here, True, None if points is None else tuple(points), matching, read, refuted, unread, wide_estimate
+    )
 
 
 def _estimate(narrow: ScenarioResult, location: str) -> tuple[float, float] | None:
@@ -1314,8 +1341,11 @@ def _computed_elsewhere(
         value = elsewhere.value
         said = f"{_number(mine)}: {_points_read(elsewhere, narrow, location)}"
         # a finding stands already: float64's Jacobian the path's at no point at all, of any element, excuses nothing
-        # (a rule zeroed on y beside an x float32 rounds); only points that fit the path and others leave it open
-        ruling = UNEXPLAINED if elsewhere.points and not elsewhere.matching else elsewhere.ruling
+        # (a rule zeroed on y beside an x float32 rounds); only points that fit the path and others leave it open, or
+        # narrow finite differences that read a slope of none of them (`_Elsewhere.unread`: the finding's own evidence)
+        ruling = (
+            UNEXPLAINED if elsewhere.points and not elsewhere.matching and not elsewhere.unread else elsewhere.ruling
+        )
         unsettled[ruling].setdefault(said, []).append(path)
     for ruling, finding_class, verdict in (
         (UNEXPLAINED, finding.finding_class, "no point explains a path's AD"),
@@ -1393,11 +1423,16 @@ def _points_read(elsewhere: _Elsewhere, narrow: ScenarioResult, location: str) -
     names = block_names(narrow.arg_names, 1)
     dtype = narrow.scenario.precision_dtype
     estimate = _estimate(narrow, location)
-    read = (
-        f"; {dtype}'s finite differences there read {_number(estimate[0])}, the slope of the function {dtype} computes"
-        if elsewhere.refuted and estimate is not None
-        else ""
-    )
+    read = ""
+    if elsewhere.refuted and estimate is not None:
+        read = f"; {dtype}'s finite differences there read {_number(estimate[0])}, the slope of the function "
+        read += f"{dtype} computes"
+    elif elsewhere.unread and estimate is not None and elsewhere.wide_slope is not None:
+        read = (
+            f"; {dtype}'s finite differences there read {_number(estimate[0])}, a slope neither float64's finite "
+            f"differences ({_number(elsewhere.wide_slope)}) nor its Jacobian at any of these points reads: the "
+            f"rounding hides part of the input's effect from {dtype}'s steps, so none of them is where {dtype} computes"
+        )
     if elsewhere.points is None:
         unread = f"more than {MOVED_ELEMENTS} input elements, or the probe could not run"
         return f"float64's points not read ({unread}){read}"
