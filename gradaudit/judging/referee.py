@@ -1251,25 +1251,13 @@ def _elsewhere(
     )
     mine = _entry(narrow, path, location)
     wide_estimate = _entry(wide, FINITE_DIFFERENCE, location)
-    faithful = (
-        estimate is not None
-        and wide_estimate is not None
-        and math.isfinite(wide_estimate)
-        and abs(wide_estimate - estimate[0]) <= estimate[1]
-    )
-    refuted = (
-        faithful
-        and mine is not None
-        and abs(estimate[0]) > estimate[1]  # a slope told from 0, not a stair's
-        and abs(mine - estimate[0]) > estimate[1]
-    )
-    unread = (
-        estimate is not None
-        and wide_estimate is not None
-        and abs(estimate[0]) > estimate[1]  # a stair's 0 reads no slope: it says nothing of the points either
-        and not read
-        and not faithful
-    )
+    refuted = unread = False
+    if estimate is not None and wide_estimate is not None and math.isfinite(wide_estimate):
+        slope, tolerance = estimate
+        faithful = abs(wide_estimate - slope) <= tolerance  # float64's steps read the slope the narrow ones read
+        told_from_zero = abs(slope) > tolerance  # a stair's 0 reads no slope: it refutes nothing, and picks no point
+        refuted = faithful and told_from_zero and mine is not None and abs(mine - slope) > tolerance
+        unread = told_from_zero and not faithful and not read
     return _Elsewhere(
         here, True, None if points is None else tuple(points), matching, read, refuted, unread, wide_estimate
     )
