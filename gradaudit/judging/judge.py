@@ -1582,7 +1582,8 @@ def _verdict(case: Case, elementwise: _Elementwise | None) -> Verdict:
                 known_bad = functools.partial(_refined_bad, refinement, compared.bad, tolerances, results)
                 notes.append(_refinement_note(refinement, output_shape, names))
             skip = trusted.skipped
-            families.append(Compared(family.order, reference, tolerances.fd_rtol, tolerances.fd_atol, skip))
+            allowance = tuple(np.asarray(n, dtype=np.float64) for n in noise) if noise is not None else ()
+            families.append(Compared(family.order, reference, tolerances.fd_rtol, tolerances.fd_atol, skip, allowance))
             if family.order == 1:
                 notes += coarse_notes(tolerances, case.inputs)
             if family.order == 1 and refinement is None:

@@ -272,6 +272,24 @@ class Compared:
     """The tolerance of the comparison with the reference (or between AD paths), the run's options in it."""
     excluded: tuple[np.ndarray, ...] = ()
     """Per block, a boolean mask of entries not compared with the reference (a kink, no finite estimate)."""
+    allowance: tuple[np.ndarray, ...] = ()
+    """Per block, the rounding a difference quotient can hide at each entry, which the comparison allowed beside the
+    tolerance (empty: none). Where it is more than the tolerance the estimate resolves no slope closely
+    (`loose`)."""
+
+    @property
+    def loose(self) -> tuple[np.ndarray, ...]:
+        """Per block, the compared entries whose allowance is more than the tolerance there (empty: none known)."""
+        if self.reference is None or not self.reference.ok or len(self.allowance) != len(self.excluded):
+            return ()
+        masks = []
+        for estimate, allowance, excluded in zip(self.reference.ok_arrays, self.allowance, self.excluded, strict=True):
+            estimate = np.asarray(estimate, dtype=np.float64)
+            if np.shape(allowance) != estimate.shape or np.shape(excluded) != estimate.shape:
+                return ()
+            with np.errstate(invalid="ignore", over="ignore"):
+                masks.append((allowance > self.atol + self.rtol * np.abs(estimate)) & ~np.asarray(excluded, bool))
+        return tuple(masks)
 
 
 @dataclass(frozen=True)
