@@ -19,7 +19,6 @@ import multiprocessing
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -304,45 +303,20 @@ def _settings(options: Options, devices: tuple[str, ...], lighten: bool = False)
 _ahead: list[_Worker] = []
 """Workers started by `start_ahead`, waiting for the next run to configure them (stopped at exit
 if none takes them)."""
-_starting: list[threading.Thread] = []
-"""The thread `start_ahead` starts them in, until `taken_ahead` has waited for it."""
-
-
-def _stop_ahead() -> None:
-    _wait_for_ahead()
-    stop_workers(_ahead)
-
-
-atexit.register(_stop_ahead)
+atexit.register(lambda: stop_workers(_ahead))
 
 
 def start_ahead(jobs: int) -> None:
-    """Start `jobs` workers now, so that they import JAX while this process loads scenarios; the
-    next `taken_ahead` hands them to a run, and any never taken are stopped at exit. They start in a
-    thread of their own: starting one from the fork server waits for the server to import JAX, which
-    would hold up the loading it is meant to run beside (a worker that cannot start is left to the run,
-    which starts its own and says why one could not)."""
-
-    def start() -> None:
-        try:
-            for _ in range(jobs):
-                _ahead.append(_Worker(None))
-        except Exception:  # noqa: BLE001 - the run's own start of a worker meets it again and reports it
-            pass
-
-    if jobs > 0 and not _ahead and not _starting:
-        _starting.append(threading.Thread(target=start, name="gradaudit-start-ahead", daemon=True))
-        _starting[0].start()
-
-
-def _wait_for_ahead() -> None:
-    while _starting:
-        _starting.pop().join()
+    """Get `jobs` workers under way now, so that JAX is imported while this process loads scenarios: where
+    workers fork from the fork server, the server alone is started (`worker_starts.warm_up`; starting a worker
+    from it would wait here for its import), and the run's workers fork from it at once; where they are spawned,
+    they are started, the next `taken_ahead` hands them to a run, and any never taken are stopped at exit."""
+    if jobs > 0 and not _ahead and not starts.warm_up():
+        _ahead.extend(_Worker(None) for _ in range(jobs))
 
 
 def taken_ahead() -> list[_Worker]:
     """The workers `start_ahead` started (none after the first call): a run's first idle workers."""
-    _wait_for_ahead()
     taken = list(_ahead)
     _ahead.clear()
     return taken

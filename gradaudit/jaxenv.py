@@ -256,7 +256,13 @@ def on_host(tree):
     """`tree` with its JAX arrays copied to NumPy, as `jax.device_get` gives them, without the
     asynchronous copies it starts first and waits for: the group engine fetches a few small arrays
     per member, thousands of times a run, where that bookkeeping cost more than the copies."""
-    return jax.tree.map(lambda leaf: np.asarray(leaf) if isinstance(leaf, jax.Array) else leaf, tree)
+
+    def fetched(leaf):
+        if isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            return jax.device_get(leaf)  # a typed key has no NumPy form
+        return np.asarray(leaf) if isinstance(leaf, jax.Array | np.generic) else leaf
+
+    return jax.tree.map(fetched, tree)
 
 
 def cache_config() -> dict[str, object]:

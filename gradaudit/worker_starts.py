@@ -63,6 +63,20 @@ class _Starts:
             multiprocessing.get_context("forkserver").set_forkserver_preload(list(WORKER_MODULES))
         return multiprocessing.get_context("forkserver") if _imports_alike(self.environment, os.environ) else spawn
 
+    def warm_up(self) -> bool:
+        """Start the fork server now, where workers will fork from it, without waiting for it: it imports
+        WORKER_MODULES while this process goes on (a worker's start waits for that import). False where workers
+        will be spawned, or the server cannot start (a worker's start then says why)."""
+        from multiprocessing import forkserver
+
+        if self.context().get_start_method() != "forkserver":
+            return False
+        try:
+            forkserver.ensure_running()
+        except Exception:  # noqa: BLE001 - as `start`'s: the first worker's start meets it again and falls back
+            return False
+        return True
+
     def start(self, process_of: Callable[[Any], BaseProcess]) -> BaseProcess:
         """`process_of(context)`, started; spawned if the fork server cannot start."""
         context = self.context()

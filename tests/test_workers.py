@@ -218,10 +218,13 @@ def test_a_worker_imports_jax_under_the_environment_of_its_run(tmp_path, monkeyp
     assert second.exit_code == 0 and (tmp_path / "read").read_text() == "rbg", second.stderr
 
 
-def test_only_large_files_start_workers_ahead_of_loading(tmp_path):
+def test_only_large_files_start_workers_ahead_of_loading(tmp_path, monkeypatch):
     from gradaudit import isolation
     from gradaudit.model.options import Options
     from gradaudit.service import START_AHEAD_BYTES, start_workers
+    from gradaudit.worker_starts import starts
+
+    monkeypatch.setattr(starts, "broken", True)  # spawned workers, which start ahead as workers (see below)
 
     small = write_yaml(
         tmp_path,
@@ -293,7 +296,7 @@ def test_workers_started_ahead_get_the_runs_cache_and_serve_every_engine(tmp_pat
     assert read[0][0] > 0 and read[1] == (read[0][0], read[0][0])
 
 
-def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves_the_run(tmp_path):
+def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves_the_run(tmp_path, monkeypatch):
     # However long the load took, a worker started ahead is not taken for hung: its start-up clock
     # (STARTUP_SECONDS until it says READY) starts when the run gives it its settings, and it is
     # the worker that audits, not a fresh one.
@@ -301,6 +304,7 @@ def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves
     from gradaudit.model.options import Options
     from gradaudit.service import audit
     from gradaudit.sources.scenario_files import load_paths
+    from gradaudit.worker_starts import starts
 
     (tmp_path / "whose.py").write_text(WHOSE)
     write_yaml(
@@ -309,6 +313,7 @@ def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves
         "scenarios:\n  - {name: one, fn: 'whose:f', inputs: [{dtype: float32, value: [1.0, 2.0]}]}\n",
     )
     options = Options(jobs=1, cache=None)
+    monkeypatch.setattr(starts, "broken", True)  # spawned: a worker started ahead (forked ones start the server alone)
     isolation.start_ahead(1)
     worker = isolation.taken_ahead()[0]
     loaded = time.monotonic()
@@ -320,39 +325,33 @@ def test_a_worker_started_ahead_counts_its_start_up_from_its_settings_and_serves
     assert set((tmp_path / "pids").read_text().split()) == {str(worker.process.pid)}
 
 
-def test_workers_started_ahead_leave_the_caller_free_to_load_and_one_that_cannot_start_is_left_to_the_run(
-    monkeypatch, capfd
-):
-    # Starting a worker from the fork server waits for the server to import JAX: start_ahead returns
-    # while its workers are still starting (the caller loads meanwhile), and the run that takes them
-    # waits for them. A start that fails there prints nothing: the run starts its own worker and says
-    # why one cannot start.
-    import threading
+def test_starting_ahead_from_the_fork_server_starts_the_server_alone_and_the_run_forks_its_workers_from_it(tmp_path):
+    # Starting a worker from the fork server waits for the server to import JAX: start_ahead starts the server
+    # alone (the caller loads meanwhile) and hands no worker to the run, whose workers fork from it. Where workers
+    # are spawned, start_ahead starts them (the test above).
+    from multiprocessing import forkserver
 
     from gradaudit import isolation
+    from gradaudit.model.options import Options
+    from gradaudit.service import audit
+    from gradaudit.sources.scenario_files import load_paths
+    from gradaudit.worker_starts import starts
 
-    release = threading.Event()
-    made = []
-
-    class Slow:
-        def __init__(self, settings):
-            assert release.wait(timeout=30)
-            made.append(self)
-
-    monkeypatch.setattr(isolation, "_Worker", Slow)
-    isolation.start_ahead(2)
-    assert not made and not isolation._ahead  # returned before any worker had started
-    release.set()
-    assert isolation.taken_ahead() == made and len(made) == 2
-
-    class Broken:
-        def __init__(self, settings):
-            raise OSError("no fork server here")
-
-    monkeypatch.setattr(isolation, "_Worker", Broken)
+    if starts.context().get_start_method() != "forkserver":
+        pytest.skip("workers are spawned here")
+    (tmp_path / "whose.py").write_text(WHOSE)
+    write_yaml(
+        tmp_path,
+        "s.yaml",
+        "scenarios:\n  - {name: one, fn: 'whose:f', inputs: [{dtype: float32, value: [1.0, 2.0]}]}\n",
+    )
     isolation.start_ahead(1)
     assert isolation.taken_ahead() == []
-    assert "no fork server" not in capfd.readouterr().err
+    server = forkserver._forkserver._forkserver_pid
+    assert server is not None and not isolation._ahead
+    report = audit(load_paths([str(tmp_path / "s.yaml")]).scenarios, Options(jobs=1, cache=None))
+    assert [r.status for r in report.results] == ["consistent"]
+    assert forkserver._forkserver._forkserver_pid == server  # the run's worker forked from the server started ahead
 
 
 def test_group_batches_are_queued_kin_next_to_each_other_and_two_workers_take_a_stretch_each():
