@@ -364,6 +364,7 @@ def _strays_unchecked(
                 # nothing here measures (a review's false `wrong`)
                 held = loose_only and not elsewhere.strays
                 rulings.setdefault(HELD if held else elsewhere.ruling, []).append(straying_path)
+        loosely = _estimate(narrow, location)
         for ruling, finding_class, why in (
             (
                 UNEXPLAINED,
@@ -373,9 +374,10 @@ def _strays_unchecked(
             (
                 HELD,
                 FindingClass.UNJUDGED,
-                f"{unchecked}; {dtype}'s finite differences compared it, but only within their rounding, and {dtype}'s "
-                "value there is float64's within its rounding: the gap may be a wrong rule or the AD's own rounding of "
-                "large terms that cancel, which the referee does not measure, and it cannot tell which",
+                f"{unchecked}; {dtype}'s finite differences compared it, but only within their rounding"
+                f"{'' if loosely is None else f' ({_number(loosely[0])} give or take {_number(loosely[1])})'}, and "
+                f"{dtype}'s value there is float64's within its rounding: the gap may be a wrong rule or the AD's own "
+                "rounding of large terms that cancel, which the referee does not measure, and it cannot tell which",
             ),
             (
                 UNJUDGED,
